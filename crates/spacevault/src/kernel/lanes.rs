@@ -1,0 +1,284 @@
+//! The BLAKE3 compression of one 64-byte block, for N messages side by side.
+//!
+//! Written once over plain `[u32; N]` arrays so that LLVM's vectorizer turns
+//! each array operation into one SIMD instruction for whatever target features
+//! the caller enables (AVX-512: N = 16 in zmm registers, AVX2: N = 8, NEON or
+//! SSE2: N = 4). The message is specialised to spacevault's records: only
+//! words 0 and 1 (the nonce) are non-zero, so the other 112 message additions
+//! of the 7 rounds fold away at compile time, and no message transposition is
+//! needed at all.
+
+/// BLAKE3's initialisation vector (the SHA-256 one).
+pub(crate) const IV: [u32; 8] = [
+    0x6A09_E667,
+    0xBB67_AE85,
+    0x3C6E_F372,
+    0xA54F_F53A,
+    0x510E_527F,
+    0x9B05_688C,
+    0x1F83_D9AB,
+    0x5BE0_CD19,
+];
+
+const CHUNK_START: u32 = 1;
+const CHUNK_END: u32 = 2;
+const ROOT: u32 = 8;
+const KEYED_HASH: u32 = 16;
+/// A whole message in one block of one chunk, hashed with a key.
+pub(crate) const RECORD_FLAGS: u32 = CHUNK_START | CHUNK_END | ROOT | KEYED_HASH;
+pub(crate) const BLOCK_LEN: u32 = 64;
+
+const PERMUTATION: [usize; 16] = [2, 6, 3, 10, 7, 0, 4, 13, 1, 11, 12, 5, 9, 14, 15, 8];
+
+/// Which original message word each of the 16 message positions holds in
+/// each of the 7 rounds.
+pub(crate) const SCHEDULE: [[usize; 16]; 7] = schedule();
+
+const fn schedule() -> [[usize; 16]; 7] {
+    let mut out = [[0usize; 16]; 7];
+    let mut i = 0;
+    while i < 16 {
+        out[0][i] = i;
+        i += 1;
+    }
+    let mut r = 1;
+    while r < 7 {
+        let mut i = 0;
+        while i < 16 {
+            out[r][i] = out[r - 1][PERMUTATION[i]];
+            i += 1;
+        }
+        r += 1;
+    }
+    out
+}
+
+/// One SIMD register of 32-bit lanes, or a plain array standing in for one.
+pub(crate) trait Vector: Copy {
+    const LANES: usize;
+    /// # Safety
+    /// The caller runs with the vector's target features enabled.
+    unsafe fn splat(x: u32) -> Self;
+    /// # Safety
+    /// As for `splat`; `words` has at least `LANES` elements.
+    unsafe fn load(words: &[u32]) -> Self;
+    /// # Safety
+    /// As for `splat`; `words` has at least `LANES` elements.
+    unsafe fn store(self, words: &mut [u32]);
+    /// # Safety
+    /// As for `splat`.
+    unsafe fn add(self, other: Self) -> Self;
+    /// # Safety
+    /// As for `splat`.
+    unsafe fn xor(self, other: Self) -> Self;
+    /// # Safety
+    /// As for `splat`.
+    unsafe fn rotr16(self) -> Self;
+    /// # Safety
+    /// As for `splat`.
+    unsafe fn rotr12(self) -> Self;
+    /// # Safety
+    /// As for `splat`.
+    unsafe fn rotr8(self) -> Self;
+    /// # Safety
+    /// As for `splat`.
+    unsafe fn rotr7(self) -> Self;
+}
+
+/// Four lanes in plain Rust: the fallback for any CPU.
+#[derive(Clone, Copy)]
+pub(crate) struct Portable([u32; 4]);
+
+macro_rules! portable_op {
+    ($self:ident, $f:expr) => {{
+        let mut out = $self.0;
+        for w in out.iter_mut() {
+            *w = $f(*w);
+        }
+        Portable(out)
+    }};
+}
+
+impl Vector for Portable {
+    const LANES: usize = 4;
+    #[inline(always)]
+    unsafe fn splat(x: u32) -> Self {
+        Portable([x; 4])
+    }
+    #[inline(always)]
+    unsafe fn load(words: &[u32]) -> Self {
+        Portable(words[..4].try_into().unwrap())
+    }
+    #[inline(always)]
+    unsafe fn store(self, words: &mut [u32]) {
+        words[..4].copy_from_slice(&self.0);
+    }
+    #[inline(always)]
+    unsafe fn add(self, other: Self) -> Self {
+        let mut out = self.0;
+        for i in 0..4 {
+            out[i] = out[i].wrapping_add(other.0[i]);
+        }
+        Portable(out)
+    }
+    #[inline(always)]
+    unsafe fn xor(self, other: Self) -> Self {
+        let mut out = self.0;
+        for i in 0..4 {
+            out[i] ^= other.0[i];
+        }
+        Portable(out)
+    }
+    #[inline(always)]
+    unsafe fn rotr16(self) -> Self {
+        portable_op!(self, |w: u32| w.rotate_right(16))
+    }
+    #[inline(always)]
+    unsafe fn rotr12(self) -> Self {
+        portable_op!(self, |w: u32| w.rotate_right(12))
+    }
+    #[inline(always)]
+    unsafe fn rotr8(self) -> Self {
+        portable_op!(self, |w: u32| w.rotate_right(8))
+    }
+    #[inline(always)]
+    unsafe fn rotr7(self) -> Self {
+        portable_op!(self, |w: u32| w.rotate_right(7))
+    }
+}
+
+/// A message word as the compiler sees it: the zero words are known to be
+/// zero, so their additions disappear.
+#[derive(Clone, Copy)]
+enum Word<V> {
+    Zero,
+    Lanes(V),
+}
+
+#[inline(always)]
+unsafe fn add_word<V: Vector>(a: V, w: Word<V>) -> V {
+    match w {
+        Word::Zero => a,
+        Word::Lanes(m) => a.add(m),
+    }
+}
+
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn g<V: Vector>(
+    v: &mut [V; 16],
+    a: usize,
+    b: usize,
+    c: usize,
+    d: usize,
+    mx: Word<V>,
+    my: Word<V>,
+) {
+    v[a] = add_word(v[a].add(v[b]), mx);
+    v[d] = v[d].xor(v[a]).rotr16();
+    v[c] = v[c].add(v[d]);
+    v[b] = v[b].xor(v[c]).rotr12();
+    v[a] = add_word(v[a].add(v[b]), my);
+    v[d] = v[d].xor(v[a]).rotr8();
+    v[c] = v[c].add(v[d]);
+    v[b] = v[b].xor(v[c]).rotr7();
+}
+
+#[inline(always)]
+unsafe fn round<V: Vector>(v: &mut [V; 16], m: &[Word<V>; 16], s: &[usize; 16]) {
+    g(v, 0, 4, 8, 12, m[s[0]], m[s[1]]);
+    g(v, 1, 5, 9, 13, m[s[2]], m[s[3]]);
+    g(v, 2, 6, 10, 14, m[s[4]], m[s[5]]);
+    g(v, 3, 7, 11, 15, m[s[6]], m[s[7]]);
+    g(v, 0, 5, 10, 15, m[s[8]], m[s[9]]);
+    g(v, 1, 6, 11, 12, m[s[10]], m[s[11]]);
+    g(v, 2, 7, 8, 13, m[s[12]], m[s[13]]);
+    g(v, 3, 4, 9, 14, m[s[14]], m[s[15]]);
+}
+
+/// The 8 output words of `keyed_hash(key, LE64(nonce) || 56 zero bytes)`
+/// for a register of nonces, lane i holding nonce i. Word j of lane i is
+/// bytes 4j..4j+4 of that hash, little-endian.
+///
+/// # Safety
+/// The caller runs with `V`'s target features enabled.
+#[inline(always)]
+pub(crate) unsafe fn hash_records<V: Vector>(key: &[u32; 8], nonce_lo: V, nonce_hi: V) -> [V; 8] {
+    let z = V::splat(0);
+    let mut v = [z; 16];
+    for i in 0..8 {
+        v[i] = V::splat(key[i]);
+    }
+    for i in 0..4 {
+        v[8 + i] = V::splat(IV[i]);
+    }
+    // Counter 0 (v[12], v[13] stay zero), one full block, record flags.
+    v[14] = V::splat(BLOCK_LEN);
+    v[15] = V::splat(RECORD_FLAGS);
+    let mut m = [Word::Zero; 16];
+    m[0] = Word::Lanes(nonce_lo);
+    m[1] = Word::Lanes(nonce_hi);
+    round(&mut v, &m, &SCHEDULE[0]);
+    round(&mut v, &m, &SCHEDULE[1]);
+    round(&mut v, &m, &SCHEDULE[2]);
+    round(&mut v, &m, &SCHEDULE[3]);
+    round(&mut v, &m, &SCHEDULE[4]);
+    round(&mut v, &m, &SCHEDULE[5]);
+    round(&mut v, &m, &SCHEDULE[6]);
+    let mut out = [z; 8];
+    for i in 0..8 {
+        out[i] = v[i].xor(v[i + 8]);
+    }
+    out
+}
+
+const MAX_LANES: usize = 16;
+
+/// `out[i]` = the first 8 bytes, big-endian, of the hash of nonce
+/// `first + i`, for `V::LANES` consecutive nonces. Only output words 0 and 1
+/// are kept, so the compiler drops the rest.
+///
+/// # Safety
+/// The caller runs with `V`'s target features enabled; `out` holds at least
+/// `V::LANES` elements.
+#[inline(always)]
+pub(crate) unsafe fn prefixes_consecutive<V: Vector>(key: &[u32; 8], first: u64, out: &mut [u64]) {
+    let mut lo = [0u32; MAX_LANES];
+    let mut hi = [0u32; MAX_LANES];
+    for i in 0..V::LANES {
+        let x = first.wrapping_add(i as u64);
+        lo[i] = x as u32;
+        hi[i] = (x >> 32) as u32;
+    }
+    let h = hash_records(key, V::load(&lo), V::load(&hi));
+    h[0].store(&mut lo);
+    h[1].store(&mut hi);
+    for i in 0..V::LANES {
+        out[i] = ((lo[i].swap_bytes() as u64) << 32) | hi[i].swap_bytes() as u64;
+    }
+}
+
+/// Whole 32-byte hashes of `V::LANES` arbitrary nonces.
+///
+/// # Safety
+/// As for [`prefixes_consecutive`]; `nonces` and `out` hold at least
+/// `V::LANES` elements.
+#[inline(always)]
+pub(crate) unsafe fn hashes<V: Vector>(key: &[u32; 8], nonces: &[u64], out: &mut [[u8; 32]]) {
+    let mut lo = [0u32; MAX_LANES];
+    let mut hi = [0u32; MAX_LANES];
+    for i in 0..V::LANES {
+        lo[i] = nonces[i] as u32;
+        hi[i] = (nonces[i] >> 32) as u32;
+    }
+    let h = hash_records(key, V::load(&lo), V::load(&hi));
+    let mut words = [[0u32; MAX_LANES]; 8];
+    for j in 0..8 {
+        h[j].store(&mut words[j]);
+    }
+    for (i, bytes) in out[..V::LANES].iter_mut().enumerate() {
+        for (j, word) in words.iter().enumerate() {
+            bytes[4 * j..4 * j + 4].copy_from_slice(&word[i].to_le_bytes());
+        }
+    }
+}

@@ -1,0 +1,254 @@
+//! Hashing records many at a time.
+//!
+//! A record's hash is `keyed_hash(plot_id, LE64(nonce) || 56 zero bytes)`:
+//! one BLAKE3 block, so N nonces fill N SIMD lanes with no tree and no
+//! message transposition. The backends share one source ([`lanes`]) compiled
+//! with different target features; the `blake3` crate is the reference that
+//! the tests hold every backend to.
+//!
+//! `SPACEVAULT_BACKEND=portable` (or `avx2`, `avx512`) picks a backend for the
+//! whole process; a backend the CPU lacks falls back to the best one it has.
+//! The portable backend is what machines without AVX2 run, so the test suite
+//! is run with it too.
+
+mod lanes;
+#[cfg(target_arch = "x86_64")]
+mod x86;
+
+use lanes::{Portable, Vector};
+
+use std::sync::OnceLock;
+
+/// One way of running the kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// 16 lanes in AVX-512 registers.
+    Avx512,
+    /// 8 lanes in AVX2 registers.
+    Avx2,
+    /// 4 lanes in baseline vector registers: SSE2 on x86-64, NEON on aarch64.
+    Portable,
+}
+
+impl Backend {
+    /// Every backend this build knows, best first.
+    pub const ALL: [Backend; 3] = [Backend::Avx512, Backend::Avx2, Backend::Portable];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Avx512 => "avx512",
+            Backend::Avx2 => "avx2",
+            Backend::Portable => "portable",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Backend> {
+        Backend::ALL.into_iter().find(|b| b.name() == name)
+    }
+
+    /// Messages hashed side by side.
+    pub fn lanes(self) -> usize {
+        match self {
+            Backend::Avx512 => 16,
+            Backend::Avx2 => 8,
+            Backend::Portable => 4,
+        }
+    }
+
+    /// Whether this CPU can run the backend.
+    pub fn is_supported(self) -> bool {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Backend::Avx512 => {
+                std::arch::is_x86_feature_detected!("avx512f")
+                    && std::arch::is_x86_feature_detected!("avx512vl")
+            }
+            #[cfg(target_arch = "x86_64")]
+            Backend::Avx2 => std::arch::is_x86_feature_detected!("avx2"),
+            Backend::Portable => true,
+            #[allow(unreachable_patterns)]
+            _ => false,
+        }
+    }
+
+    /// The best backend this CPU supports.
+    pub fn detect() -> Backend {
+        Backend::ALL
+            .into_iter()
+            .find(|b| b.is_supported())
+            .unwrap_or(Backend::Portable)
+    }
+
+    /// The backend this process uses: `SPACEVAULT_BACKEND` if set and
+    /// supported, otherwise the best one detected.
+    pub fn active() -> Backend {
+        static ACTIVE: OnceLock<Backend> = OnceLock::new();
+        *ACTIVE.get_or_init(|| {
+            match std::env::var("SPACEVAULT_BACKEND")
+                .ok()
+                .as_deref()
+                .and_then(Backend::from_name)
+            {
+                Some(b) if b.is_supported() => b,
+                _ => Backend::detect(),
+            }
+        })
+    }
+}
+
+/// The key of one plot, ready to hash its records.
+#[derive(Clone)]
+pub struct Kernel {
+    key: [u32; 8],
+    backend: Backend,
+}
+
+impl Kernel {
+    /// A kernel for `plot_id` on the process's active backend.
+    pub fn new(plot_id: &[u8; 32]) -> Kernel {
+        Kernel::with_backend(plot_id, Backend::active())
+    }
+
+    /// A kernel on a chosen backend; one the CPU lacks is replaced by the best
+    /// one it has.
+    pub fn with_backend(plot_id: &[u8; 32], backend: Backend) -> Kernel {
+        let backend = if backend.is_supported() {
+            backend
+        } else {
+            Backend::detect()
+        };
+        let mut key = [0u32; 8];
+        for (i, w) in key.iter_mut().enumerate() {
+            *w = u32::from_le_bytes(plot_id[4 * i..4 * i + 4].try_into().unwrap());
+        }
+        Kernel { key, backend }
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// `out[i]` = the first 8 bytes, big-endian, of the hash of nonce `first + i`.
+    pub fn prefixes(&self, first: u64, out: &mut [u64]) {
+        match self.backend {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: a kernel only holds a backend the CPU supports.
+            Backend::Avx512 => unsafe { x86::prefixes_avx512(&self.key, first, out) },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: as above.
+            Backend::Avx2 => unsafe { x86::prefixes_avx2(&self.key, first, out) },
+            // SAFETY: the portable vector needs no target feature.
+            _ => unsafe { prefixes_generic::<Portable>(&self.key, first, out) },
+        }
+    }
+
+    /// `out[i]` = the whole hash of `nonces[i]`.
+    pub fn hashes(&self, nonces: &[u64], out: &mut [[u8; 32]]) {
+        assert_eq!(nonces.len(), out.len());
+        match self.backend {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: a kernel only holds a backend the CPU supports.
+            Backend::Avx512 => unsafe { x86::hashes_avx512(&self.key, nonces, out) },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: as above.
+            Backend::Avx2 => unsafe { x86::hashes_avx2(&self.key, nonces, out) },
+            // SAFETY: as above.
+            _ => unsafe { hashes_generic::<Portable>(&self.key, nonces, out) },
+        }
+    }
+
+    /// The hash of one nonce.
+    pub fn hash(&self, nonce: u64) -> [u8; 32] {
+        let mut out = [[0u8; 32]; 1];
+        self.hashes(&[nonce], &mut out);
+        out[0]
+    }
+}
+
+/// # Safety
+/// The caller runs with `V`'s target features enabled.
+#[inline(always)]
+unsafe fn prefixes_generic<V: Vector>(key: &[u32; 8], first: u64, out: &mut [u64]) {
+    let n = V::LANES;
+    let mut chunks = out.chunks_exact_mut(n);
+    let mut x = first;
+    for chunk in &mut chunks {
+        lanes::prefixes_consecutive::<V>(key, x, chunk);
+        x = x.wrapping_add(n as u64);
+    }
+    let rest = chunks.into_remainder();
+    if !rest.is_empty() {
+        let mut tmp = [0u64; 16];
+        lanes::prefixes_consecutive::<V>(key, x, &mut tmp);
+        let len = rest.len();
+        rest.copy_from_slice(&tmp[..len]);
+    }
+}
+
+/// # Safety
+/// As for [`prefixes_generic`].
+#[inline(always)]
+unsafe fn hashes_generic<V: Vector>(key: &[u32; 8], nonces: &[u64], out: &mut [[u8; 32]]) {
+    let n = V::LANES;
+    let mut ins = nonces.chunks_exact(n);
+    let mut outs = out.chunks_exact_mut(n);
+    for (i, o) in (&mut ins).zip(&mut outs) {
+        lanes::hashes::<V>(key, i, o);
+    }
+    let (i, o) = (ins.remainder(), outs.into_remainder());
+    if !i.is_empty() {
+        let mut nonces = [0u64; 16];
+        nonces[..i.len()].copy_from_slice(i);
+        let mut tmp = [[0u8; 32]; 16];
+        lanes::hashes::<V>(key, &nonces, &mut tmp);
+        let len = o.len();
+        o.copy_from_slice(&tmp[..len]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reference(key: &[u8; 32], nonce: u64) -> [u8; 32] {
+        let mut msg = [0u8; 64];
+        msg[..8].copy_from_slice(&nonce.to_le_bytes());
+        *blake3::keyed_hash(key, &msg).as_bytes()
+    }
+
+    fn key(seed: u8) -> [u8; 32] {
+        *blake3::hash(&[seed]).as_bytes()
+    }
+
+    #[test]
+    fn every_supported_backend_matches_the_blake3_crate() {
+        for backend in Backend::ALL.into_iter().filter(|b| b.is_supported()) {
+            for seed in 0..4u8 {
+                let k = key(seed);
+                let kernel = Kernel::with_backend(&k, backend);
+                assert_eq!(kernel.backend(), backend);
+                // Nonces near 2^32 exercise the high message word.
+                for first in [0u64, 1, 0xFFFF_FFF0, (1u64 << 40) - 37] {
+                    let mut pre = vec![0u64; 37];
+                    kernel.prefixes(first, &mut pre);
+                    let nonces: Vec<u64> = (first..first + 37).collect();
+                    let mut full = vec![[0u8; 32]; 37];
+                    kernel.hashes(&nonces, &mut full);
+                    for (i, &x) in nonces.iter().enumerate() {
+                        let want = reference(&k, x);
+                        assert_eq!(full[i], want, "{backend:?} nonce {x}");
+                        assert_eq!(pre[i], u64::from_be_bytes(want[..8].try_into().unwrap()));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn empty_and_short_batches() {
+        let kernel = Kernel::new(&key(9));
+        kernel.prefixes(5, &mut []);
+        kernel.hashes(&[], &mut []);
+        assert_eq!(kernel.hash(5), reference(&key(9), 5));
+    }
+}

@@ -1,0 +1,129 @@
+//! AVX-512 and AVX2 registers for the shared kernel in [`super::lanes`].
+
+use super::lanes::Vector;
+use std::arch::x86_64::*;
+
+#[derive(Clone, Copy)]
+pub(crate) struct Avx512(__m512i);
+
+impl Vector for Avx512 {
+    const LANES: usize = 16;
+    #[inline(always)]
+    unsafe fn splat(x: u32) -> Self {
+        Avx512(_mm512_set1_epi32(x as i32))
+    }
+    #[inline(always)]
+    unsafe fn load(words: &[u32]) -> Self {
+        assert!(words.len() >= 16);
+        Avx512(_mm512_loadu_si512(words.as_ptr().cast()))
+    }
+    #[inline(always)]
+    unsafe fn store(self, words: &mut [u32]) {
+        assert!(words.len() >= 16);
+        _mm512_storeu_si512(words.as_mut_ptr().cast(), self.0)
+    }
+    #[inline(always)]
+    unsafe fn add(self, other: Self) -> Self {
+        Avx512(_mm512_add_epi32(self.0, other.0))
+    }
+    #[inline(always)]
+    unsafe fn xor(self, other: Self) -> Self {
+        Avx512(_mm512_xor_si512(self.0, other.0))
+    }
+    #[inline(always)]
+    unsafe fn rotr16(self) -> Self {
+        Avx512(_mm512_ror_epi32::<16>(self.0))
+    }
+    #[inline(always)]
+    unsafe fn rotr12(self) -> Self {
+        Avx512(_mm512_ror_epi32::<12>(self.0))
+    }
+    #[inline(always)]
+    unsafe fn rotr8(self) -> Self {
+        Avx512(_mm512_ror_epi32::<8>(self.0))
+    }
+    #[inline(always)]
+    unsafe fn rotr7(self) -> Self {
+        Avx512(_mm512_ror_epi32::<7>(self.0))
+    }
+}
+
+#[derive(Clone, Copy)]
+pub(crate) struct Avx2(__m256i);
+
+impl Vector for Avx2 {
+    const LANES: usize = 8;
+    #[inline(always)]
+    unsafe fn splat(x: u32) -> Self {
+        Avx2(_mm256_set1_epi32(x as i32))
+    }
+    #[inline(always)]
+    unsafe fn load(words: &[u32]) -> Self {
+        assert!(words.len() >= 8);
+        Avx2(_mm256_loadu_si256(words.as_ptr().cast()))
+    }
+    #[inline(always)]
+    unsafe fn store(self, words: &mut [u32]) {
+        assert!(words.len() >= 8);
+        _mm256_storeu_si256(words.as_mut_ptr().cast(), self.0)
+    }
+    #[inline(always)]
+    unsafe fn add(self, other: Self) -> Self {
+        Avx2(_mm256_add_epi32(self.0, other.0))
+    }
+    #[inline(always)]
+    unsafe fn xor(self, other: Self) -> Self {
+        Avx2(_mm256_xor_si256(self.0, other.0))
+    }
+    // Rotations by whole bytes are one byte shuffle; the others two shifts.
+    #[inline(always)]
+    unsafe fn rotr16(self) -> Self {
+        let mask = _mm256_set_epi8(
+            13, 12, 15, 14, 9, 8, 11, 10, 5, 4, 7, 6, 1, 0, 3, 2, 13, 12, 15, 14, 9, 8, 11, 10, 5,
+            4, 7, 6, 1, 0, 3, 2,
+        );
+        Avx2(_mm256_shuffle_epi8(self.0, mask))
+    }
+    #[inline(always)]
+    unsafe fn rotr12(self) -> Self {
+        Avx2(_mm256_or_si256(
+            _mm256_srli_epi32::<12>(self.0),
+            _mm256_slli_epi32::<20>(self.0),
+        ))
+    }
+    #[inline(always)]
+    unsafe fn rotr8(self) -> Self {
+        let mask = _mm256_set_epi8(
+            12, 15, 14, 13, 8, 11, 10, 9, 4, 7, 6, 5, 0, 3, 2, 1, 12, 15, 14, 13, 8, 11, 10, 9, 4,
+            7, 6, 5, 0, 3, 2, 1,
+        );
+        Avx2(_mm256_shuffle_epi8(self.0, mask))
+    }
+    #[inline(always)]
+    unsafe fn rotr7(self) -> Self {
+        Avx2(_mm256_or_si256(
+            _mm256_srli_epi32::<7>(self.0),
+            _mm256_slli_epi32::<25>(self.0),
+        ))
+    }
+}
+
+#[target_feature(enable = "avx512f,avx512vl")]
+pub(super) unsafe fn prefixes_avx512(key: &[u32; 8], first: u64, out: &mut [u64]) {
+    super::prefixes_generic::<Avx512>(key, first, out)
+}
+
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn prefixes_avx2(key: &[u32; 8], first: u64, out: &mut [u64]) {
+    super::prefixes_generic::<Avx2>(key, first, out)
+}
+
+#[target_feature(enable = "avx512f,avx512vl")]
+pub(super) unsafe fn hashes_avx512(key: &[u32; 8], nonces: &[u64], out: &mut [[u8; 32]]) {
+    super::hashes_generic::<Avx512>(key, nonces, out)
+}
+
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn hashes_avx2(key: &[u32; 8], nonces: &[u64], out: &mut [[u8; 32]]) {
+    super::hashes_generic::<Avx2>(key, nonces, out)
+}
