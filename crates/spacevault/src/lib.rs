@@ -5,10 +5,19 @@
 //! for a 32-byte challenge is the nonce whose hash is nearest to it by XOR;
 //! a plot finds it with one read, and anyone verifies it with one hash.
 
+mod aligned;
 pub mod construction;
 pub mod format;
 pub mod kernel;
+pub mod plot;
+pub mod prove;
+pub mod reader;
+pub mod verify;
 
 pub use construction::{
     brute_force_best, distance, plot_id, quality, record_hash, Candidate, MAX_K, MIN_K,
 };
+pub use plot::{plot, PlotError, PlotOptions, PlotSummary};
+pub use prove::{Answer, ProveError};
+pub use reader::{PlotFile, ReadError, ReadMode};
+pub use verify::{verify, Proof, Verified, VerifyError};

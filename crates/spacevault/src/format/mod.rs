@@ -9,7 +9,7 @@ mod region;
 
 pub use header::{Header, HEADER_SIZE, MAGIC, VERSION};
 pub use layout::{Layout, DEFAULT_REGION_SIZE};
-pub use region::{Region, REGION_HEADER_SIZE};
+pub use region::{seal, Region, REGION_HEADER_SIZE};
 
 /// What can be wrong with a plot file's structure.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]

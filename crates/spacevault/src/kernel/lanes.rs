@@ -258,6 +258,26 @@ pub(crate) unsafe fn prefixes_consecutive<V: Vector>(key: &[u32; 8], first: u64,
     }
 }
 
+/// Like [`prefixes_consecutive`] for `V::LANES` arbitrary nonces.
+///
+/// # Safety
+/// As for [`prefixes_consecutive`]; `nonces` holds at least `V::LANES` elements.
+#[inline(always)]
+pub(crate) unsafe fn prefixes_of<V: Vector>(key: &[u32; 8], nonces: &[u64], out: &mut [u64]) {
+    let mut lo = [0u32; MAX_LANES];
+    let mut hi = [0u32; MAX_LANES];
+    for i in 0..V::LANES {
+        lo[i] = nonces[i] as u32;
+        hi[i] = (nonces[i] >> 32) as u32;
+    }
+    let h = hash_records(key, V::load(&lo), V::load(&hi));
+    h[0].store(&mut lo);
+    h[1].store(&mut hi);
+    for i in 0..V::LANES {
+        out[i] = ((lo[i].swap_bytes() as u64) << 32) | hi[i].swap_bytes() as u64;
+    }
+}
+
 /// Whole 32-byte hashes of `V::LANES` arbitrary nonces.
 ///
 /// # Safety

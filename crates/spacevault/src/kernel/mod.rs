@@ -142,6 +142,21 @@ impl Kernel {
         }
     }
 
+    /// `out[i]` = the first 8 bytes, big-endian, of the hash of `nonces[i]`.
+    pub fn prefixes_of(&self, nonces: &[u64], out: &mut [u64]) {
+        assert_eq!(nonces.len(), out.len());
+        match self.backend {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: a kernel only holds a backend the CPU supports.
+            Backend::Avx512 => unsafe { x86::prefixes_of_avx512(&self.key, nonces, out) },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: as above.
+            Backend::Avx2 => unsafe { x86::prefixes_of_avx2(&self.key, nonces, out) },
+            // SAFETY: the portable vector needs no target feature.
+            _ => unsafe { prefixes_of_generic::<Portable>(&self.key, nonces, out) },
+        }
+    }
+
     /// `out[i]` = the whole hash of `nonces[i]`.
     pub fn hashes(&self, nonces: &[u64], out: &mut [[u8; 32]]) {
         assert_eq!(nonces.len(), out.len());
@@ -182,6 +197,27 @@ unsafe fn prefixes_generic<V: Vector>(key: &[u32; 8], first: u64, out: &mut [u64
         lanes::prefixes_consecutive::<V>(key, x, &mut tmp);
         let len = rest.len();
         rest.copy_from_slice(&tmp[..len]);
+    }
+}
+
+/// # Safety
+/// As for [`prefixes_generic`].
+#[inline(always)]
+unsafe fn prefixes_of_generic<V: Vector>(key: &[u32; 8], nonces: &[u64], out: &mut [u64]) {
+    let n = V::LANES;
+    let mut ins = nonces.chunks_exact(n);
+    let mut outs = out.chunks_exact_mut(n);
+    for (i, o) in (&mut ins).zip(&mut outs) {
+        lanes::prefixes_of::<V>(key, i, o);
+    }
+    let (i, o) = (ins.remainder(), outs.into_remainder());
+    if !i.is_empty() {
+        let mut nonces = [0u64; 16];
+        nonces[..i.len()].copy_from_slice(i);
+        let mut tmp = [0u64; 16];
+        lanes::prefixes_of::<V>(key, &nonces, &mut tmp);
+        let len = o.len();
+        o.copy_from_slice(&tmp[..len]);
     }
 }
 
@@ -231,6 +267,11 @@ mod tests {
                 for first in [0u64, 1, 0xFFFF_FFF0, (1u64 << 40) - 37] {
                     let mut pre = vec![0u64; 37];
                     kernel.prefixes(first, &mut pre);
+                    let nonces_any: Vec<u64> = (first..first + 37).rev().collect();
+                    let mut pre_any = vec![0u64; 37];
+                    kernel.prefixes_of(&nonces_any, &mut pre_any);
+                    pre_any.reverse();
+                    assert_eq!(pre_any, pre);
                     let nonces: Vec<u64> = (first..first + 37).collect();
                     let mut full = vec![[0u8; 32]; 37];
                     kernel.hashes(&nonces, &mut full);

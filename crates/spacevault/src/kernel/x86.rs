@@ -127,3 +127,13 @@ pub(super) unsafe fn hashes_avx512(key: &[u32; 8], nonces: &[u64], out: &mut [[u
 pub(super) unsafe fn hashes_avx2(key: &[u32; 8], nonces: &[u64], out: &mut [[u8; 32]]) {
     super::hashes_generic::<Avx2>(key, nonces, out)
 }
+
+#[target_feature(enable = "avx512f,avx512vl")]
+pub(super) unsafe fn prefixes_of_avx512(key: &[u32; 8], nonces: &[u64], out: &mut [u64]) {
+    super::prefixes_of_generic::<Avx512>(key, nonces, out)
+}
+
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn prefixes_of_avx2(key: &[u32; 8], nonces: &[u64], out: &mut [u64]) {
+    super::prefixes_of_generic::<Avx2>(key, nonces, out)
+}

@@ -1,0 +1,204 @@
+//! The plot file's life on disk: names, free space, the temporary file and
+//! the durable rename that makes it a plot.
+
+use super::PlotError;
+use crate::aligned::AlignedBuf;
+use crate::format::Header;
+use std::ffi::CString;
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+
+pub const PLOT_EXTENSION: &str = "plot";
+pub const TEMP_EXTENSION: &str = "tmp";
+const NAME_PREFIX: &str = "spacevault-k";
+
+/// `spacevault-k{k}-{plot id in hex}.plot`: unique per plot, and says its size.
+pub fn plot_file_name(k: u8, plot_id: &[u8; 32]) -> String {
+    format!("{NAME_PREFIX}{k}-{}.{PLOT_EXTENSION}", hex::encode(plot_id))
+}
+
+pub(crate) fn temp_path(final_path: &Path) -> PathBuf {
+    let mut name = final_path.file_name().unwrap_or_default().to_os_string();
+    name.push(".");
+    name.push(TEMP_EXTENSION);
+    final_path.with_file_name(name)
+}
+
+fn is_our_temp(name: &str) -> bool {
+    name.starts_with(NAME_PREFIX) && name.ends_with(&format!(".{TEMP_EXTENSION}"))
+}
+
+/// Removes temp files that an interrupted run left behind. A temp file is
+/// locked while its plotter runs, so a live one is left alone.
+pub(crate) fn remove_stale_temps(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        if !is_our_temp(&name.to_string_lossy()) {
+            continue;
+        }
+        if let Ok(f) = OpenOptions::new().read(true).open(entry.path()) {
+            if try_lock(&f) {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+}
+
+fn try_lock(f: &File) -> bool {
+    // SAFETY: flock on a valid descriptor has no memory effects.
+    unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
+}
+
+pub(crate) fn free_space(dir: &Path) -> io::Result<u64> {
+    let c = CString::new(dir.as_os_str().as_bytes())
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    // SAFETY: statvfs writes into the struct we pass and reads the C string.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(st.f_bavail as u64 * st.f_frsize as u64)
+}
+
+fn device_of(dir: &Path) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(dir).ok().map(|m| m.dev())
+}
+
+/// Fails before any work when the output (and temp) directories cannot hold
+/// what the plot will write.
+pub(crate) fn check_space(
+    out_dir: &Path,
+    out_bytes: u64,
+    tmp_dir: &Path,
+    tmp_bytes: u64,
+) -> Result<(), PlotError> {
+    let same = device_of(out_dir).is_some() && device_of(out_dir) == device_of(tmp_dir);
+    let mut needs = vec![(out_dir, out_bytes + if same { tmp_bytes } else { 0 })];
+    if !same && tmp_bytes > 0 {
+        needs.push((tmp_dir, tmp_bytes));
+    }
+    for (dir, needed) in needs {
+        let available = free_space(dir)
+            .map_err(|e| PlotError::io(format!("checking free space in {}", dir.display()), e))?;
+        if available < needed {
+            return Err(PlotError::NoSpace {
+                dir: dir.to_path_buf(),
+                needed,
+                available,
+            });
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn physical_memory() -> Option<u64> {
+    // SAFETY: sysconf has no memory effects.
+    let pages = unsafe { libc::sysconf(libc::_SC_PHYS_PAGES) };
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    (pages > 0 && size > 0).then(|| pages as u64 * size as u64)
+}
+
+/// Opens for writing with O_DIRECT where the file system allows it: plot
+/// bytes are written once and never read back by the plotter, so the page
+/// cache would only cost a copy.
+pub(crate) fn open_direct(path: &Path, create_new: bool) -> io::Result<File> {
+    let mut opts = OpenOptions::new();
+    opts.read(true).write(true);
+    if create_new {
+        opts.create_new(true);
+    } else {
+        opts.create(true).truncate(true);
+    }
+    let direct = opts.clone().custom_flags(libc::O_DIRECT).open(path);
+    match direct {
+        Ok(f) => Ok(f),
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => opts.open(path),
+        Err(e) => Err(e),
+    }
+}
+
+/// A plot being written. Dropped before [`TempPlot::finish`], it removes
+/// its file.
+pub(crate) struct TempPlot {
+    path: PathBuf,
+    file: Option<File>,
+}
+
+impl TempPlot {
+    pub fn create(path: &Path, reserve: u64) -> Result<TempPlot, PlotError> {
+        let file = open_direct(path, true).map_err(|e| {
+            if e.kind() == io::ErrorKind::AlreadyExists {
+                PlotError::Busy(path.to_path_buf())
+            } else {
+                PlotError::io(format!("creating {}", path.display()), e)
+            }
+        })?;
+        let temp = TempPlot {
+            path: path.to_path_buf(),
+            file: Some(file),
+        };
+        let f = temp.file();
+        if !try_lock(f) {
+            return Err(PlotError::Busy(path.to_path_buf()));
+        }
+        // Reserve the space now, so a full disk shows up before the work.
+        // SAFETY: fallocate on a valid descriptor.
+        let rc = unsafe { libc::posix_fallocate(f.as_raw_fd(), 0, reserve as libc::off_t) };
+        if rc == libc::ENOSPC {
+            return Err(PlotError::io(
+                format!("reserving {reserve} bytes for {}", path.display()),
+                io::Error::from_raw_os_error(rc),
+            ));
+        }
+        Ok(temp)
+    }
+
+    pub fn file(&self) -> &File {
+        self.file.as_ref().expect("file is open until finish")
+    }
+
+    /// Writes the header, trims the file to its size, makes it durable and
+    /// renames it to `final_path`. Returns the file's size.
+    pub fn finish(mut self, header: &Header, final_path: &Path) -> Result<u64, PlotError> {
+        let ctx = |what: &str| format!("{what} {}", self.path.display());
+        let f = self.file();
+        let mut block = AlignedBuf::zeroed(crate::format::HEADER_SIZE);
+        block.copy_from_slice(&header.encode());
+        f.write_all_at(&block, 0)
+            .map_err(|e| PlotError::io(ctx("writing the header of"), e))?;
+        let size = header.file_size();
+        f.set_len(size)
+            .map_err(|e| PlotError::io(ctx("setting the size of"), e))?;
+        f.sync_all().map_err(|e| PlotError::io(ctx("syncing"), e))?;
+        std::fs::rename(&self.path, final_path).map_err(|e| PlotError::io(ctx("renaming"), e))?;
+        self.file = None;
+        self.path = PathBuf::new();
+        if let Some(dir) = final_path.parent() {
+            let dir = if dir.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                dir
+            };
+            File::open(dir)
+                .and_then(|d| d.sync_all())
+                .map_err(|e| PlotError::io(format!("syncing directory {}", dir.display()), e))?;
+        }
+        Ok(size)
+    }
+}
+
+impl Drop for TempPlot {
+    fn drop(&mut self) {
+        if self.file.take().is_some() {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}

@@ -1,0 +1,253 @@
+//! Plotting: filling a file with every nonce of `[0, 2^k)`, bucketed by hash.
+//!
+//! A plot is written under a temporary name (`….plot.tmp`), made durable
+//! (fsync of the file, rename, fsync of the directory) and only then given
+//! its final name, so an interrupted run never leaves a file that looks
+//! finished. The header goes last: even a renamed partial file is refused.
+
+mod external;
+mod files;
+mod memory;
+mod pack;
+mod partition;
+mod sink;
+
+use crate::construction::plot_id;
+use crate::format::{FormatError, Header, Layout, HEADER_SIZE};
+use crate::kernel::Kernel;
+use partition::Partitioning;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+pub use files::{plot_file_name, PLOT_EXTENSION, TEMP_EXTENSION};
+
+/// Why a plot could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum PlotError {
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Format(#[from] FormatError),
+    #[error("{0} already exists (pass --force to overwrite it)")]
+    AlreadyExists(PathBuf),
+    #[error("another plotter is writing {0}")]
+    Busy(PathBuf),
+    #[error("not enough free space in {dir}: the plot needs {needed} bytes, {available} are free")]
+    NoSpace {
+        dir: PathBuf,
+        needed: u64,
+        available: u64,
+    },
+    #[error("a memory limit of {given} bytes is too small: this plot needs at least {needed}")]
+    MemoryTooSmall { given: u64, needed: u64 },
+    #[error("bucket {bucket} has {records} records, more than a count byte holds")]
+    BucketOverflow { bucket: u64, records: u32 },
+    #[error("{0}")]
+    InvalidOptions(String),
+    #[error("plotting stopped after an error in another thread")]
+    Aborted,
+}
+
+impl PlotError {
+    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> PlotError {
+        PlotError::Io {
+            context: context.into(),
+            source,
+        }
+    }
+}
+
+/// How the records are sorted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Strategy {
+    /// In memory if the memory limit allows, otherwise through a temp file.
+    Auto,
+    /// All sort keys in memory; the plot is the only file written.
+    Memory,
+    /// Nonces written once to a temp file by partition and read back once.
+    External,
+}
+
+impl Strategy {
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::Auto => "auto",
+            Strategy::Memory => "memory",
+            Strategy::External => "external",
+        }
+    }
+}
+
+/// What to plot and how.
+#[derive(Clone, Debug)]
+pub struct PlotOptions {
+    pub k: u8,
+    pub farmer_key: [u8; 32],
+    pub seed: [u8; 32],
+    /// Upper bound for the plotter's buffers, in bytes.
+    pub memory: u64,
+    pub threads: usize,
+    /// Where the external strategy keeps its temp file (default: the output directory).
+    pub tmp_dir: Option<PathBuf>,
+    pub force: bool,
+    pub strategy: Strategy,
+    /// Bucket bits; None for the default layout of k.
+    pub bucket_bits: Option<u8>,
+}
+
+impl PlotOptions {
+    pub fn new(k: u8, farmer_key: [u8; 32], seed: [u8; 32]) -> PlotOptions {
+        PlotOptions {
+            k,
+            farmer_key,
+            seed,
+            memory: default_memory(),
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            tmp_dir: None,
+            force: false,
+            strategy: Strategy::Auto,
+            bucket_bits: None,
+        }
+    }
+
+    pub fn layout(&self) -> Result<Layout, FormatError> {
+        match self.bucket_bits {
+            Some(b) => Layout::new(self.k, b, crate::format::DEFAULT_REGION_SIZE),
+            None => Layout::for_k(self.k),
+        }
+    }
+}
+
+/// Half of the machine's physical memory, and never less than 256 MiB.
+pub fn default_memory() -> u64 {
+    files::physical_memory()
+        .map_or(1 << 30, |m| m / 2)
+        .max(256 << 20)
+}
+
+/// Observes a plot's progress; every method has a silent default.
+pub trait Progress: Sync {
+    /// A new phase of `total` records starts.
+    fn phase(&self, _name: &str, _total: u64) {}
+    /// `records` more records of the current phase are done.
+    fn advance(&self, _records: u64) {}
+}
+
+/// Progress that goes nowhere.
+pub struct NoProgress;
+impl Progress for NoProgress {}
+
+/// What a finished plot is.
+#[derive(Clone, Debug)]
+pub struct PlotSummary {
+    pub path: PathBuf,
+    pub k: u8,
+    pub plot_id: [u8; 32],
+    pub bytes: u64,
+    pub seconds: f64,
+    pub strategy: Strategy,
+    /// Bytes the plotter wrote to temp files.
+    pub temp_bytes_written: u64,
+}
+
+impl PlotSummary {
+    pub fn records_per_second(&self) -> f64 {
+        (1u64 << self.k) as f64 / self.seconds
+    }
+}
+
+/// Memory the plotter keeps for itself beyond its sort keys.
+const FIXED_OVERHEAD: u64 = 48 << 20;
+
+/// Makes one plot in `out_dir`.
+pub fn plot(
+    options: &PlotOptions,
+    out_dir: &Path,
+    progress: &dyn Progress,
+) -> Result<PlotSummary, PlotError> {
+    let started = Instant::now();
+    let layout = options.layout()?;
+    if options.threads == 0 {
+        return Err(PlotError::InvalidOptions(
+            "--threads must be at least 1".into(),
+        ));
+    }
+    let id = plot_id(&options.farmer_key, &options.seed, options.k);
+    let final_path = out_dir.join(plot_file_name(options.k, &id));
+    if final_path.exists() && !options.force {
+        return Err(PlotError::AlreadyExists(final_path));
+    }
+    files::remove_stale_temps(out_dir);
+
+    let threads = options.threads;
+    let in_memory = Partitioning::new(layout, memory::PARTITION_RECORDS);
+    let memory_needed = memory::memory_needed(&in_memory, threads) + FIXED_OVERHEAD;
+    let strategy = match options.strategy {
+        Strategy::Auto if memory_needed <= options.memory => Strategy::Memory,
+        Strategy::Auto => Strategy::External,
+        s => s,
+    };
+    if strategy == Strategy::Memory && memory_needed > options.memory {
+        return Err(PlotError::MemoryTooSmall {
+            given: options.memory,
+            needed: memory_needed,
+        });
+    }
+
+    // Expected size plus a few regions of spill at the end.
+    let expected_size = HEADER_SIZE as u64 + (layout.group_count() + 4) * layout.region_size as u64;
+    let tmp_dir = options
+        .tmp_dir
+        .clone()
+        .unwrap_or_else(|| out_dir.to_path_buf());
+    let temp_size = if strategy == Strategy::External {
+        external::temp_size(&layout)
+    } else {
+        0
+    };
+    files::check_space(out_dir, expected_size, &tmp_dir, temp_size)?;
+
+    let temp_path = files::temp_path(&final_path);
+    let file = files::TempPlot::create(&temp_path, expected_size)?;
+    let kernel = Kernel::new(&id);
+    let mut temp_bytes_written = 0;
+    let end = match strategy {
+        Strategy::External => {
+            let ext = external::plot(
+                &layout,
+                &kernel,
+                threads,
+                options.memory,
+                &tmp_dir,
+                file.file(),
+                progress,
+            )?;
+            temp_bytes_written = ext.temp_bytes_written;
+            ext.end
+        }
+        _ => memory::plot(&in_memory, &kernel, threads, file.file(), progress)?,
+    };
+    let header = Header {
+        layout,
+        region_count: layout.region_count(end),
+        created_unix: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+        farmer_key: options.farmer_key,
+        seed: options.seed,
+        plot_id: id,
+    };
+    let bytes = file.finish(&header, &final_path)?;
+    Ok(PlotSummary {
+        path: final_path,
+        k: options.k,
+        plot_id: id,
+        bytes,
+        seconds: started.elapsed().as_secs_f64(),
+        strategy,
+        temp_bytes_written,
+    })
+}

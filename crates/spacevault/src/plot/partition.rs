@@ -1,0 +1,102 @@
+//! Partitions: runs of whole groups, the unit the plotter sorts, packs and
+//! writes. Whole groups keep packing independent between partitions except
+//! for the spill into the next partition's first region.
+
+use crate::format::Layout;
+use std::ops::Range;
+
+#[derive(Clone, Debug)]
+pub(crate) struct Partitioning {
+    pub layout: Layout,
+    pub groups_per_part: u64,
+    pub buckets_per_part: u64,
+    pub count: u64,
+    /// ceil(2^64 / buckets_per_part), to divide by multiplying.
+    reciprocal: u64,
+}
+
+impl Partitioning {
+    /// Partitions of about `target_records` records each.
+    pub fn new(layout: Layout, target_records: u64) -> Partitioning {
+        let records_per_group =
+            (layout.buckets_per_group as u64 * layout.record_count() >> layout.bucket_bits).max(1);
+        let groups_per_part = (target_records / records_per_group).clamp(1, layout.group_count());
+        let buckets_per_part = groups_per_part * layout.buckets_per_group as u64;
+        let count = layout.group_count().div_ceil(groups_per_part);
+        let reciprocal = if buckets_per_part == 1 {
+            0
+        } else {
+            ((1u128 << 64) / buckets_per_part as u128 + 1) as u64
+        };
+        Partitioning {
+            layout,
+            groups_per_part,
+            buckets_per_part,
+            count,
+            reciprocal,
+        }
+    }
+
+    /// (partition, bucket index within it) of a bucket.
+    #[inline(always)]
+    pub fn locate(&self, bucket: u64) -> (u64, u64) {
+        if self.buckets_per_part == 1 {
+            return (bucket, 0);
+        }
+        let mut p = ((bucket as u128 * self.reciprocal as u128) >> 64) as u64;
+        // The reciprocal can be off by one for large buckets; fix it exactly.
+        if p * self.buckets_per_part > bucket {
+            p -= 1;
+        } else if (p + 1) * self.buckets_per_part <= bucket {
+            p += 1;
+        }
+        (p, bucket - p * self.buckets_per_part)
+    }
+
+    pub fn groups(&self, p: u64) -> Range<u64> {
+        let start = p * self.groups_per_part;
+        start..(start + self.groups_per_part).min(self.layout.group_count())
+    }
+
+    pub fn buckets(&self, p: u64) -> Range<u64> {
+        let start = p * self.buckets_per_part;
+        start..(start + self.buckets_per_part).min(self.layout.bucket_count())
+    }
+
+    /// Expected records in one partition.
+    pub fn records_per_part(&self) -> u64 {
+        (self.buckets_per_part * self.layout.record_count()) >> self.layout.bucket_bits
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locate_divides_exactly() {
+        for k in [16u8, 24, 33, 40] {
+            let layout = Layout::for_k(k).unwrap();
+            for target in [1u64, 1000, 1 << 17, 1 << 20] {
+                let p = Partitioning::new(layout, target);
+                let last = layout.bucket_count() - 1;
+                let probes = [
+                    0,
+                    1,
+                    p.buckets_per_part - 1,
+                    p.buckets_per_part,
+                    last,
+                    last / 3,
+                    last / 7 * 5,
+                ];
+                for b in probes.into_iter().filter(|&b| b <= last) {
+                    let (part, local) = p.locate(b);
+                    assert_eq!(part, b / p.buckets_per_part);
+                    assert_eq!(local, b % p.buckets_per_part);
+                    assert!(p.buckets(part).contains(&b));
+                }
+                assert_eq!(p.groups(p.count - 1).end, layout.group_count());
+            }
+        }
+    }
+}
