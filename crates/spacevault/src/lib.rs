@@ -6,6 +6,7 @@
 //! a plot finds it with one read, and anyone verifies it with one hash.
 
 mod aligned;
+pub mod check;
 pub mod construction;
 pub mod format;
 pub mod kernel;
