@@ -1,1 +1,59 @@
-fn main() {}
+//! The `spacevault` command line tool: a thin layer over the `spacevault`
+//! and `spacevault-bench` libraries.
+
+mod cmd;
+mod keys;
+mod progress;
+mod size;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// Proof-of-Space plots of keyed BLAKE3 records: plot, prove, verify, check.
+#[derive(Parser, Debug)]
+#[command(name = "spacevault", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Make plots.
+    Plot(cmd::plot::PlotArgs),
+    /// Answer a challenge from plots.
+    Prove(cmd::prove::ProveArgs),
+    /// Verify a proof (exit 0 when valid, 1 when not).
+    Verify(cmd::verify::VerifyArgs),
+    /// Check plots for damage (exit 1 when any is damaged).
+    Check(cmd::check::CheckArgs),
+    /// Show a plot's header.
+    Info(cmd::info::InfoArgs),
+}
+
+fn run(cli: Cli) -> anyhow::Result<bool> {
+    match cli.command {
+        Command::Plot(a) => cmd::plot::run(a).map(|_| true),
+        Command::Prove(a) => cmd::prove::run(a).map(|_| true),
+        Command::Verify(a) => cmd::verify::run(a),
+        Command::Check(a) => cmd::check::run(a),
+        Command::Info(a) => cmd::info::run(a).map(|_| true),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(e) => {
+            // One line: the error and its causes, outermost first.
+            let mut line = format!("error: {e}");
+            for cause in e.chain().skip(1) {
+                line.push_str(&format!(": {cause}"));
+            }
+            eprintln!("{line}");
+            ExitCode::from(1)
+        }
+    }
+}

@@ -1,0 +1,11 @@
+pub mod check;
+pub mod info;
+pub mod plot;
+pub mod prove;
+pub mod verify;
+
+/// Prints a value as pretty JSON on stdout.
+pub fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
+    println!("{}", serde_json::to_string_pretty(value)?);
+    Ok(())
+}

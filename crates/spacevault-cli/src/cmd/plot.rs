@@ -1,0 +1,184 @@
+//! `spacevault plot`: make plots, filling the output directories in turn.
+
+use crate::keys::{parse_hex32, random32, stored_farmer_key};
+use crate::progress::Bar;
+use crate::size::{format_size, parse_size};
+use anyhow::{bail, Context, Result};
+use clap::{Args, ValueEnum};
+use serde::Serialize;
+use spacevault::plot::Strategy;
+use spacevault::{PlotOptions, MAX_K, MIN_K};
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct PlotArgs {
+    /// Plot size: 2^K records (16 to 40).
+    #[arg(short = 'k', long = "k", value_name = "K", default_value_t = 24)]
+    pub k: u8,
+    /// Directory for finished plots; repeat to fill several drives in turn.
+    #[arg(long = "out", value_name = "DIR", default_value = ".")]
+    pub out: Vec<PathBuf>,
+    /// Directory for the temp file of plots larger than --memory (default: the plot's --out).
+    #[arg(long, value_name = "DIR")]
+    pub tmp: Option<PathBuf>,
+    /// Memory limit for the plotter, e.g. 4GiB (default: half the machine's memory).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub memory: Option<u64>,
+    /// Worker threads (default: every core).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+    /// Number of plots to make.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub count: u64,
+    /// Farmer key as 64 hex digits (default: the key in the config directory, made on first use).
+    #[arg(long, value_name = "HEX")]
+    pub farmer_key: Option<String>,
+    /// Plot seed as 64 hex digits, for reproducible plots (default: random). With --count, plot i uses seed + i.
+    #[arg(long, value_name = "HEX")]
+    pub seed: Option<String>,
+    /// Overwrite a finished plot with the same name.
+    #[arg(long)]
+    pub force: bool,
+    /// How to sort: in memory, through a temp file, or whichever the memory limit allows.
+    #[arg(long, value_enum, default_value_t = StrategyArg::Auto)]
+    pub strategy: StrategyArg,
+    /// Print a JSON summary instead of paths, and no progress bar.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum StrategyArg {
+    Auto,
+    Memory,
+    External,
+}
+
+impl From<StrategyArg> for Strategy {
+    fn from(s: StrategyArg) -> Strategy {
+        match s {
+            StrategyArg::Auto => Strategy::Auto,
+            StrategyArg::Memory => Strategy::Memory,
+            StrategyArg::External => Strategy::External,
+        }
+    }
+}
+
+/// One finished plot, as `--json` prints it.
+#[derive(Serialize)]
+pub struct PlotJson {
+    pub path: PathBuf,
+    pub k: u8,
+    pub plot_id: String,
+    pub bytes: u64,
+    pub seconds: f64,
+    pub records_per_second: f64,
+    pub strategy: &'static str,
+    pub temp_bytes_written: u64,
+}
+
+/// `seed + i` as a 256-bit little-endian integer.
+fn nth_seed(seed: &[u8; 32], i: u64) -> [u8; 32] {
+    let mut out = *seed;
+    let mut carry = i as u128;
+    for chunk in out.chunks_mut(8) {
+        let v = u64::from_le_bytes(chunk.try_into().unwrap()) as u128 + carry;
+        chunk.copy_from_slice(&(v as u64).to_le_bytes());
+        carry = v >> 64;
+    }
+    out
+}
+
+pub fn options_from(args: &PlotArgs) -> Result<PlotOptions> {
+    if !(MIN_K..=MAX_K).contains(&args.k) {
+        bail!("k = {} is not supported: use {MIN_K} to {MAX_K}", args.k);
+    }
+    let farmer_key = match &args.farmer_key {
+        Some(h) => parse_hex32("--farmer-key", h)?,
+        None => stored_farmer_key()?,
+    };
+    let seed = match &args.seed {
+        Some(h) => parse_hex32("--seed", h)?,
+        None => random32()?,
+    };
+    let mut o = PlotOptions::new(args.k, farmer_key, seed);
+    if let Some(m) = args.memory {
+        o.memory = m;
+    }
+    if let Some(t) = args.threads {
+        if t == 0 {
+            bail!("--threads must be at least 1");
+        }
+        o.threads = t;
+    }
+    o.tmp_dir = args.tmp.clone();
+    o.force = args.force;
+    o.strategy = args.strategy.into();
+    Ok(o)
+}
+
+pub fn run(args: PlotArgs) -> Result<()> {
+    if args.count == 0 {
+        bail!("--count must be at least 1");
+    }
+    for dir in args.out.iter().chain(args.tmp.iter()) {
+        if !dir.is_dir() {
+            bail!("{} is not a directory (create it first)", dir.display());
+        }
+    }
+    let base = options_from(&args)?;
+    let mut summaries = Vec::new();
+    for i in 0..args.count {
+        let mut o = base.clone();
+        o.seed = nth_seed(&base.seed, i);
+        let out = &args.out[(i % args.out.len() as u64) as usize];
+        let bar = Bar::new(format!("[{}/{}]", i + 1, args.count), args.json);
+        let summary = spacevault::plot(&o, out, &bar)
+            .with_context(|| format!("plot {} of {} in {}", i + 1, args.count, out.display()));
+        bar.finish();
+        let summary = summary?;
+        if args.json {
+            summaries.push(PlotJson {
+                path: summary.path.clone(),
+                k: summary.k,
+                plot_id: hex::encode(summary.plot_id),
+                bytes: summary.bytes,
+                seconds: summary.seconds,
+                records_per_second: summary.records_per_second(),
+                strategy: summary.strategy.name(),
+                temp_bytes_written: summary.temp_bytes_written,
+            });
+        } else {
+            eprintln!(
+                "{} plotted k={} ({}) in {:.2} s, {:.1} M records/s, {}",
+                bar.prefix(),
+                summary.k,
+                format_size(summary.bytes),
+                summary.seconds,
+                summary.records_per_second() / 1e6,
+                summary.strategy.name()
+            );
+            println!("{}", summary.path.display());
+        }
+    }
+    if args.json {
+        crate::cmd::print_json(&summaries)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::nth_seed;
+
+    #[test]
+    fn seeds_count_up_with_carry() {
+        let mut s = [0u8; 32];
+        assert_eq!(nth_seed(&s, 0), s);
+        s[0] = 0xFF;
+        let t = nth_seed(&s, 1);
+        assert_eq!((t[0], t[1]), (0, 1));
+        let all = [0xFFu8; 32];
+        assert_eq!(nth_seed(&all, 1), [0u8; 32]);
+    }
+}

@@ -1,0 +1,174 @@
+//! `spacevault prove`: each plot's best proof for a challenge, and the best of all.
+
+use crate::keys::parse_hex32;
+use anyhow::{bail, Result};
+use clap::Args;
+use serde::{Deserialize, Serialize};
+use spacevault::PlotFile;
+use std::path::PathBuf;
+use std::time::Instant;
+
+#[derive(Args, Debug)]
+pub struct ProveArgs {
+    /// The challenge: 64 hex digits.
+    #[arg(long, value_name = "HEX")]
+    pub challenge: String,
+    /// Plot files, or directories of plots.
+    #[arg(value_name = "PATH", required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A proof as prove prints it and verify reads it. `farmer_key`, `seed`,
+/// `k` and `nonce` are the proof; the rest says what it is worth.
+#[derive(Serialize, Deserialize, Clone, Debug)]
+pub struct ProofJson {
+    pub farmer_key: String,
+    pub seed: String,
+    pub k: u8,
+    pub nonce: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub challenge: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plot_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub distance: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quality: Option<u32>,
+}
+
+#[derive(Serialize)]
+struct PlotAnswer {
+    path: PathBuf,
+    #[serde(flatten)]
+    proof: ProofJson,
+    reads: u64,
+    micros: f64,
+}
+
+#[derive(Serialize)]
+struct PlotFailure {
+    path: PathBuf,
+    error: String,
+}
+
+#[derive(Serialize)]
+struct ProveOutput {
+    challenge: String,
+    plots: Vec<PlotAnswer>,
+    errors: Vec<PlotFailure>,
+    best: Option<ProofJson>,
+}
+
+/// Plot files under the paths: files as given, directories scanned (not
+/// recursively) for `*.plot`.
+pub fn collect_plots(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            let mut found: Vec<PathBuf> = std::fs::read_dir(p)?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|f| {
+                    f.extension()
+                        .is_some_and(|x| x == spacevault::plot::PLOT_EXTENSION)
+                        && f.is_file()
+                })
+                .collect();
+            found.sort();
+            out.extend(found);
+        } else if p.exists() {
+            out.push(p.clone());
+        } else {
+            bail!("{} does not exist", p.display());
+        }
+    }
+    Ok(out)
+}
+
+pub fn run(args: ProveArgs) -> Result<()> {
+    let challenge = parse_hex32("--challenge", &args.challenge)?;
+    let plots = collect_plots(&args.paths)?;
+    if plots.is_empty() {
+        bail!("no plots found in {}", display_list(&args.paths));
+    }
+    let mut answers = Vec::new();
+    let mut errors = Vec::new();
+    let mut best: Option<(spacevault::Candidate, ProofJson)> = None;
+    for path in plots {
+        let started = Instant::now();
+        match PlotFile::open(&path).and_then(|p| p.prove(&challenge).map(|a| (p, a))) {
+            Ok((plot, answer)) => {
+                let micros = started.elapsed().as_secs_f64() * 1e6;
+                let h = plot.header();
+                let proof = ProofJson {
+                    farmer_key: hex::encode(h.farmer_key),
+                    seed: hex::encode(h.seed),
+                    k: h.k(),
+                    nonce: answer.nonce,
+                    challenge: Some(hex::encode(challenge)),
+                    plot_id: Some(hex::encode(h.plot_id)),
+                    distance: Some(hex::encode(answer.distance)),
+                    quality: Some(answer.quality),
+                };
+                if best
+                    .as_ref()
+                    .is_none_or(|(b, _)| answer.candidate().beats(b))
+                {
+                    best = Some((answer.candidate(), proof.clone()));
+                }
+                answers.push(PlotAnswer {
+                    path,
+                    proof,
+                    reads: answer.reads,
+                    micros,
+                });
+            }
+            Err(e) => errors.push(PlotFailure {
+                path,
+                error: e.to_string(),
+            }),
+        }
+    }
+    let ok = !answers.is_empty();
+    if args.json {
+        crate::cmd::print_json(&ProveOutput {
+            challenge: hex::encode(challenge),
+            plots: answers,
+            errors,
+            best: best.map(|(_, p)| p),
+        })?;
+    } else {
+        for e in &errors {
+            eprintln!("skipped {}: {}", e.path.display(), e.error);
+        }
+        for a in &answers {
+            println!(
+                "{}  nonce {}  quality {}  distance {}  ({} read{}, {:.0} us)",
+                a.path.display(),
+                a.proof.nonce,
+                a.proof.quality.unwrap_or(0),
+                a.proof.distance.as_deref().unwrap_or(""),
+                a.reads,
+                if a.reads == 1 { "" } else { "s" },
+                a.micros
+            );
+        }
+        if let Some((_, p)) = &best {
+            println!("best: {}", serde_json::to_string(p)?);
+        }
+    }
+    if !ok {
+        bail!("no plot could answer the challenge: every plot failed (see above)");
+    }
+    Ok(())
+}
+
+fn display_list(paths: &[PathBuf]) -> String {
+    paths
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
