@@ -21,9 +21,11 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         "mb" => 1_000_000,
         "gb" => 1_000_000_000,
         "tb" => 1_000_000_000_000,
-        other => return Err(format!(
+        other => {
+            return Err(format!(
             "unknown size unit '{other}' in '{text}' (use KiB, MiB, GiB, TiB, kB, MB, GB or TB)"
-        )),
+        ))
+        }
     };
     let bytes = value * multiplier as f64;
     if !bytes.is_finite() || bytes >= u64::MAX as f64 {

@@ -5,7 +5,7 @@
 //! for a 32-byte challenge is the nonce whose hash is nearest to it by XOR;
 //! a plot finds it with one read, and anyone verifies it with one hash.
 
-mod aligned;
+pub(crate) mod aligned;
 pub mod check;
 pub mod construction;
 pub mod format;

@@ -10,9 +10,9 @@ use std::time::Instant;
 
 #[derive(Args, Debug)]
 pub struct ProveArgs {
-    /// The challenge: 64 hex digits.
+    /// The challenge: 64 hex digits (default: a random one, printed).
     #[arg(long, value_name = "HEX")]
-    pub challenge: String,
+    pub challenge: Option<String>,
     /// Plot files, or directories of plots.
     #[arg(value_name = "PATH", required = true)]
     pub paths: Vec<PathBuf>,
@@ -88,7 +88,10 @@ pub fn collect_plots(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
 }
 
 pub fn run(args: ProveArgs) -> Result<()> {
-    let challenge = parse_hex32("--challenge", &args.challenge)?;
+    let challenge = match &args.challenge {
+        Some(c) => parse_hex32("--challenge", c)?,
+        None => crate::keys::random32()?,
+    };
     let plots = collect_plots(&args.paths)?;
     if plots.is_empty() {
         bail!("no plots found in {}", display_list(&args.paths));
@@ -140,6 +143,9 @@ pub fn run(args: ProveArgs) -> Result<()> {
             best: best.map(|(_, p)| p),
         })?;
     } else {
+        if args.challenge.is_none() {
+            println!("challenge: {}", hex::encode(challenge));
+        }
         for e in &errors {
             eprintln!("skipped {}: {}", e.path.display(), e.error);
         }

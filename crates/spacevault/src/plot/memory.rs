@@ -6,6 +6,7 @@ use super::pack::{pack, place, sort_key, sort_partition, Packed, Placement, Sort
 use super::partition::Partitioning;
 use super::sink::RegionSink;
 use super::{PlotError, Progress};
+use crate::aligned::HugeBuf;
 use crate::kernel::Kernel;
 use std::fs::File;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -32,7 +33,7 @@ fn slot_capacity(parting: &Partitioning, threads: usize) -> u64 {
 }
 
 struct ThreadKeys {
-    keys: Vec<u64>,
+    keys: HugeBuf<u64>,
     fill: Vec<u64>,
     overflow: Vec<(u64, u64)>,
 }
@@ -51,46 +52,51 @@ pub(crate) fn plot(
     let cap = slot_capacity(parting, threads);
 
     progress.phase("hashing", n);
-    let per_thread: Vec<ThreadKeys> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|t| {
-                let range = (n * t as u64 / threads as u64)..(n * (t as u64 + 1) / threads as u64);
-                s.spawn(move || {
-                    let mut keys = vec![0u64; parts * cap as usize];
-                    let mut fill = vec![0u64; parts];
-                    let mut overflow = Vec::new();
-                    let mut prefixes = vec![0u64; 4096];
-                    let mut x = range.start;
-                    while x < range.end {
-                        let len = (range.end - x).min(prefixes.len() as u64) as usize;
-                        kernel.prefixes(x, &mut prefixes[..len]);
-                        for (i, &prefix) in prefixes[..len].iter().enumerate() {
-                            let (p, local) = parting.locate(layout.bucket_of_prefix(prefix));
-                            let key = sort_key(local, x + i as u64);
-                            let f = fill[p as usize];
-                            if f < cap {
-                                keys[(p * cap + f) as usize] = key;
-                                fill[p as usize] = f + 1;
-                            } else {
-                                overflow.push((p, key));
+    let per_thread: Vec<ThreadKeys> =
+        std::thread::scope(|s| -> Vec<Result<ThreadKeys, PlotError>> {
+            let handles: Vec<_> = (0..threads)
+                .map(|t| {
+                    let range =
+                        (n * t as u64 / threads as u64)..(n * (t as u64 + 1) / threads as u64);
+                    s.spawn(move || -> Result<ThreadKeys, PlotError> {
+                        let mut keys = HugeBuf::<u64>::zeroed(parts * cap as usize)
+                            .map_err(|e| PlotError::io("allocating sort buffers", e))?;
+                        let mut fill = vec![0u64; parts];
+                        let mut overflow = Vec::new();
+                        let mut prefixes = vec![0u64; 4096];
+                        let mut x = range.start;
+                        while x < range.end {
+                            let len = (range.end - x).min(prefixes.len() as u64) as usize;
+                            kernel.prefixes(x, &mut prefixes[..len]);
+                            for (i, &prefix) in prefixes[..len].iter().enumerate() {
+                                let (p, local) = parting.locate(layout.bucket_of_prefix(prefix));
+                                let key = sort_key(local, x + i as u64);
+                                let f = fill[p as usize];
+                                if f < cap {
+                                    keys[(p * cap + f) as usize] = key;
+                                    fill[p as usize] = f + 1;
+                                } else {
+                                    overflow.push((p, key));
+                                }
                             }
+                            x += len as u64;
+                            progress.advance(len as u64);
                         }
-                        x += len as u64;
-                        progress.advance(len as u64);
-                    }
-                    ThreadKeys {
-                        keys,
-                        fill,
-                        overflow,
-                    }
+                        Ok(ThreadKeys {
+                            keys,
+                            fill,
+                            overflow,
+                        })
+                    })
                 })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("hashing thread panicked"))
-            .collect()
-    });
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("hashing thread panicked"))
+                .collect()
+        })
+        .into_iter()
+        .collect::<Result<_, _>>()?;
 
     progress.phase("sorting and writing", n);
     let sources = |p: u64| -> (Vec<&[u64]>, Vec<Vec<u64>>) {

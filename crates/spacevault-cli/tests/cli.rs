@@ -1,0 +1,422 @@
+//! The built binary, end to end: plot, info, prove, verify, check, and the
+//! errors a user can run into.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+const FARMER: &str = "1111111111111111111111111111111111111111111111111111111111111111";
+const SEED: &str = "2222222222222222222222222222222222222222222222222222222222222222";
+const CHALLENGE: &str = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+
+fn sv(config: &Path) -> Command {
+    let mut c = Command::cargo_bin("spacevault").unwrap();
+    c.env("SPACEVAULT_CONFIG_DIR", config);
+    c
+}
+
+fn plot_k16(dir: &Path) -> PathBuf {
+    let out = sv(dir)
+        .args([
+            "plot",
+            "-k",
+            "16",
+            "--farmer-key",
+            FARMER,
+            "--seed",
+            SEED,
+            "--out",
+        ])
+        .arg(dir)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    PathBuf::from(String::from_utf8(out).unwrap().trim())
+}
+
+fn json(cmd: &mut Command) -> Value {
+    let out = cmd.assert().get_output().stdout.clone();
+    serde_json::from_slice(&out)
+        .unwrap_or_else(|e| panic!("bad JSON ({e}): {}", String::from_utf8_lossy(&out)))
+}
+
+#[test]
+fn plot_prove_verify_check_info() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = plot_k16(dir.path());
+    assert!(path.exists());
+    assert!(path
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .starts_with("spacevault-k16-"));
+
+    let info = json(sv(dir.path()).args(["info", "--json"]).arg(&path));
+    assert_eq!(info["k"], 16);
+    assert_eq!(info["farmer_key"], FARMER);
+    assert_eq!(info["seed"], SEED);
+    assert_eq!(info["records"], 65536);
+    assert_eq!(
+        info["file_size"].as_u64().unwrap(),
+        std::fs::metadata(&path).unwrap().len()
+    );
+
+    let proof = json(
+        sv(dir.path())
+            .args(["prove", "--json", "--challenge", CHALLENGE])
+            .arg(dir.path()),
+    );
+    assert_eq!(proof["plots"].as_array().unwrap().len(), 1);
+    assert_eq!(proof["plots"][0]["reads"], 1);
+    let best = &proof["best"];
+    assert_eq!(best["k"], 16);
+
+    // The whole prove output, one plot's best, and a file all verify.
+    let whole = proof.to_string();
+    sv(dir.path())
+        .args(["verify", "--proof", &whole])
+        .assert()
+        .success()
+        .stdout(predicate::str::starts_with("valid"));
+    let proof_file = dir.path().join("proof.json");
+    std::fs::write(&proof_file, best.to_string()).unwrap();
+    let v = json(
+        sv(dir.path())
+            .args(["verify", "--json", "--challenge", CHALLENGE, "--proof"])
+            .arg(&proof_file),
+    );
+    assert_eq!(v["valid"], true);
+    assert_eq!(v["quality"], best["quality"]);
+
+    // A different challenge, or a forged nonce, is invalid: exit 1 with the reason.
+    let other = "ff".repeat(32);
+    sv(dir.path())
+        .args([
+            "verify",
+            "--challenge",
+            &other,
+            "--proof",
+            &best.to_string(),
+        ])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("different challenge"));
+    let mut forged = best.clone();
+    forged["nonce"] = Value::from(best["nonce"].as_u64().unwrap() ^ 1);
+    sv(dir.path())
+        .args(["verify", "--proof", &forged.to_string()])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::starts_with("invalid"));
+
+    sv(dir.path())
+        .args(["check", "--full"])
+        .arg(&path)
+        .assert()
+        .success()
+        .stdout(predicate::str::starts_with("ok"));
+}
+
+#[test]
+fn damage_is_reported_and_other_plots_still_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = plot_k16(dir.path());
+    let second = sv(dir.path())
+        .args([
+            "plot",
+            "-k",
+            "16",
+            "--farmer-key",
+            FARMER,
+            "--seed",
+            &"33".repeat(32),
+            "--out",
+        ])
+        .arg(dir.path())
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let bad = PathBuf::from(String::from_utf8(second).unwrap().trim());
+    let mut bytes = std::fs::read(&bad).unwrap();
+    // Damage every region so any challenge hits it.
+    for r in (4096..bytes.len()).step_by(4096) {
+        bytes[r + 100] ^= 0xFF;
+    }
+    std::fs::write(&bad, &bytes).unwrap();
+    let foreign = dir.path().join("notes.plot");
+    std::fs::write(&foreign, "not a plot at all").unwrap();
+
+    let out = json(
+        sv(dir.path())
+            .args(["prove", "--json", "--challenge", CHALLENGE])
+            .arg(dir.path()),
+    );
+    assert_eq!(out["plots"].as_array().unwrap().len(), 1);
+    assert_eq!(out["plots"][0]["path"], good.to_str().unwrap());
+    assert_eq!(out["errors"].as_array().unwrap().len(), 2);
+
+    sv(dir.path())
+        .arg("check")
+        .arg(&bad)
+        .assert()
+        .code(1)
+        .stdout(
+            predicate::str::contains("DAMAGED")
+                .and(predicate::str::contains("region 0 (buckets 0..")),
+        );
+    let report = json(sv(dir.path()).args(["check", "--json"]).arg(&foreign));
+    assert_eq!(report[0]["ok"], false);
+    assert!(report[0]["problems"][0]["problem"]
+        .as_str()
+        .unwrap()
+        .contains("not a spacevault plot"));
+}
+
+#[test]
+fn a_finished_plot_is_not_overwritten_without_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = plot_k16(dir.path());
+    let before = std::fs::metadata(&path).unwrap().modified().unwrap();
+    sv(dir.path())
+        .args([
+            "plot",
+            "-k",
+            "16",
+            "--farmer-key",
+            FARMER,
+            "--seed",
+            SEED,
+            "--out",
+        ])
+        .arg(dir.path())
+        .assert()
+        .code(1)
+        .stderr(
+            predicate::str::contains("already exists").and(predicate::str::contains("--force")),
+        );
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().modified().unwrap(),
+        before
+    );
+    sv(dir.path())
+        .args([
+            "plot",
+            "-k",
+            "16",
+            "--force",
+            "--farmer-key",
+            FARMER,
+            "--seed",
+            SEED,
+            "--out",
+        ])
+        .arg(dir.path())
+        .assert()
+        .success();
+}
+
+#[test]
+fn count_fills_several_directories_in_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    let out = json(
+        sv(dir.path())
+            .args([
+                "plot",
+                "-k",
+                "16",
+                "--count",
+                "3",
+                "--json",
+                "--farmer-key",
+                FARMER,
+                "--seed",
+                SEED,
+            ])
+            .arg("--out")
+            .arg(&a)
+            .arg("--out")
+            .arg(&b),
+    );
+    let plots = out.as_array().unwrap();
+    assert_eq!(plots.len(), 3);
+    let dirs: Vec<PathBuf> = plots
+        .iter()
+        .map(|p| {
+            PathBuf::from(p["path"].as_str().unwrap())
+                .parent()
+                .unwrap()
+                .to_path_buf()
+        })
+        .collect();
+    assert_eq!(dirs, vec![a.clone(), b.clone(), a.clone()]);
+    let ids: std::collections::HashSet<_> = plots
+        .iter()
+        .map(|p| p["plot_id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ids.len(), 3, "each plot has its own seed");
+    assert!(plots
+        .iter()
+        .all(|p| p["records_per_second"].as_f64().unwrap() > 0.0));
+}
+
+#[test]
+fn a_farmer_key_is_made_once_and_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config");
+    let run = || {
+        let out = Command::cargo_bin("spacevault")
+            .unwrap()
+            .env("SPACEVAULT_CONFIG_DIR", &config)
+            .args(["plot", "-k", "16", "--json", "--out"])
+            .arg(dir.path())
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        let v: Value = serde_json::from_slice(&out).unwrap();
+        let info = json(Command::cargo_bin("spacevault").unwrap().args([
+            "info",
+            "--json",
+            v[0]["path"].as_str().unwrap(),
+        ]));
+        info["farmer_key"].as_str().unwrap().to_string()
+    };
+    let first = run();
+    assert_eq!(first, run());
+    let stored = std::fs::read_to_string(config.join("farmer.key")).unwrap();
+    assert_eq!(stored.trim(), first);
+}
+
+#[test]
+fn bad_input_gets_one_line_and_no_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: Vec<Vec<String>> = vec![
+        vec!["plot".into(), "-k".into(), "12".into()],
+        vec!["plot".into(), "-k".into(), "41".into()],
+        vec![
+            "plot".into(),
+            "-k".into(),
+            "16".into(),
+            "--farmer-key".into(),
+            "xyz".into(),
+        ],
+        vec![
+            "plot".into(),
+            "-k".into(),
+            "16".into(),
+            "--out".into(),
+            "/nonexistent/dir".into(),
+        ],
+        vec![
+            "plot".into(),
+            "-k".into(),
+            "16".into(),
+            "--memory".into(),
+            "lots".into(),
+        ],
+        vec![
+            "plot".into(),
+            "-k".into(),
+            "20".into(),
+            "--memory".into(),
+            "1MiB".into(),
+            "--strategy".into(),
+            "memory".into(),
+        ],
+        vec![
+            "prove".into(),
+            "--challenge".into(),
+            "abc".into(),
+            ".".into(),
+        ],
+        vec![
+            "prove".into(),
+            "--challenge".into(),
+            CHALLENGE.into(),
+            "/nonexistent.plot".into(),
+        ],
+        vec!["verify".into(), "--proof".into(), "{not json".into()],
+        vec![
+            "verify".into(),
+            "--proof".into(),
+            "/nonexistent-proof.json".into(),
+        ],
+        vec!["info".into(), "/nonexistent.plot".into()],
+    ];
+    for args in cases {
+        let out = sv(dir.path())
+            .current_dir(dir.path())
+            .args(&args)
+            .assert()
+            .failure()
+            .get_output()
+            .clone();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !err.contains("panicked") && !err.contains("RUST_BACKTRACE"),
+            "{args:?}: {err}"
+        );
+        assert!(!err.trim().is_empty(), "{args:?} printed no error");
+        if out.status.code() == Some(1) {
+            let errors: Vec<&str> = err
+                .lines()
+                .filter(|l| !l.starts_with("created a new farmer key"))
+                .collect();
+            assert_eq!(errors.len(), 1, "{args:?}: {err}");
+            assert!(errors[0].starts_with("error: "), "{args:?}: {err}");
+        }
+    }
+}
+
+#[test]
+fn a_killed_plot_leaves_nothing_that_looks_finished() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("spacevault"))
+        .env("SPACEVAULT_CONFIG_DIR", dir.path())
+        .args([
+            "plot",
+            "-k",
+            "26",
+            "--farmer-key",
+            FARMER,
+            "--seed",
+            SEED,
+            "--out",
+        ])
+        .arg(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(150));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let names = || -> Vec<String> {
+        std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect()
+    };
+    assert!(
+        !names().iter().any(|n| n.ends_with(".plot")),
+        "{:?}",
+        names()
+    );
+    // The next run cleans up the temp file and finishes.
+    let path = plot_k16(dir.path());
+    assert!(path.exists());
+    assert!(
+        !names().iter().any(|n| n.ends_with(".tmp")),
+        "{:?}",
+        names()
+    );
+}
