@@ -1,1 +1,33 @@
+//! Benchmarks for spacevault, each reported against the machine's own
+//! limits measured in the same run: how fast this machine hashes records on
+//! every core, and how fast it writes and reads the output disk.
 
+pub mod lookup;
+pub mod machine;
+pub mod plot;
+pub mod stats;
+
+/// Why a benchmark could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Plot(#[from] spacevault::PlotError),
+    #[error(transparent)]
+    Read(#[from] spacevault::ReadError),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl BenchError {
+    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> BenchError {
+        BenchError::Io {
+            context: context.into(),
+            source,
+        }
+    }
+}

@@ -29,6 +29,9 @@ enum Command {
     Check(cmd::check::CheckArgs),
     /// Show a plot's header.
     Info(cmd::info::InfoArgs),
+    /// Benchmarks: plotting and lookups against this machine's limits.
+    #[command(subcommand)]
+    Bench(cmd::bench::BenchCommand),
 }
 
 fn run(cli: Cli) -> anyhow::Result<bool> {
@@ -38,6 +41,7 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
         Command::Verify(a) => cmd::verify::run(a),
         Command::Check(a) => cmd::check::run(a),
         Command::Info(a) => cmd::info::run(a).map(|_| true),
+        Command::Bench(c) => cmd::bench::run(c).map(|_| true),
     }
 }
 

@@ -1,0 +1,277 @@
+//! The machine's limits: record hashing on all cores, sequential disk
+//! writes and reads, random 4 KiB reads, and process I/O counters.
+
+use crate::stats::Summary;
+use crate::BenchError;
+use serde::Serialize;
+use spacevault::kernel::Kernel;
+use std::fs::OpenOptions;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Records per second the plotter's own kernel hashes on `threads` threads,
+/// measured for about `duration`.
+pub fn hash_rate(threads: usize, duration: Duration) -> f64 {
+    let kernel = Kernel::new(&[0x5A; 32]);
+    let started = Instant::now();
+    let total: u64 = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let kernel = kernel.clone();
+                s.spawn(move || {
+                    let mut out = vec![0u64; 4096];
+                    let mut x = (t as u64) << 36;
+                    let mut done = 0u64;
+                    let mut sink = 0u64;
+                    while started.elapsed() < duration {
+                        for _ in 0..64 {
+                            kernel.prefixes(x, &mut out);
+                            sink ^= out[7];
+                            x += out.len() as u64;
+                            done += out.len() as u64;
+                        }
+                    }
+                    std::hint::black_box(sink);
+                    done
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).sum()
+    });
+    total as f64 / started.elapsed().as_secs_f64()
+}
+
+/// Sequential write and read speed of a directory's disk, bytes per second.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct DiskSpeed {
+    pub write_bytes_per_second: f64,
+    pub read_bytes_per_second: f64,
+    /// Whether O_DIRECT was used (else buffered I/O with fsync).
+    pub direct: bool,
+    pub bytes: u64,
+}
+
+/// Writes `bytes` to a scratch file in `dir` in 1 MiB blocks (O_DIRECT where
+/// possible, fsync at the end), reads it back, and removes it.
+pub fn disk_speed(dir: &Path, bytes: u64) -> Result<DiskSpeed, BenchError> {
+    let path = dir.join(format!(".spacevault-bench-{}.tmp", std::process::id()));
+    let block = 1usize << 20;
+    let blocks = (bytes as usize).div_ceil(block).max(1);
+    let mut buf = aligned(block);
+    for (i, b) in buf.iter_mut().enumerate() {
+        *b = (i * 131 % 251) as u8;
+    }
+    let open = |direct: bool| {
+        let mut o = OpenOptions::new();
+        o.read(true).write(true).create(true).truncate(true);
+        if direct {
+            o.custom_flags(libc::O_DIRECT);
+        }
+        o.open(&path)
+    };
+    let (file, direct) = match open(true) {
+        Ok(f) => (f, true),
+        Err(_) => (
+            open(false).map_err(|e| BenchError::io(format!("creating {}", path.display()), e))?,
+            false,
+        ),
+    };
+    let cleanup = Remove(&path);
+    let started = Instant::now();
+    for i in 0..blocks {
+        file.write_all_at(&buf, (i * block) as u64)
+            .map_err(|e| BenchError::io("measuring disk write speed", e))?;
+    }
+    file.sync_all()
+        .map_err(|e| BenchError::io("measuring disk write speed", e))?;
+    let write = started.elapsed().as_secs_f64();
+    drop(file);
+    let (file, _) = spacevault_open_read(&path)?;
+    let started = Instant::now();
+    for i in 0..blocks {
+        file.read_exact_at(&mut buf, (i * block) as u64)
+            .map_err(|e| BenchError::io("measuring disk read speed", e))?;
+    }
+    let read = started.elapsed().as_secs_f64();
+    drop(cleanup);
+    let total = (blocks * block) as f64;
+    Ok(DiskSpeed {
+        write_bytes_per_second: total / write,
+        read_bytes_per_second: total / read,
+        direct,
+        bytes: total as u64,
+    })
+}
+
+fn spacevault_open_read(path: &Path) -> Result<(std::fs::File, bool), BenchError> {
+    match OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(path)
+    {
+        Ok(f) => Ok((f, true)),
+        Err(_) => Ok((
+            std::fs::File::open(path).map_err(|e| BenchError::io("reopening", e))?,
+            false,
+        )),
+    }
+}
+
+/// Latency of random 4 KiB reads of a file, in microseconds, with O_DIRECT
+/// where the file system allows it (so the page cache does not answer).
+pub fn random_read_latency(
+    path: &Path,
+    reads: usize,
+    seed: u64,
+) -> Result<(Summary, bool), BenchError> {
+    let (file, direct) = spacevault_open_read(path)?;
+    let size = file
+        .metadata()
+        .map_err(|e| BenchError::io("reading file size", e))?
+        .len();
+    let pages = (size / 4096).max(1);
+    let mut buf = aligned(4096);
+    let mut rng = SplitMix(seed);
+    let mut samples = Vec::with_capacity(reads);
+    for _ in 0..reads {
+        let offset = (rng.next() % pages) * 4096;
+        let t = Instant::now();
+        file.read_at(&mut buf, offset)
+            .map_err(|e| BenchError::io("random reads", e))?;
+        samples.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    Ok((Summary::of(&samples), direct))
+}
+
+/// Drops the kernel's page cache; false when not allowed (not root).
+pub fn drop_page_cache() -> bool {
+    // SAFETY: sync has no memory effects.
+    unsafe { libc::sync() };
+    std::fs::write("/proc/sys/vm/drop_caches", "3\n").is_ok()
+}
+
+/// This process's I/O counters from /proc/self/io.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct IoCounters {
+    /// Bytes this process caused to be read from storage.
+    pub read_bytes: u64,
+    /// Bytes this process caused to be written to storage.
+    pub write_bytes: u64,
+    /// Bytes passed to read-like and write-like system calls.
+    pub rchar: u64,
+    pub wchar: u64,
+    /// Written bytes the kernel never had to write (files deleted while
+    /// still in the page cache).
+    pub cancelled_write_bytes: u64,
+}
+
+impl IoCounters {
+    pub fn now() -> Option<IoCounters> {
+        let text = std::fs::read_to_string("/proc/self/io").ok()?;
+        let mut c = IoCounters::default();
+        for line in text.lines() {
+            let (name, value) = line.split_once(':')?;
+            let v: u64 = value.trim().parse().ok()?;
+            match name {
+                "read_bytes" => c.read_bytes = v,
+                "write_bytes" => c.write_bytes = v,
+                "rchar" => c.rchar = v,
+                "wchar" => c.wchar = v,
+                "cancelled_write_bytes" => c.cancelled_write_bytes = v,
+                _ => {}
+            }
+        }
+        Some(c)
+    }
+
+    pub fn since(&self, before: &IoCounters) -> IoCounters {
+        IoCounters {
+            read_bytes: self.read_bytes.saturating_sub(before.read_bytes),
+            write_bytes: self.write_bytes.saturating_sub(before.write_bytes),
+            rchar: self.rchar.saturating_sub(before.rchar),
+            wchar: self.wchar.saturating_sub(before.wchar),
+            cancelled_write_bytes: self
+                .cancelled_write_bytes
+                .saturating_sub(before.cancelled_write_bytes),
+        }
+    }
+}
+
+/// Peak resident memory of this process (VmHWM), in bytes.
+pub fn peak_rss() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = text.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// Resets the peak resident memory counter, so a later [`peak_rss`]
+/// measures only what follows. False where the kernel does not allow it.
+pub fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
+struct Remove<'a>(&'a Path);
+impl Drop for Remove<'_> {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(self.0);
+    }
+}
+
+/// A 4096-aligned buffer for O_DIRECT, as a boxed slice inside a Vec.
+fn aligned(len: usize) -> AlignedVec {
+    AlignedVec::new(len)
+}
+
+struct AlignedVec {
+    storage: Vec<u8>,
+    start: usize,
+    len: usize,
+}
+
+impl AlignedVec {
+    fn new(len: usize) -> AlignedVec {
+        let storage = vec![0u8; len + 4096];
+        let start = storage.as_ptr().align_offset(4096);
+        AlignedVec {
+            storage,
+            start,
+            len,
+        }
+    }
+}
+
+impl std::ops::Deref for AlignedVec {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.storage[self.start..self.start + self.len]
+    }
+}
+
+impl std::ops::DerefMut for AlignedVec {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        &mut self.storage[self.start..self.start + self.len]
+    }
+}
+
+/// A small deterministic generator for benchmark inputs.
+pub struct SplitMix(pub u64);
+
+impl SplitMix {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    pub fn bytes32(&mut self) -> [u8; 32] {
+        let mut b = [0u8; 32];
+        for c in b.chunks_mut(8) {
+            c.copy_from_slice(&self.next().to_le_bytes());
+        }
+        b
+    }
+}

@@ -1,0 +1,45 @@
+//! Summaries of repeated timings.
+
+use serde::Serialize;
+
+/// min / median / p99 / max of a set of samples, in the samples' unit.
+#[derive(Clone, Copy, Debug, Serialize, PartialEq)]
+pub struct Summary {
+    pub count: usize,
+    pub min: f64,
+    pub median: f64,
+    pub mean: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+impl Summary {
+    pub fn of(samples: &[f64]) -> Summary {
+        assert!(!samples.is_empty(), "a summary needs samples");
+        let mut s = samples.to_vec();
+        s.sort_by(|a, b| a.total_cmp(b));
+        let at = |q: f64| s[((s.len() - 1) as f64 * q).round() as usize];
+        Summary {
+            count: s.len(),
+            min: s[0],
+            median: at(0.5),
+            mean: s.iter().sum::<f64>() / s.len() as f64,
+            p99: at(0.99),
+            max: s[s.len() - 1],
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantiles() {
+        let v: Vec<f64> = (1..=101).map(|x| x as f64).collect();
+        let s = Summary::of(&v);
+        assert_eq!((s.min, s.median, s.p99, s.max), (1.0, 51.0, 100.0, 101.0));
+        assert_eq!(s.mean, 51.0);
+        assert_eq!(Summary::of(&[3.0]).p99, 3.0);
+    }
+}

@@ -1,0 +1,218 @@
+//! `spacevault bench`: plotting and lookup benchmarks.
+
+use crate::progress::Bar;
+use crate::size::{format_size, parse_size};
+use anyhow::{bail, Result};
+use clap::{Args, Subcommand};
+use spacevault_bench::lookup::{self, LookupOptions};
+use spacevault_bench::plot::{self as plot_bench, PlotBenchOptions};
+use std::path::PathBuf;
+
+#[derive(Subcommand, Debug)]
+pub enum BenchCommand {
+    /// Time one plot against this machine's hash and disk bounds.
+    Plot(BenchPlotArgs),
+    /// Lookup latency of a plot, warm and cold, and proof verification time.
+    Lookup(BenchLookupArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct BenchPlotArgs {
+    /// Plot size: 2^K records.
+    #[arg(short = 'k', long = "k", value_name = "K", default_value_t = 26)]
+    pub k: u8,
+    /// Memory limit, e.g. 4GiB (default: half the machine's memory).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub memory: Option<u64>,
+    /// Worker threads (default: every core).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+    /// Sorting strategy.
+    #[arg(long, value_enum, default_value_t = super::plot::StrategyArg::Auto)]
+    pub strategy: super::plot::StrategyArg,
+    /// Directory to plot into (and to measure the disk of).
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub dir: PathBuf,
+    /// Temp directory for plots larger than --memory (default: --dir).
+    #[arg(long, value_name = "DIR")]
+    pub tmp: Option<PathBuf>,
+    /// Keep the plot instead of deleting it.
+    #[arg(long)]
+    pub keep: bool,
+    /// Bytes written to measure the disk's sequential speed.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "1GiB")]
+    pub disk_bytes: u64,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct BenchLookupArgs {
+    /// The plot file.
+    #[arg(value_name = "PATH")]
+    pub path: PathBuf,
+    /// Number of random challenges.
+    #[arg(short = 'n', value_name = "N", default_value_t = 1000)]
+    pub n: usize,
+    /// Also measure cold lookups (page cache dropped where allowed, O_DIRECT reads).
+    #[arg(long)]
+    pub cold: bool,
+    /// Seed for the challenges.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(command: BenchCommand) -> Result<()> {
+    match command {
+        BenchCommand::Plot(a) => bench_plot(a),
+        BenchCommand::Lookup(a) => bench_lookup(a),
+    }
+}
+
+fn bench_plot(a: BenchPlotArgs) -> Result<()> {
+    if !a.dir.is_dir() {
+        bail!("{} is not a directory (create it first)", a.dir.display());
+    }
+    let args = super::plot::PlotArgs {
+        k: a.k,
+        out: vec![a.dir.clone()],
+        tmp: a.tmp.clone(),
+        memory: a.memory,
+        threads: a.threads,
+        count: 1,
+        farmer_key: Some("00".repeat(32)),
+        seed: None,
+        force: false,
+        strategy: a.strategy,
+        json: a.json,
+    };
+    let plot = super::plot::options_from(&args)?;
+    if !a.json {
+        eprintln!(
+            "measuring this machine's hash rate and disk speed, then plotting k={} ...",
+            a.k
+        );
+    }
+    let bar = Bar::new("[bench]".into(), a.json);
+    let options = PlotBenchOptions {
+        plot,
+        dir: a.dir,
+        keep: a.keep,
+        hash_seconds: 1.0,
+        disk_bytes: a.disk_bytes,
+    };
+    let r = plot_bench::run(&options, &bar);
+    bar.finish();
+    let r = r?;
+    if a.json {
+        return super::print_json(&r);
+    }
+    let b = &r.bounds;
+    println!(
+        "plot            k={} ({} records), {} strategy, {} threads, memory limit {}",
+        r.k,
+        r.records,
+        r.strategy,
+        r.threads,
+        format_size(r.memory_limit)
+    );
+    println!(
+        "file            {} ({:.3} bits a record)",
+        format_size(r.file_bytes),
+        r.file_bytes as f64 * 8.0 / r.records as f64
+    );
+    println!("wall            {:.3} s", r.wall_seconds);
+    println!("records/s       {:.1} M", r.records_per_second / 1e6);
+    println!("file MB/s       {:.0}", r.file_mb_per_second);
+    if let Some(io) = r.io {
+        println!(
+            "disk I/O        {} written ({:.2} per plot byte), {} read ({:.2} per plot byte), {} cancelled",
+            format_size(io.write_bytes),
+            r.bytes_written_per_plot_byte.unwrap_or(0.0),
+            format_size(io.read_bytes),
+            r.bytes_read_per_plot_byte.unwrap_or(0.0),
+            format_size(io.cancelled_write_bytes)
+        );
+    }
+    println!("temp written    {}", format_size(r.temp_bytes_written));
+    match r.peak_rss_bytes {
+        Some(p) => println!("peak RSS        {}", format_size(p)),
+        None => println!("peak RSS        (not measurable here)"),
+    }
+    println!(
+        "machine bounds  hashing {:.1} M records/s ({}), disk write {:.0} MB/s, read {:.0} MB/s{}",
+        b.hash_records_per_second / 1e6,
+        b.kernel_backend,
+        b.disk.write_bytes_per_second / 1e6,
+        b.disk.read_bytes_per_second / 1e6,
+        if b.disk.direct {
+            " (O_DIRECT)"
+        } else {
+            " (buffered)"
+        }
+    );
+    println!(
+        "hash bound      {:.3} s   ratio {:.2}  (hash bound / wall)",
+        r.hash_bound_seconds, r.ratio_to_hash_bound
+    );
+    println!(
+        "design bound    {:.3} s   wall is {:.2}x the bound of this strategy",
+        r.design_bound_seconds, r.wall_over_design_bound
+    );
+    if let Some(p) = r.path {
+        println!("kept            {}", p.display());
+    }
+    Ok(())
+}
+
+fn bench_lookup(a: BenchLookupArgs) -> Result<()> {
+    let r = lookup::run(&LookupOptions {
+        path: a.path,
+        lookups: a.n,
+        cold: a.cold,
+        seed: a.seed,
+    })?;
+    if a.json {
+        return super::print_json(&r);
+    }
+    println!(
+        "plot        {} (k={}), {} random challenges",
+        r.path.display(),
+        r.k,
+        r.lookups
+    );
+    println!(
+        "{:<12}{:>10}{:>10}{:>10}{:>10}{:>14}",
+        "", "min us", "median", "p99", "max", "reads/lookup"
+    );
+    let row = |name: &str, s: &spacevault_bench::stats::Summary, reads: Option<f64>| {
+        println!(
+            "{:<12}{:>10.2}{:>10.2}{:>10.2}{:>10.2}{:>14}",
+            name,
+            s.min,
+            s.median,
+            s.p99,
+            s.max,
+            reads.map_or(String::new(), |r| format!("{r:.2}"))
+        );
+    };
+    row("warm", &r.warm.micros, Some(r.warm.reads_per_lookup));
+    if let Some(c) = &r.cold {
+        row("cold", &c.micros, Some(c.reads_per_lookup));
+    }
+    if let Some(rr) = &r.random_read_4k_micros {
+        row("4KiB read", rr, None);
+    }
+    row("verify", &r.verify_micros, None);
+    if let Some(n) = &r.cold_note {
+        println!("cold: {n}");
+    }
+    if let Some(x) = r.cold_over_random_read {
+        println!("cold median is {x:.2}x the disk's 4 KiB random read median");
+    }
+    Ok(())
+}
