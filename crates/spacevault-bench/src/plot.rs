@@ -42,6 +42,8 @@ pub struct PlotBench {
     pub records_per_second: f64,
     pub file_mb_per_second: f64,
     pub temp_bytes_written: u64,
+    /// Seconds in each phase of the plotter.
+    pub phases: Vec<(String, f64)>,
     /// Storage I/O of the plotting, from /proc/self/io.
     pub io: Option<IoCounters>,
     pub bytes_written_per_plot_byte: Option<f64>,
@@ -108,6 +110,7 @@ pub fn run(options: &PlotBenchOptions, progress: &dyn Progress) -> Result<PlotBe
         records_per_second: summary.records_per_second(),
         file_mb_per_second: file / summary.seconds / 1e6,
         temp_bytes_written: summary.temp_bytes_written,
+        phases: summary.phases.clone(),
         io,
         bytes_written_per_plot_byte: io.map(|i| i.write_bytes as f64 / file),
         bytes_read_per_plot_byte: io.map(|i| i.read_bytes as f64 / file),

@@ -127,6 +127,12 @@ fn bench_plot(a: BenchPlotArgs) -> Result<()> {
     );
     println!("wall            {:.3} s", r.wall_seconds);
     println!("records/s       {:.1} M", r.records_per_second / 1e6);
+    let phases: Vec<String> = r
+        .phases
+        .iter()
+        .map(|(n, s)| format!("{n} {s:.3} s"))
+        .collect();
+    println!("phases          {}", phases.join(", "));
     println!("file MB/s       {:.0}", r.file_mb_per_second);
     if let Some(io) = r.io {
         println!(

@@ -4,9 +4,9 @@
 
 use super::pack::{pack, place, sort_key, sort_partition, Packed, Placement, SortedPartition};
 use super::partition::Partitioning;
+use super::scatter::Scatter;
 use super::sink::RegionSink;
 use super::{PlotError, Progress};
-use crate::aligned::HugeBuf;
 use crate::kernel::Kernel;
 use std::fs::File;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,7 +22,7 @@ pub(crate) const PARTITION_RECORDS: u64 = 1 << 17;
 /// few tens of MiB of buffers.
 pub(crate) fn memory_needed(parting: &Partitioning, threads: usize) -> u64 {
     let cap = slot_capacity(parting, threads);
-    parting.count * threads as u64 * cap * 8
+    threads as u64 * Scatter::<u64>::bytes(parting.count as usize, cap as usize)
 }
 
 /// Room for one thread's keys of one partition: the mean plus six standard
@@ -30,12 +30,6 @@ pub(crate) fn memory_needed(parting: &Partitioning, threads: usize) -> u64 {
 fn slot_capacity(parting: &Partitioning, threads: usize) -> u64 {
     let mean = parting.records_per_part() as f64 / threads as f64;
     (mean + 6.0 * mean.sqrt() + 64.0) as u64
-}
-
-struct ThreadKeys {
-    keys: HugeBuf<u64>,
-    fill: Vec<u64>,
-    overflow: Vec<(u64, u64)>,
 }
 
 /// Runs the whole in-memory plot; returns the slot after the last record.
@@ -52,17 +46,14 @@ pub(crate) fn plot(
     let cap = slot_capacity(parting, threads);
 
     progress.phase("hashing", n);
-    let per_thread: Vec<ThreadKeys> =
-        std::thread::scope(|s| -> Vec<Result<ThreadKeys, PlotError>> {
+    let per_thread: Vec<Scatter<u64>> =
+        std::thread::scope(|s| -> Vec<Result<Scatter<u64>, PlotError>> {
             let handles: Vec<_> = (0..threads)
                 .map(|t| {
                     let range =
                         (n * t as u64 / threads as u64)..(n * (t as u64 + 1) / threads as u64);
-                    s.spawn(move || -> Result<ThreadKeys, PlotError> {
-                        let mut keys = HugeBuf::<u64>::zeroed(parts * cap as usize)
-                            .map_err(|e| PlotError::io("allocating sort buffers", e))?;
-                        let mut fill = vec![0u64; parts];
-                        let mut overflow = Vec::new();
+                    s.spawn(move || -> Result<Scatter<u64>, PlotError> {
+                        let mut scatter = Scatter::<u64>::new(parts, cap as usize)?;
                         let mut prefixes = vec![0u64; 4096];
                         let mut x = range.start;
                         while x < range.end {
@@ -70,23 +61,13 @@ pub(crate) fn plot(
                             kernel.prefixes(x, &mut prefixes[..len]);
                             for (i, &prefix) in prefixes[..len].iter().enumerate() {
                                 let (p, local) = parting.locate(layout.bucket_of_prefix(prefix));
-                                let key = sort_key(local, x + i as u64);
-                                let f = fill[p as usize];
-                                if f < cap {
-                                    keys[(p * cap + f) as usize] = key;
-                                    fill[p as usize] = f + 1;
-                                } else {
-                                    overflow.push((p, key));
-                                }
+                                scatter.push(p, sort_key(local, x + i as u64));
                             }
                             x += len as u64;
                             progress.advance(len as u64);
                         }
-                        Ok(ThreadKeys {
-                            keys,
-                            fill,
-                            overflow,
-                        })
+                        scatter.finish();
+                        Ok(scatter)
                     })
                 })
                 .collect();
@@ -99,31 +80,17 @@ pub(crate) fn plot(
         .collect::<Result<_, _>>()?;
 
     progress.phase("sorting and writing", n);
-    let sources = |p: u64| -> (Vec<&[u64]>, Vec<Vec<u64>>) {
-        let extra: Vec<Vec<u64>> = per_thread
-            .iter()
-            .map(|t| {
-                t.overflow
-                    .iter()
-                    .filter(|(q, _)| *q == p)
-                    .map(|&(_, key)| key)
-                    .collect()
-            })
-            .collect();
-        let slices = per_thread
-            .iter()
-            .map(|t| &t.keys[(p * cap) as usize..(p * cap + t.fill[p as usize]) as usize])
-            .collect();
-        (slices, extra)
-    };
     let mut sink = RegionSink::new(file, parting);
     sort_pack_write(parting, threads, &mut sink, progress, |p| {
-        let (slices, extra) = sources(p);
         // Each thread's overflow follows its own keys, keeping nonces ascending.
         let mut ordered: Vec<&[u64]> = Vec::with_capacity(2 * threads);
-        for (s, e) in slices.iter().zip(extra.iter()) {
-            ordered.push(s);
-            ordered.push(e);
+        let extras: Vec<Vec<u64>> = per_thread
+            .iter()
+            .map(|t| t.records(p).1.collect())
+            .collect();
+        for (t, extra) in per_thread.iter().zip(extras.iter()) {
+            ordered.push(t.records(p).0);
+            ordered.push(extra);
         }
         Ok(sort_partition(parting, p, &ordered))
     })

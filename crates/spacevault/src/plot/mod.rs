@@ -10,6 +10,7 @@ mod files;
 mod memory;
 mod pack;
 mod partition;
+mod scatter;
 mod sink;
 
 use crate::construction::plot_id;
@@ -136,6 +137,41 @@ pub trait Progress: Sync {
     fn advance(&self, _records: u64) {}
 }
 
+/// Forwards progress and notes when each phase starts.
+struct PhaseClock<'a> {
+    inner: &'a dyn Progress,
+    marks: std::sync::Mutex<Vec<(String, Instant)>>,
+}
+
+impl Progress for PhaseClock<'_> {
+    fn phase(&self, name: &str, total: u64) {
+        self.marks
+            .lock()
+            .unwrap()
+            .push((name.to_string(), Instant::now()));
+        self.inner.phase(name, total);
+    }
+
+    fn advance(&self, records: u64) {
+        self.inner.advance(records);
+    }
+}
+
+impl PhaseClock<'_> {
+    /// Seconds spent in each phase, the last one ending at `end`.
+    fn durations(&self, end: Instant) -> Vec<(String, f64)> {
+        let marks = self.marks.lock().unwrap();
+        marks
+            .iter()
+            .enumerate()
+            .map(|(i, (name, t))| {
+                let until = marks.get(i + 1).map_or(end, |m| m.1);
+                (name.clone(), (until - *t).as_secs_f64())
+            })
+            .collect()
+    }
+}
+
 /// Progress that goes nowhere.
 pub struct NoProgress;
 impl Progress for NoProgress {}
@@ -151,6 +187,9 @@ pub struct PlotSummary {
     pub strategy: Strategy,
     /// Bytes the plotter wrote to temp files.
     pub temp_bytes_written: u64,
+    /// Seconds spent in each phase, in order (the last includes making the
+    /// file durable).
+    pub phases: Vec<(String, f64)>,
 }
 
 impl PlotSummary {
@@ -169,6 +208,11 @@ pub fn plot(
     progress: &dyn Progress,
 ) -> Result<PlotSummary, PlotError> {
     let started = Instant::now();
+    let clock = PhaseClock {
+        inner: progress,
+        marks: Default::default(),
+    };
+    let progress: &dyn Progress = &clock;
     let layout = options.layout()?;
     if options.threads == 0 {
         return Err(PlotError::InvalidOptions(
@@ -249,5 +293,6 @@ pub fn plot(
         seconds: started.elapsed().as_secs_f64(),
         strategy,
         temp_bytes_written,
+        phases: clock.durations(Instant::now()),
     })
 }

@@ -1,0 +1,175 @@
+//! Scattering records into per-partition arrays.
+//!
+//! Thousands of partitions written one record at a time would touch a
+//! different page for nearly every record. Records are first gathered in a
+//! 64-byte line per partition (all lines together fit in L2) and copied out a
+//! whole line at a time, so the big arrays see sequential full-line writes.
+
+use super::PlotError;
+use crate::aligned::HugeBuf;
+
+const LINE_BYTES: usize = 64;
+
+pub(crate) struct Scatter<T: Copy + Default> {
+    keys: HugeBuf<T>,
+    /// Room per partition, a whole number of lines.
+    cap: usize,
+    fill: Vec<usize>,
+    overflow: Vec<(u64, T)>,
+    lines: Vec<T>,
+    line_fill: Vec<u8>,
+}
+
+impl<T: Copy + Default> Scatter<T> {
+    const LINE: usize = LINE_BYTES / std::mem::size_of::<T>();
+
+    /// Room for at least `cap` records in each of `parts` partitions.
+    pub fn new(parts: usize, cap: usize) -> Result<Scatter<T>, PlotError> {
+        let cap = cap.div_ceil(Self::LINE) * Self::LINE;
+        let keys = HugeBuf::zeroed(parts * cap)
+            .map_err(|e| PlotError::io("allocating sort buffers", e))?;
+        Ok(Scatter {
+            keys,
+            cap,
+            fill: vec![0; parts],
+            overflow: Vec::new(),
+            lines: vec![T::default(); parts * Self::LINE],
+            line_fill: vec![0; parts],
+        })
+    }
+
+    /// Memory a scatter of this shape takes.
+    pub fn bytes(parts: usize, cap: usize) -> u64 {
+        let cap = cap.div_ceil(Self::LINE) * Self::LINE;
+        ((parts * cap + parts * Self::LINE) * std::mem::size_of::<T>()) as u64
+    }
+
+    /// Forgets every record, keeping the memory.
+    #[allow(dead_code)]
+    pub fn clear(&mut self) {
+        self.fill.iter_mut().for_each(|f| *f = 0);
+        self.line_fill.iter_mut().for_each(|f| *f = 0);
+        self.overflow.clear();
+    }
+
+    #[inline(always)]
+    pub fn push(&mut self, p: u64, key: T) {
+        let p = p as usize;
+        let n = self.line_fill[p] as usize;
+        self.lines[p * Self::LINE + n] = key;
+        if n + 1 == Self::LINE {
+            self.flush_line(p);
+        } else {
+            self.line_fill[p] = (n + 1) as u8;
+        }
+    }
+
+    #[inline(never)]
+    fn flush_line(&mut self, p: usize) {
+        let n = Self::LINE;
+        let f = self.fill[p];
+        if f + n <= self.cap {
+            let line = &self.lines[p * n..(p + 1) * n];
+            let dst = &mut self.keys[p * self.cap + f..p * self.cap + f + n];
+            stream_line(dst, line);
+            self.fill[p] = f + n;
+        } else {
+            for i in 0..n {
+                let key = self.lines[p * n + i];
+                self.store_one(p, key);
+            }
+        }
+        self.line_fill[p] = 0;
+    }
+
+    fn store_one(&mut self, p: usize, key: T) {
+        let f = self.fill[p];
+        if f < self.cap {
+            self.keys[p * self.cap + f] = key;
+            self.fill[p] = f + 1;
+        } else {
+            self.overflow.push((p as u64, key));
+        }
+    }
+
+    /// Moves the partial lines out; call once after the last push.
+    pub fn finish(&mut self) {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: sfence only orders stores; SSE2 is part of x86-64.
+        unsafe {
+            std::arch::x86_64::_mm_sfence()
+        };
+        for p in 0..self.fill.len() {
+            let n = self.line_fill[p] as usize;
+            for i in 0..n {
+                let key = self.lines[p * Self::LINE + i];
+                self.store_one(p, key);
+            }
+            self.line_fill[p] = 0;
+        }
+    }
+
+    /// Partition p's records in the order pushed: the array, then the overflow.
+    pub fn records(&self, p: u64) -> (&[T], impl Iterator<Item = T> + '_) {
+        let start = p as usize * self.cap;
+        let slice = &self.keys[start..start + self.fill[p as usize]];
+        let extra = self
+            .overflow
+            .iter()
+            .filter(move |(q, _)| *q == p)
+            .map(|&(_, k)| k);
+        (slice, extra)
+    }
+}
+
+/// Copies one 64-byte line with non-temporal stores: the line goes straight
+/// to memory without first being read into the cache (a plain store would
+/// read every line of the arrays from memory before overwriting it).
+#[inline(always)]
+fn stream_line<T: Copy>(dst: &mut [T], src: &[T]) {
+    debug_assert_eq!(std::mem::size_of_val(dst), LINE_BYTES);
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
+        let d = dst.as_mut_ptr() as *mut __m128i;
+        let s = src.as_ptr() as *const __m128i;
+        if (d as usize) % LINE_BYTES == 0 && src.len() == dst.len() {
+            // SAFETY: both are 64-byte slices; d is 64-byte aligned as
+            // _mm_stream_si128 needs (16); SSE2 is part of x86-64.
+            unsafe {
+                for i in 0..4 {
+                    _mm_stream_si128(d.add(i), _mm_loadu_si128(s.add(i)));
+                }
+            }
+            return;
+        }
+    }
+    dst.copy_from_slice(src);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_come_back_in_order_even_past_capacity() {
+        let parts = 5;
+        let mut s = Scatter::<u64>::new(parts, 10).unwrap();
+        let mut want = vec![Vec::new(); parts];
+        for i in 0..400u64 {
+            let p = (i * 7 + i / 3) % parts as u64;
+            // Partition 0 gets far more than its room.
+            let p = if i % 2 == 0 { 0 } else { p };
+            s.push(p, i);
+            want[p as usize].push(i);
+        }
+        s.finish();
+        for p in 0..parts {
+            let (slice, extra) = s.records(p as u64);
+            let got: Vec<u64> = slice.iter().copied().chain(extra).collect();
+            assert_eq!(got, want[p], "partition {p}");
+        }
+        s.clear();
+        assert!(s.records(0).0.is_empty());
+    }
+}
