@@ -4,11 +4,33 @@
 //! hash `keyed_hash(plot_id, LE64(nonce) || 56 zero bytes)`. The best proof
 //! for a 32-byte challenge is the nonce whose hash is nearest to it by XOR;
 //! a plot finds it with one read, and anyone verifies it with one hash.
+//!
+//! ```
+//! use spacevault::plot::{NoProgress, PlotOptions};
+//! use spacevault::{plot, verify, PlotFile, Proof};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! let summary = plot(&PlotOptions::new(16, [1; 32], [2; 32]), dir.path(), &NoProgress)?;
+//! let file = PlotFile::open(&summary.path)?;
+//! let challenge = [7u8; 32];
+//! let answer = file.prove(&challenge)?;
+//! let h = file.header();
+//! let proof = Proof { farmer_key: h.farmer_key, seed: h.seed, k: h.k(), nonce: answer.nonce };
+//! assert_eq!(verify(&proof, &challenge)?.quality, answer.quality);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! The modules are named after the jobs: [`construction`], [`kernel`]
+//! (SIMD hashing), [`format`], [`plot`], [`prove`], [`verify`], [`check`].
 
 pub(crate) mod aligned;
 pub mod check;
 pub mod construction;
 pub mod format;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod kernel;
 pub mod plot;
 pub mod prove;
