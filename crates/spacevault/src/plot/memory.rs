@@ -15,14 +15,47 @@ use std::sync::{mpsc, Condvar, Mutex};
 /// The turn given when a worker failed: everyone stops.
 const ABORTED: u64 = u64::MAX;
 
-/// Records a partition holds: its keys (8 bytes each) fit in L2 while sorted.
+/// Records a partition holds: small enough that sorting it stays in L2.
 pub(crate) const PARTITION_RECORDS: u64 = 1 << 17;
+
+/// How 4-byte sort keys split: the bucket within the partition on top, the
+/// low bits of the nonce below. The nonce's high bits (its *epoch*) are not
+/// stored: each thread notes, at every epoch boundary, how many keys each
+/// partition has, so a key's position says its epoch.
+#[derive(Clone, Copy)]
+struct KeyShape {
+    low_bits: u32,
+}
+
+impl KeyShape {
+    fn new(parting: &Partitioning) -> KeyShape {
+        let local_bits = 64 - (parting.buckets_per_part.max(2) - 1).leading_zeros();
+        KeyShape {
+            low_bits: 32 - local_bits,
+        }
+    }
+
+    #[inline(always)]
+    fn key(&self, local: u64, nonce: u64) -> u32 {
+        ((local << self.low_bits) | (nonce & ((1 << self.low_bits) - 1))) as u32
+    }
+
+    fn epoch_len(&self) -> u64 {
+        1 << self.low_bits
+    }
+}
 
 /// Bytes of memory the in-memory plotter needs for 2^k records, beyond a
 /// few tens of MiB of buffers.
 pub(crate) fn memory_needed(parting: &Partitioning, threads: usize) -> u64 {
     let cap = slot_capacity(parting, threads);
-    threads as u64 * Scatter::<u64>::bytes(parting.count as usize, cap as usize)
+    let epochs = parting
+        .layout
+        .record_count()
+        .div_ceil(KeyShape::new(parting).epoch_len())
+        + threads as u64;
+    threads as u64 * Scatter::<u32>::bytes(parting.count as usize, cap as usize)
+        + epochs * parting.count * 4
 }
 
 /// Room for one thread's keys of one partition: the mean plus six standard
@@ -30,6 +63,43 @@ pub(crate) fn memory_needed(parting: &Partitioning, threads: usize) -> u64 {
 fn slot_capacity(parting: &Partitioning, threads: usize) -> u64 {
     let mean = parting.records_per_part() as f64 / threads as f64;
     (mean + 6.0 * mean.sqrt() + 64.0) as u64
+}
+
+/// One thread's keys and where each epoch starts in every partition.
+struct ThreadKeys {
+    scatter: Scatter<u32>,
+    /// (epoch, keys each partition had when the epoch began), in order.
+    marks: Vec<(u64, Vec<u32>)>,
+    /// Keys each partition had at the end.
+    totals: Vec<u32>,
+}
+
+impl ThreadKeys {
+    /// Appends partition p's keys to `out` as 8-byte sort keys, in order.
+    fn decode_into(&self, p: u64, shape: KeyShape, out: &mut Vec<u64>) {
+        let (slice, extra) = self.scatter.records(p);
+        let extra: Vec<u32> = extra.collect();
+        let key_at = |i: usize| {
+            if i < slice.len() {
+                slice[i]
+            } else {
+                extra[i - slice.len()]
+            }
+        };
+        let low_mask = shape.epoch_len() - 1;
+        for (m, (epoch, starts)) in self.marks.iter().enumerate() {
+            let start = starts[p as usize] as usize;
+            let end =
+                self.marks
+                    .get(m + 1)
+                    .map_or(self.totals[p as usize], |n| n.1[p as usize]) as usize;
+            let base = epoch << shape.low_bits;
+            for i in start..end {
+                let key = key_at(i) as u64;
+                out.push(sort_key(key >> shape.low_bits, base | (key & low_mask)));
+            }
+        }
+    }
 }
 
 /// Runs the whole in-memory plot; returns the slot after the last record.
@@ -44,30 +114,44 @@ pub(crate) fn plot(
     let n = layout.record_count();
     let parts = parting.count as usize;
     let cap = slot_capacity(parting, threads);
+    let shape = KeyShape::new(parting);
 
     progress.phase("hashing", n);
-    let per_thread: Vec<Scatter<u64>> =
-        std::thread::scope(|s| -> Vec<Result<Scatter<u64>, PlotError>> {
+    let per_thread: Vec<ThreadKeys> =
+        std::thread::scope(|s| -> Vec<Result<ThreadKeys, PlotError>> {
             let handles: Vec<_> = (0..threads)
                 .map(|t| {
                     let range =
                         (n * t as u64 / threads as u64)..(n * (t as u64 + 1) / threads as u64);
-                    s.spawn(move || -> Result<Scatter<u64>, PlotError> {
-                        let mut scatter = Scatter::<u64>::new(parts, cap as usize)?;
+                    s.spawn(move || -> Result<ThreadKeys, PlotError> {
+                        let mut scatter = Scatter::<u32>::new(parts, cap as usize)?;
+                        let mut marks = Vec::new();
                         let mut prefixes = vec![0u64; 4096];
                         let mut x = range.start;
                         while x < range.end {
-                            let len = (range.end - x).min(prefixes.len() as u64) as usize;
+                            // Stop at epoch boundaries so a block never spans two.
+                            let epoch = x >> shape.low_bits;
+                            if marks.last().is_none_or(|(e, _)| *e != epoch) {
+                                marks.push((epoch, scatter.pushed_counts()));
+                            }
+                            let epoch_end = (epoch + 1) << shape.low_bits;
+                            let len =
+                                (range.end.min(epoch_end) - x).min(prefixes.len() as u64) as usize;
                             kernel.prefixes(x, &mut prefixes[..len]);
                             for (i, &prefix) in prefixes[..len].iter().enumerate() {
                                 let (p, local) = parting.locate(layout.bucket_of_prefix(prefix));
-                                scatter.push(p, sort_key(local, x + i as u64));
+                                scatter.push(p, shape.key(local, x + i as u64));
                             }
                             x += len as u64;
                             progress.advance(len as u64);
                         }
                         scatter.finish();
-                        Ok(scatter)
+                        let totals = scatter.pushed_counts();
+                        Ok(ThreadKeys {
+                            scatter,
+                            marks,
+                            totals,
+                        })
                     })
                 })
                 .collect();
@@ -82,17 +166,12 @@ pub(crate) fn plot(
     progress.phase("sorting and writing", n);
     let mut sink = RegionSink::new(file, parting);
     sort_pack_write(parting, threads, &mut sink, progress, |p| {
-        // Each thread's overflow follows its own keys, keeping nonces ascending.
-        let mut ordered: Vec<&[u64]> = Vec::with_capacity(2 * threads);
-        let extras: Vec<Vec<u64>> = per_thread
-            .iter()
-            .map(|t| t.records(p).1.collect())
-            .collect();
-        for (t, extra) in per_thread.iter().zip(extras.iter()) {
-            ordered.push(t.records(p).0);
-            ordered.push(extra);
+        // Threads in order, epochs in order: nonces ascend.
+        let mut keys = Vec::with_capacity(parting.records_per_part() as usize * 9 / 8);
+        for t in &per_thread {
+            t.decode_into(p, shape, &mut keys);
         }
-        Ok(sort_partition(parting, p, &ordered))
+        Ok(sort_partition(parting, p, &[&keys]))
     })
 }
 

@@ -16,6 +16,7 @@ pub(crate) struct Scatter<T: Copy + Default> {
     cap: usize,
     fill: Vec<usize>,
     overflow: Vec<(u64, T)>,
+    overflowed: Vec<u32>,
     lines: Vec<T>,
     line_fill: Vec<u8>,
 }
@@ -33,6 +34,7 @@ impl<T: Copy + Default> Scatter<T> {
             cap,
             fill: vec![0; parts],
             overflow: Vec::new(),
+            overflowed: vec![0; parts],
             lines: vec![T::default(); parts * Self::LINE],
             line_fill: vec![0; parts],
         })
@@ -50,6 +52,7 @@ impl<T: Copy + Default> Scatter<T> {
         self.fill.iter_mut().for_each(|f| *f = 0);
         self.line_fill.iter_mut().for_each(|f| *f = 0);
         self.overflow.clear();
+        self.overflowed.iter_mut().for_each(|c| *c = 0);
     }
 
     #[inline(always)]
@@ -89,7 +92,15 @@ impl<T: Copy + Default> Scatter<T> {
             self.fill[p] = f + 1;
         } else {
             self.overflow.push((p as u64, key));
+            self.overflowed[p] += 1;
         }
+    }
+
+    /// Records pushed so far to each partition (stored, in lines, or overflowed).
+    pub fn pushed_counts(&self) -> Vec<u32> {
+        (0..self.fill.len())
+            .map(|p| (self.fill[p] + self.line_fill[p] as usize) as u32 + self.overflowed[p])
+            .collect()
     }
 
     /// Moves the partial lines out; call once after the last push.
