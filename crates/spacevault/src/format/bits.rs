@@ -32,46 +32,67 @@ pub fn read_slot_plain(area: &[u8], j: usize, k: u32) -> u64 {
     value
 }
 
-/// Writes consecutive slots starting at slot `first`, ORing into `area`,
-/// which must be zero where the slots go.
+/// Writes consecutive slots starting at slot `first`. Bits of `area` before
+/// the first slot are kept; from the first slot on, the writer owns the
+/// bytes it reaches and stores whole 32-bit words.
 pub struct SlotWriter<'a> {
     area: &'a mut [u8],
     k: u32,
     byte: usize,
-    acc: u64,
+    /// Up to 31 pending bits plus a 40-bit slot: more than a u64 holds.
+    acc: u128,
     bits: u32,
 }
 
 impl<'a> SlotWriter<'a> {
     pub fn new(area: &'a mut [u8], first: usize, k: u32) -> SlotWriter<'a> {
         let bit = first * k as usize;
+        let byte = bit / 8;
+        let bits = (bit % 8) as u32;
+        // Keep the bits of the slot before ours that share our first byte.
+        let acc = if bits > 0 {
+            (area[byte] & ((1u8 << bits) - 1)) as u128
+        } else {
+            0
+        };
         SlotWriter {
             area,
             k,
-            byte: bit / 8,
-            acc: 0,
-            bits: (bit % 8) as u32,
+            byte,
+            acc,
+            bits,
         }
     }
 
     #[inline]
     pub fn push(&mut self, value: u64) {
         debug_assert!(value < 1u64 << self.k);
-        self.acc |= value << self.bits;
+        self.acc |= (value as u128) << self.bits;
         self.bits += self.k;
-        while self.bits >= 8 {
-            self.area[self.byte] |= self.acc as u8;
-            self.byte += 1;
-            self.acc >>= 8;
-            self.bits -= 8;
+        while self.bits >= 32 {
+            let word = (self.acc as u32).to_le_bytes();
+            match self.area.get_mut(self.byte..self.byte + 4) {
+                Some(dst) => dst.copy_from_slice(&word),
+                // The last word of an area that ends mid-word: the bytes
+                // past the end can only hold zero bits.
+                None => {
+                    let rest = &mut self.area[self.byte..];
+                    let n = rest.len();
+                    rest.copy_from_slice(&word[..n]);
+                    debug_assert!(word[n..].iter().all(|&b| b == 0));
+                }
+            }
+            self.byte += 4;
+            self.acc >>= 32;
+            self.bits -= 32;
         }
     }
 
-    /// Writes out the last partial byte.
+    /// Writes out the last partial word.
     pub fn finish(self) {
-        if self.bits > 0 {
-            self.area[self.byte] |= self.acc as u8;
-        }
+        let bytes = (self.bits.div_ceil(8) as usize).min(self.area.len().saturating_sub(self.byte));
+        let le = (self.acc as u64).to_le_bytes();
+        self.area[self.byte..self.byte + bytes].copy_from_slice(&le[..bytes]);
     }
 }
 

@@ -9,7 +9,7 @@
 //! the plot; bytes read: the temp file once.
 
 use super::memory::sort_pack_write;
-use super::pack::{sort_key, sort_partition};
+use super::pack::{sort_key, sort_partition, Scratch};
 use super::partition::Partitioning;
 use super::sink::RegionSink;
 use super::{PlotError, Progress};
@@ -209,15 +209,22 @@ pub(crate) fn plot(
     // Phase 2.
     progress.phase("sorting and writing", n);
     let mut sink = RegionSink::new(out, &parting);
-    let end = sort_pack_write(&parting, threads, &mut sink, progress, |p| {
+    let end = sort_pack_write(&parting, threads, &mut sink, progress, |p, scratch| {
         let total: u64 = segments.iter().map(|r| r[p as usize].count).sum();
-        let mut nonces = Vec::with_capacity(total as usize);
-        let mut raw = Vec::new();
+        let Scratch {
+            keys,
+            nonces: sorted_out,
+            prefixes,
+            raw,
+        } = scratch;
+        let mut nonces = std::mem::take(sorted_out);
+        nonces.clear();
+        nonces.reserve(total as usize);
         for (r, round_segments) in segments.iter().enumerate() {
             let seg = &round_segments[p as usize];
             raw.resize(seg.count as usize * TEMP_RECORD as usize, 0u8);
             temp.file
-                .read_exact_at(&mut raw, seg.offset)
+                .read_exact_at(raw, seg.offset)
                 .map_err(|e| PlotError::io("reading the temp file", e))?;
             let base = round_bases[r];
             nonces.extend(
@@ -225,9 +232,10 @@ pub(crate) fn plot(
                     .map(|c| base + u32::from_le_bytes(c.try_into().unwrap()) as u64),
             );
         }
-        let mut prefixes = vec![0u64; nonces.len()];
-        kernel.prefixes_of(&nonces, &mut prefixes);
-        let mut keys = Vec::with_capacity(nonces.len());
+        prefixes.clear();
+        prefixes.resize(nonces.len(), 0);
+        kernel.prefixes_of(&nonces, prefixes);
+        keys.clear();
         for (&x, &prefix) in nonces.iter().zip(prefixes.iter()) {
             let (q, local) = parting.locate(layout.bucket_of_prefix(prefix));
             if q != p {
@@ -241,7 +249,7 @@ pub(crate) fn plot(
             }
             keys.push(sort_key(local, x));
         }
-        Ok(sort_partition(&parting, p, &[&keys]))
+        Ok(sort_partition(&parting, p, &[keys], nonces))
     })?;
     drop(temp);
     Ok(ExternalResult {

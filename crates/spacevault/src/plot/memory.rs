@@ -2,7 +2,9 @@
 //! scatter the keys into partitions, then sort, pack and write partition by
 //! partition. The plot file is written once and nothing else is.
 
-use super::pack::{pack, place, sort_key, sort_partition, Packed, Placement, SortedPartition};
+use super::pack::{
+    pack, place, sort_key, sort_partition, BufPool, Packed, Placement, Scratch, SortedPartition,
+};
 use super::partition::Partitioning;
 use super::scatter::Scatter;
 use super::sink::RegionSink;
@@ -79,24 +81,24 @@ impl ThreadKeys {
     fn decode_into(&self, p: u64, shape: KeyShape, out: &mut Vec<u64>) {
         let (slice, extra) = self.scatter.records(p);
         let extra: Vec<u32> = extra.collect();
-        let key_at = |i: usize| {
-            if i < slice.len() {
-                slice[i]
-            } else {
-                extra[i - slice.len()]
-            }
-        };
         let low_mask = shape.epoch_len() - 1;
+        let p = p as usize;
         for (m, (epoch, starts)) in self.marks.iter().enumerate() {
-            let start = starts[p as usize] as usize;
-            let end =
-                self.marks
-                    .get(m + 1)
-                    .map_or(self.totals[p as usize], |n| n.1[p as usize]) as usize;
+            let start = starts[p] as usize;
+            let end = self.marks.get(m + 1).map_or(self.totals[p], |n| n.1[p]) as usize;
             let base = epoch << shape.low_bits;
-            for i in start..end {
-                let key = key_at(i) as u64;
-                out.push(sort_key(key >> shape.low_bits, base | (key & low_mask)));
+            let decode = |key: &u32| {
+                sort_key(
+                    *key as u64 >> shape.low_bits,
+                    base | (*key as u64 & low_mask),
+                )
+            };
+            // The epoch's keys: in the array, then (rarely) in the overflow.
+            let in_array = start.min(slice.len())..end.min(slice.len());
+            out.extend(slice[in_array].iter().map(decode));
+            if end > slice.len() {
+                let in_extra = start.max(slice.len()) - slice.len()..end - slice.len();
+                out.extend(extra[in_extra].iter().map(decode));
             }
         }
     }
@@ -165,13 +167,14 @@ pub(crate) fn plot(
 
     progress.phase("sorting and writing", n);
     let mut sink = RegionSink::new(file, parting);
-    sort_pack_write(parting, threads, &mut sink, progress, |p| {
+    sort_pack_write(parting, threads, &mut sink, progress, |p, scratch| {
         // Threads in order, epochs in order: nonces ascend.
-        let mut keys = Vec::with_capacity(parting.records_per_part() as usize * 9 / 8);
+        scratch.keys.clear();
         for t in &per_thread {
-            t.decode_into(p, shape, &mut keys);
+            t.decode_into(p, shape, &mut scratch.keys);
         }
-        Ok(sort_partition(parting, p, &[&keys]))
+        let out = std::mem::take(&mut scratch.nonces);
+        Ok(sort_partition(parting, p, &[&scratch.keys], out))
     })
 }
 
@@ -183,8 +186,9 @@ pub(crate) fn sort_pack_write(
     threads: usize,
     sink: &mut RegionSink,
     progress: &dyn Progress,
-    sorted: impl Fn(u64) -> Result<SortedPartition, PlotError> + Sync,
+    sorted: impl Fn(u64, &mut Scratch) -> Result<SortedPartition, PlotError> + Sync,
 ) -> Result<u64, PlotError> {
+    let pool = BufPool::default();
     let next = AtomicU64::new(0);
     // (partition whose turn it is to be placed, end of the previous one)
     let turn = Mutex::new((0u64, 0u64));
@@ -194,41 +198,45 @@ pub(crate) fn sort_pack_write(
     std::thread::scope(|s| -> Result<u64, PlotError> {
         for _ in 0..threads {
             let tx = tx.clone();
-            let (next, turn, turn_changed, failed, sorted) =
-                (&next, &turn, &turn_changed, &failed, &sorted);
-            s.spawn(move || loop {
-                let p = next.fetch_add(1, Ordering::Relaxed);
-                if p >= parting.count || failed.load(Ordering::Relaxed) {
-                    return;
-                }
-                let result = sorted(p).and_then(|part| {
-                    let placement: Placement = {
+            let (next, turn, turn_changed, failed, sorted, pool) =
+                (&next, &turn, &turn_changed, &failed, &sorted, &pool);
+            s.spawn(move || {
+                let mut scratch = Scratch::default();
+                loop {
+                    let p = next.fetch_add(1, Ordering::Relaxed);
+                    if p >= parting.count || failed.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    let result = sorted(p, &mut scratch).and_then(|mut part| {
+                        let placement: Placement = {
+                            let mut t = turn.lock().unwrap();
+                            while t.0 != p && t.0 != ABORTED {
+                                t = turn_changed.wait(t).unwrap();
+                            }
+                            if t.0 == ABORTED {
+                                return Err(PlotError::Aborted);
+                            }
+                            let placement = place(parting, &part, t.1);
+                            *t = (p + 1, placement.end);
+                            turn_changed.notify_all();
+                            placement
+                        };
+                        let records = part.nonces.len() as u64;
+                        let packed = pack(parting, &part, &placement, pool);
+                        scratch.nonces = std::mem::take(&mut part.nonces);
+                        progress.advance(records);
+                        packed
+                    });
+                    if result.is_err() {
+                        failed.store(true, Ordering::Relaxed);
+                        // Let partitions waiting for their turn go on and stop.
                         let mut t = turn.lock().unwrap();
-                        while t.0 != p && t.0 != ABORTED {
-                            t = turn_changed.wait(t).unwrap();
-                        }
-                        if t.0 == ABORTED {
-                            return Err(PlotError::Aborted);
-                        }
-                        let placement = place(parting, &part, t.1);
-                        *t = (p + 1, placement.end);
+                        t.0 = ABORTED;
                         turn_changed.notify_all();
-                        placement
-                    };
-                    let records = part.nonces.len() as u64;
-                    let packed = pack(parting, &part, &placement);
-                    progress.advance(records);
-                    packed
-                });
-                if result.is_err() {
-                    failed.store(true, Ordering::Relaxed);
-                    // Let partitions waiting for their turn go on and stop.
-                    let mut t = turn.lock().unwrap();
-                    t.0 = ABORTED;
-                    turn_changed.notify_all();
-                }
-                if tx.send(result).is_err() {
-                    return;
+                    }
+                    if tx.send(result).is_err() {
+                        return;
+                    }
                 }
             });
         }
@@ -237,7 +245,7 @@ pub(crate) fn sort_pack_write(
         for result in rx {
             match result {
                 Ok(packed) if first_error.is_none() => {
-                    if let Err(e) = sink.accept(packed) {
+                    if let Err(e) = sink.accept(packed, &pool) {
                         failed.store(true, Ordering::Relaxed);
                         first_error = Some(PlotError::io("writing the plot", e));
                     }

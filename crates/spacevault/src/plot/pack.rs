@@ -6,6 +6,7 @@ use super::PlotError;
 use crate::aligned::AlignedBuf;
 use crate::format::bits::SlotWriter;
 use crate::format::REGION_HEADER_SIZE;
+use std::sync::Mutex;
 
 /// Bits of a sort key that hold the nonce; the bucket within the partition
 /// sits above them.
@@ -25,12 +26,54 @@ pub(crate) struct SortedPartition {
     pub nonces: Vec<u64>,
 }
 
-/// Counting sort by bucket. The sources, taken in order, must list nonces in
-/// ascending order: the sort is stable, so each bucket's nonces stay sorted.
+/// Buffers a worker reuses from partition to partition: allocating them
+/// afresh would have the kernel fault in and zero gigabytes of pages.
+#[derive(Default)]
+pub(crate) struct Scratch {
+    pub keys: Vec<u64>,
+    pub nonces: Vec<u64>,
+    pub prefixes: Vec<u64>,
+    pub raw: Vec<u8>,
+}
+
+/// Packed-region buffers handed back by the writer for reuse.
+#[derive(Default)]
+pub(crate) struct BufPool(Mutex<Vec<AlignedBuf>>);
+
+impl BufPool {
+    /// A zeroed buffer of at least `len` bytes.
+    pub fn take(&self, len: usize) -> AlignedBuf {
+        let reused = {
+            let mut bufs = self.0.lock().unwrap();
+            bufs.iter()
+                .position(|b| b.len() >= len)
+                .map(|i| bufs.swap_remove(i))
+        };
+        match reused {
+            Some(mut b) => {
+                b.fill(0);
+                b
+            }
+            None => AlignedBuf::zeroed(len),
+        }
+    }
+
+    pub fn give(&self, buf: AlignedBuf) {
+        let mut bufs = self.0.lock().unwrap();
+        if bufs.len() < 16 {
+            bufs.push(buf);
+        }
+    }
+}
+
+/// Counting sort by bucket into `out`, whose memory is reused. The sources,
+/// taken in order, must list nonces in ascending order: the sort is stable,
+/// so each bucket's nonces stay sorted.
 pub(crate) fn sort_partition(
     parting: &Partitioning,
     index: u64,
     sources: &[&[u64]],
+    mut out: Vec<u64>,
 ) -> SortedPartition {
     let buckets = parting.buckets(index);
     let bucket_count = (buckets.end - buckets.start) as usize;
@@ -47,7 +90,9 @@ pub(crate) fn sort_partition(
         next.push(sum);
         sum += c as usize;
     }
-    let mut nonces = vec![0u64; total];
+    out.clear();
+    out.resize(total, 0);
+    let mut nonces = out;
     for source in sources {
         for &key in source.iter() {
             let b = (key >> NONCE_BITS) as usize;
@@ -107,6 +152,7 @@ pub(crate) fn pack(
     parting: &Partitioning,
     sorted: &SortedPartition,
     placement: &Placement,
+    pool: &BufPool,
 ) -> Result<Packed, PlotError> {
     let layout = &parting.layout;
     let slots = layout.slots_per_region as u64;
@@ -123,7 +169,7 @@ pub(crate) fn pack(
         last_touched + 1
     };
     let regions = end_region - first_region;
-    let mut buf = AlignedBuf::zeroed(regions as usize * region_size);
+    let mut buf = pool.take(regions as usize * region_size);
     let area = layout.slot_area_offset();
 
     let mut next_nonce = 0usize;

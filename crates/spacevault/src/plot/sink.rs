@@ -1,7 +1,7 @@
 //! The writing end of the plotter: merges each partition's spill into the
 //! next, seals region checksums and writes regions in file order.
 
-use super::pack::Packed;
+use super::pack::{BufPool, Packed};
 use super::partition::Partitioning;
 use crate::aligned::AlignedBuf;
 use crate::format::seal;
@@ -39,16 +39,18 @@ impl<'a> RegionSink<'a> {
     }
 
     /// Takes a packed partition in any order; writes whatever is now in order.
-    pub fn accept(&mut self, packed: Packed) -> io::Result<()> {
+    /// Written buffers go back to `pool`.
+    pub fn accept(&mut self, packed: Packed, pool: &BufPool) -> io::Result<()> {
         self.waiting.insert(packed.index, packed);
         while let Some(packed) = self.waiting.remove(&self.next_partition) {
-            self.write_in_order(packed)?;
+            let buf = self.write_in_order(packed)?;
+            pool.give(buf);
             self.next_partition += 1;
         }
         Ok(())
     }
 
-    fn write_in_order(&mut self, mut packed: Packed) -> io::Result<()> {
+    fn write_in_order(&mut self, mut packed: Packed) -> io::Result<AlignedBuf> {
         let size = self.layout.region_size as usize;
         if let Some((first, bytes)) = self.carry.take() {
             assert_eq!(
@@ -94,7 +96,7 @@ impl<'a> RegionSink<'a> {
             let rest = packed.buf[final_regions * size..packed.regions as usize * size].to_vec();
             self.carry = Some((final_end, rest));
         }
-        Ok(())
+        Ok(packed.buf)
     }
 
     /// Whether every partition arrived and nothing is left unwritten.
