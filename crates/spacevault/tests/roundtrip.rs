@@ -97,3 +97,24 @@ fn one_thread_and_many_threads_make_the_same_file() {
     let c = plot(&o, dir.path(), &NoProgress).unwrap();
     assert_eq!(bytes_a[4096..], std::fs::read(&c.path).unwrap()[4096..]);
 }
+
+#[test]
+fn external_plot_in_many_rounds_matches_the_in_memory_plot() {
+    // 2 MiB of round buffers for 2^20 records: several rounds, dozens of
+    // partitions, the temp file written and read back in pieces.
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = options(20, Strategy::Memory, 5);
+    let memory_plot = plot(&o, dir.path(), &NoProgress).unwrap();
+    let want = std::fs::read(&memory_plot.path).unwrap();
+    o.strategy = Strategy::External;
+    o.memory = 42 << 20;
+    o.force = true;
+    let external_plot = plot(&o, dir.path(), &NoProgress).unwrap();
+    assert!(external_plot.temp_bytes_written >= 4 << 20);
+    let got = std::fs::read(&external_plot.path).unwrap();
+    assert_eq!(want.len(), got.len());
+    assert!(
+        want[4096..] == got[4096..],
+        "external and in-memory plots differ"
+    );
+}

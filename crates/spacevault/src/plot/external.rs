@@ -2,33 +2,44 @@
 //!
 //! Phase 1 hashes the nonces in rounds that fit in memory and appends each
 //! round's nonces to a temp file, grouped by partition, as 4-byte offsets
-//! from the round's first nonce. Phase 2 reads each partition back once,
-//! hashes its nonces again to recover their buckets (hashing is cheaper than
-//! writing the buckets and reading them back), sorts, packs and writes the
-//! plot. Bytes written: the temp file (4 bytes a record, about one plot) and
-//! the plot; bytes read: the temp file once.
+//! from the round's first nonce. Two sets of round buffers alternate: one is
+//! hashed into while a writer thread writes the other, straight from memory
+//! with O_DIRECT. Phase 2 reads each partition back once, hashes its nonces
+//! again to recover their buckets (hashing is cheaper than writing the
+//! buckets and reading them back), sorts, packs and writes the plot.
+//! The temp file is this process's own, in native byte order. Bytes
+//! written: the temp file (4 bytes a record, about one plot) and the
+//! plot; bytes read: the temp file once.
 
+use super::files::open_direct;
 use super::memory::sort_pack_write;
 use super::pack::{sort_key, sort_partition, Scratch};
 use super::partition::Partitioning;
+use super::scatter::Scatter;
 use super::sink::RegionSink;
 use super::{PlotError, Progress};
+use crate::aligned::AlignedBuf;
 use crate::format::Layout;
 use crate::kernel::Kernel;
-use std::fs::{File, OpenOptions};
-use std::io::{BufWriter, Write};
+use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::mpsc;
 
 /// Bytes of temp file a record takes.
 const TEMP_RECORD: u64 = 4;
-/// Memory set aside for everything but the round buffer and partitions.
+/// Segments are padded to whole pages for O_DIRECT.
+const PAGE: u64 = 4096;
+/// Memory set aside for everything but the round buffers and partitions.
 const RESERVED: u64 = 40 << 20;
 /// Phase 2 holds about this many bytes per record of a partition in flight.
 const PHASE2_BYTES_PER_RECORD: u64 = 28;
 
+/// An upper bound on the temp file's size: the records, plus page padding for
+/// each segment.
 pub(crate) fn temp_size(layout: &Layout) -> u64 {
-    layout.record_count() * TEMP_RECORD
+    let records = layout.record_count() * TEMP_RECORD;
+    records + records / 64 + (64 << 20)
 }
 
 pub(crate) struct ExternalResult {
@@ -36,6 +47,8 @@ pub(crate) struct ExternalResult {
     pub temp_bytes_written: u64,
 }
 
+/// Records of one round, one partition, one thread (or its overflow).
+#[derive(Clone, Copy)]
 struct Segment {
     offset: u64,
     count: u64,
@@ -53,38 +66,43 @@ impl Drop for TempFile {
     }
 }
 
+/// Nonces per round and room per (thread, partition), for two sets of round
+/// buffers within the memory limit.
 fn rounds_plan(
     layout: &Layout,
     parting: &Partitioning,
     threads: usize,
     memory: u64,
-) -> Result<(u64, u64), PlotError> {
-    let budget = memory.saturating_sub(RESERVED);
+) -> Result<(u64, usize), PlotError> {
+    let budget = memory.saturating_sub(RESERVED) / 2;
     let n = layout.record_count();
-    // Start from what fits without margins and shrink until the margins fit.
     let mut round = (budget / TEMP_RECORD).min(n).min(1 << 32);
     loop {
         let cap = slot_capacity(round, parting.count, threads);
-        let bytes = cap * parting.count * threads as u64 * TEMP_RECORD;
+        let bytes = threads as u64 * Scatter::<u32>::bytes(parting.count as usize, cap);
         if bytes <= budget {
             return Ok((round, cap));
         }
         round = round * 9 / 10;
-        if round < parting.count * threads as u64 {
+        if round < parting.count * threads as u64 * 64 {
+            let needed =
+                RESERVED + 2 * threads as u64 * Scatter::<u32>::bytes(parting.count as usize, 1024);
             return Err(PlotError::MemoryTooSmall {
                 given: memory,
-                needed: RESERVED + (64 << 20),
+                needed,
             });
         }
     }
 }
 
-fn slot_capacity(round: u64, parts: u64, threads: usize) -> u64 {
+fn slot_capacity(round: u64, parts: u64, threads: usize) -> usize {
     let mean = round as f64 / (parts as f64 * threads as f64);
-    (mean + 6.0 * mean.sqrt() + 16.0) as u64
+    (mean + 6.0 * mean.sqrt() + 16.0) as usize
 }
 
-#[allow(clippy::too_many_arguments)]
+/// One round's buffers: a scatter per thread.
+type RoundBuffers = Vec<Scatter<u32>>;
+
 pub(crate) fn plot(
     layout: &Layout,
     kernel: &Kernel,
@@ -95,7 +113,7 @@ pub(crate) fn plot(
     progress: &dyn Progress,
 ) -> Result<ExternalResult, PlotError> {
     let budget = memory.saturating_sub(RESERVED);
-    let target = (budget / PHASE2_BYTES_PER_RECORD / (threads as u64 + 1)).clamp(1 << 12, 1 << 21);
+    let target = (budget / PHASE2_BYTES_PER_RECORD / (threads as u64 + 2)).clamp(1 << 12, 1 << 21);
     let parting = Partitioning::new(*layout, target);
     let (round, cap) = rounds_plan(layout, &parting, threads, memory)?;
     let n = layout.record_count();
@@ -104,20 +122,15 @@ pub(crate) fn plot(
     let temp_path = tmp_dir.join(format!(
         "spacevault-k{}-{}.sort.tmp",
         layout.k,
-        hex::encode(&kernel_id(kernel)[..8])
+        hex::encode(&kernel.hash(u64::MAX)[..8])
     ));
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&temp_path)
+    let file = open_direct(&temp_path, false)
         .map_err(|e| PlotError::io(format!("creating temp file {}", temp_path.display()), e))?;
     let temp = TempFile {
         path: temp_path,
         file,
     };
-    // SAFETY: flock on a valid descriptor; keeps cleanup by others away.
+    // SAFETY: flock on a valid descriptor; keeps stale-file cleanup away.
     unsafe {
         libc::flock(
             std::os::unix::io::AsRawFd::as_raw_fd(&temp.file),
@@ -125,112 +138,95 @@ pub(crate) fn plot(
         )
     };
 
-    // Phase 1.
+    // Phase 1: hash into one set of buffers while the writer writes the other.
     progress.phase("hashing to temp file", n);
-    let mut segments: Vec<Vec<Segment>> = Vec::new(); // [round][partition]
-    let mut round_bases = Vec::new();
-    let mut writer = BufWriter::with_capacity(4 << 20, &temp.file);
-    let mut offset = 0u64;
-    let mut buffers: Vec<(Vec<u32>, Vec<u64>, Vec<(u64, u32)>)> = (0..threads)
-        .map(|_| {
-            (
-                vec![0u32; parts * cap as usize],
-                vec![0u64; parts],
-                Vec::new(),
-            )
-        })
-        .collect();
-    let mut base = 0u64;
-    while base < n {
-        let len = round.min(n - base);
-        std::thread::scope(|s| {
-            for (t, (keys, fill, overflow)) in buffers.iter_mut().enumerate() {
-                let range = (base + len * t as u64 / threads as u64)
-                    ..(base + len * (t as u64 + 1) / threads as u64);
-                let parting = &parting;
-                s.spawn(move || {
-                    fill.iter_mut().for_each(|f| *f = 0);
-                    overflow.clear();
-                    let mut prefixes = vec![0u64; 4096];
-                    let mut x = range.start;
-                    while x < range.end {
-                        let chunk = (range.end - x).min(prefixes.len() as u64) as usize;
-                        kernel.prefixes(x, &mut prefixes[..chunk]);
-                        for (i, &prefix) in prefixes[..chunk].iter().enumerate() {
-                            let (p, _) = parting.locate(layout.bucket_of_prefix(prefix));
-                            let rel = (x + i as u64 - base) as u32;
-                            let f = fill[p as usize];
-                            if f < cap {
-                                keys[(p * cap + f) as usize] = rel;
-                                fill[p as usize] = f + 1;
-                            } else {
-                                overflow.push((p, rel));
+    let rounds: Vec<u64> = (0..n.div_ceil(round)).map(|r| r * round).collect();
+    let mut sets: Vec<RoundBuffers> = Vec::new();
+    for _ in 0..2.min(rounds.len()) {
+        sets.push(
+            (0..threads)
+                .map(|_| Scatter::<u32>::new(parts, cap))
+                .collect::<Result<_, _>>()?,
+        );
+    }
+    let (segments, temp_bytes_written) =
+        std::thread::scope(|s| -> Result<(Vec<Vec<Vec<Segment>>>, u64), PlotError> {
+            let (to_writer, writer_rx) = mpsc::sync_channel::<RoundBuffers>(1);
+            let (from_writer, returned) = mpsc::channel::<Result<RoundBuffers, PlotError>>();
+            let temp = &temp;
+            let writer = s.spawn(move || -> (Vec<Vec<Vec<Segment>>>, u64) {
+                let mut offset = 0u64;
+                let mut all = Vec::new();
+                let mut staging = AlignedBuf::zeroed(PAGE as usize);
+                for buffers in writer_rx {
+                    match write_round(&temp.file, &buffers, parts, &mut offset, &mut staging) {
+                        Ok(segs) => {
+                            all.push(segs);
+                            if from_writer.send(Ok(buffers)).is_err() {
+                                break;
                             }
                         }
-                        x += chunk as u64;
-                        progress.advance(chunk as u64);
+                        Err(e) => {
+                            let _ = from_writer.send(Err(e));
+                            break;
+                        }
                     }
-                });
-            }
-        });
-        let mut round_segments = Vec::with_capacity(parts);
-        for p in 0..parts as u64 {
-            let start = offset;
-            for (keys, fill, overflow) in &buffers {
-                let slice = &keys[(p * cap) as usize..(p * cap + fill[p as usize]) as usize];
-                write_u32s(&mut writer, slice)
-                    .map_err(|e| PlotError::io("writing the temp file", e))?;
-                offset += slice.len() as u64 * TEMP_RECORD;
-                let extra: Vec<u32> = overflow
-                    .iter()
-                    .filter(|(q, _)| *q == p)
-                    .map(|&(_, r)| r)
-                    .collect();
-                write_u32s(&mut writer, &extra)
-                    .map_err(|e| PlotError::io("writing the temp file", e))?;
-                offset += extra.len() as u64 * TEMP_RECORD;
-            }
-            round_segments.push(Segment {
-                offset: start,
-                count: (offset - start) / TEMP_RECORD,
+                }
+                (all, offset)
             });
-        }
-        segments.push(round_segments);
-        round_bases.push(base);
-        base += len;
-    }
-    writer
-        .flush()
-        .map_err(|e| PlotError::io("writing the temp file", e))?;
-    drop(writer);
-    drop(buffers);
-    let temp_bytes_written = offset;
+            let mut free = sets;
+            for &base in &rounds {
+                let mut buffers = match free.pop() {
+                    Some(b) => b,
+                    None => returned.recv().map_err(|_| PlotError::Aborted)??,
+                };
+                let len = round.min(n - base);
+                hash_round(kernel, &parting, layout, base, len, &mut buffers, progress);
+                to_writer.send(buffers).map_err(|_| PlotError::Aborted)?;
+            }
+            drop(to_writer);
+            // Surface a write error from the last rounds.
+            for r in returned.iter() {
+                r?;
+            }
+            let (all, bytes) = writer.join().expect("temp writer panicked");
+            if all.len() != rounds.len() {
+                return Err(PlotError::Aborted);
+            }
+            Ok((all, bytes))
+        })?;
+    let round_bases = rounds;
 
-    // Phase 2.
+    // Phase 2: one more worker than cores, so a core computes while a worker
+    // waits for its reads.
     progress.phase("sorting and writing", n);
     let mut sink = RegionSink::new(out, &parting);
-    let end = sort_pack_write(&parting, threads, &mut sink, progress, |p, scratch| {
-        let total: u64 = segments.iter().map(|r| r[p as usize].count).sum();
+    let end = sort_pack_write(&parting, threads + 1, &mut sink, progress, |p, scratch| {
         let Scratch {
             keys,
             nonces: sorted_out,
             prefixes,
-            raw,
+            aligned,
         } = scratch;
         let mut nonces = std::mem::take(sorted_out);
         nonces.clear();
-        nonces.reserve(total as usize);
         for (r, round_segments) in segments.iter().enumerate() {
-            let seg = &round_segments[p as usize];
-            raw.resize(seg.count as usize * TEMP_RECORD as usize, 0u8);
-            temp.file
-                .read_exact_at(raw, seg.offset)
-                .map_err(|e| PlotError::io("reading the temp file", e))?;
-            let base = round_bases[r];
-            nonces.extend(
-                raw.chunks_exact(4)
-                    .map(|c| base + u32::from_le_bytes(c.try_into().unwrap()) as u64),
-            );
+            for seg in &round_segments[p as usize] {
+                let bytes = (seg.count * TEMP_RECORD).div_ceil(PAGE) * PAGE;
+                if aligned.as_ref().is_none_or(|b| (b.len() as u64) < bytes) {
+                    *aligned = Some(AlignedBuf::zeroed(bytes as usize));
+                }
+                let buf = &mut aligned.as_mut().unwrap()[..bytes as usize];
+                temp.file
+                    .read_exact_at(buf, seg.offset)
+                    .map_err(|e| PlotError::io("reading the temp file", e))?;
+                let base = round_bases[r];
+                nonces.extend(
+                    buf[..(seg.count * TEMP_RECORD) as usize]
+                        .chunks_exact(4)
+                        .map(|c| base + u32::from_ne_bytes(c.try_into().unwrap()) as u64),
+                );
+            }
         }
         prefixes.clear();
         prefixes.resize(nonces.len(), 0);
@@ -258,20 +254,84 @@ pub(crate) fn plot(
     })
 }
 
-fn write_u32s(w: &mut impl Write, values: &[u32]) -> std::io::Result<()> {
-    // Little-endian on disk; on little-endian machines this is the memory as is.
-    let mut bytes = Vec::with_capacity(values.len().min(1 << 16) * 4);
-    for chunk in values.chunks(1 << 16) {
-        bytes.clear();
-        for v in chunk {
-            bytes.extend_from_slice(&v.to_le_bytes());
+/// Hashes nonces `base .. base + len` into the round's buffers, each thread a
+/// contiguous share, as offsets from `base`.
+fn hash_round(
+    kernel: &Kernel,
+    parting: &Partitioning,
+    layout: &Layout,
+    base: u64,
+    len: u64,
+    buffers: &mut RoundBuffers,
+    progress: &dyn Progress,
+) {
+    let threads = buffers.len() as u64;
+    std::thread::scope(|s| {
+        for (t, scatter) in buffers.iter_mut().enumerate() {
+            let range = (base + len * t as u64 / threads)..(base + len * (t as u64 + 1) / threads);
+            s.spawn(move || {
+                scatter.clear();
+                let mut prefixes = vec![0u64; 4096];
+                let mut x = range.start;
+                while x < range.end {
+                    let chunk = (range.end - x).min(prefixes.len() as u64) as usize;
+                    kernel.prefixes(x, &mut prefixes[..chunk]);
+                    for (i, &prefix) in prefixes[..chunk].iter().enumerate() {
+                        let (p, _) = parting.locate(layout.bucket_of_prefix(prefix));
+                        scatter.push(p, (x + i as u64 - base) as u32);
+                    }
+                    x += chunk as u64;
+                    progress.advance(chunk as u64);
+                }
+                scatter.finish();
+            });
         }
-        w.write_all(&bytes)?;
-    }
-    Ok(())
+    });
 }
 
-/// A name fragment that tells temp files of different plots apart.
-fn kernel_id(kernel: &Kernel) -> [u8; 32] {
-    kernel.hash(u64::MAX)
+/// Appends one round to the temp file: for each partition, each thread's
+/// array (page-padded, written in place) and its overflow. Returns the
+/// segments by partition.
+fn write_round(
+    file: &File,
+    buffers: &RoundBuffers,
+    parts: usize,
+    offset: &mut u64,
+    staging: &mut AlignedBuf,
+) -> Result<Vec<Vec<Segment>>, PlotError> {
+    let mut segments = Vec::with_capacity(parts);
+    let err = |e| PlotError::io("writing the temp file", e);
+    for p in 0..parts as u64 {
+        let mut segs = Vec::with_capacity(buffers.len());
+        for scatter in buffers {
+            let (bytes, count) = scatter.page_padded_bytes(p);
+            if count > 0 {
+                file.write_all_at(bytes, *offset).map_err(err)?;
+                segs.push(Segment {
+                    offset: *offset,
+                    count: count as u64,
+                });
+                *offset += bytes.len() as u64;
+            }
+            let extra: Vec<u32> = scatter.records(p).1.collect();
+            if !extra.is_empty() {
+                let len = (extra.len() as u64 * TEMP_RECORD).div_ceil(PAGE) * PAGE;
+                if (staging.len() as u64) < len {
+                    *staging = AlignedBuf::zeroed(len as usize);
+                }
+                for (i, v) in extra.iter().enumerate() {
+                    staging[i * 4..i * 4 + 4].copy_from_slice(&v.to_ne_bytes());
+                }
+                file.write_all_at(&staging[..len as usize], *offset)
+                    .map_err(err)?;
+                segs.push(Segment {
+                    offset: *offset,
+                    count: extra.len() as u64,
+                });
+                *offset += len;
+            }
+        }
+        segments.push(segs);
+    }
+    Ok(segments)
 }

@@ -33,7 +33,8 @@ pub(crate) struct Scratch {
     pub keys: Vec<u64>,
     pub nonces: Vec<u64>,
     pub prefixes: Vec<u64>,
-    pub raw: Vec<u8>,
+    /// Page-aligned room for O_DIRECT reads.
+    pub aligned: Option<AlignedBuf>,
 }
 
 /// Packed-region buffers handed back by the writer for reuse.

@@ -9,6 +9,9 @@ use super::PlotError;
 use crate::aligned::HugeBuf;
 
 const LINE_BYTES: usize = 64;
+/// Each partition's array starts on a page boundary and spans whole pages,
+/// so it can be written with O_DIRECT straight from here.
+const PAGE_BYTES: usize = 4096;
 
 pub(crate) struct Scatter<T: Copy + Default> {
     keys: HugeBuf<T>,
@@ -23,10 +26,11 @@ pub(crate) struct Scatter<T: Copy + Default> {
 
 impl<T: Copy + Default> Scatter<T> {
     const LINE: usize = LINE_BYTES / std::mem::size_of::<T>();
+    const PAGE: usize = PAGE_BYTES / std::mem::size_of::<T>();
 
     /// Room for at least `cap` records in each of `parts` partitions.
     pub fn new(parts: usize, cap: usize) -> Result<Scatter<T>, PlotError> {
-        let cap = cap.div_ceil(Self::LINE) * Self::LINE;
+        let cap = cap.div_ceil(Self::PAGE) * Self::PAGE;
         let keys = HugeBuf::zeroed(parts * cap)
             .map_err(|e| PlotError::io("allocating sort buffers", e))?;
         Ok(Scatter {
@@ -42,12 +46,11 @@ impl<T: Copy + Default> Scatter<T> {
 
     /// Memory a scatter of this shape takes.
     pub fn bytes(parts: usize, cap: usize) -> u64 {
-        let cap = cap.div_ceil(Self::LINE) * Self::LINE;
+        let cap = cap.div_ceil(Self::PAGE) * Self::PAGE;
         ((parts * cap + parts * Self::LINE) * std::mem::size_of::<T>()) as u64
     }
 
     /// Forgets every record, keeping the memory.
-    #[allow(dead_code)]
     pub fn clear(&mut self) {
         self.fill.iter_mut().for_each(|f| *f = 0);
         self.line_fill.iter_mut().for_each(|f| *f = 0);
@@ -118,6 +121,20 @@ impl<T: Copy + Default> Scatter<T> {
             }
             self.line_fill[p] = 0;
         }
+    }
+
+    /// Partition p's array as bytes, padded with whatever follows to whole
+    /// pages, and the number of records in it. Call after `finish`.
+    pub fn page_padded_bytes(&self, p: u64) -> (&[u8], usize) {
+        let start = p as usize * self.cap;
+        let fill = self.fill[p as usize];
+        let padded = fill.div_ceil(Self::PAGE) * Self::PAGE;
+        let elems = &self.keys[start..start + padded];
+        // SAFETY: T is a plain integer type; any byte view of it is valid.
+        let bytes = unsafe {
+            std::slice::from_raw_parts(elems.as_ptr().cast::<u8>(), std::mem::size_of_val(elems))
+        };
+        (bytes, fill)
     }
 
     /// Partition p's records in the order pushed: the array, then the overflow.
