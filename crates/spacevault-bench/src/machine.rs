@@ -135,7 +135,7 @@ pub fn random_read_latency(
     let mut rng = SplitMix(seed);
     let mut samples = Vec::with_capacity(reads);
     for _ in 0..reads {
-        let offset = (rng.next() % pages) * 4096;
+        let offset = (rng.next_u64() % pages) * 4096;
         let t = Instant::now();
         file.read_at(&mut buf, offset)
             .map_err(|e| BenchError::io("random reads", e))?;
@@ -259,7 +259,7 @@ impl std::ops::DerefMut for AlignedVec {
 pub struct SplitMix(pub u64);
 
 impl SplitMix {
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -270,7 +270,7 @@ impl SplitMix {
     pub fn bytes32(&mut self) -> [u8; 32] {
         let mut b = [0u8; 32];
         for c in b.chunks_mut(8) {
-            c.copy_from_slice(&self.next().to_le_bytes());
+            c.copy_from_slice(&self.next_u64().to_le_bytes());
         }
         b
     }

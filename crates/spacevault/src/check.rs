@@ -299,7 +299,7 @@ fn check_regions(
                     }
                     seen[w] |= 1 << bit;
                 }
-                if index % step == 0 {
+                if index.is_multiple_of(step) {
                     to_hash.push((nonce, bucket));
                     if to_hash.len() >= 4096 {
                         rehash(&mut to_hash, &mut problems, &mut report.records_rehashed);

@@ -70,7 +70,7 @@ impl Layout {
         for bpg in 1..=max_groups.min(bucket_count as usize) {
             let slots = slots_for(region_size, bpg as u32, k);
             // bpg * 2^k / 2^bucket_bits * 65/64 <= slots
-            if (bpg as u128) * SLACK_NUM << k <= (slots as u128) * SLACK_DEN << bucket_bits {
+            if ((bpg as u128) * SLACK_NUM) << k <= ((slots as u128) * SLACK_DEN) << bucket_bits {
                 best = Some((bpg as u32, slots));
             } else {
                 break;
@@ -169,7 +169,7 @@ mod tests {
             let expected = l.buckets_per_group as f64 * 32.0;
             let slack = l.slots_per_region as f64 / expected - 1.0;
             assert!(
-                slack >= 1.0 / 64.0 - 1e-9 && slack < 0.07,
+                (1.0 / 64.0 - 1e-9..0.07).contains(&slack),
                 "k {k}: slack {slack}"
             );
             // The 4 KiB header only matters at the smallest k.

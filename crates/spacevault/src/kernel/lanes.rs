@@ -116,16 +116,16 @@ impl Vector for Portable {
     #[inline(always)]
     unsafe fn add(self, other: Self) -> Self {
         let mut out = self.0;
-        for i in 0..4 {
-            out[i] = out[i].wrapping_add(other.0[i]);
+        for (o, b) in out.iter_mut().zip(other.0) {
+            *o = o.wrapping_add(b);
         }
         Portable(out)
     }
     #[inline(always)]
     unsafe fn xor(self, other: Self) -> Self {
         let mut out = self.0;
-        for i in 0..4 {
-            out[i] ^= other.0[i];
+        for (o, b) in out.iter_mut().zip(other.0) {
+            *o ^= b;
         }
         Portable(out)
     }

@@ -100,6 +100,9 @@ fn slot_capacity(round: u64, parts: u64, threads: usize) -> usize {
     (mean + 6.0 * mean.sqrt() + 16.0) as usize
 }
 
+/// Each partition's segments in one round.
+type RoundSegments = Vec<Vec<Segment>>;
+
 /// One round's buffers: a scatter per thread.
 type RoundBuffers = Vec<Scatter<u32>>;
 
@@ -150,11 +153,11 @@ pub(crate) fn plot(
         );
     }
     let (segments, temp_bytes_written) =
-        std::thread::scope(|s| -> Result<(Vec<Vec<Vec<Segment>>>, u64), PlotError> {
+        std::thread::scope(|s| -> Result<(Vec<RoundSegments>, u64), PlotError> {
             let (to_writer, writer_rx) = mpsc::sync_channel::<RoundBuffers>(1);
             let (from_writer, returned) = mpsc::channel::<Result<RoundBuffers, PlotError>>();
             let temp = &temp;
-            let writer = s.spawn(move || -> (Vec<Vec<Vec<Segment>>>, u64) {
+            let writer = s.spawn(move || -> (Vec<RoundSegments>, u64) {
                 let mut offset = 0u64;
                 let mut all = Vec::new();
                 let mut staging = AlignedBuf::zeroed(PAGE as usize);
@@ -206,6 +209,7 @@ pub(crate) fn plot(
             keys,
             nonces: sorted_out,
             prefixes,
+            tmp,
             aligned,
         } = scratch;
         let mut nonces = std::mem::take(sorted_out);
@@ -245,7 +249,7 @@ pub(crate) fn plot(
             }
             keys.push(sort_key(local, x));
         }
-        Ok(sort_partition(&parting, p, &[keys], nonces))
+        Ok(sort_partition(&parting, p, keys, tmp, nonces))
     })?;
     drop(temp);
     Ok(ExternalResult {

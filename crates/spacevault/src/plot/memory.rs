@@ -174,7 +174,13 @@ pub(crate) fn plot(
             t.decode_into(p, shape, &mut scratch.keys);
         }
         let out = std::mem::take(&mut scratch.nonces);
-        Ok(sort_partition(parting, p, &[&scratch.keys], out))
+        Ok(sort_partition(
+            parting,
+            p,
+            &scratch.keys,
+            &mut scratch.tmp,
+            out,
+        ))
     })
 }
 

@@ -225,6 +225,9 @@ pub fn plot(
         return Err(PlotError::AlreadyExists(final_path));
     }
     files::remove_stale_temps(out_dir);
+    if let Some(tmp) = &options.tmp_dir {
+        files::remove_stale_temps(tmp);
+    }
 
     let threads = options.threads;
     let in_memory = Partitioning::new(layout, memory::PARTITION_RECORDS);

@@ -33,6 +33,7 @@ pub(crate) struct Scratch {
     pub keys: Vec<u64>,
     pub nonces: Vec<u64>,
     pub prefixes: Vec<u64>,
+    pub tmp: Vec<u64>,
     /// Page-aligned room for O_DIRECT reads.
     pub aligned: Option<AlignedBuf>,
 }
@@ -67,23 +68,26 @@ impl BufPool {
     }
 }
 
-/// Counting sort by bucket into `out`, whose memory is reused. The sources,
-/// taken in order, must list nonces in ascending order: the sort is stable,
-/// so each bucket's nonces stay sorted.
+/// Partitions up to this many records are sorted in one pass; larger ones
+/// first split into chunks of buckets whose output fits in L2.
+const ONE_PASS_RECORDS: usize = 1 << 18;
+const CHUNK_BUCKETS_LOG2: u32 = 11;
+
+/// Counting sort of sort keys by bucket into `out`, whose memory is reused
+/// (as is `tmp`'s). `keys` must list nonces in ascending order: the sort is
+/// stable, so each bucket's nonces stay sorted.
 pub(crate) fn sort_partition(
     parting: &Partitioning,
     index: u64,
-    sources: &[&[u64]],
+    keys: &[u64],
+    tmp: &mut Vec<u64>,
     mut out: Vec<u64>,
 ) -> SortedPartition {
     let buckets = parting.buckets(index);
     let bucket_count = (buckets.end - buckets.start) as usize;
     let mut counts = vec![0u32; bucket_count];
-    let total: usize = sources.iter().map(|s| s.len()).sum();
-    for source in sources {
-        for &key in source.iter() {
-            counts[(key >> NONCE_BITS) as usize] += 1;
-        }
+    for &key in keys {
+        counts[(key >> NONCE_BITS) as usize] += 1;
     }
     let mut next = Vec::with_capacity(bucket_count);
     let mut sum = 0usize;
@@ -91,20 +95,45 @@ pub(crate) fn sort_partition(
         next.push(sum);
         sum += c as usize;
     }
+    let total = keys.len();
     out.clear();
-    out.resize(total, 0);
-    let mut nonces = out;
-    for source in sources {
-        for &key in source.iter() {
-            let b = (key >> NONCE_BITS) as usize;
-            nonces[next[b]] = key & NONCE_MASK;
-            next[b] += 1;
+    out.reserve(total);
+    let spare = &mut out.spare_capacity_mut()[..total];
+    let mut place = |key: u64| {
+        let b = (key >> NONCE_BITS) as usize;
+        spare[next[b]].write(key & NONCE_MASK);
+        next[b] += 1;
+    };
+    if total <= ONE_PASS_RECORDS || bucket_count <= 1 << CHUNK_BUCKETS_LOG2 {
+        keys.iter().for_each(|&k| place(k));
+    } else {
+        // Pass 1: stable split into chunks of buckets, a few dozen streams.
+        let chunks = bucket_count.div_ceil(1 << CHUNK_BUCKETS_LOG2);
+        let shift = NONCE_BITS + CHUNK_BUCKETS_LOG2;
+        let mut chunk_next = vec![0usize; chunks + 1];
+        for &key in keys {
+            chunk_next[(key >> shift) as usize + 1] += 1;
         }
+        for c in 1..=chunks {
+            chunk_next[c] += chunk_next[c - 1];
+        }
+        tmp.clear();
+        tmp.resize(total, 0);
+        for &key in keys {
+            let c = (key >> shift) as usize;
+            tmp[chunk_next[c]] = key;
+            chunk_next[c] += 1;
+        }
+        // Pass 2: each chunk's records land in a window that fits in L2.
+        tmp.iter().for_each(|&k| place(k));
     }
+    // SAFETY: the counting sort wrote each of the first `total` elements
+    // exactly once (the counts sum to `total`).
+    unsafe { out.set_len(total) };
     SortedPartition {
         index,
         counts,
-        nonces,
+        nonces: out,
     }
 }
 
@@ -219,4 +248,42 @@ pub(crate) fn pack(
         regions,
         buf,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::Layout;
+
+    /// Sorting by (bucket, nonce) the obvious way must agree with both the
+    /// one-pass and the two-pass counting sort.
+    #[test]
+    fn counting_sort_matches_a_plain_sort() {
+        for (k, target) in [(20u8, 1u64 << 14), (20, 1 << 20)] {
+            let layout = Layout::for_k(k).unwrap();
+            let parting = Partitioning::new(layout, target);
+            let p = parting.count / 2;
+            let buckets = parting.buckets(p).end - parting.buckets(p).start;
+            let mut rng = 0x1234_5678_9ABC_DEF0u64;
+            let keys: Vec<u64> = (0..(target as usize).min(300_000))
+                .map(|i| {
+                    rng ^= rng << 13;
+                    rng ^= rng >> 7;
+                    rng ^= rng << 17;
+                    sort_key(rng % buckets, i as u64)
+                })
+                .collect();
+            let mut want = keys.clone();
+            want.sort_unstable();
+            let mut tmp = Vec::new();
+            let sorted = sort_partition(&parting, p, &keys, &mut tmp, vec![7; 3]);
+            let want_nonces: Vec<u64> = want.iter().map(|k| k & NONCE_MASK).collect();
+            assert_eq!(sorted.nonces, want_nonces, "k {k} target {target}");
+            let mut counts = vec![0u32; buckets as usize];
+            for k in &keys {
+                counts[(k >> NONCE_BITS) as usize] += 1;
+            }
+            assert_eq!(sorted.counts, counts);
+        }
+    }
 }

@@ -18,8 +18,9 @@ pub(crate) struct Partitioning {
 impl Partitioning {
     /// Partitions of about `target_records` records each.
     pub fn new(layout: Layout, target_records: u64) -> Partitioning {
-        let records_per_group =
-            (layout.buckets_per_group as u64 * layout.record_count() >> layout.bucket_bits).max(1);
+        let records_per_group = ((layout.buckets_per_group as u64 * layout.record_count())
+            >> layout.bucket_bits)
+            .max(1);
         let groups_per_part = (target_records / records_per_group).clamp(1, layout.group_count());
         let buckets_per_part = groups_per_part * layout.buckets_per_group as u64;
         let count = layout.group_count().div_ceil(groups_per_part);

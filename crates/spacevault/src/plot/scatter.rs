@@ -161,7 +161,7 @@ fn stream_line<T: Copy>(dst: &mut [T], src: &[T]) {
         use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
         let d = dst.as_mut_ptr() as *mut __m128i;
         let s = src.as_ptr() as *const __m128i;
-        if (d as usize) % LINE_BYTES == 0 && src.len() == dst.len() {
+        if (d as usize).is_multiple_of(LINE_BYTES) && src.len() == dst.len() {
             // SAFETY: both are 64-byte slices; d is 64-byte aligned as
             // _mm_stream_si128 needs (16); SSE2 is part of x86-64.
             unsafe {
@@ -192,10 +192,10 @@ mod tests {
             want[p as usize].push(i);
         }
         s.finish();
-        for p in 0..parts {
+        for (p, want) in want.iter().enumerate() {
             let (slice, extra) = s.records(p as u64);
             let got: Vec<u64> = slice.iter().copied().chain(extra).collect();
-            assert_eq!(got, want[p], "partition {p}");
+            assert_eq!(&got, want, "partition {p}");
         }
         s.clear();
         assert!(s.records(0).0.is_empty());
