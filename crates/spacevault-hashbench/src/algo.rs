@@ -57,7 +57,7 @@ impl Algo {
             // The plotter's kernel hashes one-block records only.
             (Algo::Blake3Many, Backend::Spacevault) => size == 64,
             // blake3's hash_many takes whole blocks of one chunk.
-            (Algo::Blake3Many, Backend::Blake3) => size > 0 && size <= 1024 && size % 64 == 0,
+            (Algo::Blake3Many, Backend::Blake3) => size > 0 && size <= 1024 && size.is_multiple_of(64),
             _ => true,
         }
     }
@@ -124,27 +124,15 @@ pub fn digest(algo: Algo, backend: Backend, msg: &[u8]) -> Vec<u8> {
         (Algo::Sha512, Backend::Ring) => ring::digest::digest(&ring::digest::SHA512, msg)
             .as_ref()
             .to_vec(),
-        (Algo::Sha256, Backend::OpenSsl) => openssl::sha::sha256(msg).to_vec(),
-        (Algo::Sha512, Backend::OpenSsl) => openssl::sha::sha512(msg).to_vec(),
-        (Algo::Sha3_256, Backend::OpenSsl) => {
-            openssl_digest(openssl::hash::MessageDigest::sha3_256(), msg)
-        }
-        (Algo::Blake2b, Backend::OpenSsl) => {
-            let md = openssl::hash::MessageDigest::from_name("BLAKE2B512")
-                .expect("OpenSSL has BLAKE2b-512");
-            openssl_digest(md, msg)
-        }
+        (Algo::Sha256, Backend::OpenSsl) => crate::run::openssl_evp_digest(0, msg),
+        (Algo::Sha512, Backend::OpenSsl) => crate::run::openssl_evp_digest(1, msg),
+        (Algo::Sha3_256, Backend::OpenSsl) => crate::run::openssl_evp_digest(2, msg),
+        (Algo::Blake2b, Backend::OpenSsl) => crate::run::openssl_evp_digest(3, msg),
         (Algo::Sha256, _) => sha2::Sha256::digest(msg).to_vec(),
         (Algo::Sha512, _) => sha2::Sha512::digest(msg).to_vec(),
         (Algo::Sha3_256, _) => sha3::Sha3_256::digest(msg).to_vec(),
         (Algo::Blake2b, _) => blake2::Blake2b512::digest(msg).to_vec(),
     }
-}
-
-fn openssl_digest(md: openssl::hash::MessageDigest, msg: &[u8]) -> Vec<u8> {
-    openssl::hash::hash(md, msg)
-        .map(|d| d.to_vec())
-        .unwrap_or_default()
 }
 
 /// Published test vectors: (message, digest in hex).

@@ -14,6 +14,11 @@ pub enum BenchCommand {
     Plot(BenchPlotArgs),
     /// Lookup latency of a plot, warm and cold, and proof verification time.
     Lookup(BenchLookupArgs),
+    /// Hash functions compared: BLAKE3, SHA-256, SHA-512, SHA3-256, BLAKE2b.
+    Hash(super::hash::BenchHashArgs),
+    /// One process of a `bench hash --processes` run (internal).
+    #[command(hide = true)]
+    HashWorker(super::hash::HashWorkerArgs),
 }
 
 #[derive(Args, Debug)]
@@ -70,6 +75,8 @@ pub fn run(command: BenchCommand) -> Result<()> {
     match command {
         BenchCommand::Plot(a) => bench_plot(a),
         BenchCommand::Lookup(a) => bench_lookup(a),
+        BenchCommand::Hash(a) => super::hash::run(a),
+        BenchCommand::HashWorker(a) => super::hash::worker(a),
     }
 }
 

@@ -1,5 +1,6 @@
 pub mod bench;
 pub mod check;
+pub mod hash;
 pub mod info;
 pub mod plot;
 pub mod prove;
