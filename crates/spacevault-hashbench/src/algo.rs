@@ -4,8 +4,7 @@
 use serde::Serialize;
 use std::fmt;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Algo {
     Blake3,
     /// BLAKE3 on many one-block (64-byte) messages at once, in SIMD lanes.
@@ -57,7 +56,9 @@ impl Algo {
             // The plotter's kernel hashes one-block records only.
             (Algo::Blake3Many, Backend::Spacevault) => size == 64,
             // blake3's hash_many takes whole blocks of one chunk.
-            (Algo::Blake3Many, Backend::Blake3) => size > 0 && size <= 1024 && size.is_multiple_of(64),
+            (Algo::Blake3Many, Backend::Blake3) => {
+                size > 0 && size <= 1024 && size.is_multiple_of(64)
+            }
             _ => true,
         }
     }
@@ -69,8 +70,7 @@ impl fmt::Display for Algo {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Backend {
     /// The `blake3` crate (its SIMD `hash_many` for blake3-many).
     Blake3,
@@ -110,6 +110,19 @@ impl Backend {
 impl fmt::Display for Backend {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+// Serialized by the names the command line takes.
+impl Serialize for Algo {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl Serialize for Backend {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
     }
 }
 
