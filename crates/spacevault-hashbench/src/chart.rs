@@ -5,19 +5,24 @@ use crate::report;
 use crate::suite::Report;
 use std::fmt::Write;
 
-const W: f64 = 760.0;
+const W: f64 = 800.0;
 const H: f64 = 460.0;
 const LEFT: f64 = 90.0;
-const RIGHT: f64 = 200.0;
+const RIGHT: f64 = 225.0;
 const TOP: f64 = 50.0;
 const BOTTOM: f64 = 60.0;
+const DASHES: [&str; 4] = ["", "8 4", "2 3", "10 3 2 3"];
 const COLORS: [&str; 10] = [
     "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
     "#bcbd22", "#17becf",
 ];
 
+/// One line: a colour per algorithm and a dash pattern per implementation,
+/// so that the lines of one algorithm read as a family.
 pub struct Series {
     pub name: String,
+    pub color: usize,
+    pub dash: usize,
     pub points: Vec<(f64, f64)>,
 }
 
@@ -101,8 +106,19 @@ pub fn line_chart(
         .collect();
     xs.sort_by(|a, b| a.total_cmp(b));
     xs.dedup();
+    let mut last_label = f64::MIN;
     for x in xs {
         let at = px(x);
+        // A label closer than this to the last would overlap it; the grid
+        // line still shows.
+        if at - last_label < 42.0 {
+            let _ = writeln!(
+                s,
+                r##"<line x1="{at:.1}" y1="{ay0}" x2="{at:.1}" y2="{ay1}" stroke="#eee"/>"##
+            );
+            continue;
+        }
+        last_label = at;
         let _ = writeln!(
             s,
             r##"<line x1="{at:.1}" y1="{ay0}" x2="{at:.1}" y2="{ay1}" stroke="#eee"/><text x="{at:.1}" y="{}" text-anchor="middle">{}</text>"##,
@@ -129,7 +145,11 @@ pub fn line_chart(
     );
     // Lines and the legend.
     for (i, ser) in series.iter().enumerate() {
-        let c = COLORS[i % COLORS.len()];
+        let c = COLORS[ser.color % COLORS.len()];
+        let dash = match DASHES[ser.dash % DASHES.len()] {
+            "" => String::new(),
+            d => format!(r#" stroke-dasharray="{d}""#),
+        };
         let path: Vec<String> = ser
             .points
             .iter()
@@ -137,7 +157,7 @@ pub fn line_chart(
             .collect();
         let _ = writeln!(
             s,
-            r#"<polyline fill="none" stroke="{c}" stroke-width="2" points="{}"/>"#,
+            r#"<polyline fill="none" stroke="{c}" stroke-width="2"{dash} points="{}"/>"#,
             path.join(" ")
         );
         for &(x, y) in &ser.points {
@@ -151,7 +171,7 @@ pub fn line_chart(
         let ly = TOP + 10.0 + i as f64 * 20.0;
         let _ = writeln!(
             s,
-            r#"<line x1="{}" y1="{ly}" x2="{}" y2="{ly}" stroke="{c}" stroke-width="3"/><text x="{}" y="{}">{}</text>"#,
+            r#"<line x1="{}" y1="{ly}" x2="{}" y2="{ly}" stroke="{c}" stroke-width="3"{dash}/><text x="{}" y="{}">{}</text>"#,
             W - RIGHT + 15.0,
             W - RIGHT + 40.0,
             W - RIGHT + 46.0,
@@ -181,11 +201,18 @@ pub fn charts(r: &Report) -> Vec<(String, String)> {
             a.name().to_string()
         }
     };
+    let style = |a: crate::Algo, b: crate::Backend| {
+        let color = crate::Algo::ALL.iter().position(|&x| x == a).unwrap_or(0);
+        let dash = a.backends().iter().position(|&x| x == b).unwrap_or(0);
+        (color, dash)
+    };
     for &size in &sizes {
         let series: Vec<Series> = pairs
             .iter()
             .map(|&(a, b)| Series {
                 name: name(a, b),
+                color: style(a, b).0,
+                dash: style(a, b).1,
                 points: r
                     .measurements
                     .iter()
@@ -223,6 +250,8 @@ pub fn charts(r: &Report) -> Vec<(String, String)> {
         .iter()
         .map(|&(a, b)| Series {
             name: name(a, b),
+            color: style(a, b).0,
+            dash: style(a, b).1,
             points: r
                 .measurements
                 .iter()
@@ -250,4 +279,16 @@ pub fn charts(r: &Report) -> Vec<(String, String)> {
         out.push(("sizes.svg".to_string(), svg));
     }
     out
+}
+
+/// Renders an SVG file to PNG with `rsvg-convert` when it is installed;
+/// returns whether a PNG was written.
+pub fn png_from_svg(svg: &std::path::Path, png: &std::path::Path) -> bool {
+    std::process::Command::new("rsvg-convert")
+        .args(["--width", "1520", "--output"])
+        .arg(png)
+        .arg(svg)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }

@@ -148,10 +148,15 @@ pub fn run(a: BenchHashArgs) -> Result<()> {
         eprint!("\r\x1b[2K");
     }
     if let Some(dir) = &a.chart {
+        let mut png = true;
         for (name, svg) in chart::charts(&r) {
             let path = dir.join(&name);
             std::fs::write(&path, svg).with_context(|| format!("writing {}", path.display()))?;
             eprintln!("wrote {}", path.display());
+            if png && !chart::png_from_svg(&path, &path.with_extension("png")) {
+                eprintln!("no PNG copies: install rsvg-convert (Debian: librsvg2-bin) for them");
+                png = false;
+            }
         }
     }
     if a.json {
