@@ -194,34 +194,35 @@ pub fn charts(r: &Report) -> Vec<(String, String)> {
     let mut sizes: Vec<usize> = r.measurements.iter().map(|m| m.size).collect();
     sizes.sort_unstable();
     sizes.dedup();
-    let name = |a: crate::Algo, b: crate::Backend| {
-        if a.backends().len() > 1 {
-            format!("{a} ({b})")
-        } else {
-            a.name().to_string()
-        }
-    };
-    let style = |a: crate::Algo, b: crate::Backend| {
-        let color = crate::Algo::ALL.iter().position(|&x| x == a).unwrap_or(0);
-        let dash = a.backends().iter().position(|&x| x == b).unwrap_or(0);
-        (color, dash)
-    };
-    for &size in &sizes {
-        let series: Vec<Series> = pairs
+    // One line per implementation through the measurements `keep` selects,
+    // at the (x, y) that `xy` takes from each.
+    let lines = |keep: &dyn Fn(&crate::Measurement) -> bool,
+                 xy: &dyn Fn(&crate::Measurement) -> (f64, f64)|
+     -> Vec<Series> {
+        pairs
             .iter()
             .map(|&(a, b)| Series {
-                name: name(a, b),
-                color: style(a, b).0,
-                dash: style(a, b).1,
+                name: if a.backends().len() > 1 {
+                    format!("{a} ({b})")
+                } else {
+                    a.name().to_string()
+                },
+                color: crate::Algo::ALL.iter().position(|&x| x == a).unwrap_or(0),
+                dash: a.backends().iter().position(|&x| x == b).unwrap_or(0),
                 points: r
                     .measurements
                     .iter()
-                    .filter(|m| m.algo == a && m.backend == b && m.size == size && m.processes == 1)
-                    .map(|m| (m.threads as f64, m.hashes_per_second.median))
+                    .filter(|m| m.algo == a && m.backend == b && m.processes == 1 && keep(m))
+                    .map(xy)
                     .collect(),
             })
             .filter(|s| !s.points.is_empty())
-            .collect();
+            .collect()
+    };
+    for &size in &sizes {
+        let series = lines(&|m| m.size == size, &|m| {
+            (m.threads as f64, m.hashes_per_second.median)
+        });
         if series.iter().all(|s| s.points.len() < 2) {
             continue;
         }
@@ -246,23 +247,9 @@ pub fn charts(r: &Report) -> Vec<(String, String)> {
         .map(|m| m.threads)
         .max()
         .unwrap_or(1);
-    let series: Vec<Series> = pairs
-        .iter()
-        .map(|&(a, b)| Series {
-            name: name(a, b),
-            color: style(a, b).0,
-            dash: style(a, b).1,
-            points: r
-                .measurements
-                .iter()
-                .filter(|m| {
-                    m.algo == a && m.backend == b && m.threads == max_threads && m.processes == 1
-                })
-                .map(|m| (m.size as f64, m.bytes_per_second.median))
-                .collect(),
-        })
-        .filter(|s| !s.points.is_empty())
-        .collect();
+    let series = lines(&|m| m.threads == max_threads, &|m| {
+        (m.size as f64, m.bytes_per_second.median)
+    });
     if sizes.len() > 1 {
         let svg = line_chart(
             &format!(

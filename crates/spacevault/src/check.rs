@@ -92,6 +92,26 @@ impl<'a> Window<'a> {
             .map(|r| r.slot((s % slots) as usize)))
     }
 
+    /// Reports the first non-zero slot of a stretch of padding.
+    fn check_padding(
+        &mut self,
+        slots: std::ops::Range<u64>,
+        problems: &mut Vec<Problem>,
+    ) -> Result<(), crate::ReadError> {
+        let per_region = self.plot.header().layout.slots_per_region as u64;
+        for s in slots {
+            if self.slot(s, problems)?.is_some_and(|v| v != 0) {
+                problems.push(region_problem(
+                    self.plot.header(),
+                    s / per_region,
+                    format!("padding slot {s} is not zero"),
+                ));
+                break;
+            }
+        }
+        Ok(())
+    }
+
     fn load(&mut self, r: u64, problems: &mut Vec<Problem>) -> Result<(), crate::ReadError> {
         if !self.buf.as_ref().is_some_and(|b| b.contains(r)) {
             let buf = self.plot.read_regions(r, WINDOW)?;
@@ -245,16 +265,7 @@ fn check_regions(
         }
         // Padding between the previous group and this one must be zero.
         if let Some(e) = end.filter(|&e| start.saturating_sub(e) <= 2 * slots) {
-            for s in e..start {
-                if window.slot(s, &mut problems)?.is_some_and(|v| v != 0) {
-                    problems.push(region_problem(
-                        &header,
-                        s / slots,
-                        format!("padding slot {s} is not zero"),
-                    ));
-                    break;
-                }
-            }
+            window.check_padding(e..start, &mut problems)?;
         }
         let mut s = start;
         for (i, &c) in counts.iter().enumerate() {
@@ -323,16 +334,7 @@ fn check_regions(
             });
         }
         // Slots after the last record must be zero.
-        for s in e..header.region_count * slots {
-            if window.slot(s, &mut problems)?.is_some_and(|v| v != 0) {
-                problems.push(region_problem(
-                    &header,
-                    s / slots,
-                    format!("padding slot {s} is not zero"),
-                ));
-                break;
-            }
-        }
+        window.check_padding(e..header.region_count * slots, &mut problems)?;
     }
     finish(report, window, problems, seen, duplicates, use_bitmap)
 }

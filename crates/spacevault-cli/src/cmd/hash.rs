@@ -141,7 +141,7 @@ pub fn run(a: BenchHashArgs) -> Result<()> {
         args: &["bench", "hash-worker"],
     };
     let line = Line {
-        show: std::io::stderr().is_terminal() && !(a.json || a.csv || a.markdown),
+        show: std::io::stderr().is_terminal(),
     };
     let r = suite::run(settings, &spawner, &line).map_err(|e| anyhow!(e))?;
     if line.show {

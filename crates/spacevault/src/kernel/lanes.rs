@@ -235,30 +235,23 @@ pub(crate) unsafe fn hash_records<V: Vector>(key: &[u32; 8], nonce_lo: V, nonce_
 const MAX_LANES: usize = 16;
 
 /// `out[i]` = the first 8 bytes, big-endian, of the hash of nonce
-/// `first + i`, for `V::LANES` consecutive nonces. Only output words 0 and 1
-/// are kept, so the compiler drops the rest.
+/// `first + i`, for `V::LANES` consecutive nonces.
 ///
 /// # Safety
 /// The caller runs with `V`'s target features enabled; `out` holds at least
 /// `V::LANES` elements.
 #[inline(always)]
 pub(crate) unsafe fn prefixes_consecutive<V: Vector>(key: &[u32; 8], first: u64, out: &mut [u64]) {
-    let mut lo = [0u32; MAX_LANES];
-    let mut hi = [0u32; MAX_LANES];
-    for i in 0..V::LANES {
-        let x = first.wrapping_add(i as u64);
-        lo[i] = x as u32;
-        hi[i] = (x >> 32) as u32;
+    let mut nonces = [0u64; MAX_LANES];
+    for (i, x) in nonces.iter_mut().enumerate().take(V::LANES) {
+        *x = first.wrapping_add(i as u64);
     }
-    let h = hash_records(key, V::load(&lo), V::load(&hi));
-    h[0].store(&mut lo);
-    h[1].store(&mut hi);
-    for i in 0..V::LANES {
-        out[i] = ((lo[i].swap_bytes() as u64) << 32) | hi[i].swap_bytes() as u64;
-    }
+    prefixes_of::<V>(key, &nonces, out)
 }
 
-/// Like [`prefixes_consecutive`] for `V::LANES` arbitrary nonces.
+/// `out[i]` = the first 8 bytes, big-endian, of the hash of `nonces[i]`, for
+/// `V::LANES` nonces. Only output words 0 and 1 are kept, so the compiler
+/// drops the rest.
 ///
 /// # Safety
 /// As for [`prefixes_consecutive`]; `nonces` holds at least `V::LANES` elements.
