@@ -420,3 +420,30 @@ fn a_killed_plot_leaves_nothing_that_looks_finished() {
         names()
     );
 }
+
+#[test]
+fn a_plot_that_cannot_fit_fails_before_any_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let started = std::time::Instant::now();
+    sv(dir.path())
+        .args([
+            "plot",
+            "-k",
+            "40",
+            "--farmer-key",
+            FARMER,
+            "--seed",
+            SEED,
+            "--out",
+        ])
+        .arg(dir.path())
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("not enough free space"));
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "nothing is left behind"
+    );
+}

@@ -35,11 +35,24 @@ const RESERVED: u64 = 40 << 20;
 /// Phase 2 holds about this many bytes per record of a partition in flight.
 const PHASE2_BYTES_PER_RECORD: u64 = 28;
 
-/// An upper bound on the temp file's size: the records, plus page padding for
-/// each segment.
-pub(crate) fn temp_size(layout: &Layout) -> u64 {
-    let records = layout.record_count() * TEMP_RECORD;
-    records + records / 64 + (64 << 20)
+/// An upper bound on the temp file's size: the records, plus a page of
+/// padding for each segment (one per round, partition and thread, and one
+/// more for each overflow).
+pub(crate) fn temp_size(layout: &Layout, threads: usize, memory: u64) -> Result<u64, PlotError> {
+    let parting = partitioning(layout, threads, memory);
+    let (round, _) = rounds_plan(layout, &parting, threads, memory)?;
+    let segments = layout.record_count().div_ceil(round) * parting.count * threads as u64 * 2;
+    Ok(layout.record_count() * TEMP_RECORD + segments * PAGE)
+}
+
+/// Phase-2 partitions sized so that one per worker fits the memory limit.
+fn partitioning(layout: &Layout, threads: usize, memory: u64) -> Partitioning {
+    let budget = memory.saturating_sub(RESERVED);
+    // Up to 2^21 records a partition, more when that would make over 2^16
+    // partitions: each costs a page-padded segment per round and thread.
+    let largest = (1u64 << 21).max(layout.record_count() >> 16);
+    let target = (budget / PHASE2_BYTES_PER_RECORD / (threads as u64 + 2)).clamp(1 << 12, largest);
+    Partitioning::new(*layout, target)
 }
 
 pub(crate) struct ExternalResult {
@@ -115,9 +128,7 @@ pub(crate) fn plot(
     out: &File,
     progress: &dyn Progress,
 ) -> Result<ExternalResult, PlotError> {
-    let budget = memory.saturating_sub(RESERVED);
-    let target = (budget / PHASE2_BYTES_PER_RECORD / (threads as u64 + 2)).clamp(1 << 12, 1 << 21);
-    let parting = Partitioning::new(*layout, target);
+    let parting = partitioning(layout, threads, memory);
     let (round, cap) = rounds_plan(layout, &parting, threads, memory)?;
     let n = layout.record_count();
     let parts = parting.count as usize;

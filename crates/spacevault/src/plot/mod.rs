@@ -36,13 +36,13 @@ pub enum PlotError {
     AlreadyExists(PathBuf),
     #[error("another plotter is writing {0}")]
     Busy(PathBuf),
-    #[error("not enough free space in {dir}: the plot needs {needed} bytes, {available} are free")]
+    #[error("not enough free space in {dir}: the plot needs {}, {} are free", human(*needed), human(*available))]
     NoSpace {
         dir: PathBuf,
         needed: u64,
         available: u64,
     },
-    #[error("a memory limit of {given} bytes is too small: this plot needs at least {needed}")]
+    #[error("a memory limit of {} is too small: this plot needs at least {}", human(*given), human(*needed))]
     MemoryTooSmall { given: u64, needed: u64 },
     #[error("bucket {bucket} has {records} records, more than a count byte holds")]
     BucketOverflow { bucket: u64, records: u32 },
@@ -50,6 +50,22 @@ pub enum PlotError {
     InvalidOptions(String),
     #[error("plotting stopped after an error in another thread")]
     Aborted,
+}
+
+/// Bytes in binary units, for messages.
+fn human(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["bytes", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = bytes as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{bytes} bytes")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
 }
 
 impl PlotError {
@@ -251,7 +267,7 @@ pub fn plot(
         .clone()
         .unwrap_or_else(|| out_dir.to_path_buf());
     let temp_size = if strategy == Strategy::External {
-        external::temp_size(&layout)
+        external::temp_size(&layout, threads, options.memory)?
     } else {
         0
     };
