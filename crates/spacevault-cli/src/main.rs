@@ -34,7 +34,28 @@ enum Command {
     Bench(cmd::bench::BenchCommand),
 }
 
+/// The first Ctrl-C (or SIGTERM) asks running plots to stop and clean up;
+/// a second one ends the process at once.
+extern "C" fn on_stop_signal(signal: libc::c_int) {
+    spacevault::plot::request_stop();
+    // SAFETY: signal() is async-signal-safe; restoring the default action.
+    unsafe { libc::signal(signal, libc::SIG_DFL) };
+}
+
+fn install_stop_handler() {
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: the handler only does async-signal-safe things.
+        unsafe { libc::signal(signal, on_stop_signal as *const () as libc::sighandler_t) };
+    }
+}
+
 fn run(cli: Cli) -> anyhow::Result<bool> {
+    if matches!(
+        cli.command,
+        Command::Plot(_) | Command::Bench(cmd::bench::BenchCommand::Plot(_))
+    ) {
+        install_stop_handler();
+    }
     match cli.command {
         Command::Plot(a) => cmd::plot::run(a).map(|_| true),
         Command::Prove(a) => cmd::prove::run(a).map(|_| true),
@@ -51,13 +72,19 @@ fn main() -> ExitCode {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
         Err(e) => {
+            let interrupted = e.chain().any(|c| {
+                matches!(
+                    c.downcast_ref::<spacevault::PlotError>(),
+                    Some(spacevault::PlotError::Interrupted)
+                )
+            });
             // One line: the error and its causes, outermost first.
             let mut line = format!("error: {e}");
             for cause in e.chain().skip(1) {
                 line.push_str(&format!(": {cause}"));
             }
             eprintln!("{line}");
-            ExitCode::from(1)
+            ExitCode::from(if interrupted { 130 } else { 1 })
         }
     }
 }

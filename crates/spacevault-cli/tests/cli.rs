@@ -447,3 +447,47 @@ fn a_plot_that_cannot_fit_fails_before_any_work() {
         "nothing is left behind"
     );
 }
+
+#[test]
+fn ctrl_c_stops_the_plot_and_removes_its_files() {
+    let dir = tempfile::tempdir().unwrap();
+    for strategy in ["memory", "external"] {
+        let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("spacevault"))
+            .args([
+                "plot",
+                "-k",
+                "26",
+                "--memory",
+                "1GiB",
+                "--strategy",
+                strategy,
+                "--farmer-key",
+                FARMER,
+                "--out",
+            ])
+            .arg(dir.path())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let status = std::process::Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        if out.status.code() == Some(0) {
+            // The plot finished before the signal: then it must be whole.
+            continue;
+        }
+        assert_eq!(out.status.code(), Some(130), "{strategy}: {err}");
+        assert!(err.contains("interrupted"), "{strategy}: {err}");
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert!(left.is_empty(), "{strategy} left {left:?}");
+    }
+}

@@ -17,7 +17,7 @@ use super::pack::{sort_key, sort_partition, Scratch};
 use super::partition::Partitioning;
 use super::scatter::Scatter;
 use super::sink::RegionSink;
-use super::{PlotError, Progress};
+use super::{stop_requested, PlotError, Progress};
 use crate::aligned::AlignedBuf;
 use crate::format::Layout;
 use crate::kernel::Kernel;
@@ -196,6 +196,9 @@ pub(crate) fn plot(
                 };
                 let len = round.min(n - base);
                 hash_round(kernel, &parting, layout, base, len, &mut buffers, progress);
+                if stop_requested() {
+                    return Err(PlotError::Interrupted);
+                }
                 to_writer.send(buffers).map_err(|_| PlotError::Aborted)?;
             }
             drop(to_writer);
@@ -288,7 +291,7 @@ fn hash_round(
                 scatter.clear();
                 let mut prefixes = vec![0u64; 4096];
                 let mut x = range.start;
-                while x < range.end {
+                while x < range.end && !stop_requested() {
                     let chunk = (range.end - x).min(prefixes.len() as u64) as usize;
                     kernel.prefixes(x, &mut prefixes[..chunk]);
                     for (i, &prefix) in prefixes[..chunk].iter().enumerate() {

@@ -8,7 +8,7 @@ use super::pack::{
 use super::partition::Partitioning;
 use super::scatter::Scatter;
 use super::sink::RegionSink;
-use super::{PlotError, Progress};
+use super::{stop_requested, PlotError, Progress};
 use crate::kernel::Kernel;
 use std::fs::File;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -130,7 +130,7 @@ pub(crate) fn plot(
                         let mut marks = Vec::new();
                         let mut prefixes = vec![0u64; 4096];
                         let mut x = range.start;
-                        while x < range.end {
+                        while x < range.end && !stop_requested() {
                             // Stop at epoch boundaries so a block never spans two.
                             let epoch = x >> shape.low_bits;
                             if marks.last().is_none_or(|(e, _)| *e != epoch) {
@@ -164,6 +164,9 @@ pub(crate) fn plot(
         })
         .into_iter()
         .collect::<Result<_, _>>()?;
+    if stop_requested() {
+        return Err(PlotError::Interrupted);
+    }
 
     progress.phase("sorting and writing", n);
     let mut sink = RegionSink::new(file, parting);
@@ -210,7 +213,13 @@ pub(crate) fn sort_pack_write(
                 let mut scratch = Scratch::default();
                 loop {
                     let p = next.fetch_add(1, Ordering::Relaxed);
-                    if p >= parting.count || failed.load(Ordering::Relaxed) {
+                    if p >= parting.count || failed.load(Ordering::Relaxed) || stop_requested() {
+                        // Partitions waiting for their turn must not wait forever.
+                        let mut t = turn.lock().unwrap();
+                        if p < parting.count {
+                            t.0 = ABORTED;
+                        }
+                        turn_changed.notify_all();
                         return;
                     }
                     let result = sorted(p, &mut scratch).and_then(|mut part| {
@@ -265,6 +274,9 @@ pub(crate) fn sort_pack_write(
         }
         if let Some(e) = first_error {
             return Err(e);
+        }
+        if stop_requested() {
+            return Err(PlotError::Interrupted);
         }
         if failed.load(Ordering::Relaxed) {
             return Err(PlotError::Aborted);

@@ -12,6 +12,7 @@ mod pack;
 mod partition;
 mod scatter;
 mod sink;
+mod stop;
 
 use crate::construction::plot_id;
 use crate::format::{FormatError, Header, Layout, HEADER_SIZE};
@@ -21,6 +22,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 pub use files::{plot_file_name, PLOT_EXTENSION, TEMP_EXTENSION};
+pub use stop::{request_stop, stop_requested};
 
 /// Why a plot could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -50,6 +52,8 @@ pub enum PlotError {
     InvalidOptions(String),
     #[error("plotting stopped after an error in another thread")]
     Aborted,
+    #[error("interrupted: the unfinished plot was removed")]
+    Interrupted,
 }
 
 /// Bytes in binary units, for messages.
