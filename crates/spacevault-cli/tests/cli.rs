@@ -37,6 +37,20 @@ fn plot_k16(dir: &Path) -> PathBuf {
     PathBuf::from(String::from_utf8(out).unwrap().trim())
 }
 
+/// A plot running in the background into `dir`, its stderr captured.
+fn spawn_plot(dir: &Path, args: &[&str]) -> std::process::Child {
+    std::process::Command::new(assert_cmd::cargo::cargo_bin("spacevault"))
+        .env("SPACEVAULT_CONFIG_DIR", dir)
+        .arg("plot")
+        .args(args)
+        .args(["--farmer-key", FARMER, "--out"])
+        .arg(dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 fn json(cmd: &mut Command) -> Value {
     let out = cmd.assert().get_output().stdout.clone();
     serde_json::from_slice(&out)
@@ -380,23 +394,7 @@ fn bad_input_gets_one_line_and_no_panic() {
 #[test]
 fn a_killed_plot_leaves_nothing_that_looks_finished() {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("spacevault"))
-        .env("SPACEVAULT_CONFIG_DIR", dir.path())
-        .args([
-            "plot",
-            "-k",
-            "26",
-            "--farmer-key",
-            FARMER,
-            "--seed",
-            SEED,
-            "--out",
-        ])
-        .arg(dir.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_plot(dir.path(), &["-k", "26", "--seed", SEED]);
     std::thread::sleep(std::time::Duration::from_millis(150));
     child.kill().unwrap();
     child.wait().unwrap();
@@ -452,24 +450,10 @@ fn a_plot_that_cannot_fit_fails_before_any_work() {
 fn ctrl_c_stops_the_plot_and_removes_its_files() {
     let dir = tempfile::tempdir().unwrap();
     for strategy in ["memory", "external"] {
-        let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("spacevault"))
-            .args([
-                "plot",
-                "-k",
-                "26",
-                "--memory",
-                "1GiB",
-                "--strategy",
-                strategy,
-                "--farmer-key",
-                FARMER,
-                "--out",
-            ])
-            .arg(dir.path())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
+        let child = spawn_plot(
+            dir.path(),
+            &["-k", "26", "--memory", "1GiB", "--strategy", strategy],
+        );
         std::thread::sleep(std::time::Duration::from_millis(200));
         let status = std::process::Command::new("kill")
             .args(["-INT", &child.id().to_string()])

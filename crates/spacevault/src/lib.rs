@@ -35,6 +35,7 @@ pub mod kernel;
 pub mod plot;
 pub mod prove;
 pub mod reader;
+pub mod units;
 pub mod verify;
 
 pub use construction::{

@@ -17,6 +17,7 @@ mod stop;
 use crate::construction::plot_id;
 use crate::format::{FormatError, Header, Layout, HEADER_SIZE};
 use crate::kernel::Kernel;
+use crate::units::human_bytes;
 use partition::Partitioning;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -38,13 +39,13 @@ pub enum PlotError {
     AlreadyExists(PathBuf),
     #[error("another plotter is writing {0}")]
     Busy(PathBuf),
-    #[error("not enough free space in {dir}: the plot needs {}, {} are free", human(*needed), human(*available))]
+    #[error("not enough free space in {dir}: the plot needs {}, {} are free", human_bytes(*needed), human_bytes(*available))]
     NoSpace {
         dir: PathBuf,
         needed: u64,
         available: u64,
     },
-    #[error("a memory limit of {} is too small: this plot needs at least {}", human(*given), human(*needed))]
+    #[error("a memory limit of {} is too small: this plot needs at least {}", human_bytes(*given), human_bytes(*needed))]
     MemoryTooSmall { given: u64, needed: u64 },
     #[error("bucket {bucket} has {records} records, more than a count byte holds")]
     BucketOverflow { bucket: u64, records: u32 },
@@ -54,22 +55,6 @@ pub enum PlotError {
     Aborted,
     #[error("interrupted: the unfinished plot was removed")]
     Interrupted,
-}
-
-/// Bytes in binary units, for messages.
-fn human(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["bytes", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = bytes as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{bytes} bytes")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
-    }
 }
 
 impl PlotError {
