@@ -250,6 +250,8 @@ pub(crate) fn plot(
         prefixes.resize(nonces.len(), 0);
         kernel.prefixes_of(&nonces, prefixes);
         keys.clear();
+        let buckets = parting.buckets(p);
+        let mut counts = vec![0u32; (buckets.end - buckets.start) as usize];
         for (&x, &prefix) in nonces.iter().zip(prefixes.iter()) {
             let (q, local) = parting.locate(layout.bucket_of_prefix(prefix));
             if q != p {
@@ -261,9 +263,10 @@ pub(crate) fn plot(
                     ),
                 ));
             }
+            counts[local as usize] += 1;
             keys.push(sort_key(local, x));
         }
-        Ok(sort_partition(&parting, p, keys, tmp, nonces))
+        Ok(sort_partition(p, keys, counts, tmp, nonces))
     })?;
     drop(temp);
     Ok(ExternalResult {

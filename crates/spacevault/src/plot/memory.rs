@@ -78,7 +78,8 @@ struct ThreadKeys {
 
 impl ThreadKeys {
     /// Appends partition p's keys to `out` as 8-byte sort keys, in order.
-    fn decode_into(&self, p: u64, shape: KeyShape, out: &mut Vec<u64>) {
+    /// Counts each bucket's keys in `counts` on the way.
+    fn decode_into(&self, p: u64, shape: KeyShape, out: &mut Vec<u64>, counts: &mut [u32]) {
         let (slice, extra) = self.scatter.records(p);
         let extra: Vec<u32> = extra.collect();
         let low_mask = shape.epoch_len() - 1;
@@ -87,7 +88,8 @@ impl ThreadKeys {
             let start = starts[p] as usize;
             let end = self.marks.get(m + 1).map_or(self.totals[p], |n| n.1[p]) as usize;
             let base = epoch << shape.low_bits;
-            let decode = |key: &u32| {
+            let mut decode = |key: &u32| {
+                counts[(*key >> shape.low_bits) as usize] += 1;
                 sort_key(
                     *key as u64 >> shape.low_bits,
                     base | (*key as u64 & low_mask),
@@ -95,10 +97,10 @@ impl ThreadKeys {
             };
             // The epoch's keys: in the array, then (rarely) in the overflow.
             let in_array = start.min(slice.len())..end.min(slice.len());
-            out.extend(slice[in_array].iter().map(decode));
+            out.extend(slice[in_array].iter().map(&mut decode));
             if end > slice.len() {
                 let in_extra = start.max(slice.len()) - slice.len()..end - slice.len();
-                out.extend(extra[in_extra].iter().map(decode));
+                out.extend(extra[in_extra].iter().map(&mut decode));
             }
         }
     }
@@ -173,14 +175,16 @@ pub(crate) fn plot(
     sort_pack_write(parting, threads, &mut sink, progress, |p, scratch| {
         // Threads in order, epochs in order: nonces ascend.
         scratch.keys.clear();
+        let buckets = parting.buckets(p);
+        let mut counts = vec![0u32; (buckets.end - buckets.start) as usize];
         for t in &per_thread {
-            t.decode_into(p, shape, &mut scratch.keys);
+            t.decode_into(p, shape, &mut scratch.keys, &mut counts);
         }
         let out = std::mem::take(&mut scratch.nonces);
         Ok(sort_partition(
-            parting,
             p,
             &scratch.keys,
+            counts,
             &mut scratch.tmp,
             out,
         ))

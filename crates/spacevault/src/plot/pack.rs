@@ -74,21 +74,21 @@ const ONE_PASS_RECORDS: usize = 1 << 18;
 const CHUNK_BUCKETS_LOG2: u32 = 11;
 
 /// Counting sort of sort keys by bucket into `out`, whose memory is reused
-/// (as is `tmp`'s). `keys` must list nonces in ascending order: the sort is
-/// stable, so each bucket's nonces stay sorted.
+/// (as is `tmp`'s). `counts` holds the keys per bucket, counted by the
+/// caller while it made them. `keys` must list nonces in ascending order:
+/// the sort is stable, so each bucket's nonces stay sorted.
 pub(crate) fn sort_partition(
-    parting: &Partitioning,
     index: u64,
     keys: &[u64],
+    counts: Vec<u32>,
     tmp: &mut Vec<u64>,
     mut out: Vec<u64>,
 ) -> SortedPartition {
-    let buckets = parting.buckets(index);
-    let bucket_count = (buckets.end - buckets.start) as usize;
-    let mut counts = vec![0u32; bucket_count];
-    for &key in keys {
-        counts[(key >> NONCE_BITS) as usize] += 1;
-    }
+    let bucket_count = counts.len();
+    debug_assert_eq!(
+        counts.iter().map(|&c| c as usize).sum::<usize>(),
+        keys.len()
+    );
     let mut next = Vec::with_capacity(bucket_count);
     let mut sum = 0usize;
     for &c in &counts {
@@ -96,6 +96,16 @@ pub(crate) fn sort_partition(
         sum += c as usize;
     }
     let total = keys.len();
+    let one_pass = total <= ONE_PASS_RECORDS || bucket_count <= 1 << CHUNK_BUCKETS_LOG2;
+    // Where each chunk of buckets starts, for the two-pass sort.
+    let mut chunk_next: Vec<usize> = if one_pass {
+        Vec::new()
+    } else {
+        (0..bucket_count)
+            .step_by(1 << CHUNK_BUCKETS_LOG2)
+            .map(|b| next[b])
+            .collect()
+    };
     out.clear();
     out.reserve(total);
     let spare = &mut out.spare_capacity_mut()[..total];
@@ -104,26 +114,22 @@ pub(crate) fn sort_partition(
         spare[next[b]].write(key & NONCE_MASK);
         next[b] += 1;
     };
-    if total <= ONE_PASS_RECORDS || bucket_count <= 1 << CHUNK_BUCKETS_LOG2 {
+    if one_pass {
         keys.iter().for_each(|&k| place(k));
     } else {
         // Pass 1: stable split into chunks of buckets, a few dozen streams.
-        let chunks = bucket_count.div_ceil(1 << CHUNK_BUCKETS_LOG2);
         let shift = NONCE_BITS + CHUNK_BUCKETS_LOG2;
-        let mut chunk_next = vec![0usize; chunks + 1];
-        for &key in keys {
-            chunk_next[(key >> shift) as usize + 1] += 1;
-        }
-        for c in 1..=chunks {
-            chunk_next[c] += chunk_next[c - 1];
-        }
         tmp.clear();
-        tmp.resize(total, 0);
+        tmp.reserve(total);
+        let staged = &mut tmp.spare_capacity_mut()[..total];
         for &key in keys {
             let c = (key >> shift) as usize;
-            tmp[chunk_next[c]] = key;
+            staged[chunk_next[c]].write(key);
             chunk_next[c] += 1;
         }
+        // SAFETY: as for `out` below: every one of the `total` places was
+        // written once.
+        unsafe { tmp.set_len(total) };
         // Pass 2: each chunk's records land in a window that fits in L2.
         tmp.iter().for_each(|&k| place(k));
     }
@@ -275,14 +281,14 @@ mod tests {
                 .collect();
             let mut want = keys.clone();
             want.sort_unstable();
-            let mut tmp = Vec::new();
-            let sorted = sort_partition(&parting, p, &keys, &mut tmp, vec![7; 3]);
-            let want_nonces: Vec<u64> = want.iter().map(|k| k & NONCE_MASK).collect();
-            assert_eq!(sorted.nonces, want_nonces, "k {k} target {target}");
             let mut counts = vec![0u32; buckets as usize];
             for k in &keys {
                 counts[(k >> NONCE_BITS) as usize] += 1;
             }
+            let mut tmp = Vec::new();
+            let sorted = sort_partition(p, &keys, counts.clone(), &mut tmp, vec![7; 3]);
+            let want_nonces: Vec<u64> = want.iter().map(|k| k & NONCE_MASK).collect();
+            assert_eq!(sorted.nonces, want_nonces, "k {k} target {target}");
             assert_eq!(sorted.counts, counts);
         }
     }
