@@ -1,7 +1,7 @@
 //! `spacevault prove`: each plot's best proof for a challenge, and the best of all.
 
 use crate::keys::parse_hex32;
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde::{Deserialize, Serialize};
 use spacevault::PlotFile;
@@ -68,7 +68,8 @@ pub fn collect_plots(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for p in paths {
         if p.is_dir() {
-            let mut found: Vec<PathBuf> = std::fs::read_dir(p)?
+            let mut found: Vec<PathBuf> = std::fs::read_dir(p)
+                .with_context(|| format!("reading the directory {}", p.display()))?
                 .filter_map(|e| e.ok().map(|e| e.path()))
                 .filter(|f| {
                     f.extension()
