@@ -11,7 +11,12 @@ use std::process::ExitCode;
 
 /// Proof-of-Space plots of keyed BLAKE3 records: plot, prove, verify, check.
 #[derive(Parser, Debug)]
-#[command(name = "spacevault", version, about, long_about = None)]
+#[command(
+    name = "spacevault",
+    version,
+    about = "Proof-of-Space plots of keyed BLAKE3 records: plot, prove, verify, check, benchmark",
+    long_about = None
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -29,7 +34,7 @@ enum Command {
     Check(cmd::check::CheckArgs),
     /// Show a plot's header.
     Info(cmd::info::InfoArgs),
-    /// Benchmarks: plotting and lookups against this machine's limits.
+    /// Benchmarks: plotting and lookups against this machine's limits, and hash functions.
     #[command(subcommand)]
     Bench(cmd::bench::BenchCommand),
 }
