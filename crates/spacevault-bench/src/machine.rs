@@ -4,6 +4,7 @@
 use crate::stats::Summary;
 use crate::BenchError;
 use serde::Serialize;
+use spacevault::aligned::{open_read, AlignedBuf};
 use spacevault::kernel::Kernel;
 use std::fs::OpenOptions;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
@@ -58,7 +59,7 @@ pub fn disk_speed(dir: &Path, bytes: u64) -> Result<DiskSpeed, BenchError> {
     let path = dir.join(format!(".spacevault-bench-{}.tmp", std::process::id()));
     let block = 1usize << 20;
     let blocks = (bytes as usize).div_ceil(block).max(1);
-    let mut buf = aligned(block);
+    let mut buf = AlignedBuf::zeroed(block);
     for (i, b) in buf.iter_mut().enumerate() {
         *b = (i * 131 % 251) as u8;
     }
@@ -87,7 +88,7 @@ pub fn disk_speed(dir: &Path, bytes: u64) -> Result<DiskSpeed, BenchError> {
         .map_err(|e| BenchError::io("measuring disk write speed", e))?;
     let write = started.elapsed().as_secs_f64();
     drop(file);
-    let (file, _) = spacevault_open_read(&path)?;
+    let (file, _) = open_read_direct(&path)?;
     let started = Instant::now();
     for i in 0..blocks {
         file.read_exact_at(&mut buf, (i * block) as u64)
@@ -104,18 +105,8 @@ pub fn disk_speed(dir: &Path, bytes: u64) -> Result<DiskSpeed, BenchError> {
     })
 }
 
-fn spacevault_open_read(path: &Path) -> Result<(std::fs::File, bool), BenchError> {
-    match OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECT)
-        .open(path)
-    {
-        Ok(f) => Ok((f, true)),
-        Err(_) => Ok((
-            std::fs::File::open(path).map_err(|e| BenchError::io("reopening", e))?,
-            false,
-        )),
-    }
+fn open_read_direct(path: &Path) -> Result<(std::fs::File, bool), BenchError> {
+    open_read(path, true).map_err(|e| BenchError::io(format!("opening {}", path.display()), e))
 }
 
 /// Latency of random 4 KiB reads of a file, in microseconds, with O_DIRECT
@@ -125,13 +116,13 @@ pub fn random_read_latency(
     reads: usize,
     seed: u64,
 ) -> Result<(Summary, bool), BenchError> {
-    let (file, direct) = spacevault_open_read(path)?;
+    let (file, direct) = open_read_direct(path)?;
     let size = file
         .metadata()
         .map_err(|e| BenchError::io("reading file size", e))?
         .len();
     let pages = (size / 4096).max(1);
-    let mut buf = aligned(4096);
+    let mut buf = AlignedBuf::zeroed(4096);
     let mut rng = SplitMix(seed);
     let mut samples = Vec::with_capacity(reads);
     for _ in 0..reads {
@@ -216,42 +207,6 @@ struct Remove<'a>(&'a Path);
 impl Drop for Remove<'_> {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(self.0);
-    }
-}
-
-/// A 4096-aligned buffer for O_DIRECT, as a boxed slice inside a Vec.
-fn aligned(len: usize) -> AlignedVec {
-    AlignedVec::new(len)
-}
-
-struct AlignedVec {
-    storage: Vec<u8>,
-    start: usize,
-    len: usize,
-}
-
-impl AlignedVec {
-    fn new(len: usize) -> AlignedVec {
-        let storage = vec![0u8; len + 4096];
-        let start = storage.as_ptr().align_offset(4096);
-        AlignedVec {
-            storage,
-            start,
-            len,
-        }
-    }
-}
-
-impl std::ops::Deref for AlignedVec {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        &self.storage[self.start..self.start + self.len]
-    }
-}
-
-impl std::ops::DerefMut for AlignedVec {
-    fn deref_mut(&mut self) -> &mut [u8] {
-        &mut self.storage[self.start..self.start + self.len]
     }
 }
 

@@ -5,6 +5,7 @@
 use crate::algo::{self_check, Algo, Backend};
 use crate::run::{measure, timed, Measurement, Spread};
 use serde::{Deserialize, Serialize};
+use spacevault_bench::machine::peak_rss;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -142,13 +143,6 @@ pub fn run_worker(req: &WorkerRequest) -> Result<WorkerReport, String> {
         seconds,
         peak_rss_bytes: peak_rss().unwrap_or(0),
     })
-}
-
-/// Peak resident memory of this process (VmHWM).
-pub fn peak_rss() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = text.lines().find(|l| l.starts_with("VmHWM:"))?;
-    Some(line.split_whitespace().nth(1)?.parse::<u64>().ok()? * 1024)
 }
 
 /// How to start a worker process: the program and the arguments before the

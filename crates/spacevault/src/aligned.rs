@@ -1,4 +1,5 @@
-//! Page-aligned, zeroed byte buffers, as O_DIRECT writes need.
+//! Page-aligned, zeroed byte buffers, as O_DIRECT needs, and opening files
+//! for O_DIRECT reads where the file system allows it.
 
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::ops::{Deref, DerefMut};

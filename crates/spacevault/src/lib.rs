@@ -25,7 +25,7 @@
 //! The modules are named after the jobs: [`construction`], [`kernel`]
 //! (SIMD hashing), [`format`], [`plot`], [`prove`], [`verify`], [`check`].
 
-pub(crate) mod aligned;
+pub mod aligned;
 pub mod check;
 pub mod construction;
 pub mod format;
