@@ -16,25 +16,30 @@ fn sv(config: &Path) -> Command {
     c
 }
 
-fn plot_k16(dir: &Path) -> PathBuf {
-    let out = sv(dir)
-        .args([
-            "plot",
-            "-k",
-            "16",
-            "--farmer-key",
-            FARMER,
-            "--seed",
-            SEED,
-            "--out",
-        ])
-        .arg(dir)
+/// `spacevault plot -k K --farmer-key FARMER --seed SEED --out DIR` and any
+/// further arguments.
+fn plot_cmd(dir: &Path, k: &str, seed: &str, extra: &[&str]) -> Command {
+    let mut c = sv(dir);
+    c.args(["plot", "-k", k, "--farmer-key", FARMER, "--seed", seed])
+        .args(extra)
+        .arg("--out")
+        .arg(dir);
+    c
+}
+
+/// Plots k=16 with `seed` into `dir`; returns the printed path.
+fn plot_k16_seeded(dir: &Path, seed: &str) -> PathBuf {
+    let out = plot_cmd(dir, "16", seed, &[])
         .assert()
         .success()
         .get_output()
         .stdout
         .clone();
     PathBuf::from(String::from_utf8(out).unwrap().trim())
+}
+
+fn plot_k16(dir: &Path) -> PathBuf {
+    plot_k16_seeded(dir, SEED)
 }
 
 /// A plot running in the background into `dir`, its stderr captured.
@@ -138,24 +143,7 @@ fn plot_prove_verify_check_info() {
 fn damage_is_reported_and_other_plots_still_answer() {
     let dir = tempfile::tempdir().unwrap();
     let good = plot_k16(dir.path());
-    let second = sv(dir.path())
-        .args([
-            "plot",
-            "-k",
-            "16",
-            "--farmer-key",
-            FARMER,
-            "--seed",
-            &"33".repeat(32),
-            "--out",
-        ])
-        .arg(dir.path())
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let bad = PathBuf::from(String::from_utf8(second).unwrap().trim());
+    let bad = plot_k16_seeded(dir.path(), &"33".repeat(32));
     let mut bytes = std::fs::read(&bad).unwrap();
     // Damage every region so any challenge hits it.
     for r in (4096..bytes.len()).step_by(4096) {
@@ -196,18 +184,7 @@ fn a_finished_plot_is_not_overwritten_without_force() {
     let dir = tempfile::tempdir().unwrap();
     let path = plot_k16(dir.path());
     let before = std::fs::metadata(&path).unwrap().modified().unwrap();
-    sv(dir.path())
-        .args([
-            "plot",
-            "-k",
-            "16",
-            "--farmer-key",
-            FARMER,
-            "--seed",
-            SEED,
-            "--out",
-        ])
-        .arg(dir.path())
+    plot_cmd(dir.path(), "16", SEED, &[])
         .assert()
         .code(1)
         .stderr(
@@ -217,19 +194,7 @@ fn a_finished_plot_is_not_overwritten_without_force() {
         std::fs::metadata(&path).unwrap().modified().unwrap(),
         before
     );
-    sv(dir.path())
-        .args([
-            "plot",
-            "-k",
-            "16",
-            "--force",
-            "--farmer-key",
-            FARMER,
-            "--seed",
-            SEED,
-            "--out",
-        ])
-        .arg(dir.path())
+    plot_cmd(dir.path(), "16", SEED, &["--force"])
         .assert()
         .success();
 }
@@ -423,18 +388,7 @@ fn a_killed_plot_leaves_nothing_that_looks_finished() {
 fn a_plot_that_cannot_fit_fails_before_any_work() {
     let dir = tempfile::tempdir().unwrap();
     let started = std::time::Instant::now();
-    sv(dir.path())
-        .args([
-            "plot",
-            "-k",
-            "40",
-            "--farmer-key",
-            FARMER,
-            "--seed",
-            SEED,
-            "--out",
-        ])
-        .arg(dir.path())
+    plot_cmd(dir.path(), "40", SEED, &[])
         .assert()
         .code(1)
         .stderr(predicate::str::contains("not enough free space"));
