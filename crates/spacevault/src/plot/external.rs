@@ -12,9 +12,9 @@
 //! plot; bytes read: the temp file once.
 
 use super::files::open_direct;
-use super::memory::sort_pack_write;
-use super::pack::{sort_key, sort_partition, Scratch};
+use super::pack::SlotPlacer;
 use super::partition::Partitioning;
+use super::pipeline::{pack_and_write, PartitionSource, Scratch};
 use super::scatter::Scatter;
 use super::sink::RegionSink;
 use super::{stop_requested, PlotError, Progress};
@@ -212,33 +212,58 @@ pub(crate) fn plot(
             }
             Ok((all, bytes))
         })?;
-    let round_bases = rounds;
 
     // Phase 2: one more worker than cores, so a core computes while a worker
     // waits for its reads.
     progress.phase("sorting and writing", n);
     let mut sink = RegionSink::new(out, &parting);
-    let end = sort_pack_write(&parting, threads + 1, &mut sink, progress, |p, scratch| {
+    let source = TempSource {
+        file: &temp.file,
+        segments: &segments,
+        round_bases: &rounds,
+        parting: &parting,
+        kernel,
+    };
+    let end = pack_and_write(&parting, threads + 1, &mut sink, progress, &source)?;
+    drop(temp);
+    Ok(ExternalResult {
+        end,
+        temp_bytes_written,
+    })
+}
+
+/// Phase 2's partitions: read back from the temp file and hashed again.
+struct TempSource<'a> {
+    file: &'a File,
+    segments: &'a [RoundSegments],
+    round_bases: &'a [u64],
+    parting: &'a Partitioning,
+    kernel: &'a Kernel,
+}
+
+impl PartitionSource for TempSource<'_> {
+    /// Reads the partition's nonces (ascending: rounds, threads and each
+    /// thread's array then overflow all come in nonce order), hashes them
+    /// and keeps each one's bucket.
+    fn count(&self, p: u64, scratch: &mut Scratch, counts: &mut [u32]) -> Result<(), PlotError> {
         let Scratch {
-            keys,
-            nonces: sorted_out,
+            nonces,
+            locals,
             prefixes,
-            tmp,
             aligned,
         } = scratch;
-        let mut nonces = std::mem::take(sorted_out);
         nonces.clear();
-        for (r, round_segments) in segments.iter().enumerate() {
+        for (r, round_segments) in self.segments.iter().enumerate() {
             for seg in &round_segments[p as usize] {
                 let bytes = (seg.count * TEMP_RECORD).div_ceil(PAGE) * PAGE;
                 if aligned.as_ref().is_none_or(|b| (b.len() as u64) < bytes) {
                     *aligned = Some(AlignedBuf::zeroed(bytes as usize));
                 }
                 let buf = &mut aligned.as_mut().unwrap()[..bytes as usize];
-                temp.file
+                self.file
                     .read_exact_at(buf, seg.offset)
                     .map_err(|e| PlotError::io("reading the temp file", e))?;
-                let base = round_bases[r];
+                let base = self.round_bases[r];
                 nonces.extend(
                     buf[..(seg.count * TEMP_RECORD) as usize]
                         .chunks_exact(4)
@@ -248,31 +273,27 @@ pub(crate) fn plot(
         }
         prefixes.clear();
         prefixes.resize(nonces.len(), 0);
-        kernel.prefixes_of(&nonces, prefixes);
-        keys.clear();
-        let buckets = parting.buckets(p);
-        let mut counts = vec![0u32; (buckets.end - buckets.start) as usize];
-        for (&x, &prefix) in nonces.iter().zip(prefixes.iter()) {
-            let (q, local) = parting.locate(layout.bucket_of_prefix(prefix));
+        self.kernel.prefixes_of(nonces, prefixes);
+        locals.clear();
+        let layout = &self.parting.layout;
+        for &prefix in prefixes.iter() {
+            let (q, local) = self.parting.locate(layout.bucket_of_prefix(prefix));
             if q != p {
-                return Err(PlotError::io(
-                    "reading the temp file",
-                    std::io::Error::new(
-                        std::io::ErrorKind::InvalidData,
-                        "a record came back in the wrong partition",
-                    ),
-                ));
+                return Err(PlotError::Inconsistent(format!(
+                    "a record of partition {q} came back with partition {p}"
+                )));
             }
             counts[local as usize] += 1;
-            keys.push(sort_key(local, x));
+            locals.push(local as u32);
         }
-        Ok(sort_partition(p, keys, counts, tmp, nonces))
-    })?;
-    drop(temp);
-    Ok(ExternalResult {
-        end,
-        temp_bytes_written,
-    })
+        Ok(())
+    }
+
+    fn fill(&self, _: u64, scratch: &mut Scratch, placer: &mut SlotPlacer) {
+        for (&x, &local) in scratch.nonces.iter().zip(&scratch.locals) {
+            placer.put(local as usize, x);
+        }
+    }
 }
 
 /// Hashes nonces `base .. base + len` into the round's buffers, each thread a

@@ -2,20 +2,14 @@
 //! scatter the keys into partitions, then sort, pack and write partition by
 //! partition. The plot file is written once and nothing else is.
 
-use super::pack::{
-    pack, place, sort_key, sort_partition, BufPool, Packed, Placement, Scratch, SortedPartition,
-};
+use super::pack::SlotPlacer;
 use super::partition::Partitioning;
+use super::pipeline::{pack_and_write, PartitionSource, Scratch};
 use super::scatter::Scatter;
 use super::sink::RegionSink;
 use super::{stop_requested, PlotError, Progress};
 use crate::kernel::Kernel;
 use std::fs::File;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Condvar, Mutex};
-
-/// The turn given when a worker failed: everyone stops.
-const ABORTED: u64 = u64::MAX;
 
 /// Records a partition holds: small enough that sorting it stays in L2.
 pub(crate) const PARTITION_RECORDS: u64 = 1 << 17;
@@ -77,31 +71,54 @@ struct ThreadKeys {
 }
 
 impl ThreadKeys {
-    /// Appends partition p's keys to `out` as 8-byte sort keys, in order.
-    /// Counts each bucket's keys in `counts` on the way.
-    fn decode_into(&self, p: u64, shape: KeyShape, out: &mut Vec<u64>, counts: &mut [u32]) {
+    /// Calls `each(key, epoch)` for partition p's keys, in the order pushed:
+    /// by ascending nonce.
+    #[inline(always)]
+    fn for_each_key(&self, p: u64, mut each: impl FnMut(u32, u64)) {
         let (slice, extra) = self.scatter.records(p);
-        let extra: Vec<u32> = extra.collect();
-        let low_mask = shape.epoch_len() - 1;
         let p = p as usize;
+        // Overflowed keys (rare) follow the array's.
+        let extra: Vec<u32> = extra.collect();
         for (m, (epoch, starts)) in self.marks.iter().enumerate() {
             let start = starts[p] as usize;
             let end = self.marks.get(m + 1).map_or(self.totals[p], |n| n.1[p]) as usize;
-            let base = epoch << shape.low_bits;
-            let mut decode = |key: &u32| {
-                counts[(*key >> shape.low_bits) as usize] += 1;
-                sort_key(
-                    *key as u64 >> shape.low_bits,
-                    base | (*key as u64 & low_mask),
-                )
-            };
-            // The epoch's keys: in the array, then (rarely) in the overflow.
             let in_array = start.min(slice.len())..end.min(slice.len());
-            out.extend(slice[in_array].iter().map(&mut decode));
+            slice[in_array].iter().for_each(|&key| each(key, *epoch));
             if end > slice.len() {
                 let in_extra = start.max(slice.len()) - slice.len()..end - slice.len();
-                out.extend(extra[in_extra].iter().map(&mut decode));
+                extra[in_extra].iter().for_each(|&key| each(key, *epoch));
             }
+        }
+    }
+}
+
+/// Every thread's keys: the source of the in-memory plot's partitions.
+struct Keys {
+    per_thread: Vec<ThreadKeys>,
+    shape: KeyShape,
+}
+
+impl PartitionSource for Keys {
+    fn count(&self, p: u64, _: &mut Scratch, counts: &mut [u32]) -> Result<(), PlotError> {
+        let low_bits = self.shape.low_bits;
+        for t in &self.per_thread {
+            let (slice, extra) = t.scatter.records(p);
+            for key in slice.iter().copied().chain(extra) {
+                counts[(key >> low_bits) as usize] += 1;
+            }
+        }
+        Ok(())
+    }
+
+    fn fill(&self, p: u64, _: &mut Scratch, placer: &mut SlotPlacer) {
+        // Threads in order, epochs in order: nonces ascend.
+        let low_bits = self.shape.low_bits;
+        let low_mask = self.shape.epoch_len() - 1;
+        for t in &self.per_thread {
+            t.for_each_key(p, |key, epoch| {
+                let nonce = (epoch << low_bits) | (key as u64 & low_mask);
+                placer.put((key >> low_bits) as usize, nonce);
+            });
         }
     }
 }
@@ -172,120 +189,11 @@ pub(crate) fn plot(
 
     progress.phase("sorting and writing", n);
     let mut sink = RegionSink::new(file, parting);
-    sort_pack_write(parting, threads, &mut sink, progress, |p, scratch| {
-        // Threads in order, epochs in order: nonces ascend.
-        scratch.keys.clear();
-        let buckets = parting.buckets(p);
-        let mut counts = vec![0u32; (buckets.end - buckets.start) as usize];
-        for t in &per_thread {
-            t.decode_into(p, shape, &mut scratch.keys, &mut counts);
-        }
-        let out = std::mem::take(&mut scratch.nonces);
-        Ok(sort_partition(
-            p,
-            &scratch.keys,
-            counts,
-            &mut scratch.tmp,
-            out,
-        ))
-    })
-}
-
-/// Sorts, places, packs and writes every partition with `threads` workers;
-/// `sorted(p)` gives partition p's records in file order. Placement follows
-/// partition order; everything else runs in parallel.
-pub(crate) fn sort_pack_write(
-    parting: &Partitioning,
-    threads: usize,
-    sink: &mut RegionSink,
-    progress: &dyn Progress,
-    sorted: impl Fn(u64, &mut Scratch) -> Result<SortedPartition, PlotError> + Sync,
-) -> Result<u64, PlotError> {
-    let pool = BufPool::default();
-    let next = AtomicU64::new(0);
-    // (partition whose turn it is to be placed, end of the previous one)
-    let turn = Mutex::new((0u64, 0u64));
-    let turn_changed = Condvar::new();
-    let failed = std::sync::atomic::AtomicBool::new(false);
-    let (tx, rx) = mpsc::sync_channel::<Result<Packed, PlotError>>(threads);
-    std::thread::scope(|s| -> Result<u64, PlotError> {
-        for _ in 0..threads {
-            let tx = tx.clone();
-            let (next, turn, turn_changed, failed, sorted, pool) =
-                (&next, &turn, &turn_changed, &failed, &sorted, &pool);
-            s.spawn(move || {
-                let mut scratch = Scratch::default();
-                loop {
-                    let p = next.fetch_add(1, Ordering::Relaxed);
-                    if p >= parting.count || failed.load(Ordering::Relaxed) || stop_requested() {
-                        // Partitions waiting for their turn must not wait forever.
-                        let mut t = turn.lock().unwrap();
-                        if p < parting.count {
-                            t.0 = ABORTED;
-                        }
-                        turn_changed.notify_all();
-                        return;
-                    }
-                    let result = sorted(p, &mut scratch).and_then(|mut part| {
-                        let placement: Placement = {
-                            let mut t = turn.lock().unwrap();
-                            while t.0 != p && t.0 != ABORTED {
-                                t = turn_changed.wait(t).unwrap();
-                            }
-                            if t.0 == ABORTED {
-                                return Err(PlotError::Aborted);
-                            }
-                            let placement = place(parting, &part, t.1);
-                            *t = (p + 1, placement.end);
-                            turn_changed.notify_all();
-                            placement
-                        };
-                        let records = part.nonces.len() as u64;
-                        let packed = pack(parting, &part, &placement, pool);
-                        scratch.nonces = std::mem::take(&mut part.nonces);
-                        progress.advance(records);
-                        packed
-                    });
-                    if result.is_err() {
-                        failed.store(true, Ordering::Relaxed);
-                        // Let partitions waiting for their turn go on and stop.
-                        let mut t = turn.lock().unwrap();
-                        t.0 = ABORTED;
-                        turn_changed.notify_all();
-                    }
-                    if tx.send(result).is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-        drop(tx);
-        let mut first_error = None;
-        for result in rx {
-            match result {
-                Ok(packed) if first_error.is_none() => {
-                    if let Err(e) = sink.accept(packed, &pool) {
-                        failed.store(true, Ordering::Relaxed);
-                        first_error = Some(PlotError::io("writing the plot", e));
-                    }
-                }
-                Ok(_) => {}
-                Err(PlotError::Aborted) => {}
-                Err(e) => {
-                    first_error.get_or_insert(e);
-                }
-            }
-        }
-        if let Some(e) = first_error {
-            return Err(e);
-        }
-        if stop_requested() {
-            return Err(PlotError::Interrupted);
-        }
-        if failed.load(Ordering::Relaxed) {
-            return Err(PlotError::Aborted);
-        }
-        assert!(sink.is_complete(), "every partition was written");
-        Ok(turn.lock().unwrap().1)
-    })
+    pack_and_write(
+        parting,
+        threads,
+        &mut sink,
+        progress,
+        &Keys { per_thread, shape },
+    )
 }

@@ -10,6 +10,7 @@ mod files;
 mod memory;
 mod pack;
 mod partition;
+mod pipeline;
 mod scatter;
 mod sink;
 mod stop;
@@ -51,6 +52,8 @@ pub enum PlotError {
     BucketOverflow { bucket: u64, records: u32 },
     #[error("{0}")]
     InvalidOptions(String),
+    #[error("{0}: the temp file or memory is damaged")]
+    Inconsistent(String),
     #[error("plotting stopped after an error in another thread")]
     Aborted,
     #[error("interrupted: the unfinished plot was removed")]

@@ -1,42 +1,13 @@
-//! From a partition's records to region bytes: sort into buckets, place each
-//! group in the slot stream, and pack the slots.
+//! From a partition's records to region bytes. Once a partition's bucket
+//! counts are known, its groups are *placed* in the slot stream (where each
+//! starts depends on where the previous one ended) and every record is then
+//! written straight into its slot: no sorted copy of the partition is made.
 
 use super::partition::Partitioning;
 use super::PlotError;
 use crate::aligned::AlignedBuf;
-use crate::format::bits::SlotWriter;
 use crate::format::REGION_HEADER_SIZE;
 use std::sync::Mutex;
-
-/// Bits of a sort key that hold the nonce; the bucket within the partition
-/// sits above them.
-pub(crate) const NONCE_BITS: u32 = 40;
-pub(crate) const NONCE_MASK: u64 = (1 << NONCE_BITS) - 1;
-
-#[inline(always)]
-pub(crate) fn sort_key(local_bucket: u64, nonce: u64) -> u64 {
-    (local_bucket << NONCE_BITS) | nonce
-}
-
-/// A partition's nonces in file order: by bucket, then by nonce.
-pub(crate) struct SortedPartition {
-    pub index: u64,
-    /// Records in each bucket of the partition.
-    pub counts: Vec<u32>,
-    pub nonces: Vec<u64>,
-}
-
-/// Buffers a worker reuses from partition to partition: allocating them
-/// afresh would have the kernel fault in and zero gigabytes of pages.
-#[derive(Default)]
-pub(crate) struct Scratch {
-    pub keys: Vec<u64>,
-    pub nonces: Vec<u64>,
-    pub prefixes: Vec<u64>,
-    pub tmp: Vec<u64>,
-    /// Page-aligned room for O_DIRECT reads.
-    pub aligned: Option<AlignedBuf>,
-}
 
 /// Packed-region buffers handed back by the writer for reuse.
 #[derive(Default)]
@@ -68,81 +39,6 @@ impl BufPool {
     }
 }
 
-/// Partitions up to this many records are sorted in one pass; larger ones
-/// first split into chunks of buckets whose output fits in L2.
-const ONE_PASS_RECORDS: usize = 1 << 18;
-const CHUNK_BUCKETS_LOG2: u32 = 11;
-
-/// Counting sort of sort keys by bucket into `out`, whose memory is reused
-/// (as is `tmp`'s). `counts` holds the keys per bucket, counted by the
-/// caller while it made them. `keys` must list nonces in ascending order:
-/// the sort is stable, so each bucket's nonces stay sorted.
-pub(crate) fn sort_partition(
-    index: u64,
-    keys: &[u64],
-    counts: Vec<u32>,
-    tmp: &mut Vec<u64>,
-    mut out: Vec<u64>,
-) -> SortedPartition {
-    let bucket_count = counts.len();
-    debug_assert_eq!(
-        counts.iter().map(|&c| c as usize).sum::<usize>(),
-        keys.len()
-    );
-    let mut next = Vec::with_capacity(bucket_count);
-    let mut sum = 0usize;
-    for &c in &counts {
-        next.push(sum);
-        sum += c as usize;
-    }
-    let total = keys.len();
-    let one_pass = total <= ONE_PASS_RECORDS || bucket_count <= 1 << CHUNK_BUCKETS_LOG2;
-    // Where each chunk of buckets starts, for the two-pass sort.
-    let mut chunk_next: Vec<usize> = if one_pass {
-        Vec::new()
-    } else {
-        (0..bucket_count)
-            .step_by(1 << CHUNK_BUCKETS_LOG2)
-            .map(|b| next[b])
-            .collect()
-    };
-    out.clear();
-    out.reserve(total);
-    let spare = &mut out.spare_capacity_mut()[..total];
-    let mut place = |key: u64| {
-        let b = (key >> NONCE_BITS) as usize;
-        spare[next[b]].write(key & NONCE_MASK);
-        next[b] += 1;
-    };
-    if one_pass {
-        keys.iter().for_each(|&k| place(k));
-    } else {
-        // Pass 1: stable split into chunks of buckets, a few dozen streams.
-        let shift = NONCE_BITS + CHUNK_BUCKETS_LOG2;
-        tmp.clear();
-        tmp.reserve(total);
-        let staged = &mut tmp.spare_capacity_mut()[..total];
-        for &key in keys {
-            let c = (key >> shift) as usize;
-            staged[chunk_next[c]].write(key);
-            chunk_next[c] += 1;
-        }
-        // SAFETY: as for `out` below: every one of the `total` places was
-        // written once.
-        unsafe { tmp.set_len(total) };
-        // Pass 2: each chunk's records land in a window that fits in L2.
-        tmp.iter().for_each(|&k| place(k));
-    }
-    // SAFETY: the counting sort wrote each of the first `total` elements
-    // exactly once (the counts sum to `total`).
-    unsafe { out.set_len(total) };
-    SortedPartition {
-        index,
-        counts,
-        nonces: out,
-    }
-}
-
 /// Where each group of a partition starts in the global slot stream.
 pub(crate) struct Placement {
     pub group_starts: Vec<u64>,
@@ -153,17 +49,18 @@ pub(crate) struct Placement {
 /// Group g starts at `max(g * slots_per_region, end of group g - 1)`.
 pub(crate) fn place(
     parting: &Partitioning,
-    sorted: &SortedPartition,
+    index: u64,
+    counts: &[u32],
     previous_end: u64,
 ) -> Placement {
     let layout = &parting.layout;
     let slots = layout.slots_per_region as u64;
     let bpg = layout.buckets_per_group as usize;
     let mut end = previous_end;
-    let groups = parting.groups(sorted.index);
+    let groups = parting.groups(index);
     let mut group_starts = Vec::with_capacity((groups.end - groups.start) as usize);
     for (i, g) in groups.enumerate() {
-        let counts = &sorted.counts[i * bpg..((i + 1) * bpg).min(sorted.counts.len())];
+        let counts = &counts[i * bpg..((i + 1) * bpg).min(counts.len())];
         let n: u64 = counts.iter().map(|&c| c as u64).sum();
         let start = end.max(g * slots);
         group_starts.push(start);
@@ -181,115 +78,279 @@ pub(crate) struct Packed {
     pub buf: AlignedBuf,
 }
 
-/// Packs a placed partition. The last partition also writes the headers of
-/// the tail regions that hold the final spill; `end` is then the end of all
-/// records.
-pub(crate) fn pack(
-    parting: &Partitioning,
-    sorted: &SortedPartition,
-    placement: &Placement,
-    pool: &BufPool,
-) -> Result<Packed, PlotError> {
-    let layout = &parting.layout;
-    let slots = layout.slots_per_region as u64;
-    let region_size = layout.region_size as usize;
-    let k = layout.k as u32;
-    let bpg = layout.buckets_per_group as usize;
-    let groups = parting.groups(sorted.index);
-    let is_last = groups.end == layout.group_count();
-    let first_region = groups.start;
-    let last_touched = (groups.end - 1).max(placement.end.saturating_sub(1) / slots);
-    let end_region = if is_last {
-        layout.region_count(placement.end)
-    } else {
-        last_touched + 1
-    };
-    let regions = end_region - first_region;
-    let mut buf = pool.take(regions as usize * region_size);
-    let area = layout.slot_area_offset();
+/// Bytes past the last region that a slot write may touch: slots are
+/// written as whole little-endian u64 words.
+const WORD_SLACK: usize = 8;
 
-    let mut next_nonce = 0usize;
-    for (i, g) in groups.clone().enumerate() {
-        let start = placement.group_starts[i];
-        let counts = &sorted.counts[i * bpg..((i + 1) * bpg).min(sorted.counts.len())];
-        let region = &mut buf[(g - first_region) as usize * region_size..][..region_size];
-        region[4..8].copy_from_slice(&((start - g * slots) as u32).to_le_bytes());
-        for (j, &c) in counts.iter().enumerate() {
-            if c > u8::MAX as u32 {
-                return Err(PlotError::BucketOverflow {
-                    bucket: parting.buckets(sorted.index).start + (i * bpg + j) as u64,
-                    records: c,
-                });
+/// Writes a placed partition's records straight into their slots.
+///
+/// Each bucket has a cursor, its next free slot; [`SlotPlacer::put`] stores a
+/// nonce there. Records of a bucket must come in ascending nonce order, and
+/// [`SlotPlacer::finish`] checks that every bucket got exactly its count.
+pub(crate) struct SlotPlacer {
+    index: u64,
+    first_region: u64,
+    regions: u64,
+    buf: AlignedBuf,
+    /// Each bucket's next slot, counted from the first slot of `first_region`.
+    cursors: Vec<u64>,
+    slots: u64,
+    /// floor(2^64 / slots) + 1: a slot number over `slots` in one multiply,
+    /// exact for every slot number below 2^64 / slots.
+    reciprocal: u64,
+    region_size: usize,
+    area: usize,
+    k: u32,
+    mask: u64,
+}
+
+impl SlotPlacer {
+    /// Lays out the partition's regions (group offsets and bucket counts) in
+    /// a buffer from `pool` and points each bucket's cursor at its first
+    /// slot. `cursors` is memory to reuse.
+    pub fn new(
+        parting: &Partitioning,
+        index: u64,
+        counts: &[u32],
+        placement: &Placement,
+        pool: &BufPool,
+        mut cursors: Vec<u64>,
+    ) -> Result<SlotPlacer, PlotError> {
+        let layout = &parting.layout;
+        let slots = layout.slots_per_region as u64;
+        assert!(slots > 1, "a region holds more than one slot");
+        let region_size = layout.region_size as usize;
+        let bpg = layout.buckets_per_group as usize;
+        let groups = parting.groups(index);
+        let is_last = groups.end == layout.group_count();
+        let first_region = groups.start;
+        let last_touched = (groups.end - 1).max(placement.end.saturating_sub(1) / slots);
+        let end_region = if is_last {
+            layout.region_count(placement.end)
+        } else {
+            last_touched + 1
+        };
+        let regions = end_region - first_region;
+        let mut buf = pool.take(regions as usize * region_size + WORD_SLACK);
+        let base = first_region * slots;
+
+        cursors.clear();
+        cursors.reserve(counts.len());
+        for (i, g) in groups.clone().enumerate() {
+            let start = placement.group_starts[i];
+            let group_counts = &counts[i * bpg..((i + 1) * bpg).min(counts.len())];
+            let region = &mut buf[(g - first_region) as usize * region_size..][..region_size];
+            region[4..8].copy_from_slice(&((start - g * slots) as u32).to_le_bytes());
+            let mut next = start - base;
+            for (j, &c) in group_counts.iter().enumerate() {
+                if c > u8::MAX as u32 {
+                    return Err(PlotError::BucketOverflow {
+                        bucket: parting.buckets(index).start + (i * bpg + j) as u64,
+                        records: c,
+                    });
+                }
+                region[REGION_HEADER_SIZE + j] = c as u8;
+                cursors.push(next);
+                next += c as u64;
             }
-            region[REGION_HEADER_SIZE + j] = c as u8;
         }
-        let n: usize = counts.iter().map(|&c| c as usize).sum();
-        let mut s = start;
-        let mut left = &sorted.nonces[next_nonce..next_nonce + n];
-        next_nonce += n;
-        while !left.is_empty() {
-            let r = s / slots;
-            let j = (s % slots) as usize;
-            let take = left.len().min((slots as usize) - j);
-            let region = &mut buf[(r - first_region) as usize * region_size..][..region_size];
-            let mut w = SlotWriter::new(&mut region[area..], j, k);
-            for &x in &left[..take] {
-                w.push(x);
+        if is_last {
+            for r in layout.group_count()..end_region {
+                let offset = placement.end.saturating_sub(r * slots);
+                let region = &mut buf[(r - first_region) as usize * region_size..][..region_size];
+                region[4..8].copy_from_slice(&(offset as u32).to_le_bytes());
             }
-            w.finish();
-            left = &left[take..];
-            s += take as u64;
         }
+        debug_assert!(regions * slots < u64::MAX / slots);
+        Ok(SlotPlacer {
+            index,
+            first_region,
+            regions,
+            buf,
+            cursors,
+            slots,
+            reciprocal: (u64::MAX / slots) + 1,
+            region_size,
+            area: layout.slot_area_offset(),
+            k: layout.k as u32,
+            mask: (1u64 << layout.k) - 1,
+        })
     }
-    if is_last {
-        for r in layout.group_count()..end_region {
-            let offset = placement.end.saturating_sub(r * slots);
-            let region = &mut buf[(r - first_region) as usize * region_size..][..region_size];
-            region[4..8].copy_from_slice(&(offset as u32).to_le_bytes());
+
+    /// Stores `nonce` in the next slot of bucket `local` (counted within
+    /// the partition).
+    #[inline(always)]
+    pub fn put(&mut self, local: usize, nonce: u64) {
+        let s = self.cursors[local];
+        self.cursors[local] = s + 1;
+        let region = ((s as u128 * self.reciprocal as u128) >> 64) as u64;
+        let bit = (s - region * self.slots) * self.k as u64;
+        let byte = region as usize * self.region_size + self.area + (bit >> 3) as usize;
+        // k <= 40 bits shifted by at most 7 stay within one u64; the bits
+        // around the slot are ORed with zeros and so kept.
+        let word = &mut self.buf[byte..byte + 8];
+        let value =
+            u64::from_le_bytes(word.try_into().unwrap()) | ((nonce & self.mask) << (bit & 7));
+        word.copy_from_slice(&value.to_le_bytes());
+    }
+
+    /// The packed regions, once every bucket got exactly its count of
+    /// records, and the cursor memory for reuse.
+    pub fn finish(
+        self,
+        parting: &Partitioning,
+        counts: &[u32],
+        placement: &Placement,
+    ) -> Result<(Packed, Vec<u64>), PlotError> {
+        let bpg = parting.layout.buckets_per_group as usize;
+        let base = self.first_region * self.slots;
+        for (i, &start) in placement.group_starts.iter().enumerate() {
+            let mut next = start - base;
+            let range = i * bpg..((i + 1) * bpg).min(counts.len());
+            for (&c, &cursor) in counts[range.clone()].iter().zip(&self.cursors[range]) {
+                next += c as u64;
+                if cursor != next {
+                    return Err(PlotError::Inconsistent(format!(
+                        "partition {} received a different number of records than it counted",
+                        self.index
+                    )));
+                }
+            }
         }
+        let packed = Packed {
+            index: self.index,
+            first_region: self.first_region,
+            regions: self.regions,
+            buf: self.buf,
+        };
+        Ok((packed, self.cursors))
     }
-    Ok(Packed {
-        index: sorted.index,
-        first_region,
-        regions,
-        buf,
-    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::bits::SlotWriter;
     use crate::format::Layout;
 
-    /// Sorting by (bucket, nonce) the obvious way must agree with both the
-    /// one-pass and the two-pass counting sort.
+    /// The obvious way: sort the records by (bucket, nonce), then write each
+    /// group's slots in order with a [`SlotWriter`].
+    fn pack_by_sorting(
+        parting: &Partitioning,
+        index: u64,
+        records: &[(usize, u64)],
+        counts: &[u32],
+        placement: &Placement,
+    ) -> Vec<u8> {
+        let layout = &parting.layout;
+        let slots = layout.slots_per_region as u64;
+        let size = layout.region_size as usize;
+        let bpg = layout.buckets_per_group as usize;
+        let mut sorted = records.to_vec();
+        sorted.sort_unstable();
+        let pool = BufPool::default();
+        // Headers as the placer writes them; slots written here.
+        let mut buf = SlotPlacer::new(parting, index, counts, placement, &pool, Vec::new())
+            .unwrap()
+            .buf;
+        let groups = parting.groups(index);
+        let first_region = groups.start;
+        let mut next = 0;
+        for (i, _) in groups.enumerate() {
+            let n: usize = counts[i * bpg..((i + 1) * bpg).min(counts.len())]
+                .iter()
+                .map(|&c| c as usize)
+                .sum();
+            let mut s = placement.group_starts[i];
+            for &(_, x) in &sorted[next..next + n] {
+                let r = s / slots;
+                let j = (s % slots) as usize;
+                let region = &mut buf[(r - first_region) as usize * size..][..size];
+                let mut w =
+                    SlotWriter::new(&mut region[layout.slot_area_offset()..], j, layout.k as u32);
+                w.push(x);
+                w.finish();
+                s += 1;
+            }
+            next += n;
+        }
+        buf.to_vec()
+    }
+
+    fn xorshift(state: &mut u64) -> u64 {
+        *state ^= *state << 13;
+        *state ^= *state >> 7;
+        *state ^= *state << 17;
+        *state
+    }
+
+    /// Direct placement gives the same bytes as sorting and packing in
+    /// order, for first, middle and last partitions, with spills in and out.
     #[test]
-    fn counting_sort_matches_a_plain_sort() {
-        for (k, target) in [(20u8, 1u64 << 14), (20, 1 << 20)] {
+    fn placing_directly_matches_sorting_then_packing() {
+        let mut rng = 0x1234_5678_9ABC_DEF0u64;
+        for (k, target) in [(16u8, 1u64 << 12), (20, 1 << 14), (23, 1 << 17)] {
             let layout = Layout::for_k(k).unwrap();
             let parting = Partitioning::new(layout, target);
-            let p = parting.count / 2;
-            let buckets = parting.buckets(p).end - parting.buckets(p).start;
-            let mut rng = 0x1234_5678_9ABC_DEF0u64;
-            let keys: Vec<u64> = (0..(target as usize).min(300_000))
-                .map(|i| {
-                    rng ^= rng << 13;
-                    rng ^= rng >> 7;
-                    rng ^= rng << 17;
-                    sort_key(rng % buckets, i as u64)
-                })
-                .collect();
-            let mut want = keys.clone();
-            want.sort_unstable();
-            let mut counts = vec![0u32; buckets as usize];
-            for k in &keys {
-                counts[(k >> NONCE_BITS) as usize] += 1;
+            let slots = layout.slots_per_region as u64;
+            for index in [0, parting.count / 2, parting.count - 1] {
+                let buckets = parting.buckets(index);
+                let n_buckets = (buckets.end - buckets.start) as usize;
+                let n = n_buckets << (k - layout.bucket_bits);
+                // Skewed towards the first buckets so groups overflow.
+                let mut records: Vec<(usize, u64)> = (0..n)
+                    .map(|_| {
+                        let a = xorshift(&mut rng) as usize % n_buckets;
+                        let b = xorshift(&mut rng) as usize % n_buckets;
+                        (a.min(b), xorshift(&mut rng) & ((1 << k) - 1))
+                    })
+                    .collect();
+                records.sort_unstable_by_key(|r| r.1);
+                let mut counts = vec![0u32; n_buckets];
+                for r in &records {
+                    counts[r.0] += 1;
+                }
+                let previous_end =
+                    parting.groups(index).start * slots + if index > 0 { slots / 3 } else { 0 };
+                let placement = place(&parting, index, &counts, previous_end);
+                let pool = BufPool::default();
+                let mut placer =
+                    SlotPlacer::new(&parting, index, &counts, &placement, &pool, Vec::new())
+                        .unwrap();
+                for &(b, x) in &records {
+                    placer.put(b, x);
+                }
+                let (packed, _) = placer.finish(&parting, &counts, &placement).unwrap();
+                let want = pack_by_sorting(&parting, index, &records, &counts, &placement);
+                assert_eq!(&packed.buf[..], &want[..], "k {k} partition {index}");
             }
-            let mut tmp = Vec::new();
-            let sorted = sort_partition(p, &keys, counts.clone(), &mut tmp, vec![7; 3]);
-            let want_nonces: Vec<u64> = want.iter().map(|k| k & NONCE_MASK).collect();
-            assert_eq!(sorted.nonces, want_nonces, "k {k} target {target}");
-            assert_eq!(sorted.counts, counts);
+        }
+    }
+
+    #[test]
+    fn a_bucket_with_a_record_too_many_or_few_is_refused() {
+        let layout = Layout::for_k(18).unwrap();
+        let parting = Partitioning::new(layout, 1 << 12);
+        let n_buckets = (parting.buckets(1).end - parting.buckets(1).start) as usize;
+        let counts = vec![2u32; n_buckets];
+        let placement = place(&parting, 1, &counts, 0);
+        let pool = BufPool::default();
+        for extra in [false, true] {
+            let mut placer =
+                SlotPlacer::new(&parting, 1, &counts, &placement, &pool, Vec::new()).unwrap();
+            for b in 0..n_buckets {
+                placer.put(b, 1);
+                if b != 3 || extra {
+                    placer.put(b, 2);
+                }
+            }
+            if extra {
+                placer.put(5, 3);
+            }
+            assert!(matches!(
+                placer.finish(&parting, &counts, &placement),
+                Err(PlotError::Inconsistent(_))
+            ));
         }
     }
 }
