@@ -261,16 +261,15 @@ mod tests {
                 .iter()
                 .map(|&c| c as usize)
                 .sum();
-            let mut s = placement.group_starts[i];
-            for &(_, x) in &sorted[next..next + n] {
+            let group = &sorted[next..next + n];
+            for (s, &(_, x)) in (placement.group_starts[i]..).zip(group) {
                 let r = s / slots;
                 let j = (s % slots) as usize;
                 let region = &mut buf[(r - first_region) as usize * size..][..size];
-                let mut w =
-                    SlotWriter::new(&mut region[layout.slot_area_offset()..], j, layout.k as u32);
+                let area = &mut region[layout.slot_area_offset()..];
+                let mut w = SlotWriter::new(area, j, layout.k as u32);
                 w.push(x);
                 w.finish();
-                s += 1;
             }
             next += n;
         }
