@@ -100,21 +100,25 @@ fn one_thread_and_many_threads_make_the_same_file() {
 
 #[test]
 fn external_plot_in_many_rounds_matches_the_in_memory_plot() {
-    // 2 MiB of round buffers for 2^20 records: several rounds, dozens of
-    // partitions, the temp file written and read back in pieces.
+    // 42 MiB: 2 MiB of round buffers for 2^20 records: several rounds,
+    // dozens of partitions, the temp file written and read back in pieces.
+    // 160 MiB: one round, partitions of thousands of buckets that phase 2
+    // splits into windows.
     let dir = tempfile::tempdir().unwrap();
     let mut o = options(20, Strategy::Memory, 5);
     let memory_plot = plot(&o, dir.path(), &NoProgress).unwrap();
     let want = std::fs::read(&memory_plot.path).unwrap();
-    o.strategy = Strategy::External;
-    o.memory = 42 << 20;
-    o.force = true;
-    let external_plot = plot(&o, dir.path(), &NoProgress).unwrap();
-    assert!(external_plot.temp_bytes_written >= 4 << 20);
-    let got = std::fs::read(&external_plot.path).unwrap();
-    assert_eq!(want.len(), got.len());
-    assert!(
-        want[4096..] == got[4096..],
-        "external and in-memory plots differ"
-    );
+    for memory in [42 << 20, 160 << 20] {
+        o.strategy = Strategy::External;
+        o.memory = memory;
+        o.force = true;
+        let external_plot = plot(&o, dir.path(), &NoProgress).unwrap();
+        assert!(external_plot.temp_bytes_written >= 4 << 20);
+        let got = std::fs::read(&external_plot.path).unwrap();
+        assert_eq!(want.len(), got.len());
+        assert!(
+            want[4096..] == got[4096..],
+            "external ({memory} bytes of memory) and in-memory plots differ"
+        );
+    }
 }

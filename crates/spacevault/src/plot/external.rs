@@ -224,7 +224,7 @@ pub(crate) fn plot(
         parting: &parting,
         kernel,
     };
-    let end = pack_and_write(&parting, threads + 1, &mut sink, progress, &source)?;
+    let end = pack_and_write(&parting, threads + 2, &mut sink, progress, &source)?;
     drop(temp);
     Ok(ExternalResult {
         end,
@@ -243,16 +243,22 @@ struct TempSource<'a> {
 
 impl PartitionSource for TempSource<'_> {
     /// Reads the partition's nonces (ascending: rounds, threads and each
-    /// thread's array then overflow all come in nonce order), hashes them
-    /// and keeps each one's bucket.
+    /// thread's array then overflow all come in nonce order), hashes them a
+    /// block at a time and keeps each one with its bucket.
     fn count(&self, p: u64, scratch: &mut Scratch, counts: &mut [u32]) -> Result<(), PlotError> {
         let Scratch {
+            windows,
             nonces,
-            locals,
             prefixes,
             aligned,
         } = scratch;
-        nonces.clear();
+        // A window per run of buckets whose slots and cursors fit in L2:
+        // `fill` then writes each window's slots while they are in cache.
+        windows.resize_with(counts.len().div_ceil(1 << WINDOW_BUCKETS_LOG2), Vec::new);
+        windows.iter_mut().for_each(Vec::clear);
+        nonces.resize(HASH_BLOCK, 0);
+        prefixes.resize(HASH_BLOCK, 0);
+        let layout = &self.parting.layout;
         for (r, round_segments) in self.segments.iter().enumerate() {
             for seg in &round_segments[p as usize] {
                 let bytes = (seg.count * TEMP_RECORD).div_ceil(PAGE) * PAGE;
@@ -264,36 +270,47 @@ impl PartitionSource for TempSource<'_> {
                     .read_exact_at(buf, seg.offset)
                     .map_err(|e| PlotError::io("reading the temp file", e))?;
                 let base = self.round_bases[r];
-                nonces.extend(
-                    buf[..(seg.count * TEMP_RECORD) as usize]
-                        .chunks_exact(4)
-                        .map(|c| base + u32::from_ne_bytes(c.try_into().unwrap()) as u64),
-                );
+                for block in buf[..(seg.count * TEMP_RECORD) as usize].chunks(HASH_BLOCK * 4) {
+                    let n = block.len() / 4;
+                    for (x, c) in nonces.iter_mut().zip(block.chunks_exact(4)) {
+                        *x = base + u32::from_ne_bytes(c.try_into().unwrap()) as u64;
+                    }
+                    self.kernel.prefixes_of(&nonces[..n], &mut prefixes[..n]);
+                    for (&x, &prefix) in nonces[..n].iter().zip(&prefixes[..n]) {
+                        let (q, local) = self.parting.locate(layout.bucket_of_prefix(prefix));
+                        if q != p {
+                            return Err(PlotError::Inconsistent(format!(
+                                "a record of partition {q} came back with partition {p}"
+                            )));
+                        }
+                        counts[local as usize] += 1;
+                        windows[(local >> WINDOW_BUCKETS_LOG2) as usize].push(sort_key(local, x));
+                    }
+                }
             }
-        }
-        prefixes.clear();
-        prefixes.resize(nonces.len(), 0);
-        self.kernel.prefixes_of(nonces, prefixes);
-        locals.clear();
-        let layout = &self.parting.layout;
-        for &prefix in prefixes.iter() {
-            let (q, local) = self.parting.locate(layout.bucket_of_prefix(prefix));
-            if q != p {
-                return Err(PlotError::Inconsistent(format!(
-                    "a record of partition {q} came back with partition {p}"
-                )));
-            }
-            counts[local as usize] += 1;
-            locals.push(local as u32);
         }
         Ok(())
     }
 
     fn fill(&self, _: u64, scratch: &mut Scratch, placer: &mut SlotPlacer) {
-        for (&x, &local) in scratch.nonces.iter().zip(&scratch.locals) {
-            placer.put(local as usize, x);
+        for &key in scratch.windows.iter().flatten() {
+            placer.put((key >> NONCE_BITS) as usize, key & NONCE_MASK);
         }
     }
+}
+
+/// Nonces hashed at once in phase 2: their buffers stay in L1.
+const HASH_BLOCK: usize = 2048;
+
+/// Buckets whose slots and cursors together fit in L2 (about 300 KiB).
+const WINDOW_BUCKETS_LOG2: u32 = 11;
+
+/// A phase-2 sort key: the bucket within the partition above the nonce.
+const NONCE_BITS: u32 = 40;
+const NONCE_MASK: u64 = (1 << NONCE_BITS) - 1;
+
+fn sort_key(local: u64, nonce: u64) -> u64 {
+    (local << NONCE_BITS) | nonce
 }
 
 /// Hashes nonces `base .. base + len` into the round's buffers, each thread a

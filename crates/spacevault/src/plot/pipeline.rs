@@ -31,8 +31,9 @@ pub(crate) trait PartitionSource: Sync {
 /// afresh would have the kernel fault in and zero gigabytes of pages.
 #[derive(Default)]
 pub(crate) struct Scratch {
+    /// Sort keys split by runs of buckets.
+    pub windows: Vec<Vec<u64>>,
     pub nonces: Vec<u64>,
-    pub locals: Vec<u32>,
     pub prefixes: Vec<u64>,
     /// Page-aligned room for O_DIRECT reads.
     pub aligned: Option<AlignedBuf>,
