@@ -15,6 +15,7 @@ use super::files::open_direct;
 use super::pack::SlotPlacer;
 use super::partition::Partitioning;
 use super::pipeline::{pack_and_write, PartitionSource, Scratch};
+use super::readahead::ReadAhead;
 use super::scatter::Scatter;
 use super::sink::RegionSink;
 use super::{stop_requested, PlotError, Progress};
@@ -217,14 +218,24 @@ pub(crate) fn plot(
     // waits for its reads.
     progress.phase("sorting and writing", n);
     let mut sink = RegionSink::new(out, &parting);
+    let ahead = ReadAhead::new(threads + 2);
     let source = TempSource {
-        file: &temp.file,
         segments: &segments,
         round_bases: &rounds,
         parting: &parting,
         kernel,
+        ahead: &ahead,
     };
-    let end = pack_and_write(&parting, threads + 2, &mut sink, progress, &source)?;
+    let end = std::thread::scope(|s| {
+        s.spawn(|| {
+            ahead.run(parting.count, |p, buf| {
+                read_partition(&temp.file, &segments, p, buf)
+            })
+        });
+        let end = pack_and_write(&parting, threads + 1, &mut sink, progress, &source);
+        ahead.close();
+        end
+    })?;
     drop(temp);
     Ok(ExternalResult {
         end,
@@ -234,23 +245,58 @@ pub(crate) fn plot(
 
 /// Phase 2's partitions: read back from the temp file and hashed again.
 struct TempSource<'a> {
-    file: &'a File,
     segments: &'a [RoundSegments],
     round_bases: &'a [u64],
     parting: &'a Partitioning,
     kernel: &'a Kernel,
+    ahead: &'a ReadAhead,
+}
+
+/// A segment's length in the temp file: padded to whole pages.
+fn padded_len(seg: &Segment) -> u64 {
+    (seg.count * TEMP_RECORD).div_ceil(PAGE) * PAGE
+}
+
+/// Reads partition p's segments, one after another, into `buf`. Segments
+/// that follow each other in the file (a round's threads) are read at once.
+fn read_partition(
+    file: &File,
+    segments: &[RoundSegments],
+    p: u64,
+    buf: &mut AlignedBuf,
+) -> Result<(), PlotError> {
+    let segs = || segments.iter().flat_map(|round| &round[p as usize]);
+    let total: u64 = segs().map(padded_len).sum();
+    if (buf.len() as u64) < total {
+        *buf = AlignedBuf::zeroed(total as usize);
+    }
+    // (file offset, length) of each run of adjacent segments.
+    let mut runs: Vec<(u64, u64)> = Vec::new();
+    for seg in segs() {
+        match runs.last_mut() {
+            Some((offset, len)) if *offset + *len == seg.offset => *len += padded_len(seg),
+            _ => runs.push((seg.offset, padded_len(seg))),
+        }
+    }
+    let mut at = 0usize;
+    for (offset, len) in runs {
+        file.read_exact_at(&mut buf[at..at + len as usize], offset)
+            .map_err(|e| PlotError::io("reading the temp file", e))?;
+        at += len as usize;
+    }
+    Ok(())
 }
 
 impl PartitionSource for TempSource<'_> {
-    /// Reads the partition's nonces (ascending: rounds, threads and each
-    /// thread's array then overflow all come in nonce order), hashes them a
-    /// block at a time and keeps each one with its bucket.
+    /// Takes the partition's nonces from the read-ahead (ascending: rounds,
+    /// threads and each thread's array then overflow all come in nonce
+    /// order), hashes them a block at a time and keeps each one with its
+    /// bucket.
     fn count(&self, p: u64, scratch: &mut Scratch, counts: &mut [u32]) -> Result<(), PlotError> {
         let Scratch {
             windows,
             nonces,
             prefixes,
-            aligned,
         } = scratch;
         // A window per run of buckets whose slots and cursors fit in L2:
         // `fill` then writes each window's slots while they are in cache.
@@ -259,36 +305,41 @@ impl PartitionSource for TempSource<'_> {
         nonces.resize(HASH_BLOCK, 0);
         prefixes.resize(HASH_BLOCK, 0);
         let layout = &self.parting.layout;
-        for (r, round_segments) in self.segments.iter().enumerate() {
+        let first_bucket = self.parting.buckets(p).start;
+        let buf = self.ahead.take(p)?;
+        let mut at = 0usize;
+        for (round_segments, &base) in self.segments.iter().zip(self.round_bases) {
             for seg in &round_segments[p as usize] {
-                let bytes = (seg.count * TEMP_RECORD).div_ceil(PAGE) * PAGE;
-                if aligned.as_ref().is_none_or(|b| (b.len() as u64) < bytes) {
-                    *aligned = Some(AlignedBuf::zeroed(bytes as usize));
-                }
-                let buf = &mut aligned.as_mut().unwrap()[..bytes as usize];
-                self.file
-                    .read_exact_at(buf, seg.offset)
-                    .map_err(|e| PlotError::io("reading the temp file", e))?;
-                let base = self.round_bases[r];
-                for block in buf[..(seg.count * TEMP_RECORD) as usize].chunks(HASH_BLOCK * 4) {
+                let records = &buf[at..at + (seg.count * TEMP_RECORD) as usize];
+                at += padded_len(seg) as usize;
+                for block in records.chunks(HASH_BLOCK * 4) {
                     let n = block.len() / 4;
                     for (x, c) in nonces.iter_mut().zip(block.chunks_exact(4)) {
                         *x = base + u32::from_ne_bytes(c.try_into().unwrap()) as u64;
                     }
                     self.kernel.prefixes_of(&nonces[..n], &mut prefixes[..n]);
-                    for (&x, &prefix) in nonces[..n].iter().zip(&prefixes[..n]) {
-                        let (q, local) = self.parting.locate(layout.bucket_of_prefix(prefix));
-                        if q != p {
-                            return Err(PlotError::Inconsistent(format!(
-                                "a record of partition {q} came back with partition {p}"
-                            )));
-                        }
+                    // Every record belongs here, so its bucket within the
+                    // partition is a subtraction; anything out of range
+                    // wraps to a huge value and is caught below.
+                    let mut worst = 0u64;
+                    for prefix in prefixes[..n].iter_mut() {
+                        *prefix = layout.bucket_of_prefix(*prefix).wrapping_sub(first_bucket);
+                        worst = worst.max(*prefix);
+                    }
+                    if worst >= counts.len() as u64 {
+                        let (q, _) = self.parting.locate(worst.wrapping_add(first_bucket));
+                        return Err(PlotError::Inconsistent(format!(
+                            "a record of partition {q} came back with partition {p}"
+                        )));
+                    }
+                    for (&x, &local) in nonces[..n].iter().zip(&prefixes[..n]) {
                         counts[local as usize] += 1;
                         windows[(local >> WINDOW_BUCKETS_LOG2) as usize].push(sort_key(local, x));
                     }
                 }
             }
         }
+        self.ahead.give_back(buf);
         Ok(())
     }
 

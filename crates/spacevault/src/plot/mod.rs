@@ -11,6 +11,7 @@ mod memory;
 mod pack;
 mod partition;
 mod pipeline;
+mod readahead;
 mod scatter;
 mod sink;
 mod stop;

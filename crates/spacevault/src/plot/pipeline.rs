@@ -8,7 +8,6 @@ use super::pack::{place, BufPool, Packed, SlotPlacer};
 use super::partition::Partitioning;
 use super::sink::RegionSink;
 use super::{stop_requested, PlotError, Progress};
-use crate::aligned::AlignedBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Condvar, Mutex};
 
@@ -35,8 +34,6 @@ pub(crate) struct Scratch {
     pub windows: Vec<Vec<u64>>,
     pub nonces: Vec<u64>,
     pub prefixes: Vec<u64>,
-    /// Page-aligned room for O_DIRECT reads.
-    pub aligned: Option<AlignedBuf>,
 }
 
 /// Counts, places, packs and writes every partition with `threads` workers.
