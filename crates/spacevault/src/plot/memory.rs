@@ -147,6 +147,7 @@ pub(crate) fn plot(
                     s.spawn(move || -> Result<ThreadKeys, PlotError> {
                         let mut scatter = Scatter::<u32>::new(parts, cap as usize)?;
                         let mut marks = Vec::new();
+                        let locator = parting.locator();
                         let mut prefixes = vec![0u64; 4096];
                         let mut x = range.start;
                         while x < range.end && !stop_requested() {
@@ -159,10 +160,12 @@ pub(crate) fn plot(
                             let len =
                                 (range.end.min(epoch_end) - x).min(prefixes.len() as u64) as usize;
                             kernel.prefixes(x, &mut prefixes[..len]);
-                            for (i, &prefix) in prefixes[..len].iter().enumerate() {
-                                let (p, local) = parting.locate(layout.bucket_of_prefix(prefix));
-                                scatter.push(p, shape.key(local, x + i as u64));
-                            }
+                            scatter.push_all(prefixes[..len].iter().zip(x..).map(
+                                |(&prefix, nonce)| {
+                                    let (p, local) = locator.locate(prefix);
+                                    (p as usize, shape.key(local, nonce))
+                                },
+                            ));
                             x += len as u64;
                             progress.advance(len as u64);
                         }

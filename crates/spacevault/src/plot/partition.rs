@@ -54,6 +54,16 @@ impl Partitioning {
         (p, bucket - p * self.buckets_per_part)
     }
 
+    /// A copy of what [`locate`](Self::locate) needs, for hot loops to keep
+    /// in registers.
+    pub fn locator(&self) -> Locator {
+        Locator {
+            bucket_shift: 64 - self.layout.bucket_bits as u32,
+            buckets_per_part: self.buckets_per_part,
+            reciprocal: self.reciprocal,
+        }
+    }
+
     pub fn groups(&self, p: u64) -> Range<u64> {
         let start = p * self.groups_per_part;
         start..(start + self.groups_per_part).min(self.layout.group_count())
@@ -67,6 +77,34 @@ impl Partitioning {
     /// Expected records in one partition.
     pub fn records_per_part(&self) -> u64 {
         (self.buckets_per_part * self.layout.record_count()) >> self.layout.bucket_bits
+    }
+}
+
+/// The partition of a hash prefix, with the constants in a local value.
+#[derive(Clone, Copy)]
+pub(crate) struct Locator {
+    bucket_shift: u32,
+    buckets_per_part: u64,
+    reciprocal: u64,
+}
+
+impl Locator {
+    /// (partition, bucket within it) of the hash whose first 8 bytes,
+    /// big-endian, are `prefix`.
+    #[inline(always)]
+    pub fn locate(&self, prefix: u64) -> (u64, u64) {
+        // A layout has at least 10 bucket bits, so the shift is below 64.
+        let bucket = prefix >> self.bucket_shift;
+        if self.buckets_per_part == 1 {
+            return (bucket, 0);
+        }
+        let mut p = ((bucket as u128 * self.reciprocal as u128) >> 64) as u64;
+        if p * self.buckets_per_part > bucket {
+            p -= 1;
+        } else if (p + 1) * self.buckets_per_part <= bucket {
+            p += 1;
+        }
+        (p, bucket - p * self.buckets_per_part)
     }
 }
 
@@ -90,8 +128,11 @@ mod tests {
                     last / 3,
                     last / 7 * 5,
                 ];
+                let locator = p.locator();
                 for b in probes.into_iter().filter(|&b| b <= last) {
                     let (part, local) = p.locate(b);
+                    let prefix = b << (64 - layout.bucket_bits as u32);
+                    assert_eq!(locator.locate(prefix), (part, local));
                     assert_eq!(part, b / p.buckets_per_part);
                     assert_eq!(local, b % p.buckets_per_part);
                     assert!(p.buckets(part).contains(&b));

@@ -58,45 +58,49 @@ impl<T: Copy + Default> Scatter<T> {
         self.overflowed.iter_mut().for_each(|c| *c = 0);
     }
 
+    /// Appends each `(partition, key)` in turn. One call per batch lets the
+    /// loop keep the arrays' addresses in registers.
     #[inline(always)]
-    pub fn push(&mut self, p: u64, key: T) {
-        let p = p as usize;
-        let n = self.line_fill[p] as usize;
-        self.lines[p * Self::LINE + n] = key;
-        if n + 1 == Self::LINE {
-            self.flush_line(p);
-        } else {
-            self.line_fill[p] = (n + 1) as u8;
+    pub fn push_all(&mut self, items: impl Iterator<Item = (usize, T)>) {
+        let line = Self::LINE;
+        let Scatter {
+            keys,
+            cap,
+            fill,
+            overflow,
+            overflowed,
+            lines,
+            line_fill,
+        } = self;
+        let (lines, line_fill) = (&mut lines[..], &mut line_fill[..]);
+        for (p, key) in items {
+            let n = line_fill[p] as usize;
+            lines[p * line + n] = key;
+            if n + 1 == line {
+                let full = &lines[p * line..(p + 1) * line];
+                flush_line(&mut keys[..], *cap, fill, overflow, overflowed, full, p);
+                line_fill[p] = 0;
+            } else {
+                line_fill[p] = (n + 1) as u8;
+            }
         }
     }
 
-    #[inline(never)]
-    fn flush_line(&mut self, p: usize) {
-        let n = Self::LINE;
-        let f = self.fill[p];
-        if f + n <= self.cap {
-            let line = &self.lines[p * n..(p + 1) * n];
-            let dst = &mut self.keys[p * self.cap + f..p * self.cap + f + n];
-            stream_line(dst, line);
-            self.fill[p] = f + n;
-        } else {
-            for i in 0..n {
-                let key = self.lines[p * n + i];
-                self.store_one(p, key);
-            }
-        }
-        self.line_fill[p] = 0;
+    #[cfg(test)]
+    pub fn push(&mut self, p: u64, key: T) {
+        self.push_all(std::iter::once((p as usize, key)));
     }
 
     fn store_one(&mut self, p: usize, key: T) {
-        let f = self.fill[p];
-        if f < self.cap {
-            self.keys[p * self.cap + f] = key;
-            self.fill[p] = f + 1;
-        } else {
-            self.overflow.push((p as u64, key));
-            self.overflowed[p] += 1;
-        }
+        store_one(
+            &mut self.keys,
+            self.cap,
+            &mut self.fill,
+            &mut self.overflow,
+            &mut self.overflowed,
+            p,
+            key,
+        );
     }
 
     /// Records pushed so far to each partition (stored, in lines, or overflowed).
@@ -147,6 +151,48 @@ impl<T: Copy + Default> Scatter<T> {
             .filter(move |(q, _)| *q == p)
             .map(|&(_, k)| k);
         (slice, extra)
+    }
+}
+
+/// Moves partition p's full line to its array, or record by record to the
+/// overflow once the array is full.
+#[inline(never)]
+fn flush_line<T: Copy>(
+    keys: &mut [T],
+    cap: usize,
+    fill: &mut [usize],
+    overflow: &mut Vec<(u64, T)>,
+    overflowed: &mut [u32],
+    line: &[T],
+    p: usize,
+) {
+    let f = fill[p];
+    if f + line.len() <= cap {
+        stream_line(&mut keys[p * cap + f..p * cap + f + line.len()], line);
+        fill[p] = f + line.len();
+    } else {
+        for &key in line {
+            store_one(keys, cap, fill, overflow, overflowed, p, key);
+        }
+    }
+}
+
+fn store_one<T: Copy>(
+    keys: &mut [T],
+    cap: usize,
+    fill: &mut [usize],
+    overflow: &mut Vec<(u64, T)>,
+    overflowed: &mut [u32],
+    p: usize,
+    key: T,
+) {
+    let f = fill[p];
+    if f < cap {
+        keys[p * cap + f] = key;
+        fill[p] = f + 1;
+    } else {
+        overflow.push((p as u64, key));
+        overflowed[p] += 1;
     }
 }
 
