@@ -1,17 +1,22 @@
 //! Plotting a plot larger than the memory limit.
 //!
 //! Phase 1 hashes the nonces in rounds that fit in memory and appends each
-//! round's nonces to a temp file, grouped by partition, as 4-byte offsets
-//! from the round's first nonce. Two sets of round buffers alternate: one is
-//! hashed into while a writer thread writes the other, straight from memory
-//! with O_DIRECT. Phase 2 reads each partition back once, hashes its nonces
-//! again to recover their buckets (hashing is cheaper than writing the
-//! buckets and reading them back), sorts, packs and writes the plot.
+//! round's 4-byte sort keys to a temp file, grouped by partition, with the
+//! epoch marks that complete them (`keys.rs`). Two sets of round buffers
+//! alternate: one is hashed into while a writer thread writes the other,
+//! straight from memory with O_DIRECT. Phase 2 reads each partition back
+//! once, places its records and writes the plot.
+//!
+//! Up to k = 32 the keys carry each record's bucket, so phase 2 does not
+//! hash at all. Beyond, the marks would take a quarter of a byte a record or
+//! more (they grow with the square of the plot), so the keys hold only the
+//! nonce and phase 2 hashes every nonce again to find its bucket.
 //! The temp file is this process's own, in native byte order. Bytes
-//! written: the temp file (4 bytes a record, about one plot) and the
-//! plot; bytes read: the temp file once.
+//! written: the temp file (about 4 bytes a record, one plot) and the plot;
+//! bytes read: the temp file once.
 
 use super::files::open_direct;
+use super::keys::{for_each_key, hash_range, EpochMarks, KeyShape};
 use super::pack::SlotPlacer;
 use super::partition::Partitioning;
 use super::pipeline::{pack_and_write, PartitionSource, Scratch};
@@ -41,14 +46,33 @@ const MAX_ROUND: u64 = 1 << 28;
 /// Phase 2 holds about this many bytes per record of a partition in flight.
 const PHASE2_BYTES_PER_RECORD: u64 = 28;
 
-/// An upper bound on the temp file's size: the records, plus a page of
-/// padding for each segment (one per round, partition and thread, and one
-/// more for each overflow).
+/// An upper bound on the temp file's size: the keys, the marks, and up to
+/// two pages of padding for each segment (one per round, partition and
+/// thread).
 pub(crate) fn temp_size(layout: &Layout, threads: usize, memory: u64) -> Result<u64, PlotError> {
     let parting = partitioning(layout, threads, memory);
-    let (round, _) = rounds_plan(layout, &parting, threads, memory)?;
-    let segments = layout.record_count().div_ceil(round) * parting.count * threads as u64 * 2;
-    Ok(layout.record_count() * TEMP_RECORD + segments * PAGE)
+    let shape = temp_shape(&parting);
+    let (round, _) = rounds_plan(layout, &parting, shape, threads, memory)?;
+    let rounds = layout.record_count().div_ceil(round);
+    let segments = rounds * parting.count * threads as u64;
+    let marks = segments * shape.epochs(round / threads as u64 + 1) * MARK;
+    Ok(layout.record_count() * TEMP_RECORD + marks + segments * 2 * PAGE)
+}
+
+/// Bytes of temp file an epoch mark takes.
+const MARK: u64 = 4;
+
+/// Keys with buckets when their marks take at most a sixth of a byte a
+/// record (k = 32: an eighth), otherwise keys with nonces only.
+fn temp_shape(parting: &Partitioning) -> KeyShape {
+    let shape = KeyShape::with_buckets(parting);
+    let n = parting.layout.record_count();
+    let marks = parting.count * shape.epochs(n) * MARK;
+    if marks <= n / 6 {
+        shape
+    } else {
+        KeyShape::nonces_only()
+    }
 }
 
 /// Phase-2 partitions sized so that one per worker fits the memory limit.
@@ -66,11 +90,53 @@ pub(crate) struct ExternalResult {
     pub temp_bytes_written: u64,
 }
 
-/// Records of one round, one partition, one thread (or its overflow).
+/// One round's keys of one partition from one thread: the thread's array,
+/// page-padded, then a tail of its overflowed keys and the key count in each
+/// epoch from `first_epoch` on, page-padded.
 #[derive(Clone, Copy)]
 struct Segment {
     offset: u64,
-    count: u64,
+    /// Keys in the array, in the overflow, and epochs marked.
+    array: u32,
+    extra: u32,
+    epochs: u32,
+    first_epoch: u64,
+}
+
+impl Segment {
+    fn array_bytes(&self) -> u64 {
+        (self.array as u64 * TEMP_RECORD).div_ceil(PAGE) * PAGE
+    }
+
+    fn tail_bytes(&self) -> u64 {
+        (self.extra as u64 * TEMP_RECORD + self.epochs as u64 * MARK).div_ceil(PAGE) * PAGE
+    }
+
+    /// The segment's length in the temp file.
+    fn bytes(&self) -> u64 {
+        self.array_bytes() + self.tail_bytes()
+    }
+
+    /// Its array, overflow and epoch counts, from its bytes.
+    fn parts<'b>(&self, bytes: &'b [u8]) -> (&'b [u32], &'b [u32], &'b [u32]) {
+        let words = as_words(&bytes[..self.bytes() as usize]);
+        let array = &words[..self.array as usize];
+        let tail = &words[(self.array_bytes() / TEMP_RECORD) as usize..];
+        let (extra, rest) = tail.split_at(self.extra as usize);
+        (array, extra, &rest[..self.epochs as usize])
+    }
+}
+
+/// Page-aligned bytes as native-endian u32 words.
+fn as_words(bytes: &[u8]) -> &[u32] {
+    // SAFETY: every bit pattern is a valid u32; align_to only yields
+    // correctly aligned words, and the checks below make sure none is lost.
+    let (head, words, tail) = unsafe { bytes.align_to::<u32>() };
+    assert!(
+        head.is_empty() && tail.is_empty(),
+        "segments are page-aligned"
+    );
+    words
 }
 
 /// The temp file; removed when dropped.
@@ -90,6 +156,7 @@ impl Drop for TempFile {
 fn rounds_plan(
     layout: &Layout,
     parting: &Partitioning,
+    shape: KeyShape,
     threads: usize,
     memory: u64,
 ) -> Result<(u64, usize), PlotError> {
@@ -98,7 +165,9 @@ fn rounds_plan(
     let mut round = (budget / TEMP_RECORD).min(n).min(MAX_ROUND);
     loop {
         let cap = slot_capacity(round, parting.count, threads);
-        let bytes = threads as u64 * Scatter::<u32>::bytes(parting.count as usize, cap);
+        // Each thread's marks: a count per partition at every epoch.
+        let marks = shape.epochs(round / threads as u64 + 1) * parting.count * 4;
+        let bytes = threads as u64 * (Scatter::<u32>::bytes(parting.count as usize, cap) + marks);
         if bytes <= budget {
             return Ok((round, cap));
         }
@@ -122,8 +191,14 @@ fn slot_capacity(round: u64, parts: u64, threads: usize) -> usize {
 /// Each partition's segments in one round.
 type RoundSegments = Vec<Vec<Segment>>;
 
+/// One thread's keys of a round.
+struct ThreadRound {
+    scatter: Scatter<u32>,
+    marks: Option<EpochMarks>,
+}
+
 /// One round's buffers: a scatter per thread.
-type RoundBuffers = Vec<Scatter<u32>>;
+type RoundBuffers = Vec<ThreadRound>;
 
 pub(crate) fn plot(
     layout: &Layout,
@@ -134,8 +209,26 @@ pub(crate) fn plot(
     out: &File,
     progress: &dyn Progress,
 ) -> Result<ExternalResult, PlotError> {
+    let shape = temp_shape(&partitioning(layout, threads, memory));
+    plot_with_keys(
+        layout, kernel, threads, memory, tmp_dir, out, progress, shape,
+    )
+}
+
+/// [`plot`] with temp keys of the given shape.
+#[allow(clippy::too_many_arguments)]
+fn plot_with_keys(
+    layout: &Layout,
+    kernel: &Kernel,
+    threads: usize,
+    memory: u64,
+    tmp_dir: &Path,
+    out: &File,
+    progress: &dyn Progress,
+    shape: KeyShape,
+) -> Result<ExternalResult, PlotError> {
     let parting = partitioning(layout, threads, memory);
-    let (round, cap) = rounds_plan(layout, &parting, threads, memory)?;
+    let (round, cap) = rounds_plan(layout, &parting, shape, threads, memory)?;
     let n = layout.record_count();
     let parts = parting.count as usize;
 
@@ -165,7 +258,12 @@ pub(crate) fn plot(
     for _ in 0..2.min(rounds.len()) {
         sets.push(
             (0..threads)
-                .map(|_| Scatter::<u32>::new(parts, cap))
+                .map(|_| {
+                    Scatter::<u32>::new(parts, cap).map(|scatter| ThreadRound {
+                        scatter,
+                        marks: None,
+                    })
+                })
                 .collect::<Result<_, _>>()?,
         );
     }
@@ -201,7 +299,7 @@ pub(crate) fn plot(
                     None => returned.recv().map_err(|_| PlotError::Aborted)??,
                 };
                 let len = round.min(n - base);
-                hash_round(kernel, &parting, base, len, &mut buffers, progress);
+                hash_round(kernel, &parting, shape, base, len, &mut buffers, progress);
                 if stop_requested() {
                     return Err(PlotError::Interrupted);
                 }
@@ -226,7 +324,7 @@ pub(crate) fn plot(
     let ahead = ReadAhead::new(threads + 2);
     let source = TempSource {
         segments: &segments,
-        round_bases: &rounds,
+        shape,
         parting: &parting,
         kernel,
         ahead: &ahead,
@@ -248,18 +346,14 @@ pub(crate) fn plot(
     })
 }
 
-/// Phase 2's partitions: read back from the temp file and hashed again.
+/// Phase 2's partitions: read back from the temp file (and hashed again
+/// when the keys hold no buckets).
 struct TempSource<'a> {
     segments: &'a [RoundSegments],
-    round_bases: &'a [u64],
+    shape: KeyShape,
     parting: &'a Partitioning,
     kernel: &'a Kernel,
     ahead: &'a ReadAhead,
-}
-
-/// A segment's length in the temp file: padded to whole pages.
-fn padded_len(seg: &Segment) -> u64 {
-    (seg.count * TEMP_RECORD).div_ceil(PAGE) * PAGE
 }
 
 /// Reads partition p's segments, one after another, into `buf`. Segments
@@ -271,7 +365,7 @@ fn read_partition(
     buf: &mut AlignedBuf,
 ) -> Result<(), PlotError> {
     let segs = || segments.iter().flat_map(|round| &round[p as usize]);
-    let total: u64 = segs().map(padded_len).sum();
+    let total: u64 = segs().map(Segment::bytes).sum();
     if (buf.len() as u64) < total {
         *buf = AlignedBuf::zeroed(total as usize);
     }
@@ -279,8 +373,8 @@ fn read_partition(
     let mut runs: Vec<(u64, u64)> = Vec::new();
     for seg in segs() {
         match runs.last_mut() {
-            Some((offset, len)) if *offset + *len == seg.offset => *len += padded_len(seg),
-            _ => runs.push((seg.offset, padded_len(seg))),
+            Some((offset, len)) if *offset + *len == seg.offset => *len += seg.bytes(),
+            _ => runs.push((seg.offset, seg.bytes())),
         }
     }
     let mut at = 0usize;
@@ -293,10 +387,10 @@ fn read_partition(
 }
 
 impl PartitionSource for TempSource<'_> {
-    /// Takes the partition's nonces from the read-ahead (ascending: rounds,
-    /// threads and each thread's array then overflow all come in nonce
-    /// order), hashes them a block at a time and keeps each one with its
-    /// bucket.
+    /// Takes the partition's keys from the read-ahead (ascending by nonce:
+    /// rounds, threads and each thread's array then overflow all come in
+    /// nonce order), counts them by bucket and keeps each nonce with its
+    /// bucket, by window.
     fn count(&self, p: u64, scratch: &mut Scratch, counts: &mut [u32]) -> Result<(), PlotError> {
         let Scratch {
             windows,
@@ -307,41 +401,53 @@ impl PartitionSource for TempSource<'_> {
         // `fill` then writes each window's slots while they are in cache.
         windows.resize_with(counts.len().div_ceil(1 << WINDOW_BUCKETS_LOG2), Vec::new);
         windows.iter_mut().for_each(Vec::clear);
-        nonces.resize(HASH_BLOCK, 0);
-        prefixes.resize(HASH_BLOCK, 0);
-        let layout = &self.parting.layout;
-        let first_bucket = self.parting.buckets(p).start;
+        let shape = self.shape;
+        let damaged = || {
+            PlotError::Inconsistent(format!(
+                "the temp file's keys of partition {p} do not add up"
+            ))
+        };
         let buf = self.ahead.take(p)?;
         let mut at = 0usize;
-        for (round_segments, &base) in self.segments.iter().zip(self.round_bases) {
-            for seg in &round_segments[p as usize] {
-                let records = &buf[at..at + (seg.count * TEMP_RECORD) as usize];
-                at += padded_len(seg) as usize;
-                for block in records.chunks(HASH_BLOCK * 4) {
-                    let n = block.len() / 4;
-                    for (x, c) in nonces.iter_mut().zip(block.chunks_exact(4)) {
-                        *x = base + u32::from_ne_bytes(c.try_into().unwrap()) as u64;
-                    }
-                    self.kernel.prefixes_of(&nonces[..n], &mut prefixes[..n]);
-                    // Every record belongs here, so its bucket within the
-                    // partition is a subtraction; anything out of range
-                    // wraps to a huge value and is caught below.
-                    let mut worst = 0u64;
-                    for prefix in prefixes[..n].iter_mut() {
-                        *prefix = layout.bucket_of_prefix(*prefix).wrapping_sub(first_bucket);
-                        worst = worst.max(*prefix);
-                    }
-                    if worst >= counts.len() as u64 {
-                        let (q, _) = self.parting.locate(worst.wrapping_add(first_bucket));
-                        return Err(PlotError::Inconsistent(format!(
-                            "a record of partition {q} came back with partition {p}"
-                        )));
-                    }
-                    for (&x, &local) in nonces[..n].iter().zip(&prefixes[..n]) {
-                        counts[local as usize] += 1;
-                        windows[(local >> WINDOW_BUCKETS_LOG2) as usize].push(sort_key(local, x));
-                    }
+        for seg in self.segments.iter().flat_map(|round| &round[p as usize]) {
+            let (array, extra, epochs) = seg.parts(&buf[at..]);
+            at += seg.bytes() as usize;
+            let covered = if shape.has_buckets() {
+                let mut bad = false;
+                let last_window = windows.len() - 1;
+                let covered = for_each_key(
+                    array,
+                    extra,
+                    seg.first_epoch,
+                    epochs.iter().copied(),
+                    |key, epoch| {
+                        let local = shape.local(key);
+                        match counts.get_mut(local) {
+                            Some(c) => *c += 1,
+                            None => bad = true,
+                        }
+                        let window = (local >> WINDOW_BUCKETS_LOG2).min(last_window);
+                        windows[window].push(sort_key(local as u64, shape.nonce(key, epoch)));
+                    },
+                );
+                if bad {
+                    return Err(damaged());
                 }
+                covered
+            } else {
+                nonces.clear();
+                let covered = for_each_key(
+                    array,
+                    extra,
+                    seg.first_epoch,
+                    epochs.iter().copied(),
+                    |key, epoch| nonces.push(shape.nonce(key, epoch)),
+                );
+                self.bucket_by_hashing(p, nonces, prefixes, counts, windows)?;
+                covered
+            };
+            if covered != array.len() + extra.len() {
+                return Err(damaged());
             }
         }
         self.ahead.give_back(buf);
@@ -352,6 +458,46 @@ impl PartitionSource for TempSource<'_> {
         for &key in scratch.windows.iter().flatten() {
             placer.put((key >> NONCE_BITS) as usize, key & NONCE_MASK);
         }
+    }
+}
+
+impl TempSource<'_> {
+    /// Hashes `nonces` a block at a time to find their buckets, counts them
+    /// and files them by window.
+    fn bucket_by_hashing(
+        &self,
+        p: u64,
+        nonces: &[u64],
+        prefixes: &mut Vec<u64>,
+        counts: &mut [u32],
+        windows: &mut [Vec<u64>],
+    ) -> Result<(), PlotError> {
+        let layout = &self.parting.layout;
+        let first_bucket = self.parting.buckets(p).start;
+        prefixes.resize(HASH_BLOCK, 0);
+        for block in nonces.chunks(HASH_BLOCK) {
+            let n = block.len();
+            self.kernel.prefixes_of(block, &mut prefixes[..n]);
+            // Every record belongs here, so its bucket within the
+            // partition is a subtraction; anything out of range wraps to a
+            // huge value and is caught below.
+            let mut worst = 0u64;
+            for prefix in prefixes[..n].iter_mut() {
+                *prefix = layout.bucket_of_prefix(*prefix).wrapping_sub(first_bucket);
+                worst = worst.max(*prefix);
+            }
+            if worst >= counts.len() as u64 {
+                let (q, _) = self.parting.locate(worst.wrapping_add(first_bucket));
+                return Err(PlotError::Inconsistent(format!(
+                    "a record of partition {q} came back with partition {p}"
+                )));
+            }
+            for (&x, &local) in block.iter().zip(&prefixes[..n]) {
+                counts[local as usize] += 1;
+                windows[(local >> WINDOW_BUCKETS_LOG2) as usize].push(sort_key(local, x));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -370,10 +516,11 @@ fn sort_key(local: u64, nonce: u64) -> u64 {
 }
 
 /// Hashes nonces `base .. base + len` into the round's buffers, each thread a
-/// contiguous share, as offsets from `base`.
+/// contiguous share.
 fn hash_round(
     kernel: &Kernel,
     parting: &Partitioning,
+    shape: KeyShape,
     base: u64,
     len: u64,
     buffers: &mut RoundBuffers,
@@ -381,35 +528,26 @@ fn hash_round(
 ) {
     let threads = buffers.len() as u64;
     std::thread::scope(|s| {
-        for (t, scatter) in buffers.iter_mut().enumerate() {
+        for (t, round) in buffers.iter_mut().enumerate() {
             let range = (base + len * t as u64 / threads)..(base + len * (t as u64 + 1) / threads);
             s.spawn(move || {
-                scatter.clear();
-                let locator = parting.locator();
-                let mut prefixes = vec![0u64; 4096];
-                let mut x = range.start;
-                while x < range.end && !stop_requested() {
-                    let chunk = (range.end - x).min(prefixes.len() as u64) as usize;
-                    kernel.prefixes(x, &mut prefixes[..chunk]);
-                    let offset = (x - base) as u32;
-                    scatter.push_all(
-                        prefixes[..chunk]
-                            .iter()
-                            .zip(offset..)
-                            .map(|(&prefix, offset)| (locator.locate(prefix).0 as usize, offset)),
-                    );
-                    x += chunk as u64;
-                    progress.advance(chunk as u64);
-                }
-                scatter.finish();
+                round.scatter.clear();
+                round.marks = Some(hash_range(
+                    kernel,
+                    parting,
+                    shape,
+                    range,
+                    &mut round.scatter,
+                    progress,
+                ));
             });
         }
     });
 }
 
 /// Appends one round to the temp file: for each partition, each thread's
-/// array (page-padded, written in place) and its overflow. Returns the
-/// segments by partition.
+/// array (page-padded, written in place) and tail. Returns the segments by
+/// partition.
 fn write_round(
     file: &File,
     buffers: &RoundBuffers,
@@ -421,35 +559,93 @@ fn write_round(
     let err = |e| PlotError::io("writing the temp file", e);
     for p in 0..parts as u64 {
         let mut segs = Vec::with_capacity(buffers.len());
-        for scatter in buffers {
-            let (bytes, count) = scatter.page_padded_bytes(p);
-            if count > 0 {
-                file.write_all_at(bytes, *offset).map_err(err)?;
-                segs.push(Segment {
-                    offset: *offset,
-                    count: count as u64,
-                });
-                *offset += bytes.len() as u64;
+        for round in buffers {
+            let (array, count) = round.scatter.page_padded_bytes(p);
+            let extra: Vec<u32> = round.scatter.records(p).1.collect();
+            if count == 0 && extra.is_empty() {
+                continue;
             }
-            let extra: Vec<u32> = scatter.records(p).1.collect();
-            if !extra.is_empty() {
-                let len = (extra.len() as u64 * TEMP_RECORD).div_ceil(PAGE) * PAGE;
-                if (staging.len() as u64) < len {
-                    *staging = AlignedBuf::zeroed(len as usize);
-                }
-                for (i, v) in extra.iter().enumerate() {
-                    staging[i * 4..i * 4 + 4].copy_from_slice(&v.to_ne_bytes());
-                }
-                file.write_all_at(&staging[..len as usize], *offset)
-                    .map_err(err)?;
-                segs.push(Segment {
-                    offset: *offset,
-                    count: extra.len() as u64,
-                });
-                *offset += len;
+            let marks = round.marks.as_ref().expect("the round was hashed");
+            let (first_epoch, counts) = marks.counts(p);
+            let tail: Vec<u32> = extra.iter().copied().chain(counts).collect();
+            let seg = Segment {
+                offset: *offset,
+                array: count as u32,
+                extra: extra.len() as u32,
+                epochs: (tail.len() - extra.len()) as u32,
+                first_epoch,
+            };
+            debug_assert_eq!(array.len() as u64, seg.array_bytes());
+            file.write_all_at(array, *offset).map_err(err)?;
+            let tail_bytes = seg.tail_bytes() as usize;
+            if staging.len() < tail_bytes {
+                *staging = AlignedBuf::zeroed(tail_bytes);
             }
+            staging[..tail_bytes].fill(0);
+            for (dst, v) in staging.chunks_exact_mut(4).zip(&tail) {
+                dst.copy_from_slice(&v.to_ne_bytes());
+            }
+            file.write_all_at(&staging[..tail_bytes], *offset + seg.array_bytes())
+                .map_err(err)?;
+            *offset += seg.bytes();
+            segs.push(seg);
         }
         segments.push(segs);
     }
     Ok(segments)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plot::NoProgress;
+
+    /// Keys with buckets and keys that make phase 2 hash again give the
+    /// same plot: in many rounds and partitions with 42 MiB, in one round
+    /// with 120 MiB.
+    #[test]
+    fn both_key_shapes_make_the_same_plot() {
+        let layout = Layout::for_k(20).unwrap();
+        let kernel = Kernel::new(&[7; 32]);
+        let dir = tempfile::tempdir().unwrap();
+        let mut plots = Vec::new();
+        for (memory, shape) in [
+            (42 << 20, None),
+            (42 << 20, Some(KeyShape::nonces_only())),
+            (120 << 20, Some(KeyShape::nonces_only())),
+        ] {
+            let out = File::create(dir.path().join("plot")).unwrap();
+            let parting = partitioning(&layout, 2, memory);
+            let shape = shape.unwrap_or_else(|| temp_shape(&parting));
+            let result = plot_with_keys(
+                &layout,
+                &kernel,
+                2,
+                memory,
+                dir.path(),
+                &out,
+                &NoProgress,
+                shape,
+            )
+            .unwrap();
+            assert!(result.temp_bytes_written >= layout.record_count() * 4);
+            plots.push((result.end, std::fs::read(dir.path().join("plot")).unwrap()));
+        }
+        let parting = partitioning(&layout, 2, 42 << 20);
+        assert!(temp_shape(&parting).has_buckets());
+        let shape = KeyShape::nonces_only();
+        let (round, _) = rounds_plan(&layout, &parting, shape, 2, 42 << 20).unwrap();
+        assert!(round * 3 < layout.record_count() && parting.count > 10);
+        assert!(plots.iter().all(|p| *p == plots[0]), "the plots differ");
+    }
+
+    #[test]
+    fn marks_decide_the_key_shape() {
+        // k = 32 in 2^21-record partitions: an eighth of a byte of marks a
+        // record, so the keys carry buckets; k = 34: half a byte, so not.
+        for (k, buckets) in [(32u8, true), (34, false)] {
+            let parting = partitioning(&Layout::for_k(k).unwrap(), 2, 4 << 30);
+            assert_eq!(temp_shape(&parting).has_buckets(), buckets, "k {k}");
+        }
+    }
 }

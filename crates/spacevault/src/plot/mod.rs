@@ -7,6 +7,7 @@
 
 mod external;
 mod files;
+mod keys;
 mod memory;
 mod pack;
 mod partition;
