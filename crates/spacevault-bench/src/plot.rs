@@ -84,8 +84,13 @@ pub fn run(options: &PlotBenchOptions, progress: &dyn Progress) -> Result<PlotBe
     let temp = summary.temp_bytes_written as f64;
     let design = match summary.strategy {
         Strategy::External => {
+            let rehash = if summary.hashed_twice {
+                hash_bound
+            } else {
+                0.0
+            };
             hash_bound.max(temp / disk.write_bytes_per_second)
-                + hash_bound
+                + rehash
                     .max(temp / disk.read_bytes_per_second)
                     .max(file / disk.write_bytes_per_second)
         }

@@ -88,6 +88,8 @@ fn partitioning(layout: &Layout, threads: usize, memory: u64) -> Partitioning {
 pub(crate) struct ExternalResult {
     pub end: u64,
     pub temp_bytes_written: u64,
+    /// Whether phase 2 hashed the records again.
+    pub hashed_twice: bool,
 }
 
 /// One round's keys of one partition from one thread: the thread's array,
@@ -343,6 +345,7 @@ fn plot_with_keys(
     Ok(ExternalResult {
         end,
         temp_bytes_written,
+        hashed_twice: !shape.has_buckets(),
     })
 }
 

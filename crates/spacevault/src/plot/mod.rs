@@ -197,6 +197,9 @@ pub struct PlotSummary {
     pub strategy: Strategy,
     /// Bytes the plotter wrote to temp files.
     pub temp_bytes_written: u64,
+    /// Whether every record was hashed twice (external plots above k = 32,
+    /// whose temp file holds nonces without buckets).
+    pub hashed_twice: bool,
     /// Seconds spent in each phase, in order (the last includes making the
     /// file durable).
     pub phases: Vec<(String, f64)>,
@@ -271,6 +274,7 @@ pub fn plot(
     let file = files::TempPlot::create(&temp_path, expected_size)?;
     let kernel = Kernel::new(&id);
     let mut temp_bytes_written = 0;
+    let mut hashed_twice = false;
     let end = match strategy {
         Strategy::External => {
             let ext = external::plot(
@@ -283,6 +287,7 @@ pub fn plot(
                 progress,
             )?;
             temp_bytes_written = ext.temp_bytes_written;
+            hashed_twice = ext.hashed_twice;
             ext.end
         }
         _ => memory::plot(&in_memory, &kernel, threads, file.file(), progress)?,
@@ -306,6 +311,7 @@ pub fn plot(
         seconds: started.elapsed().as_secs_f64(),
         strategy,
         temp_bytes_written,
+        hashed_twice,
         phases: clock.durations(Instant::now()),
     })
 }
