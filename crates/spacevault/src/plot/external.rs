@@ -15,7 +15,7 @@
 //! written: the temp file (about 4 bytes a record, one plot) and the plot;
 //! bytes read: the temp file once.
 
-use super::files::open_direct;
+use super::files::{open_direct, write_all_vectored_at};
 use super::keys::{for_each_key, hash_range, EpochMarks, KeyShape};
 use super::pack::SlotPlacer;
 use super::partition::Partitioning;
@@ -548,6 +548,10 @@ fn hash_round(
     });
 }
 
+/// Tails staged before they are written, with the arrays between them, in
+/// one vectored write.
+const STAGING_BYTES: usize = 4 << 20;
+
 /// Appends one round to the temp file: for each partition, each thread's
 /// array (page-padded, written in place) and tail. Returns the segments by
 /// partition.
@@ -560,10 +564,15 @@ fn write_round(
 ) -> Result<Vec<Vec<Segment>>, PlotError> {
     let mut segments = Vec::with_capacity(parts);
     let err = |e| PlotError::io("writing the temp file", e);
+    // Segments staged (partition, thread, segment), whose bytes start at
+    // `batch_start`.
+    let mut batch: Vec<(u64, usize, Segment)> = Vec::new();
+    let mut batch_start = *offset;
+    let mut staged = 0usize;
     for p in 0..parts as u64 {
         let mut segs = Vec::with_capacity(buffers.len());
-        for round in buffers {
-            let (array, count) = round.scatter.page_padded_bytes(p);
+        for (t, round) in buffers.iter().enumerate() {
+            let (_, count) = round.scatter.page_padded_bytes(p);
             let extra: Vec<u32> = round.scatter.records(p).1.collect();
             if count == 0 && extra.is_empty() {
                 continue;
@@ -578,24 +587,53 @@ fn write_round(
                 epochs: (tail.len() - extra.len()) as u32,
                 first_epoch,
             };
-            debug_assert_eq!(array.len() as u64, seg.array_bytes());
-            file.write_all_at(array, *offset).map_err(err)?;
             let tail_bytes = seg.tail_bytes() as usize;
-            if staging.len() < tail_bytes {
-                *staging = AlignedBuf::zeroed(tail_bytes);
+            if staged + tail_bytes > staging.len() {
+                flush_batch(file, buffers, &mut batch, batch_start, staging).map_err(err)?;
+                batch_start = *offset;
+                staged = 0;
+                if tail_bytes > staging.len() {
+                    *staging = AlignedBuf::zeroed(tail_bytes.max(STAGING_BYTES));
+                }
             }
-            staging[..tail_bytes].fill(0);
-            for (dst, v) in staging.chunks_exact_mut(4).zip(&tail) {
-                dst.copy_from_slice(&v.to_ne_bytes());
+            let dst = &mut staging[staged..staged + tail_bytes];
+            dst.fill(0);
+            for (d, v) in dst.chunks_exact_mut(4).zip(&tail) {
+                d.copy_from_slice(&v.to_ne_bytes());
             }
-            file.write_all_at(&staging[..tail_bytes], *offset + seg.array_bytes())
-                .map_err(err)?;
+            staged += tail_bytes;
             *offset += seg.bytes();
+            batch.push((p, t, seg));
             segs.push(seg);
         }
         segments.push(segs);
     }
+    flush_batch(file, buffers, &mut batch, batch_start, staging).map_err(err)?;
     Ok(segments)
+}
+
+/// Writes the batch's segments, each its array straight from the scatter
+/// and its tail from `staging`, in as few system calls as possible.
+fn flush_batch(
+    file: &File,
+    buffers: &RoundBuffers,
+    batch: &mut Vec<(u64, usize, Segment)>,
+    start: u64,
+    staging: &AlignedBuf,
+) -> std::io::Result<()> {
+    let mut slices: Vec<&[u8]> = Vec::with_capacity(batch.len() * 2);
+    let mut staged = 0usize;
+    for (p, t, seg) in batch.iter() {
+        let (array, _) = buffers[*t].scatter.page_padded_bytes(*p);
+        debug_assert_eq!(array.len() as u64, seg.array_bytes());
+        slices.push(array);
+        let tail = seg.tail_bytes() as usize;
+        slices.push(&staging[staged..staged + tail]);
+        staged += tail;
+    }
+    let result = write_all_vectored_at(file, &slices, start);
+    batch.clear();
+    result
 }
 
 #[cfg(test)]
