@@ -87,22 +87,28 @@ const WORD_SLACK: usize = 8;
 /// Each bucket has a cursor, its next free slot; [`SlotPlacer::put`] stores a
 /// nonce there. Records of a bucket must come in ascending nonce order, and
 /// [`SlotPlacer::finish`] checks that every bucket got exactly its count.
+///
+/// A cursor is the slot's bit position in the buffer (above
+/// [`LEFT_BITS`]) and the slots left in its region (below), so that moving
+/// to the next slot is an addition and only a move to the next region
+/// needs more.
 pub(crate) struct SlotPlacer {
     index: u64,
     first_region: u64,
     regions: u64,
     buf: AlignedBuf,
-    /// Each bucket's next slot, counted from the first slot of `first_region`.
     cursors: Vec<u64>,
     slots: u64,
-    /// floor(2^64 / slots) + 1: a slot number over `slots` in one multiply,
-    /// exact for every slot number below 2^64 / slots.
-    reciprocal: u64,
-    region_size: usize,
+    region_size_log2: u32,
     area: usize,
     k: u32,
     mask: u64,
 }
+
+/// Bits of a cursor that count the slots left in its region (a region holds
+/// at most 2^19 slots: 1 MiB of 16-bit slots).
+const LEFT_BITS: u32 = 20;
+const LEFT_MASK: u64 = (1 << LEFT_BITS) - 1;
 
 impl SlotPlacer {
     /// Lays out the partition's regions (group offsets and bucket counts) in
@@ -161,37 +167,52 @@ impl SlotPlacer {
                 region[4..8].copy_from_slice(&(offset as u32).to_le_bytes());
             }
         }
-        debug_assert!(regions * slots < u64::MAX / slots);
-        Ok(SlotPlacer {
+        let mut placer = SlotPlacer {
             index,
             first_region,
             regions,
             buf,
-            cursors,
+            cursors: Vec::new(),
             slots,
-            reciprocal: (u64::MAX / slots) + 1,
-            region_size,
+            region_size_log2: layout.region_size.trailing_zeros(),
             area: layout.slot_area_offset(),
             k: layout.k as u32,
             mask: (1u64 << layout.k) - 1,
-        })
+        };
+        // The slots counted above become cursors.
+        cursors.iter_mut().for_each(|c| *c = placer.cursor_at(*c));
+        placer.cursors = cursors;
+        Ok(placer)
+    }
+
+    /// The cursor of slot `s`, counted from the first slot of the first
+    /// region.
+    fn cursor_at(&self, s: u64) -> u64 {
+        let (region, j) = (s / self.slots, s % self.slots);
+        let byte = (region << self.region_size_log2) + self.area as u64;
+        ((byte * 8 + j * self.k as u64) << LEFT_BITS) | (self.slots - j)
     }
 
     /// Stores `nonce` in the next slot of bucket `local` (counted within
     /// the partition).
     #[inline(always)]
     pub fn put(&mut self, local: usize, nonce: u64) {
-        let s = self.cursors[local];
-        self.cursors[local] = s + 1;
-        let region = ((s as u128 * self.reciprocal as u128) >> 64) as u64;
-        let bit = (s - region * self.slots) * self.k as u64;
-        let byte = region as usize * self.region_size + self.area + (bit >> 3) as usize;
+        let cursor = self.cursors[local];
+        let bit = cursor >> LEFT_BITS;
+        let byte = (bit >> 3) as usize;
         // k <= 40 bits shifted by at most 7 stay within one u64; the bits
         // around the slot are ORed with zeros and so kept.
         let word = &mut self.buf[byte..byte + 8];
         let value =
             u64::from_le_bytes(word.try_into().unwrap()) | ((nonce & self.mask) << (bit & 7));
         word.copy_from_slice(&value.to_le_bytes());
+        self.cursors[local] = if cursor & LEFT_MASK > 1 {
+            cursor + ((self.k as u64) << LEFT_BITS) - 1
+        } else {
+            // The region is full: on to the first slot of the next.
+            let next = ((byte >> self.region_size_log2) + 1) << self.region_size_log2;
+            (((next + self.area) as u64 * 8) << LEFT_BITS) | self.slots
+        };
     }
 
     /// The packed regions, once every bucket got exactly its count of
@@ -209,7 +230,7 @@ impl SlotPlacer {
             let range = i * bpg..((i + 1) * bpg).min(counts.len());
             for (&c, &cursor) in counts[range.clone()].iter().zip(&self.cursors[range]) {
                 next += c as u64;
-                if cursor != next {
+                if cursor != self.cursor_at(next) {
                     return Err(PlotError::Inconsistent(format!(
                         "partition {} received a different number of records than it counted",
                         self.index
