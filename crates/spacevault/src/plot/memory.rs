@@ -1,6 +1,7 @@
 //! Plotting a plot whose sort keys fit in memory: hash every nonce once,
-//! scatter the keys into partitions, then sort, pack and write partition by
-//! partition. The plot file is written once and nothing else is.
+//! scatter the keys into partitions, then count, place, fill and write
+//! partition by partition. The plot file is written once and nothing else
+//! is.
 
 use super::keys::{for_each_key, hash_range, EpochMarks, KeyShape};
 use super::pack::SlotPlacer;
@@ -12,7 +13,8 @@ use super::{stop_requested, PlotError, Progress};
 use crate::kernel::Kernel;
 use std::fs::File;
 
-/// Records a partition holds: small enough that sorting it stays in L2.
+/// Records a partition holds: small enough that its slots stay in L2 while
+/// they are filled.
 pub(crate) const PARTITION_RECORDS: u64 = 1 << 17;
 
 /// Bytes of memory the in-memory plotter needs for 2^k records, beyond a
