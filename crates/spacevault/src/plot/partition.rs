@@ -41,17 +41,7 @@ impl Partitioning {
     /// (partition, bucket index within it) of a bucket.
     #[inline(always)]
     pub fn locate(&self, bucket: u64) -> (u64, u64) {
-        if self.buckets_per_part == 1 {
-            return (bucket, 0);
-        }
-        let mut p = ((bucket as u128 * self.reciprocal as u128) >> 64) as u64;
-        // The reciprocal can be off by one for large buckets; fix it exactly.
-        if p * self.buckets_per_part > bucket {
-            p -= 1;
-        } else if (p + 1) * self.buckets_per_part <= bucket {
-            p += 1;
-        }
-        (p, bucket - p * self.buckets_per_part)
+        self.locator().locate_bucket(bucket)
     }
 
     /// A copy of what [`locate`](Self::locate) needs, for hot loops to keep
@@ -94,10 +84,15 @@ impl Locator {
     #[inline(always)]
     pub fn locate(&self, prefix: u64) -> (u64, u64) {
         // A layout has at least 10 bucket bits, so the shift is below 64.
-        let bucket = prefix >> self.bucket_shift;
+        self.locate_bucket(prefix >> self.bucket_shift)
+    }
+
+    #[inline(always)]
+    pub fn locate_bucket(&self, bucket: u64) -> (u64, u64) {
         if self.buckets_per_part == 1 {
             return (bucket, 0);
         }
+        // The reciprocal can be off by one for large buckets; fix it exactly.
         let mut p = ((bucket as u128 * self.reciprocal as u128) >> 64) as u64;
         if p * self.buckets_per_part > bucket {
             p -= 1;
