@@ -319,8 +319,8 @@ fn plot_with_keys(
             Ok((all, bytes))
         })?;
 
-    // Phase 2: one more worker than cores, so a core computes while a worker
-    // waits for its reads.
+    // Phase 2: a reader thread reads partitions ahead; one more worker than
+    // cores keeps the cores busy while a worker waits for its turn to place.
     progress.phase("sorting and writing", n);
     let mut sink = RegionSink::new(out, &parting);
     let ahead = ReadAhead::new(threads + 2);
