@@ -458,8 +458,13 @@ impl PartitionSource for TempSource<'_> {
     }
 
     fn fill(&self, _: u64, scratch: &mut Scratch, placer: &mut SlotPlacer) {
-        for &key in scratch.windows.iter().flatten() {
-            placer.put((key >> NONCE_BITS) as usize, key & NONCE_MASK);
+        for (w, window) in scratch.windows.iter().enumerate() {
+            // Zeroed just before they are filled, the window's slots are in
+            // cache when the records arrive.
+            placer.open_buckets((w + 1) << WINDOW_BUCKETS_LOG2);
+            for &key in window {
+                placer.put((key >> NONCE_BITS) as usize, key & NONCE_MASK);
+            }
         }
     }
 }

@@ -72,6 +72,8 @@ impl PartitionSource for Keys {
     }
 
     fn fill(&self, p: u64, _: &mut Scratch, placer: &mut SlotPlacer) {
+        // A partition's slots fit in L2 at once.
+        placer.open_all();
         // Threads in order, epochs in order: nonces ascend.
         let shape = self.shape;
         for t in &self.per_thread {

@@ -14,7 +14,7 @@ use std::sync::Mutex;
 pub(crate) struct BufPool(Mutex<Vec<AlignedBuf>>);
 
 impl BufPool {
-    /// A zeroed buffer of at least `len` bytes.
+    /// A buffer of at least `len` bytes whose contents are left as they are.
     pub fn take(&self, len: usize) -> AlignedBuf {
         let reused = {
             let mut bufs = self.0.lock().unwrap();
@@ -22,13 +22,7 @@ impl BufPool {
                 .position(|b| b.len() >= len)
                 .map(|i| bufs.swap_remove(i))
         };
-        match reused {
-            Some(mut b) => {
-                b.fill(0);
-                b
-            }
-            None => AlignedBuf::zeroed(len),
-        }
+        reused.unwrap_or_else(|| AlignedBuf::zeroed(len))
     }
 
     pub fn give(&self, buf: AlignedBuf) {
@@ -97,6 +91,9 @@ pub(crate) struct SlotPlacer {
     first_region: u64,
     regions: u64,
     buf: AlignedBuf,
+    /// Bytes before this are zeroed, ready for slots; see
+    /// [`SlotPlacer::open_buckets`].
+    zeroed: usize,
     cursors: Vec<u64>,
     slots: u64,
     region_size_log2: u32,
@@ -137,16 +134,13 @@ impl SlotPlacer {
             last_touched + 1
         };
         let regions = end_region - first_region;
-        let mut buf = pool.take(regions as usize * region_size + WORD_SLACK);
+        let buf = pool.take(regions as usize * region_size + WORD_SLACK);
         let base = first_region * slots;
 
         cursors.clear();
         cursors.reserve(counts.len());
-        for (i, g) in groups.clone().enumerate() {
-            let start = placement.group_starts[i];
+        for (i, &start) in placement.group_starts.iter().enumerate() {
             let group_counts = &counts[i * bpg..((i + 1) * bpg).min(counts.len())];
-            let region = &mut buf[(g - first_region) as usize * region_size..][..region_size];
-            region[4..8].copy_from_slice(&((start - g * slots) as u32).to_le_bytes());
             let mut next = start - base;
             for (j, &c) in group_counts.iter().enumerate() {
                 if c > u8::MAX as u32 {
@@ -155,16 +149,8 @@ impl SlotPlacer {
                         records: c,
                     });
                 }
-                region[REGION_HEADER_SIZE + j] = c as u8;
                 cursors.push(next);
                 next += c as u64;
-            }
-        }
-        if is_last {
-            for r in layout.group_count()..end_region {
-                let offset = placement.end.saturating_sub(r * slots);
-                let region = &mut buf[(r - first_region) as usize * region_size..][..region_size];
-                region[4..8].copy_from_slice(&(offset as u32).to_le_bytes());
             }
         }
         let mut placer = SlotPlacer {
@@ -172,6 +158,7 @@ impl SlotPlacer {
             first_region,
             regions,
             buf,
+            zeroed: 0,
             cursors: Vec::new(),
             slots,
             region_size_log2: layout.region_size.trailing_zeros(),
@@ -193,13 +180,36 @@ impl SlotPlacer {
         ((byte * 8 + j * self.k as u64) << LEFT_BITS) | (self.slots - j)
     }
 
+    /// Makes buckets `..end` ready to be filled by zeroing their bytes: a
+    /// source fills its buckets in runs and opens each run before filling it,
+    /// so that a run's bytes are zeroed while they are about to be used and
+    /// still in cache. Buckets must be opened in order.
+    pub fn open_buckets(&mut self, end: usize) {
+        let upto = match self.cursors.get(end) {
+            // Through the byte that bucket `end` starts in: the last slot of
+            // bucket `end - 1` may end there.
+            Some(&cursor) => ((cursor >> LEFT_BITS) / 8 + 1) as usize,
+            None => self.buf.len(),
+        };
+        if upto > self.zeroed {
+            self.buf[self.zeroed..upto].fill(0);
+            self.zeroed = upto;
+        }
+    }
+
+    /// Opens every bucket at once.
+    pub fn open_all(&mut self) {
+        self.open_buckets(self.cursors.len());
+    }
+
     /// Stores `nonce` in the next slot of bucket `local` (counted within
-    /// the partition).
+    /// the partition), which must be open.
     #[inline(always)]
     pub fn put(&mut self, local: usize, nonce: u64) {
         let cursor = self.cursors[local];
         let bit = cursor >> LEFT_BITS;
         let byte = (bit >> 3) as usize;
+        debug_assert!(byte < self.zeroed, "bucket {local} is not open");
         // k <= 40 bits shifted by at most 7 stay within one u64; the bits
         // around the slot are ORed with zeros and so kept.
         let word = &mut self.buf[byte..byte + 8];
@@ -218,12 +228,13 @@ impl SlotPlacer {
     /// The packed regions, once every bucket got exactly its count of
     /// records, and the cursor memory for reuse.
     pub fn finish(
-        self,
+        mut self,
         parting: &Partitioning,
         counts: &[u32],
         placement: &Placement,
     ) -> Result<(Packed, Vec<u64>), PlotError> {
-        let bpg = parting.layout.buckets_per_group as usize;
+        let layout = &parting.layout;
+        let bpg = layout.buckets_per_group as usize;
         let base = self.first_region * self.slots;
         for (i, &start) in placement.group_starts.iter().enumerate() {
             let mut next = start - base;
@@ -236,6 +247,30 @@ impl SlotPlacer {
                         self.index
                     )));
                 }
+            }
+        }
+        // Regions past the last slot, then the headers: slot writes only
+        // ever ORed zeros into header bytes.
+        self.open_all();
+        let region_size = layout.region_size as usize;
+        let slots = self.slots;
+        let groups = parting.groups(self.index);
+        for (i, g) in groups.clone().enumerate() {
+            let start = placement.group_starts[i];
+            let group_counts = &counts[i * bpg..((i + 1) * bpg).min(counts.len())];
+            let at = (g - self.first_region) as usize * region_size;
+            let region = &mut self.buf[at..at + region_size];
+            region[4..8].copy_from_slice(&((start - g * slots) as u32).to_le_bytes());
+            for (j, &c) in group_counts.iter().enumerate() {
+                region[REGION_HEADER_SIZE + j] = c as u8;
+            }
+        }
+        if groups.end == layout.group_count() {
+            // The last partition also heads the regions its spill reaches.
+            for r in layout.group_count()..self.first_region + self.regions {
+                let offset = placement.end.saturating_sub(r * slots);
+                let at = (r - self.first_region) as usize * region_size;
+                self.buf[at + 4..at + 8].copy_from_slice(&(offset as u32).to_le_bytes());
             }
         }
         let packed = Packed {
@@ -269,19 +304,27 @@ mod tests {
         let bpg = layout.buckets_per_group as usize;
         let mut sorted = records.to_vec();
         sorted.sort_unstable();
-        let pool = BufPool::default();
-        // Headers as the placer writes them; slots written here.
-        let mut buf = SlotPlacer::new(parting, index, counts, placement, &pool, Vec::new())
-            .unwrap()
-            .buf;
         let groups = parting.groups(index);
         let first_region = groups.start;
+        let is_last = groups.end == layout.group_count();
+        // Every region the partition's slots reach, and for the last
+        // partition every region the plot has.
+        let end_region = if is_last {
+            layout.region_count(placement.end)
+        } else {
+            groups.end.max(placement.end.div_ceil(slots))
+        };
+        let mut buf = vec![0u8; (end_region - first_region) as usize * size];
         let mut next = 0;
-        for (i, _) in groups.enumerate() {
-            let n: usize = counts[i * bpg..((i + 1) * bpg).min(counts.len())]
-                .iter()
-                .map(|&c| c as usize)
-                .sum();
+        for (i, g) in groups.enumerate() {
+            let group_counts = &counts[i * bpg..((i + 1) * bpg).min(counts.len())];
+            let n: usize = group_counts.iter().map(|&c| c as usize).sum();
+            let region = &mut buf[(g - first_region) as usize * size..][..size];
+            let offset = placement.group_starts[i] - g * slots;
+            region[4..8].copy_from_slice(&(offset as u32).to_le_bytes());
+            for (j, &c) in group_counts.iter().enumerate() {
+                region[REGION_HEADER_SIZE + j] = c as u8;
+            }
             let group = &sorted[next..next + n];
             for (s, &(_, x)) in (placement.group_starts[i]..).zip(group) {
                 let r = s / slots;
@@ -294,7 +337,14 @@ mod tests {
             }
             next += n;
         }
-        buf.to_vec()
+        if is_last {
+            for r in layout.group_count()..end_region {
+                let offset = placement.end.saturating_sub(r * slots) as u32;
+                buf[(r - first_region) as usize * size + 4..][..4]
+                    .copy_from_slice(&offset.to_le_bytes());
+            }
+        }
+        buf
     }
 
     fn xorshift(state: &mut u64) -> u64 {
@@ -333,16 +383,40 @@ mod tests {
                 let previous_end =
                     parting.groups(index).start * slots + if index > 0 { slots / 3 } else { 0 };
                 let placement = place(&parting, index, &counts, previous_end);
-                let pool = BufPool::default();
-                let mut placer =
-                    SlotPlacer::new(&parting, index, &counts, &placement, &pool, Vec::new())
-                        .unwrap();
-                for &(b, x) in &records {
-                    placer.put(b, x);
-                }
-                let (packed, _) = placer.finish(&parting, &counts, &placement).unwrap();
                 let want = pack_by_sorting(&parting, index, &records, &counts, &placement);
-                assert_eq!(&packed.buf[..], &want[..], "k {k} partition {index}");
+                // A pool whose buffers hold garbage, as reused ones do.
+                let pool = BufPool::default();
+                let mut dirty = AlignedBuf::zeroed(want.len() + 4096);
+                dirty.fill(0xA5);
+                pool.give(dirty);
+                // All buckets open at once, or runs of 64 buckets opened in
+                // turn with their records (stable within each run).
+                for run in [usize::MAX, 64] {
+                    let mut placer =
+                        SlotPlacer::new(&parting, index, &counts, &placement, &pool, Vec::new())
+                            .unwrap();
+                    let mut by_run = records.clone();
+                    by_run.sort_by_key(|r| r.0 / run.min(n_buckets));
+                    let mut opened = 0;
+                    for &(b, x) in &by_run {
+                        while opened <= b {
+                            opened = (opened + run).min(n_buckets);
+                            placer.open_buckets(opened);
+                        }
+                        placer.put(b, x);
+                    }
+                    let (packed, _) = placer.finish(&parting, &counts, &placement).unwrap();
+                    let size = layout.region_size as usize;
+                    assert_eq!(packed.regions as usize * size, want.len());
+                    assert_eq!(
+                        &packed.buf[..want.len()],
+                        &want[..],
+                        "k {k} partition {index}"
+                    );
+                    let mut reused = packed.buf;
+                    reused.fill(0x5A);
+                    pool.give(reused);
+                }
             }
         }
     }
@@ -358,6 +432,7 @@ mod tests {
         for extra in [false, true] {
             let mut placer =
                 SlotPlacer::new(&parting, 1, &counts, &placement, &pool, Vec::new()).unwrap();
+            placer.open_all();
             for b in 0..n_buckets {
                 placer.put(b, 1);
                 if b != 3 || extra {
