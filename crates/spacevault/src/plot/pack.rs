@@ -108,9 +108,9 @@ const LEFT_BITS: u32 = 20;
 const LEFT_MASK: u64 = (1 << LEFT_BITS) - 1;
 
 impl SlotPlacer {
-    /// Lays out the partition's regions (group offsets and bucket counts) in
-    /// a buffer from `pool` and points each bucket's cursor at its first
-    /// slot. `cursors` is memory to reuse.
+    /// Takes a buffer from `pool` for the partition's regions and points each
+    /// bucket's cursor at its first slot; [`finish`](Self::finish) writes
+    /// the region headers. `cursors` is memory to reuse.
     pub fn new(
         parting: &Partitioning,
         index: u64,
