@@ -14,14 +14,19 @@ const LINE_BYTES: usize = 64;
 const PAGE_BYTES: usize = 4096;
 
 pub(crate) struct Scatter<T: Copy + Default> {
+    arrays: Arrays<T>,
+    lines: Vec<T>,
+    line_fill: Vec<u8>,
+}
+
+/// Every partition's array, and the records that did not fit.
+struct Arrays<T: Copy> {
     keys: HugeBuf<T>,
     /// Room per partition, a whole number of lines.
     cap: usize,
     fill: Vec<usize>,
     overflow: Vec<(u64, T)>,
     overflowed: Vec<u32>,
-    lines: Vec<T>,
-    line_fill: Vec<u8>,
 }
 
 impl<T: Copy + Default> Scatter<T> {
@@ -34,11 +39,13 @@ impl<T: Copy + Default> Scatter<T> {
         let keys = HugeBuf::zeroed(parts * cap)
             .map_err(|e| PlotError::io("allocating sort buffers", e))?;
         Ok(Scatter {
-            keys,
-            cap,
-            fill: vec![0; parts],
-            overflow: Vec::new(),
-            overflowed: vec![0; parts],
+            arrays: Arrays {
+                keys,
+                cap,
+                fill: vec![0; parts],
+                overflow: Vec::new(),
+                overflowed: vec![0; parts],
+            },
             lines: vec![T::default(); parts * Self::LINE],
             line_fill: vec![0; parts],
         })
@@ -52,10 +59,10 @@ impl<T: Copy + Default> Scatter<T> {
 
     /// Forgets every record, keeping the memory.
     pub fn clear(&mut self) {
-        self.fill.iter_mut().for_each(|f| *f = 0);
+        self.arrays.fill.iter_mut().for_each(|f| *f = 0);
         self.line_fill.iter_mut().for_each(|f| *f = 0);
-        self.overflow.clear();
-        self.overflowed.iter_mut().for_each(|c| *c = 0);
+        self.arrays.overflow.clear();
+        self.arrays.overflowed.iter_mut().for_each(|c| *c = 0);
     }
 
     /// Appends each `(partition, key)` in turn. One call per batch lets the
@@ -64,11 +71,7 @@ impl<T: Copy + Default> Scatter<T> {
     pub fn push_all(&mut self, items: impl Iterator<Item = (usize, T)>) {
         let line = Self::LINE;
         let Scatter {
-            keys,
-            cap,
-            fill,
-            overflow,
-            overflowed,
+            arrays,
             lines,
             line_fill,
         } = self;
@@ -78,7 +81,7 @@ impl<T: Copy + Default> Scatter<T> {
             lines[p * line + n] = key;
             if n + 1 == line {
                 let full = &lines[p * line..(p + 1) * line];
-                flush_line(&mut keys[..], *cap, fill, overflow, overflowed, full, p);
+                arrays.flush_line(p, full);
                 line_fill[p] = 0;
             } else {
                 line_fill[p] = (n + 1) as u8;
@@ -91,22 +94,11 @@ impl<T: Copy + Default> Scatter<T> {
         self.push_all(std::iter::once((p as usize, key)));
     }
 
-    fn store_one(&mut self, p: usize, key: T) {
-        store_one(
-            &mut self.keys,
-            self.cap,
-            &mut self.fill,
-            &mut self.overflow,
-            &mut self.overflowed,
-            p,
-            key,
-        );
-    }
-
     /// Records pushed so far to each partition (stored, in lines, or overflowed).
     pub fn pushed_counts(&self) -> Vec<u32> {
-        (0..self.fill.len())
-            .map(|p| (self.fill[p] + self.line_fill[p] as usize) as u32 + self.overflowed[p])
+        let a = &self.arrays;
+        (0..a.fill.len())
+            .map(|p| (a.fill[p] + self.line_fill[p] as usize) as u32 + a.overflowed[p])
             .collect()
     }
 
@@ -117,11 +109,11 @@ impl<T: Copy + Default> Scatter<T> {
         unsafe {
             std::arch::x86_64::_mm_sfence()
         };
-        for p in 0..self.fill.len() {
+        for p in 0..self.arrays.fill.len() {
             let n = self.line_fill[p] as usize;
             for i in 0..n {
                 let key = self.lines[p * Self::LINE + i];
-                self.store_one(p, key);
+                self.arrays.store_one(p, key);
             }
             self.line_fill[p] = 0;
         }
@@ -130,10 +122,10 @@ impl<T: Copy + Default> Scatter<T> {
     /// Partition p's array as bytes, padded with whatever follows to whole
     /// pages, and the number of records in it. Call after `finish`.
     pub fn page_padded_bytes(&self, p: u64) -> (&[u8], usize) {
-        let start = p as usize * self.cap;
-        let fill = self.fill[p as usize];
+        let start = p as usize * self.arrays.cap;
+        let fill = self.arrays.fill[p as usize];
         let padded = fill.div_ceil(Self::PAGE) * Self::PAGE;
-        let elems = &self.keys[start..start + padded];
+        let elems = &self.arrays.keys[start..start + padded];
         // SAFETY: T is a plain integer type; any byte view of it is valid.
         let bytes = unsafe {
             std::slice::from_raw_parts(elems.as_ptr().cast::<u8>(), std::mem::size_of_val(elems))
@@ -143,9 +135,10 @@ impl<T: Copy + Default> Scatter<T> {
 
     /// Partition p's records in the order pushed: the array, then the overflow.
     pub fn records(&self, p: u64) -> (&[T], impl Iterator<Item = T> + '_) {
-        let start = p as usize * self.cap;
-        let slice = &self.keys[start..start + self.fill[p as usize]];
-        let extra = self
+        let a = &self.arrays;
+        let start = p as usize * a.cap;
+        let slice = &a.keys[start..start + a.fill[p as usize]];
+        let extra = a
             .overflow
             .iter()
             .filter(move |(q, _)| *q == p)
@@ -154,45 +147,31 @@ impl<T: Copy + Default> Scatter<T> {
     }
 }
 
-/// Moves partition p's full line to its array, or record by record to the
-/// overflow once the array is full.
-#[inline(never)]
-fn flush_line<T: Copy>(
-    keys: &mut [T],
-    cap: usize,
-    fill: &mut [usize],
-    overflow: &mut Vec<(u64, T)>,
-    overflowed: &mut [u32],
-    line: &[T],
-    p: usize,
-) {
-    let f = fill[p];
-    if f + line.len() <= cap {
-        stream_line(&mut keys[p * cap + f..p * cap + f + line.len()], line);
-        fill[p] = f + line.len();
-    } else {
-        for &key in line {
-            store_one(keys, cap, fill, overflow, overflowed, p, key);
+impl<T: Copy> Arrays<T> {
+    /// Moves partition p's full line to its array, or record by record to
+    /// the overflow once the array is full.
+    #[inline(never)]
+    fn flush_line(&mut self, p: usize, line: &[T]) {
+        let (f, cap) = (self.fill[p], self.cap);
+        if f + line.len() <= cap {
+            stream_line(&mut self.keys[p * cap + f..p * cap + f + line.len()], line);
+            self.fill[p] = f + line.len();
+        } else {
+            for &key in line {
+                self.store_one(p, key);
+            }
         }
     }
-}
 
-fn store_one<T: Copy>(
-    keys: &mut [T],
-    cap: usize,
-    fill: &mut [usize],
-    overflow: &mut Vec<(u64, T)>,
-    overflowed: &mut [u32],
-    p: usize,
-    key: T,
-) {
-    let f = fill[p];
-    if f < cap {
-        keys[p * cap + f] = key;
-        fill[p] = f + 1;
-    } else {
-        overflow.push((p as u64, key));
-        overflowed[p] += 1;
+    fn store_one(&mut self, p: usize, key: T) {
+        let f = self.fill[p];
+        if f < self.cap {
+            self.keys[p * self.cap + f] = key;
+            self.fill[p] = f + 1;
+        } else {
+            self.overflow.push((p as u64, key));
+            self.overflowed[p] += 1;
+        }
     }
 }
 
