@@ -177,7 +177,10 @@ pub fn timed(
                 let stop = &stop;
                 s.spawn(move || {
                     let mut w = Workload::new(algo, backend, size, t as u64 + 1);
-                    let mut done = 0u64;
+                    // At least one batch, even for a thread that only got a
+                    // core after the time was up (a loaded machine): the
+                    // elapsed time counts until every thread is done.
+                    let mut done = w.batch();
                     while !stop.load(Ordering::Relaxed) {
                         done += w.batch();
                     }
