@@ -42,6 +42,10 @@ pub struct PlotBench {
     pub records_per_second: f64,
     pub file_mb_per_second: f64,
     pub temp_bytes_written: u64,
+    /// Rounds of the external plotter's first phase (0 in memory), and how
+    /// many stayed in memory instead of going through the temp file.
+    pub rounds: u64,
+    pub rounds_in_memory: u64,
     /// Seconds in each phase of the plotter.
     pub phases: Vec<(String, f64)>,
     /// Storage I/O of the plotting, from /proc/self/io.
@@ -115,6 +119,8 @@ pub fn run(options: &PlotBenchOptions, progress: &dyn Progress) -> Result<PlotBe
         records_per_second: summary.records_per_second(),
         file_mb_per_second: file / summary.seconds / 1e6,
         temp_bytes_written: summary.temp_bytes_written,
+        rounds: summary.rounds,
+        rounds_in_memory: summary.rounds_in_memory,
         phases: summary.phases.clone(),
         io,
         bytes_written_per_plot_byte: io.map(|i| i.write_bytes as f64 / file),

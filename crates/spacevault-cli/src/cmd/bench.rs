@@ -151,7 +151,17 @@ fn bench_plot(a: BenchPlotArgs) -> Result<()> {
             format_size(io.cancelled_write_bytes)
         );
     }
-    println!("temp written    {}", format_size(r.temp_bytes_written));
+    if r.rounds > 0 {
+        println!(
+            "temp written    {} ({} of {} rounds; the last {} stayed in memory)",
+            format_size(r.temp_bytes_written),
+            r.rounds - r.rounds_in_memory,
+            r.rounds,
+            r.rounds_in_memory
+        );
+    } else {
+        println!("temp written    {}", format_size(r.temp_bytes_written));
+    }
     match r.peak_rss_bytes {
         Some(p) => println!("peak RSS        {}", format_size(p)),
         None => println!("peak RSS        (not measurable here)"),

@@ -46,17 +46,73 @@ const MAX_ROUND: u64 = 1 << 28;
 /// Phase 2 holds about this many bytes per record of a partition in flight.
 const PHASE2_BYTES_PER_RECORD: u64 = 28;
 
-/// An upper bound on the temp file's size: the keys, the marks, and up to
-/// two pages of padding for each segment (one per round, partition and
-/// thread).
+/// An upper bound on the temp file's size: the keys and marks of the
+/// rounds that are written, and up to two pages of padding for each of
+/// their segments (one per round, partition and thread).
 pub(crate) fn temp_size(layout: &Layout, threads: usize, memory: u64) -> Result<u64, PlotError> {
-    let parting = partitioning(layout, threads, memory);
-    let shape = temp_shape(&parting);
-    let (round, _) = rounds_plan(layout, &parting, shape, threads, memory)?;
-    let rounds = layout.record_count().div_ceil(round);
-    let segments = rounds * parting.count * threads as u64;
-    let marks = segments * shape.epochs(round / threads as u64 + 1) * MARK;
-    Ok(layout.record_count() * TEMP_RECORD + marks + segments * 2 * PAGE)
+    let plan = Plan::new(layout, threads, memory, &Overrides::default())?;
+    Ok(temp_size_of(&plan, threads))
+}
+
+fn temp_size_of(plan: &Plan, threads: usize) -> u64 {
+    let layout = &plan.parting.layout;
+    let written = plan.rounds - plan.resident;
+    let segments = written * plan.parting.count * threads as u64;
+    let marks = segments * plan.shape.epochs(plan.round / threads as u64 + 1) * MARK;
+    let keys = (written * plan.round).min(layout.record_count()) * TEMP_RECORD;
+    keys + marks + segments * 2 * PAGE
+}
+
+/// How the two phases share the memory limit.
+struct Plan {
+    parting: Partitioning,
+    shape: KeyShape,
+    /// Records a round hashes, and rounds in all.
+    round: u64,
+    rounds: u64,
+    /// Room per (thread, partition) in a set of round buffers.
+    cap: usize,
+    /// The last rounds, whose keys stay in memory for phase 2 instead of
+    /// going through the temp file.
+    resident: u64,
+    /// Sets of round buffers phase 1 allocates.
+    sets: u64,
+}
+
+/// Choices tests force to cover every path at small k.
+#[derive(Clone, Copy, Default)]
+struct Overrides {
+    shape: Option<KeyShape>,
+    resident: Option<u64>,
+}
+
+impl Plan {
+    fn new(
+        layout: &Layout,
+        threads: usize,
+        memory: u64,
+        overrides: &Overrides,
+    ) -> Result<Plan, PlotError> {
+        let parting = partitioning(layout, threads, memory);
+        let shape = overrides.shape.unwrap_or_else(|| temp_shape(&parting));
+        let (round, cap) = rounds_plan(layout, &parting, shape, threads, memory)?;
+        let rounds = layout.record_count().div_ceil(round);
+        // Every set of round buffers that phase 2 can keep beside its own
+        // working memory saves writing and reading a round of keys.
+        let set = round_set_bytes(&parting, shape, round, cap, threads);
+        let phase2 = (threads as u64 + 2) * parting.records_per_part() * PHASE2_BYTES_PER_RECORD;
+        let fits = memory.saturating_sub(RESERVED).saturating_sub(phase2) / set;
+        let resident = overrides.resident.unwrap_or(fits).min(rounds);
+        Ok(Plan {
+            parting,
+            shape,
+            round,
+            rounds,
+            cap,
+            resident,
+            sets: resident.max(2).min(rounds),
+        })
+    }
 }
 
 /// Bytes of temp file an epoch mark takes.
@@ -90,6 +146,10 @@ pub(crate) struct ExternalResult {
     pub temp_bytes_written: u64,
     /// Whether phase 2 hashed the records again.
     pub hashed_twice: bool,
+    /// Rounds phase 1 hashed, and how many of them never went to the temp
+    /// file.
+    pub rounds: u64,
+    pub rounds_in_memory: u64,
 }
 
 /// One round's keys of one partition from one thread: the thread's array,
@@ -167,10 +227,7 @@ fn rounds_plan(
     let mut round = (budget / TEMP_RECORD).min(n).min(MAX_ROUND);
     loop {
         let cap = slot_capacity(round, parting.count, threads);
-        // Each thread's marks: a count per partition at every epoch.
-        let marks = shape.epochs(round / threads as u64 + 1) * parting.count * 4;
-        let bytes = threads as u64 * (Scatter::<u32>::bytes(parting.count as usize, cap) + marks);
-        if bytes <= budget {
+        if round_set_bytes(parting, shape, round, cap, threads) <= budget {
             return Ok((round, cap));
         }
         round = round * 9 / 10;
@@ -183,6 +240,19 @@ fn rounds_plan(
             });
         }
     }
+}
+
+/// Memory one set of round buffers takes: each thread's scatter and marks
+/// (a count per partition at every epoch).
+fn round_set_bytes(
+    parting: &Partitioning,
+    shape: KeyShape,
+    round: u64,
+    cap: usize,
+    threads: usize,
+) -> u64 {
+    let marks = shape.epochs(round / threads as u64 + 1) * parting.count * 4;
+    threads as u64 * (Scatter::<u32>::bytes(parting.count as usize, cap) + marks)
 }
 
 fn slot_capacity(round: u64, parts: u64, threads: usize) -> usize {
@@ -211,26 +281,26 @@ pub(crate) fn plot(
     out: &File,
     progress: &dyn Progress,
 ) -> Result<ExternalResult, PlotError> {
-    let shape = temp_shape(&partitioning(layout, threads, memory));
-    plot_with_keys(
-        layout, kernel, threads, memory, tmp_dir, out, progress, shape,
-    )
+    let plan = Plan::new(layout, threads, memory, &Overrides::default())?;
+    plot_with_plan(&plan, kernel, threads, tmp_dir, out, progress)
 }
 
-/// [`plot`] with temp keys of the given shape.
-#[allow(clippy::too_many_arguments)]
-fn plot_with_keys(
-    layout: &Layout,
+fn plot_with_plan(
+    plan: &Plan,
     kernel: &Kernel,
     threads: usize,
-    memory: u64,
     tmp_dir: &Path,
     out: &File,
     progress: &dyn Progress,
-    shape: KeyShape,
 ) -> Result<ExternalResult, PlotError> {
-    let parting = partitioning(layout, threads, memory);
-    let (round, cap) = rounds_plan(layout, &parting, shape, threads, memory)?;
+    let Plan {
+        ref parting,
+        shape,
+        round,
+        cap,
+        ..
+    } = *plan;
+    let layout = &parting.layout;
     let n = layout.record_count();
     let parts = parting.count as usize;
 
@@ -253,11 +323,13 @@ fn plot_with_keys(
         )
     };
 
-    // Phase 1: hash into one set of buffers while the writer writes the other.
+    // Phase 1: hash into one set of buffers while the writer writes another;
+    // the last rounds stay in memory.
     progress.phase("hashing to temp file", n);
-    let rounds: Vec<u64> = (0..n.div_ceil(round)).map(|r| r * round).collect();
+    let rounds: Vec<u64> = (0..plan.rounds).map(|r| r * round).collect();
+    let written_rounds = (plan.rounds - plan.resident) as usize;
     let mut sets: Vec<RoundBuffers> = Vec::new();
-    for _ in 0..2.min(rounds.len()) {
+    for _ in 0..plan.sets {
         sets.push(
             (0..threads)
                 .map(|_| {
@@ -269,8 +341,8 @@ fn plot_with_keys(
                 .collect::<Result<_, _>>()?,
         );
     }
-    let (segments, temp_bytes_written) =
-        std::thread::scope(|s| -> Result<(Vec<RoundSegments>, u64), PlotError> {
+    let (segments, temp_bytes_written, resident) = std::thread::scope(
+        |s| -> Result<(Vec<RoundSegments>, u64, Vec<RoundBuffers>), PlotError> {
             let (to_writer, writer_rx) = mpsc::sync_channel::<RoundBuffers>(1);
             let (from_writer, returned) = mpsc::channel::<Result<RoundBuffers, PlotError>>();
             let temp = &temp;
@@ -295,39 +367,47 @@ fn plot_with_keys(
                 (all, offset)
             });
             let mut free = sets;
-            for &base in &rounds {
+            let mut kept = Vec::new();
+            for (i, &base) in rounds.iter().enumerate() {
                 let mut buffers = match free.pop() {
                     Some(b) => b,
                     None => returned.recv().map_err(|_| PlotError::Aborted)??,
                 };
                 let len = round.min(n - base);
-                hash_round(kernel, &parting, shape, base, len, &mut buffers, progress);
+                hash_round(kernel, parting, shape, base, len, &mut buffers, progress);
                 if stop_requested() {
                     return Err(PlotError::Interrupted);
                 }
-                to_writer.send(buffers).map_err(|_| PlotError::Aborted)?;
+                if i < written_rounds {
+                    to_writer.send(buffers).map_err(|_| PlotError::Aborted)?;
+                } else {
+                    kept.push(buffers);
+                }
             }
             drop(to_writer);
-            // Surface a write error from the last rounds.
+            // Surface a write error from the last rounds; sets not kept are
+            // freed here, before phase 2 allocates its own.
             for r in returned.iter() {
                 r?;
             }
             let (all, bytes) = writer.join().expect("temp writer panicked");
-            if all.len() != rounds.len() {
+            if all.len() != written_rounds {
                 return Err(PlotError::Aborted);
             }
-            Ok((all, bytes))
-        })?;
+            Ok((all, bytes, kept))
+        },
+    )?;
 
     // Phase 2: a reader thread reads partitions ahead; one more worker than
     // cores keeps the cores busy while a worker waits for its turn to place.
     progress.phase("sorting and writing", n);
-    let mut sink = RegionSink::new(out, &parting);
+    let mut sink = RegionSink::new(out, parting);
     let ahead = ReadAhead::new(threads + 2);
     let source = TempSource {
         segments: &segments,
+        resident: &resident,
         shape,
-        parting: &parting,
+        parting,
         kernel,
         ahead: &ahead,
     };
@@ -337,7 +417,7 @@ fn plot_with_keys(
                 read_partition(&temp.file, &segments, p, buf)
             })
         });
-        let end = pack_and_write(&parting, threads + 1, &mut sink, progress, &source);
+        let end = pack_and_write(parting, threads + 1, &mut sink, progress, &source);
         ahead.close();
         end
     })?;
@@ -346,13 +426,16 @@ fn plot_with_keys(
         end,
         temp_bytes_written,
         hashed_twice: !shape.has_buckets(),
+        rounds: plan.rounds,
+        rounds_in_memory: plan.resident,
     })
 }
 
-/// Phase 2's partitions: read back from the temp file (and hashed again
-/// when the keys hold no buckets).
+/// Phase 2's partitions: read back from the temp file, then taken from the
+/// rounds kept in memory (and hashed again when the keys hold no buckets).
 struct TempSource<'a> {
     segments: &'a [RoundSegments],
+    resident: &'a [RoundBuffers],
     shape: KeyShape,
     parting: &'a Partitioning,
     kernel: &'a Kernel,
@@ -390,10 +473,10 @@ fn read_partition(
 }
 
 impl PartitionSource for TempSource<'_> {
-    /// Takes the partition's keys from the read-ahead (ascending by nonce:
-    /// rounds, threads and each thread's array then overflow all come in
-    /// nonce order), counts them by bucket and keeps each nonce with its
-    /// bucket, by window.
+    /// Takes the partition's keys from the read-ahead, then from the rounds
+    /// kept in memory (ascending by nonce: rounds, threads and each
+    /// thread's array then overflow all come in nonce order), counts them
+    /// by bucket and keeps each nonce with its bucket, by window.
     fn count(&self, p: u64, scratch: &mut Scratch, counts: &mut [u32]) -> Result<(), PlotError> {
         let Scratch {
             windows,
@@ -404,56 +487,23 @@ impl PartitionSource for TempSource<'_> {
         // `fill` then writes each window's slots while they are in cache.
         windows.resize_with(counts.len().div_ceil(1 << WINDOW_BUCKETS_LOG2), Vec::new);
         windows.iter_mut().for_each(Vec::clear);
-        let shape = self.shape;
-        let damaged = || {
-            PlotError::Inconsistent(format!(
-                "the temp file's keys of partition {p} do not add up"
-            ))
-        };
         let buf = self.ahead.take(p)?;
         let mut at = 0usize;
         for seg in self.segments.iter().flat_map(|round| &round[p as usize]) {
             let (array, extra, epochs) = seg.parts(&buf[at..]);
             at += seg.bytes() as usize;
-            let covered = if shape.has_buckets() {
-                let mut bad = false;
-                let last_window = windows.len() - 1;
-                let covered = for_each_key(
-                    array,
-                    extra,
-                    seg.first_epoch,
-                    epochs.iter().copied(),
-                    |key, epoch| {
-                        let local = shape.local(key);
-                        match counts.get_mut(local) {
-                            Some(c) => *c += 1,
-                            None => bad = true,
-                        }
-                        let window = (local >> WINDOW_BUCKETS_LOG2).min(last_window);
-                        windows[window].push(sort_key(local as u64, shape.nonce(key, epoch)));
-                    },
-                );
-                if bad {
-                    return Err(damaged());
-                }
-                covered
-            } else {
-                nonces.clear();
-                let covered = for_each_key(
-                    array,
-                    extra,
-                    seg.first_epoch,
-                    epochs.iter().copied(),
-                    |key, epoch| nonces.push(shape.nonce(key, epoch)),
-                );
-                self.bucket_by_hashing(p, nonces, prefixes, counts, windows)?;
-                covered
-            };
-            if covered != array.len() + extra.len() {
-                return Err(damaged());
-            }
+            let keys = (array, extra, seg.first_epoch, epochs.iter().copied());
+            self.file_keys(p, keys, windows, nonces, prefixes, counts)?;
         }
         self.ahead.give_back(buf);
+        for thread in self.resident.iter().flatten() {
+            let (array, extra) = thread.scatter.records(p);
+            let extra: Vec<u32> = extra.collect();
+            let marks = thread.marks.as_ref().expect("the round was hashed");
+            let (first_epoch, epochs) = marks.counts(p);
+            let keys = (array, &extra[..], first_epoch, epochs);
+            self.file_keys(p, keys, windows, nonces, prefixes, counts)?;
+        }
         Ok(())
     }
 
@@ -470,6 +520,54 @@ impl PartitionSource for TempSource<'_> {
 }
 
 impl TempSource<'_> {
+    /// Counts one thread's keys of one round by bucket and files each
+    /// nonce with its bucket by window: `(array, overflow, first epoch,
+    /// keys in each epoch)`.
+    fn file_keys(
+        &self,
+        p: u64,
+        (array, extra, first_epoch, epochs): (&[u32], &[u32], u64, impl Iterator<Item = u32>),
+        windows: &mut [Vec<u64>],
+        nonces: &mut Vec<u64>,
+        prefixes: &mut Vec<u64>,
+        counts: &mut [u32],
+    ) -> Result<(), PlotError> {
+        let shape = self.shape;
+        let damaged = || {
+            PlotError::Inconsistent(format!(
+                "the temp file's keys of partition {p} do not add up"
+            ))
+        };
+        let covered = if shape.has_buckets() {
+            let mut bad = false;
+            let last_window = windows.len() - 1;
+            let covered = for_each_key(array, extra, first_epoch, epochs, |key, epoch| {
+                let local = shape.local(key);
+                match counts.get_mut(local) {
+                    Some(c) => *c += 1,
+                    None => bad = true,
+                }
+                let window = (local >> WINDOW_BUCKETS_LOG2).min(last_window);
+                windows[window].push(sort_key(local as u64, shape.nonce(key, epoch)));
+            });
+            if bad {
+                return Err(damaged());
+            }
+            covered
+        } else {
+            nonces.clear();
+            let covered = for_each_key(array, extra, first_epoch, epochs, |key, epoch| {
+                nonces.push(shape.nonce(key, epoch))
+            });
+            self.bucket_by_hashing(p, nonces, prefixes, counts, windows)?;
+            covered
+        };
+        if covered != array.len() + extra.len() {
+            return Err(damaged());
+        }
+        Ok(())
+    }
+
     /// Hashes `nonces` a block at a time to find their buckets, counts them
     /// and files them by window.
     fn bucket_by_hashing(
@@ -647,42 +745,69 @@ mod tests {
     use crate::plot::NoProgress;
 
     /// Keys with buckets and keys that make phase 2 hash again give the
-    /// same plot: in many rounds and partitions with 42 MiB, in one round
-    /// with 120 MiB.
+    /// same plot, whether every round goes through the temp file, some
+    /// stay in memory or all do: in many rounds and partitions with 42 MiB,
+    /// in one round with 120 MiB.
     #[test]
-    fn both_key_shapes_make_the_same_plot() {
+    fn key_shapes_and_resident_rounds_make_the_same_plot() {
         let layout = Layout::for_k(20).unwrap();
         let kernel = Kernel::new(&[7; 32]);
         let dir = tempfile::tempdir().unwrap();
+        let nonces = Some(KeyShape::nonces_only());
         let mut plots = Vec::new();
-        for (memory, shape) in [
-            (42 << 20, None),
-            (42 << 20, Some(KeyShape::nonces_only())),
-            (120 << 20, Some(KeyShape::nonces_only())),
+        for (memory, shape, resident) in [
+            (42 << 20, None, Some(0)),
+            (42 << 20, None, Some(2)),
+            (42 << 20, None, Some(99)),
+            (42 << 20, nonces, Some(0)),
+            (42 << 20, nonces, Some(1)),
+            (120 << 20, nonces, Some(0)),
+            (120 << 20, None, None),
         ] {
             let out = File::create(dir.path().join("plot")).unwrap();
-            let parting = partitioning(&layout, 2, memory);
-            let shape = shape.unwrap_or_else(|| temp_shape(&parting));
-            let result = plot_with_keys(
-                &layout,
-                &kernel,
-                2,
-                memory,
-                dir.path(),
-                &out,
-                &NoProgress,
-                shape,
-            )
-            .unwrap();
-            assert!(result.temp_bytes_written >= layout.record_count() * 4);
+            let overrides = Overrides { shape, resident };
+            let plan = Plan::new(&layout, 2, memory, &overrides).unwrap();
+            let result = plot_with_plan(&plan, &kernel, 2, dir.path(), &out, &NoProgress).unwrap();
+            assert_eq!(result.rounds_in_memory, plan.resident);
+            let written = plan.rounds - plan.resident;
+            assert!(result.temp_bytes_written >= (written * plan.round).min(1 << 20) * 4);
+            assert!(result.temp_bytes_written <= temp_size_of(&plan, 2));
             plots.push((result.end, std::fs::read(dir.path().join("plot")).unwrap()));
         }
-        let parting = partitioning(&layout, 2, 42 << 20);
-        assert!(temp_shape(&parting).has_buckets());
-        let shape = KeyShape::nonces_only();
-        let (round, _) = rounds_plan(&layout, &parting, shape, 2, 42 << 20).unwrap();
-        assert!(round * 3 < layout.record_count() && parting.count > 10);
+        let plan = Plan::new(&layout, 2, 42 << 20, &Overrides::default()).unwrap();
+        assert!(plan.shape.has_buckets());
+        assert!(plan.round * 3 < layout.record_count() && plan.parting.count > 10);
         assert!(plots.iter().all(|p| *p == plots[0]), "the plots differ");
+        // Nothing is left behind in the temp directory.
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(left.len(), 1);
+    }
+
+    #[test]
+    fn memory_to_spare_keeps_rounds_out_of_the_temp_file() {
+        // k = 32 with 4 GiB: rounds of 2^28 records, 1 GiB each; phase 2
+        // needs a few hundred MiB, so three rounds stay in memory.
+        let layout = Layout::for_k(32).unwrap();
+        let plan = Plan::new(&layout, 2, 4 << 30, &Overrides::default()).unwrap();
+        assert_eq!((plan.round, plan.rounds), (1 << 28, 16));
+        assert_eq!((plan.resident, plan.sets), (3, 3));
+        // k = 30 with 1 GiB: two sets of about 490 MiB in phase 1, and
+        // one of them fits beside phase 2's 224 MiB.
+        let layout = Layout::for_k(30).unwrap();
+        let plan = Plan::new(&layout, 2, 1 << 30, &Overrides::default()).unwrap();
+        assert_eq!((plan.resident, plan.sets), (1, 2));
+        // With 256 MiB phase 2 needs all of it: no round stays.
+        let plan = Plan::new(&layout, 2, 256 << 20, &Overrides::default()).unwrap();
+        assert_eq!((plan.resident, plan.sets), (0, 2));
+        // The temp file shrinks by the rounds kept.
+        let full = temp_size_of(
+            &Plan {
+                resident: 0,
+                ..plan
+            },
+            2,
+        );
+        assert!(temp_size(&Layout::for_k(32).unwrap(), 2, 4 << 30).unwrap() < full * 4);
     }
 
     #[test]

@@ -197,6 +197,10 @@ pub struct PlotSummary {
     pub strategy: Strategy,
     /// Bytes the plotter wrote to temp files.
     pub temp_bytes_written: u64,
+    /// Rounds the external plotter hashed the nonces in (0 in memory), and
+    /// how many of them stayed in memory instead of going to the temp file.
+    pub rounds: u64,
+    pub rounds_in_memory: u64,
     /// Whether every record was hashed twice (external plots above k = 32,
     /// whose temp file holds nonces without buckets).
     pub hashed_twice: bool,
@@ -275,6 +279,7 @@ pub fn plot(
     let kernel = Kernel::new(&id);
     let mut temp_bytes_written = 0;
     let mut hashed_twice = false;
+    let (mut rounds, mut rounds_in_memory) = (0, 0);
     let end = match strategy {
         Strategy::External => {
             let ext = external::plot(
@@ -288,6 +293,7 @@ pub fn plot(
             )?;
             temp_bytes_written = ext.temp_bytes_written;
             hashed_twice = ext.hashed_twice;
+            (rounds, rounds_in_memory) = (ext.rounds, ext.rounds_in_memory);
             ext.end
         }
         _ => memory::plot(&in_memory, &kernel, threads, file.file(), progress)?,
@@ -311,6 +317,8 @@ pub fn plot(
         seconds: started.elapsed().as_secs_f64(),
         strategy,
         temp_bytes_written,
+        rounds,
+        rounds_in_memory,
         hashed_twice,
         phases: clock.durations(Instant::now()),
     })
