@@ -6,9 +6,10 @@ use crate::BenchError;
 use serde::Serialize;
 use spacevault::aligned::{open_read, AlignedBuf};
 use spacevault::kernel::Kernel;
-use std::fs::OpenOptions;
+use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// Records per second the plotter's own kernel hashes on `threads` threads,
@@ -53,56 +54,174 @@ pub struct DiskSpeed {
     pub bytes: u64,
 }
 
+/// Reading one file while writing another: what each direction gets while
+/// both run, bytes per second. On one disk the two share its bandwidth; on
+/// two disks each runs at about its own speed.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct ConcurrentSpeed {
+    pub read_bytes_per_second: f64,
+    pub write_bytes_per_second: f64,
+    pub bytes: u64,
+}
+
+const BLOCK: usize = 1 << 20;
+
 /// Writes `bytes` to a scratch file in `dir` in 1 MiB blocks (O_DIRECT where
 /// possible, fsync at the end), reads it back, and removes it.
 pub fn disk_speed(dir: &Path, bytes: u64) -> Result<DiskSpeed, BenchError> {
-    let path = dir.join(format!(".spacevault-bench-{}.tmp", std::process::id()));
-    let block = 1usize << 20;
-    let blocks = (bytes as usize).div_ceil(block).max(1);
-    let mut buf = AlignedBuf::zeroed(block);
-    for (i, b) in buf.iter_mut().enumerate() {
-        *b = (i * 131 % 251) as u8;
-    }
-    let open = |direct: bool| {
-        let mut o = OpenOptions::new();
-        o.read(true).write(true).create(true).truncate(true);
-        if direct {
-            o.custom_flags(libc::O_DIRECT);
-        }
-        o.open(&path)
-    };
-    let (file, direct) = match open(true) {
-        Ok(f) => (f, true),
-        Err(_) => (
-            open(false).map_err(|e| BenchError::io(format!("creating {}", path.display()), e))?,
-            false,
-        ),
-    };
-    let cleanup = Remove(&path);
-    let started = Instant::now();
-    for i in 0..blocks {
-        file.write_all_at(&buf, (i * block) as u64)
-            .map_err(|e| BenchError::io("measuring disk write speed", e))?;
-    }
-    file.sync_all()
-        .map_err(|e| BenchError::io("measuring disk write speed", e))?;
-    let write = started.elapsed().as_secs_f64();
-    drop(file);
-    let (file, _) = open_read_direct(&path)?;
-    let started = Instant::now();
-    for i in 0..blocks {
-        file.read_exact_at(&mut buf, (i * block) as u64)
-            .map_err(|e| BenchError::io("measuring disk read speed", e))?;
-    }
-    let read = started.elapsed().as_secs_f64();
-    drop(cleanup);
-    let total = (blocks * block) as f64;
+    let scratch = Scratch::create(dir)?;
+    let mut buf = pattern();
+    let blocks = blocks_of(bytes);
+    let write = time_writes(&scratch, blocks, &buf, &AtomicU64::new(0))?;
+    let read = time_reads(&scratch.path, blocks, &mut buf, &AtomicU64::new(0))?;
+    let total = (blocks * BLOCK) as f64;
     Ok(DiskSpeed {
         write_bytes_per_second: total / write,
         read_bytes_per_second: total / read,
-        direct,
+        direct: scratch.direct,
         bytes: total as u64,
     })
+}
+
+/// Writes a scratch file of `bytes` in `read_dir`, then reads it back while
+/// writing as much to a scratch file in `write_dir`, and measures each
+/// direction's rate until the first of the two is done.
+pub fn concurrent_speed(
+    read_dir: &Path,
+    write_dir: &Path,
+    bytes: u64,
+) -> Result<ConcurrentSpeed, BenchError> {
+    let blocks = blocks_of(bytes);
+    let source = Scratch::create(read_dir)?;
+    time_writes(&source, blocks, &pattern(), &AtomicU64::new(0))?;
+    let sink = Scratch::create_named(write_dir, "w")?;
+    let (read_done, written) = (AtomicU64::new(0), AtomicU64::new(0));
+    let started = Instant::now();
+    // (seconds, bytes read, bytes written) when the first direction ended.
+    let first = std::sync::Mutex::new(None);
+    let note_first = || {
+        let mut f = first.lock().unwrap();
+        if f.is_none() {
+            *f = Some((
+                started.elapsed().as_secs_f64(),
+                read_done.load(Ordering::Relaxed),
+                written.load(Ordering::Relaxed),
+            ));
+        }
+    };
+    let (r, w) = std::thread::scope(|s| {
+        let reader = s.spawn(|| {
+            let r = time_reads(&source.path, blocks, &mut pattern(), &read_done);
+            note_first();
+            r
+        });
+        let w = time_writes(&sink, blocks, &pattern(), &written);
+        note_first();
+        (reader.join().expect("reader panicked"), w)
+    });
+    r?;
+    w?;
+    let (seconds, read, written) = first.into_inner().unwrap().expect("noted");
+    Ok(ConcurrentSpeed {
+        read_bytes_per_second: read as f64 / seconds,
+        write_bytes_per_second: written as f64 / seconds,
+        bytes: (blocks * BLOCK) as u64,
+    })
+}
+
+fn blocks_of(bytes: u64) -> usize {
+    (bytes as usize).div_ceil(BLOCK).max(1)
+}
+
+/// A 1 MiB aligned block of non-zero bytes.
+fn pattern() -> AlignedBuf {
+    let mut buf = AlignedBuf::zeroed(BLOCK);
+    for (i, b) in buf.iter_mut().enumerate() {
+        *b = (i * 131 % 251) as u8;
+    }
+    buf
+}
+
+/// A scratch file, removed when dropped.
+struct Scratch {
+    path: PathBuf,
+    file: File,
+    /// Whether it was opened with O_DIRECT (else buffered I/O with fsync).
+    direct: bool,
+}
+
+impl Scratch {
+    fn create(dir: &Path) -> Result<Scratch, BenchError> {
+        Scratch::create_named(dir, "r")
+    }
+
+    fn create_named(dir: &Path, name: &str) -> Result<Scratch, BenchError> {
+        let path = dir.join(format!(
+            ".spacevault-bench-{}-{name}.tmp",
+            std::process::id()
+        ));
+        let open = |direct: bool| {
+            let mut o = OpenOptions::new();
+            o.read(true).write(true).create(true).truncate(true);
+            if direct {
+                o.custom_flags(libc::O_DIRECT);
+            }
+            o.open(&path)
+        };
+        let (file, direct) = match open(true) {
+            Ok(f) => (f, true),
+            Err(_) => (
+                open(false)
+                    .map_err(|e| BenchError::io(format!("creating {}", path.display()), e))?,
+                false,
+            ),
+        };
+        Ok(Scratch { path, file, direct })
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Seconds to write `blocks` blocks and fsync, counting bytes in `done`.
+fn time_writes(
+    scratch: &Scratch,
+    blocks: usize,
+    buf: &[u8],
+    done: &AtomicU64,
+) -> Result<f64, BenchError> {
+    let err = |e| BenchError::io("measuring disk write speed", e);
+    let started = Instant::now();
+    for i in 0..blocks {
+        scratch
+            .file
+            .write_all_at(buf, (i * BLOCK) as u64)
+            .map_err(err)?;
+        done.fetch_add(BLOCK as u64, Ordering::Relaxed);
+    }
+    scratch.file.sync_all().map_err(err)?;
+    Ok(started.elapsed().as_secs_f64())
+}
+
+/// Seconds to read `blocks` blocks (O_DIRECT where possible), counting
+/// bytes in `done`.
+fn time_reads(
+    path: &Path,
+    blocks: usize,
+    buf: &mut [u8],
+    done: &AtomicU64,
+) -> Result<f64, BenchError> {
+    let (file, _) = open_read_direct(path)?;
+    let started = Instant::now();
+    for i in 0..blocks {
+        file.read_exact_at(buf, (i * BLOCK) as u64)
+            .map_err(|e| BenchError::io("measuring disk read speed", e))?;
+        done.fetch_add(BLOCK as u64, Ordering::Relaxed);
+    }
+    Ok(started.elapsed().as_secs_f64())
 }
 
 fn open_read_direct(path: &Path) -> Result<(std::fs::File, bool), BenchError> {
@@ -201,13 +320,6 @@ pub fn peak_rss() -> Option<u64> {
 /// measures only what follows. False where the kernel does not allow it.
 pub fn reset_peak_rss() -> bool {
     std::fs::write("/proc/self/clear_refs", "5").is_ok()
-}
-
-struct Remove<'a>(&'a Path);
-impl Drop for Remove<'_> {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(self.0);
-    }
 }
 
 /// A small deterministic generator for benchmark inputs.

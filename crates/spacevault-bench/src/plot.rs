@@ -1,7 +1,10 @@
 //! `bench plot`: one plot, timed, with the machine's bounds measured in the
 //! same run and the plot's ratio to them.
 
-use crate::machine::{disk_speed, hash_rate, peak_rss, reset_peak_rss, DiskSpeed, IoCounters};
+use crate::machine::{
+    concurrent_speed, disk_speed, hash_rate, peak_rss, reset_peak_rss, ConcurrentSpeed, DiskSpeed,
+    IoCounters,
+};
 use crate::BenchError;
 use serde::Serialize;
 use spacevault::plot::{Progress, Strategy};
@@ -11,7 +14,8 @@ use std::time::Duration;
 
 pub struct PlotBenchOptions {
     pub plot: PlotOptions,
-    /// Where the plot (and the disk-speed scratch file) go.
+    /// Where the plot (and the disk-speed scratch files) go; the temp file
+    /// goes to `plot.tmp_dir` when set.
     pub dir: PathBuf,
     /// Keep the plot afterwards.
     pub keep: bool,
@@ -26,7 +30,13 @@ pub struct PlotBenchOptions {
 pub struct Bounds {
     pub hash_records_per_second: f64,
     pub kernel_backend: &'static str,
+    /// The output directory's disk.
     pub disk: DiskSpeed,
+    /// The temp directory's disk, when it is another file system.
+    pub temp_disk: Option<DiskSpeed>,
+    /// Reading in the temp directory while writing in the output directory
+    /// (external plots only): what phase 2 does.
+    pub concurrent: Option<ConcurrentSpeed>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -68,12 +78,24 @@ pub struct PlotBench {
 /// Measures the bounds, then plots once.
 pub fn run(options: &PlotBenchOptions, progress: &dyn Progress) -> Result<PlotBench, BenchError> {
     let threads = options.plot.threads;
+    let external = spacevault::plot::strategy_for(&options.plot)? == Strategy::External;
     let hash = hash_rate(threads, Duration::from_secs_f64(options.hash_seconds));
     let disk = disk_speed(&options.dir, options.disk_bytes)?;
+    let tmp_dir = options.plot.tmp_dir.as_deref().unwrap_or(&options.dir);
+    let temp_disk = match same_file_system(tmp_dir, &options.dir) {
+        false if external => Some(disk_speed(tmp_dir, options.disk_bytes)?),
+        _ => None,
+    };
+    let concurrent = match external {
+        true => Some(concurrent_speed(tmp_dir, &options.dir, options.disk_bytes)?),
+        false => None,
+    };
     let bounds = Bounds {
         hash_records_per_second: hash,
         kernel_backend: spacevault::kernel::Backend::active().name(),
         disk,
+        temp_disk,
+        concurrent,
     };
 
     let rss_reset = reset_peak_rss();
@@ -85,18 +107,22 @@ pub fn run(options: &PlotBenchOptions, progress: &dyn Progress) -> Result<PlotBe
     let records = 1u64 << options.plot.k;
     let file = summary.bytes as f64;
     let hash_bound = records as f64 / hash;
-    let temp = summary.temp_bytes_written as f64;
-    let design = match summary.strategy {
-        Strategy::External => {
+    let design = match (summary.strategy, concurrent) {
+        (Strategy::External, Some(both)) => {
+            let temp = summary.temp_bytes_written as f64;
+            let temp_disk = temp_disk.unwrap_or(disk);
             let rehash = if summary.hashed_twice {
                 hash_bound
             } else {
                 0.0
             };
-            hash_bound.max(temp / disk.write_bytes_per_second)
-                + rehash
-                    .max(temp / disk.read_bytes_per_second)
-                    .max(file / disk.write_bytes_per_second)
+            hash_bound.max(temp / temp_disk.write_bytes_per_second)
+                + rehash.max(read_while_writing_seconds(
+                    temp,
+                    file,
+                    (temp_disk.read_bytes_per_second, disk.write_bytes_per_second),
+                    (both.read_bytes_per_second, both.write_bytes_per_second),
+                ))
         }
         _ => hash_bound.max(file / disk.write_bytes_per_second),
     };
@@ -132,4 +158,61 @@ pub fn run(options: &PlotBenchOptions, progress: &dyn Progress) -> Result<PlotBe
         design_bound_seconds: design,
         wall_over_design_bound: summary.seconds / design,
     })
+}
+
+/// The least time to read `read` bytes and write `write` bytes, given each
+/// direction's speed alone and the speeds the two get at once (all bytes a
+/// second). Any mix of the three ways of running (reading alone, writing
+/// alone, both at once) is possible, so this is a small linear program; its
+/// cost is convex in the time spent running both, and least where one
+/// direction runs out or where both never overlap. On two independent disks
+/// it comes to the slower direction's time; on one disk whose bandwidth the
+/// two directions share, to the sum of both.
+pub fn read_while_writing_seconds(
+    read: f64,
+    write: f64,
+    (read_alone, write_alone): (f64, f64),
+    (read_both, write_both): (f64, f64),
+) -> f64 {
+    let cost = |both: f64| {
+        both + (read - read_both * both).max(0.0) / read_alone
+            + (write - write_both * both).max(0.0) / write_alone
+    };
+    [0.0, read / read_both, write / write_both]
+        .into_iter()
+        .filter(|t| t.is_finite())
+        .map(cost)
+        .fold(f64::INFINITY, f64::min)
+}
+
+/// Whether two directories are on one file system (and so most likely one
+/// disk).
+fn same_file_system(a: &std::path::Path, b: &std::path::Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev(),
+        _ => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reading_while_writing_takes_the_best_mix() {
+        let t = |r, w, alone, both| read_while_writing_seconds(r, w, alone, both);
+        // Two independent disks: both directions at full speed at once.
+        assert!((t(10.0, 20.0, (1.0, 4.0), (1.0, 4.0)) - 10.0).abs() < 1e-9);
+        // One disk sharing its time: no better than one after the other.
+        assert!((t(10.0, 20.0, (1.0, 4.0), (0.5, 2.0)) - 15.0).abs() < 1e-9);
+        // Worse than that at once: the directions are better run apart.
+        assert!((t(10.0, 20.0, (1.0, 4.0), (0.2, 0.8)) - 15.0).abs() < 1e-9);
+        // In between: both at once until the writes are done (10 s, 8
+        // bytes read), then the last 2 bytes read alone.
+        let got = t(10.0, 20.0, (1.0, 4.0), (0.8, 2.0));
+        assert!((got - 12.0).abs() < 1e-9, "{got}");
+        // Nothing to read: the writes alone.
+        assert!((t(0.0, 20.0, (1.0, 4.0), (0.5, 2.0)) - 5.0).abs() < 1e-9);
+    }
 }

@@ -153,7 +153,7 @@ fn bench_plot(a: BenchPlotArgs) -> Result<()> {
     }
     if r.rounds > 0 {
         println!(
-            "temp written    {} ({} of {} rounds; the last {} stayed in memory)",
+            "temp written    {} ({} of {} rounds; {} kept in memory)",
             format_size(r.temp_bytes_written),
             r.rounds - r.rounds_in_memory,
             r.rounds,
@@ -178,6 +178,20 @@ fn bench_plot(a: BenchPlotArgs) -> Result<()> {
             " (buffered)"
         }
     );
+    if let Some(t) = b.temp_disk {
+        println!(
+            "temp disk       write {:.0} MB/s, read {:.0} MB/s",
+            t.write_bytes_per_second / 1e6,
+            t.read_bytes_per_second / 1e6
+        );
+    }
+    if let Some(c) = b.concurrent {
+        println!(
+            "read + write    {:.0} MB/s read from the temp directory while writing {:.0} MB/s to the plot's, both at once",
+            c.read_bytes_per_second / 1e6,
+            c.write_bytes_per_second / 1e6
+        );
+    }
     println!(
         "hash bound      {:.3} s   ratio {:.2}  (hash bound / wall)",
         r.hash_bound_seconds, r.ratio_to_hash_bound

@@ -96,7 +96,10 @@ impl Plan {
         let parting = partitioning(layout, threads, memory);
         let shape = overrides.shape.unwrap_or_else(|| temp_shape(&parting));
         let (round, cap) = rounds_plan(layout, &parting, shape, threads, memory)?;
+        // Rounds of equal size: a short last round would make keeping the
+        // last rounds in memory save less.
         let rounds = layout.record_count().div_ceil(round);
+        let round = layout.record_count().div_ceil(rounds);
         // Every set of round buffers that phase 2 can keep beside its own
         // working memory saves writing and reading a round of keys.
         let set = round_set_bytes(&parting, shape, round, cap, threads);

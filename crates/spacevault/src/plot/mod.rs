@@ -218,6 +218,28 @@ impl PlotSummary {
 /// Memory the plotter keeps for itself beyond its sort keys.
 const FIXED_OVERHEAD: u64 = 48 << 20;
 
+/// The strategy [`plot`] takes with these options: `options.strategy`, or
+/// for [`Strategy::Auto`] in memory when the sort keys fit the memory
+/// limit. An error when the in-memory strategy is asked for and does not
+/// fit.
+pub fn strategy_for(options: &PlotOptions) -> Result<Strategy, PlotError> {
+    let layout = options.layout()?;
+    let in_memory = Partitioning::new(layout, memory::PARTITION_RECORDS);
+    let memory_needed = memory::memory_needed(&in_memory, options.threads.max(1)) + FIXED_OVERHEAD;
+    let strategy = match options.strategy {
+        Strategy::Auto if memory_needed <= options.memory => Strategy::Memory,
+        Strategy::Auto => Strategy::External,
+        s => s,
+    };
+    if strategy == Strategy::Memory && memory_needed > options.memory {
+        return Err(PlotError::MemoryTooSmall {
+            given: options.memory,
+            needed: memory_needed,
+        });
+    }
+    Ok(strategy)
+}
+
 /// Makes one plot in `out_dir`.
 pub fn plot(
     options: &PlotOptions,
@@ -248,18 +270,7 @@ pub fn plot(
 
     let threads = options.threads;
     let in_memory = Partitioning::new(layout, memory::PARTITION_RECORDS);
-    let memory_needed = memory::memory_needed(&in_memory, threads) + FIXED_OVERHEAD;
-    let strategy = match options.strategy {
-        Strategy::Auto if memory_needed <= options.memory => Strategy::Memory,
-        Strategy::Auto => Strategy::External,
-        s => s,
-    };
-    if strategy == Strategy::Memory && memory_needed > options.memory {
-        return Err(PlotError::MemoryTooSmall {
-            given: options.memory,
-            needed: memory_needed,
-        });
-    }
+    let strategy = strategy_for(options)?;
 
     // Expected size plus a few regions of spill at the end.
     let expected_size = HEADER_SIZE as u64 + (layout.group_count() + 4) * layout.region_size as u64;
