@@ -20,6 +20,8 @@ struct State {
     credits: usize,
     /// Nothing more will be read: all done, stopped, failed or cancelled.
     closed: bool,
+    /// The next partition no reader has taken.
+    next: u64,
 }
 
 impl ReadAhead {
@@ -32,29 +34,36 @@ impl ReadAhead {
                 pool: Vec::new(),
                 credits: depth.max(1),
                 closed: false,
+                next: 0,
             }),
             changed: Condvar::new(),
         }
     }
 
-    /// The reader: reads partitions `0..count` in order with `read`, which
-    /// fills the buffer it is given (growing it if needed).
+    /// A reader: reads partitions `0..count` with `read`, which fills the
+    /// buffer it is given (growing it if needed). Several readers may run at
+    /// once; each takes the next partition nobody has taken, so together
+    /// they read in order with more than one read in flight.
     pub fn run(
         &self,
         count: u64,
         mut read: impl FnMut(u64, &mut AlignedBuf) -> Result<(), PlotError>,
     ) {
-        for p in 0..count {
-            let mut buf = {
+        loop {
+            let (p, mut buf) = {
                 let mut s = self.state.lock().unwrap();
                 while s.credits == 0 && !s.closed {
                     s = self.changed.wait(s).unwrap();
                 }
-                if s.closed {
+                if s.closed || s.next >= count {
                     return;
                 }
                 s.credits -= 1;
-                s.pool.pop().unwrap_or_else(|| AlignedBuf::zeroed(0))
+                s.next += 1;
+                (
+                    s.next - 1,
+                    s.pool.pop().unwrap_or_else(|| AlignedBuf::zeroed(0)),
+                )
             };
             let result = if stop_requested() {
                 Err(PlotError::Interrupted)
@@ -119,6 +128,27 @@ mod tests {
             for p in 0..5 {
                 let buf = ra.take(p).unwrap();
                 assert_eq!(buf[0], p as u8);
+                ra.give_back(buf);
+            }
+        });
+    }
+
+    #[test]
+    fn two_readers_deliver_every_partition_once() {
+        let ra = ReadAhead::new(3);
+        std::thread::scope(|s| {
+            for _ in 0..2 {
+                s.spawn(|| {
+                    ra.run(50, |p, buf| {
+                        *buf = AlignedBuf::zeroed(4096);
+                        buf[..8].copy_from_slice(&p.to_le_bytes());
+                        Ok(())
+                    })
+                });
+            }
+            for p in 0..50u64 {
+                let buf = ra.take(p).unwrap();
+                assert_eq!(buf[..8], p.to_le_bytes());
                 ra.give_back(buf);
             }
         });
