@@ -7,7 +7,7 @@
 //! bits stores only the low 32 bits of the nonce; its bucket is found again
 //! by hashing.
 
-use super::partition::Partitioning;
+use super::partition::{Locator, Partitioning};
 use super::scatter::Scatter;
 use super::{stop_requested, Progress};
 use crate::kernel::Kernel;
@@ -85,6 +85,9 @@ impl EpochMarks {
     }
 }
 
+/// Nonces hashed at once: the block's buffers stay in L1.
+const BLOCK: usize = 4096;
+
 /// Hashes the nonces of `range` into `scatter` as keys of `shape`, a block
 /// at a time, and marks the epochs. Stops early when asked to stop.
 pub(crate) fn hash_range(
@@ -97,7 +100,8 @@ pub(crate) fn hash_range(
 ) -> EpochMarks {
     let mut marks = Vec::new();
     let locator = parting.locator();
-    let mut prefixes = vec![0u64; 4096];
+    let mut prefixes = vec![0u64; BLOCK];
+    let (mut parts, mut keys) = (vec![0u32; BLOCK], vec![0u32; BLOCK]);
     let mut x = range.start;
     while x < range.end && !stop_requested() {
         // Stop at epoch boundaries so a block never spans two.
@@ -108,10 +112,15 @@ pub(crate) fn hash_range(
         let epoch_end = (epoch + 1) << shape.low_bits;
         let len = (range.end.min(epoch_end) - x).min(prefixes.len() as u64) as usize;
         kernel.prefixes(x, &mut prefixes[..len]);
-        scatter.push_all(prefixes[..len].iter().zip(x..).map(|(&prefix, nonce)| {
-            let (p, local) = locator.locate(prefix);
-            (p as usize, shape.key(local, nonce))
-        }));
+        locate_block(
+            &locator,
+            shape,
+            x,
+            &prefixes[..len],
+            &mut parts[..len],
+            &mut keys[..len],
+        );
+        scatter.push_block(&parts[..len], &keys[..len]);
         x += len as u64;
         progress.advance(len as u64);
     }
@@ -119,6 +128,27 @@ pub(crate) fn hash_range(
     EpochMarks {
         marks,
         totals: scatter.pushed_counts(),
+    }
+}
+
+/// The partition and key of each of a block of nonces from `first` on,
+/// given their hash prefixes. Locating first and scattering after, each in
+/// a function of its own, keeps each loop small enough for its values to
+/// stay in registers.
+#[inline(never)]
+fn locate_block(
+    locator: &Locator,
+    shape: KeyShape,
+    first: u64,
+    prefixes: &[u64],
+    parts: &mut [u32],
+    keys: &mut [u32],
+) {
+    let locator = *locator;
+    let located = parts.iter_mut().zip(keys.iter_mut());
+    for ((part, key), (&prefix, nonce)) in located.zip(prefixes.iter().zip(first..)) {
+        let (p, local) = locator.locate(prefix);
+        (*part, *key) = (p as u32, shape.key(local, nonce));
     }
 }
 

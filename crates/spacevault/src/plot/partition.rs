@@ -47,10 +47,15 @@ impl Partitioning {
     /// A copy of what [`locate`](Self::locate) needs, for hot loops to keep
     /// in registers.
     pub fn locator(&self) -> Locator {
+        // With r = floor(2^64 / d) + 1, (b * r) >> 64 is b / d exactly
+        // whenever b * d < 2^64: the error b * (r - 2^64 / d) / 2^64 is
+        // then below 1 / d, too little to carry the quotient over.
+        let buckets = self.layout.bucket_count() as u128;
         Locator {
             bucket_shift: 64 - self.layout.bucket_bits as u32,
             buckets_per_part: self.buckets_per_part,
             reciprocal: self.reciprocal,
+            exact: buckets * self.buckets_per_part as u128 <= 1 << 64,
         }
     }
 
@@ -76,6 +81,8 @@ pub(crate) struct Locator {
     bucket_shift: u32,
     buckets_per_part: u64,
     reciprocal: u64,
+    /// Whether multiplying by the reciprocal is exact for every bucket.
+    exact: bool,
 }
 
 impl Locator {
@@ -92,12 +99,14 @@ impl Locator {
         if self.buckets_per_part == 1 {
             return (bucket, 0);
         }
-        // The reciprocal can be off by one for large buckets; fix it exactly.
         let mut p = ((bucket as u128 * self.reciprocal as u128) >> 64) as u64;
-        if p * self.buckets_per_part > bucket {
-            p -= 1;
-        } else if (p + 1) * self.buckets_per_part <= bucket {
-            p += 1;
+        if !self.exact {
+            // Can be one too many for large buckets; fix it.
+            if p * self.buckets_per_part > bucket {
+                p -= 1;
+            } else if (p + 1) * self.buckets_per_part <= bucket {
+                p += 1;
+            }
         }
         (p, bucket - p * self.buckets_per_part)
     }
@@ -133,6 +142,21 @@ mod tests {
                     assert!(p.buckets(part).contains(&b));
                 }
                 assert_eq!(p.groups(p.count - 1).end, layout.group_count());
+            }
+        }
+    }
+
+    #[test]
+    fn locate_divides_every_bucket_of_a_small_plot() {
+        let layout = Layout::for_k(18).unwrap();
+        for target in [1u64, 300, 4096, 1 << 15] {
+            let p = Partitioning::new(layout, target);
+            let locator = p.locator();
+            assert!(locator.exact || p.buckets_per_part == 1);
+            for b in 0..layout.bucket_count() {
+                let prefix = b << (64 - layout.bucket_bits as u32) | (b * 7919 & 0xFF);
+                let want = (b / p.buckets_per_part, b % p.buckets_per_part);
+                assert_eq!(locator.locate(prefix), want, "bucket {b}");
             }
         }
     }

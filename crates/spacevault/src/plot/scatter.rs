@@ -65,10 +65,12 @@ impl<T: Copy + Default> Scatter<T> {
         self.arrays.overflowed.iter_mut().for_each(|c| *c = 0);
     }
 
-    /// Appends each `(partition, key)` in turn. One call per batch lets the
-    /// loop keep the arrays' addresses in registers.
-    #[inline(always)]
-    pub fn push_all(&mut self, items: impl Iterator<Item = (usize, T)>) {
+    /// Appends `keys[i]` to partition `parts[i]`, in turn. One call per
+    /// block lets the loop keep the arrays' addresses in registers, and one
+    /// range check for the whole block spares a check per record.
+    #[inline(never)]
+    pub fn push_block(&mut self, parts: &[u32], keys: &[T]) {
+        assert_eq!(parts.len(), keys.len());
         let line = Self::LINE;
         let Scatter {
             arrays,
@@ -76,22 +78,31 @@ impl<T: Copy + Default> Scatter<T> {
             line_fill,
         } = self;
         let (lines, line_fill) = (&mut lines[..], &mut line_fill[..]);
-        for (p, key) in items {
-            let n = line_fill[p] as usize;
-            lines[p * line + n] = key;
-            if n + 1 == line {
-                let full = &lines[p * line..(p + 1) * line];
-                arrays.flush_line(p, full);
-                line_fill[p] = 0;
-            } else {
-                line_fill[p] = (n + 1) as u8;
+        let worst = parts.iter().copied().max().unwrap_or(0) as usize;
+        assert!(worst < line_fill.len(), "partition {worst} out of range");
+        assert_eq!(lines.len(), line_fill.len() * line);
+        for (&p, &key) in parts.iter().zip(keys) {
+            let p = p as usize;
+            // SAFETY: p < line_fill.len() (checked above for the block),
+            // lines has `line` entries per partition, and a line's fill
+            // stays below `line` (it is reset when it reaches it).
+            unsafe {
+                let n = *line_fill.get_unchecked(p) as usize;
+                *lines.get_unchecked_mut(p * line + n) = key;
+                if n + 1 == line {
+                    let full = lines.get_unchecked(p * line..(p + 1) * line);
+                    arrays.flush_line(p, full);
+                    *line_fill.get_unchecked_mut(p) = 0;
+                } else {
+                    *line_fill.get_unchecked_mut(p) = (n + 1) as u8;
+                }
             }
         }
     }
 
     #[cfg(test)]
     pub fn push(&mut self, p: u64, key: T) {
-        self.push_all(std::iter::once((p as usize, key)));
+        self.push_block(&[p as u32], &[key]);
     }
 
     /// Records pushed so far to each partition (stored, in lines, or overflowed).
