@@ -154,7 +154,7 @@ mod tests {
             let locator = p.locator();
             assert!(locator.exact || p.buckets_per_part == 1);
             for b in 0..layout.bucket_count() {
-                let prefix = b << (64 - layout.bucket_bits as u32) | (b * 7919 & 0xFF);
+                let prefix = (b << (64 - layout.bucket_bits as u32)) | ((b * 7919) & 0xFF);
                 let want = (b / p.buckets_per_part, b % p.buckets_per_part);
                 assert_eq!(locator.locate(prefix), want, "bucket {b}");
             }
