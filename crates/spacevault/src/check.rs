@@ -184,9 +184,7 @@ fn check_regions(
     options: CheckOptions,
     report: &mut CheckReport,
 ) -> Result<(), crate::ReadError> {
-    let header = plot.header().clone();
-    let l = header.layout;
-    let slots = l.slots_per_region as u64;
+    let l = plot.header().layout;
     let n_records = l.record_count();
     let mut window = Window {
         plot,
@@ -196,42 +194,118 @@ fn check_regions(
     };
     let mut problems = Vec::new();
     let use_bitmap = l.k <= MAX_BITMAP_K;
-    let mut seen = if use_bitmap {
-        vec![0u64; (n_records as usize).div_ceil(64)]
-    } else {
-        Vec::new()
-    };
-    let mut duplicates = 0u64;
+    let mut seen = Bitmap::new(if use_bitmap { n_records } else { 0 });
     let step = if options.full {
         1
     } else {
         (n_records / options.sample.max(1)).max(1)
     };
-    let mut to_hash: Vec<(u64, u64)> = Vec::new();
-    let rehash = |batch: &mut Vec<(u64, u64)>, problems: &mut Vec<Problem>, rehashed: &mut u64| {
-        let nonces: Vec<u64> = batch.iter().map(|&(x, _)| x).collect();
-        let mut prefixes = vec![0u64; nonces.len()];
-        plot.kernel.prefixes_of(&nonces, &mut prefixes);
-        for (&(nonce, bucket), &prefix) in batch.iter().zip(prefixes.iter()) {
-            if l.bucket_of_prefix(prefix) != bucket {
-                let r = l.group_of_bucket(bucket);
-                problems.push(region_problem(
-                    &header,
-                    r,
-                    format!("nonce {nonce} is stored in bucket {bucket}, but hashes elsewhere"),
-                ));
-            }
+    let mut to_hash: Vec<(u64, u64)> = Vec::with_capacity(HASH_BATCH);
+    std::thread::scope(|scope| {
+        // Records are rehashed on other threads while this one walks the
+        // regions.
+        let (batches, hashers) = rehash_pool(scope, plot);
+        let result = walk_groups(
+            plot,
+            &mut window,
+            &mut problems,
+            &mut seen,
+            step,
+            &mut to_hash,
+            &batches,
+            report,
+        );
+        if !to_hash.is_empty() {
+            let _ = batches.send(std::mem::take(&mut to_hash));
         }
-        *rehashed += batch.len() as u64;
-        batch.clear();
-    };
+        drop(batches);
+        for hasher in hashers {
+            let (found, rehashed) = hasher.join().expect("rehashing thread panicked");
+            problems.extend(found);
+            report.records_rehashed += rehashed;
+        }
+        result
+    })?;
+    finish(report, window, problems, seen, use_bitmap)
+}
 
+/// Records rehashed in one batch.
+const HASH_BATCH: usize = 4096;
+
+type Batches = std::sync::mpsc::SyncSender<Vec<(u64, u64)>>;
+type Hasher<'scope> = std::thread::ScopedJoinHandle<'scope, (Vec<Problem>, u64)>;
+
+/// Threads that rehash batches of `(nonce, bucket)` and report each record
+/// that does not hash into its bucket; each returns its problems and the
+/// records it rehashed.
+fn rehash_pool<'scope>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    plot: &'scope PlotFile,
+) -> (Batches, Vec<Hasher<'scope>>) {
+    let threads =
+        std::thread::available_parallelism().map_or(1, |n| n.get().saturating_sub(1).max(1));
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<(u64, u64)>>(threads * 2);
+    let rx = std::sync::Arc::new(std::sync::Mutex::new(rx));
+    let hashers = (0..threads)
+        .map(|_| {
+            let rx = rx.clone();
+            scope.spawn(move || {
+                let (mut problems, mut rehashed) = (Vec::new(), 0u64);
+                let (mut nonces, mut prefixes) = (Vec::new(), Vec::new());
+                loop {
+                    let batch = match rx.lock().unwrap().recv() {
+                        Ok(b) => b,
+                        Err(_) => return (problems, rehashed),
+                    };
+                    nonces.clear();
+                    nonces.extend(batch.iter().map(|&(x, _)| x));
+                    prefixes.resize(nonces.len(), 0);
+                    plot.kernel.prefixes_of(&nonces, &mut prefixes);
+                    let header = plot.header();
+                    let l = &header.layout;
+                    for (&(nonce, bucket), &prefix) in batch.iter().zip(prefixes.iter()) {
+                        if l.bucket_of_prefix(prefix) != bucket {
+                            problems.push(region_problem(
+                                header,
+                                l.group_of_bucket(bucket),
+                                format!(
+                                    "nonce {nonce} is stored in bucket {bucket}, but hashes elsewhere"
+                                ),
+                            ));
+                        }
+                    }
+                    rehashed += batch.len() as u64;
+                }
+            })
+        })
+        .collect();
+    (tx, hashers)
+}
+
+/// Walks every region in order: placement, counts, padding, order and
+/// completeness, queueing every `step`-th record for rehashing.
+#[allow(clippy::too_many_arguments)]
+fn walk_groups(
+    plot: &PlotFile,
+    window: &mut Window,
+    problems: &mut Vec<Problem>,
+    seen: &mut Bitmap,
+    step: u64,
+    to_hash: &mut Vec<(u64, u64)>,
+    batches: &Batches,
+    report: &mut CheckReport,
+) -> Result<(), crate::ReadError> {
+    let header = plot.header().clone();
+    let l = header.layout;
+    let slots = l.slots_per_region as u64;
+    let n_records = l.record_count();
+    let use_bitmap = l.k <= MAX_BITMAP_K;
     // `end` is where the previous group ended; None after a damaged header
     // region, until a readable one tells us again.
     let mut end: Option<u64> = Some(0);
     let mut index = 0u64;
     for g in 0..header.region_count {
-        let Some(region) = window.region(g, &mut problems)? else {
+        let Some(region) = window.region(g, problems)? else {
             end = None;
             continue;
         };
@@ -265,7 +339,7 @@ fn check_regions(
         }
         // Padding between the previous group and this one must be zero.
         if let Some(e) = end.filter(|&e| start.saturating_sub(e) <= 2 * slots) {
-            window.check_padding(e..start, &mut problems)?;
+            window.check_padding(e..start, problems)?;
         }
         let mut s = start;
         for (i, &c) in counts.iter().enumerate() {
@@ -279,9 +353,9 @@ fn check_regions(
                         g,
                         "records reach past the last region".into(),
                     ));
-                    return finish(report, window, problems, seen, duplicates, use_bitmap);
+                    return Ok(());
                 }
-                let Some(nonce) = window.slot(s, &mut problems)? else {
+                let Some(nonce) = window.slot(s, problems)? else {
                     s += 1;
                     continue;
                 };
@@ -304,16 +378,14 @@ fn check_regions(
                 }
                 previous = Some(nonce);
                 if use_bitmap {
-                    let (w, bit) = ((nonce / 64) as usize, nonce % 64);
-                    if seen[w] >> bit & 1 == 1 {
-                        duplicates += 1;
-                    }
-                    seen[w] |= 1 << bit;
+                    seen.mark(nonce);
                 }
                 if index.is_multiple_of(step) {
                     to_hash.push((nonce, bucket));
-                    if to_hash.len() >= 4096 {
-                        rehash(&mut to_hash, &mut problems, &mut report.records_rehashed);
+                    if to_hash.len() >= HASH_BATCH {
+                        let full = std::mem::replace(to_hash, Vec::with_capacity(HASH_BATCH));
+                        // The hashers only stop when this sender is dropped.
+                        let _ = batches.send(full);
                     }
                 }
                 index += 1;
@@ -321,7 +393,6 @@ fn check_regions(
         }
         end = Some(s);
     }
-    rehash(&mut to_hash, &mut problems, &mut report.records_rehashed);
     if let Some(e) = end {
         if l.region_count(e) != header.region_count {
             problems.push(Problem {
@@ -334,24 +405,23 @@ fn check_regions(
             });
         }
         // Slots after the last record must be zero.
-        window.check_padding(e..header.region_count * slots, &mut problems)?;
+        window.check_padding(e..header.region_count * slots, problems)?;
     }
-    finish(report, window, problems, seen, duplicates, use_bitmap)
+    Ok(())
 }
 
 fn finish(
     report: &mut CheckReport,
     window: Window,
     mut problems: Vec<Problem>,
-    seen: Vec<u64>,
-    duplicates: u64,
+    mut seen: Bitmap,
     use_bitmap: bool,
 ) -> Result<(), crate::ReadError> {
     let header = report.header.as_ref().unwrap();
     let n = header.record_count();
     report.regions = header.region_count;
     if use_bitmap {
-        let present: u64 = seen.iter().map(|w| w.count_ones() as u64).sum();
+        let (present, duplicates) = seen.finish();
         if present != n {
             problems.push(Problem {
                 region: None,
@@ -374,4 +444,87 @@ fn finish(
     report.damaged_regions = window.damaged;
     report.problems.extend(problems);
     Ok(())
+}
+
+/// One bit per nonce, marked as records are met. Nonces arrive in random
+/// order, so every mark is a cache miss: marks are queued and the queue's
+/// words fetched all at once before they are marked, so that the misses
+/// overlap instead of following one another.
+struct Bitmap {
+    words: Vec<u64>,
+    queued: Vec<u64>,
+    duplicates: u64,
+}
+
+/// Marks queued before the words are fetched.
+const MARK_BATCH: usize = 1024;
+
+impl Bitmap {
+    fn new(bits: u64) -> Bitmap {
+        Bitmap {
+            words: vec![0; (bits as usize).div_ceil(64)],
+            queued: Vec::with_capacity(MARK_BATCH),
+            duplicates: 0,
+        }
+    }
+
+    /// Marks nonce `x` (below the bitmap's size).
+    fn mark(&mut self, x: u64) {
+        self.queued.push(x);
+        if self.queued.len() == MARK_BATCH {
+            self.flush();
+        }
+    }
+
+    fn flush(&mut self) {
+        #[cfg(target_arch = "x86_64")]
+        for &x in &self.queued {
+            if let Some(word) = self.words.get((x / 64) as usize) {
+                // SAFETY: prefetching only hints the cache; the address is
+                // that of a live element.
+                unsafe {
+                    use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+                    _mm_prefetch::<_MM_HINT_T0>((word as *const u64).cast());
+                }
+            }
+        }
+        for &x in &self.queued {
+            let (w, bit) = ((x / 64) as usize, x % 64);
+            if self.words[w] >> bit & 1 == 1 {
+                self.duplicates += 1;
+            }
+            self.words[w] |= 1 << bit;
+        }
+        self.queued.clear();
+    }
+
+    /// (nonces present, duplicate records).
+    fn finish(&mut self) -> (u64, u64) {
+        self.flush();
+        let present = self.words.iter().map(|w| w.count_ones() as u64).sum();
+        (present, self.duplicates)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bitmap_counts_nonces_and_duplicates_across_batches() {
+        let mut b = Bitmap::new(10_000);
+        let mut plain = vec![0u32; 10_000];
+        for i in 0..5000u64 {
+            let x = i * 7919 % 10_000;
+            b.mark(x);
+            plain[x as usize] += 1;
+            if i % 3 == 0 {
+                b.mark(x);
+                plain[x as usize] += 1;
+            }
+        }
+        let present = plain.iter().filter(|&&c| c > 0).count() as u64;
+        let duplicates: u64 = plain.iter().map(|&c| c.saturating_sub(1) as u64).sum();
+        assert_eq!(b.finish(), (present, duplicates));
+    }
 }
