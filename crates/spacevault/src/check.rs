@@ -1,6 +1,7 @@
 //! Checking a whole plot: header, region checksums, placement, order,
 //! completeness, and the hashes of a sample of records (all with `full`).
 
+use crate::aligned::HugeBuf;
 use crate::format::{Header, Region};
 use crate::reader::{PlotFile, RegionBuf};
 use std::collections::BTreeSet;
@@ -194,7 +195,15 @@ fn check_regions(
     };
     let mut problems = Vec::new();
     let use_bitmap = l.k <= MAX_BITMAP_K;
-    let mut seen = Bitmap::new(if use_bitmap { n_records } else { 0 });
+    let mut seen = Bitmap::new(if use_bitmap { n_records } else { 0 }).map_err(|source| {
+        crate::ReadError::Io {
+            path: plot.path().to_path_buf(),
+            source: std::io::Error::new(
+                source.kind(),
+                format!("allocating the completeness bitmap: {source}"),
+            ),
+        }
+    })?;
     let step = if options.full {
         1
     } else {
@@ -451,7 +460,9 @@ fn finish(
 /// words fetched all at once before they are marked, so that the misses
 /// overlap instead of following one another.
 struct Bitmap {
-    words: Vec<u64>,
+    /// In huge pages where the system allows, so that random marks miss the
+    /// cache but rarely the TLB.
+    words: HugeBuf<u64>,
     queued: Vec<u64>,
     duplicates: u64,
 }
@@ -460,12 +471,12 @@ struct Bitmap {
 const MARK_BATCH: usize = 1024;
 
 impl Bitmap {
-    fn new(bits: u64) -> Bitmap {
-        Bitmap {
-            words: vec![0; (bits as usize).div_ceil(64)],
+    fn new(bits: u64) -> std::io::Result<Bitmap> {
+        Ok(Bitmap {
+            words: HugeBuf::zeroed((bits as usize).div_ceil(64))?,
             queued: Vec::with_capacity(MARK_BATCH),
             duplicates: 0,
-        }
+        })
     }
 
     /// Marks nonce `x` (below the bitmap's size).
@@ -512,7 +523,7 @@ mod tests {
 
     #[test]
     fn bitmap_counts_nonces_and_duplicates_across_batches() {
-        let mut b = Bitmap::new(10_000);
+        let mut b = Bitmap::new(10_000).unwrap();
         let mut plain = vec![0u32; 10_000];
         for i in 0..5000u64 {
             let x = i * 7919 % 10_000;
