@@ -429,3 +429,45 @@ fn ctrl_c_stops_the_plot_and_removes_its_files() {
         assert!(left.is_empty(), "{strategy} left {left:?}");
     }
 }
+
+#[test]
+fn bench_plot_reports_bounds_and_ratios_for_both_strategies() {
+    let dir = tempfile::tempdir().unwrap();
+    for (strategy, memory) in [("memory", "1GiB"), ("external", "41MiB")] {
+        let out = sv(dir.path())
+            .args([
+                "bench",
+                "plot",
+                "-k",
+                "18",
+                "--json",
+                "--disk-bytes",
+                "4MiB",
+            ])
+            .args(["--strategy", strategy, "--memory", memory, "--dir"])
+            .arg(dir.path())
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        let r: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(r["strategy"], strategy);
+        assert!(r["wall_seconds"].as_f64().unwrap() > 0.0);
+        let design = r["design_bound_seconds"].as_f64().unwrap();
+        assert!(design >= r["hash_bound_seconds"].as_f64().unwrap() && design > 0.0);
+        let concurrent = &r["bounds"]["concurrent"];
+        if strategy == "external" {
+            assert!(r["rounds"].as_u64().unwrap() > 1);
+            assert!(r["temp_bytes_written"].as_u64().unwrap() > 0);
+            assert!(concurrent["read_bytes_per_second"].as_f64().unwrap() > 0.0);
+            assert!(concurrent["write_bytes_per_second"].as_f64().unwrap() > 0.0);
+        } else {
+            assert!(concurrent.is_null());
+            assert_eq!(r["rounds"], 0);
+        }
+        // The plot and the scratch files are gone.
+        let left = std::fs::read_dir(dir.path()).unwrap().count();
+        assert_eq!(left, 0, "bench plot left files behind");
+    }
+}
