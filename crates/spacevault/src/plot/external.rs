@@ -4,8 +4,10 @@
 //! round's 4-byte sort keys to a temp file, grouped by partition, with the
 //! epoch marks that complete them (`keys.rs`). Two sets of round buffers
 //! alternate: one is hashed into while a writer thread writes the other,
-//! straight from memory with O_DIRECT. Phase 2 reads each partition back
-//! once, places its records and writes the plot.
+//! straight from memory with O_DIRECT. The last rounds, as many as fit
+//! beside phase 2's own memory, are never written: phase 2 takes their keys
+//! from memory. Phase 2 reads each partition back once, places its records
+//! and writes the plot.
 //!
 //! Up to k = 32 the keys carry each record's bucket, so phase 2 does not
 //! hash at all. Beyond, the marks would take a quarter of a byte a record or
@@ -403,7 +405,7 @@ fn plot_with_plan(
         },
     )?;
 
-    // Phase 2: a reader thread reads partitions ahead; one more worker than
+    // Phase 2: reader threads read partitions ahead; one more worker than
     // cores keeps the cores busy while a worker waits for its turn to place.
     progress.phase("sorting and writing", n);
     let mut sink = RegionSink::new(out, parting);
