@@ -434,24 +434,12 @@ fn ctrl_c_stops_the_plot_and_removes_its_files() {
 fn bench_plot_reports_bounds_and_ratios_for_both_strategies() {
     let dir = tempfile::tempdir().unwrap();
     for (strategy, memory) in [("memory", "1GiB"), ("external", "41MiB")] {
-        let out = sv(dir.path())
-            .args([
-                "bench",
-                "plot",
-                "-k",
-                "18",
-                "--json",
-                "--disk-bytes",
-                "4MiB",
-            ])
-            .args(["--strategy", strategy, "--memory", memory, "--dir"])
-            .arg(dir.path())
-            .assert()
-            .success()
-            .get_output()
-            .stdout
-            .clone();
-        let r: Value = serde_json::from_slice(&out).unwrap();
+        let mut cmd = sv(dir.path());
+        cmd.args(["bench", "plot", "-k", "18", "--json"])
+            .args(["--disk-bytes", "4MiB", "--strategy", strategy])
+            .args(["--memory", memory, "--dir"])
+            .arg(dir.path());
+        let r = json(&mut cmd);
         assert_eq!(r["strategy"], strategy);
         assert!(r["wall_seconds"].as_f64().unwrap() > 0.0);
         let design = r["design_bound_seconds"].as_f64().unwrap();
