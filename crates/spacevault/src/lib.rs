@@ -41,7 +41,7 @@ pub mod verify;
 pub use construction::{
     brute_force_best, distance, plot_id, quality, record_hash, Candidate, MAX_K, MIN_K,
 };
-pub use plot::{plot, PlotError, PlotOptions, PlotSummary};
+pub use plot::{plot, PlotError, PlotOptions, PlotSummary, Plotter};
 pub use prove::{Answer, ProveError};
 pub use reader::{PlotFile, ReadError, ReadMode};
 pub use verify::{verify, Proof, Verified, VerifyError};

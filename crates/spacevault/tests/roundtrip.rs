@@ -2,7 +2,7 @@
 //! finds what a brute-force search over all nonces finds.
 
 use spacevault::plot::{NoProgress, Strategy};
-use spacevault::{brute_force_best, plot, PlotFile, PlotOptions};
+use spacevault::{brute_force_best, plot, PlotFile, PlotOptions, Plotter};
 
 fn options(k: u8, strategy: Strategy, seed: u8) -> PlotOptions {
     let mut o = PlotOptions::new(k, [0xF0 ^ seed; 32], [seed; 32]);
@@ -129,5 +129,40 @@ fn external_plot_in_many_rounds_matches_the_in_memory_plot() {
             want[4096..] == got[4096..],
             "external ({memory} bytes of memory) and in-memory plots differ"
         );
+    }
+}
+
+#[test]
+fn a_plotter_reusing_its_buffers_makes_the_same_plots_as_fresh_ones() {
+    // Each plot after the first reuses the buffers the previous one filled
+    // (and a change of strategy or k frees them): every file must still be
+    // the one a fresh process makes.
+    let dir = tempfile::tempdir().unwrap();
+    let fresh_dir = tempfile::tempdir().unwrap();
+    let plotter = Plotter::default();
+    let mut external = options(18, Strategy::External, 0);
+    external.memory = 42 << 20;
+    let runs = [
+        options(18, Strategy::Memory, 6),
+        options(18, Strategy::Memory, 7),
+        PlotOptions {
+            seed: [8; 32],
+            ..external.clone()
+        },
+        PlotOptions {
+            seed: [9; 32],
+            ..external
+        },
+        options(17, Strategy::Memory, 10),
+        options(18, Strategy::Memory, 11),
+    ];
+    for o in runs {
+        let reused = plotter.plot(&o, dir.path(), &NoProgress).unwrap();
+        let fresh = plot(&o, fresh_dir.path(), &NoProgress).unwrap();
+        let (a, b) = (
+            std::fs::read(&reused.path).unwrap(),
+            std::fs::read(&fresh.path).unwrap(),
+        );
+        assert!(a[4096..] == b[4096..], "plot of seed {} differs", o.seed[0]);
     }
 }

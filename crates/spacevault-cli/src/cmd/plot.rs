@@ -128,12 +128,15 @@ pub fn run(args: PlotArgs) -> Result<()> {
     }
     let base = options_from(&args)?;
     let mut summaries = Vec::new();
+    // One plotter for every plot: the plots after the first reuse its memory.
+    let plotter = spacevault::Plotter::default();
     for i in 0..args.count {
         let mut o = base.clone();
         o.seed = nth_seed(&base.seed, i);
         let out = &args.out[(i % args.out.len() as u64) as usize];
         let bar = Bar::new(format!("[{}/{}]", i + 1, args.count), args.json);
-        let summary = spacevault::plot(&o, out, &bar)
+        let summary = plotter
+            .plot(&o, out, &bar)
             .with_context(|| format!("plot {} of {} in {}", i + 1, args.count, out.display()));
         bar.finish();
         let summary = summary?;

@@ -23,7 +23,7 @@ use super::pack::SlotPlacer;
 use super::partition::Partitioning;
 use super::pipeline::{pack_and_write, PartitionSource, Scratch};
 use super::readahead::ReadAhead;
-use super::scatter::Scatter;
+use super::scatter::{Scatter, ScatterPool};
 use super::sink::RegionSink;
 use super::{stop_requested, PlotError, Progress};
 use crate::aligned::AlignedBuf;
@@ -279,26 +279,34 @@ struct ThreadRound {
 /// One round's buffers: a scatter per thread.
 type RoundBuffers = Vec<ThreadRound>;
 
+/// Where phase 1 writes and phase 2 writes to.
+pub(crate) struct Files<'a> {
+    pub tmp_dir: &'a Path,
+    pub out: &'a File,
+}
+
+/// Makes the plot; the round buffers that stay in memory are taken from
+/// and given back to `pool`.
 pub(crate) fn plot(
     layout: &Layout,
     kernel: &Kernel,
     threads: usize,
     memory: u64,
-    tmp_dir: &Path,
-    out: &File,
+    files: Files,
     progress: &dyn Progress,
+    pool: &ScatterPool,
 ) -> Result<ExternalResult, PlotError> {
     let plan = Plan::new(layout, threads, memory, &Overrides::default())?;
-    plot_with_plan(&plan, kernel, threads, tmp_dir, out, progress)
+    plot_with_plan(&plan, kernel, threads, files, progress, pool)
 }
 
 fn plot_with_plan(
     plan: &Plan,
     kernel: &Kernel,
     threads: usize,
-    tmp_dir: &Path,
-    out: &File,
+    Files { tmp_dir, out }: Files,
     progress: &dyn Progress,
+    pool: &ScatterPool,
 ) -> Result<ExternalResult, PlotError> {
     let Plan {
         ref parting,
@@ -335,12 +343,13 @@ fn plot_with_plan(
     progress.phase("hashing to temp file", n);
     let rounds: Vec<u64> = (0..plan.rounds).map(|r| r * round).collect();
     let written_rounds = (plan.rounds - plan.resident) as usize;
+    pool.keep_only(parts, cap, plan.sets as usize * threads);
     let mut sets: Vec<RoundBuffers> = Vec::new();
     for _ in 0..plan.sets {
         sets.push(
             (0..threads)
                 .map(|_| {
-                    Scatter::<u32>::new(parts, cap).map(|scatter| ThreadRound {
+                    pool.take(parts, cap).map(|scatter| ThreadRound {
                         scatter,
                         marks: None,
                     })
@@ -432,6 +441,11 @@ fn plot_with_plan(
         end
     })?;
     drop(temp);
+    // Only the resident sets fit beside phase 2, so only they are kept.
+    resident
+        .into_iter()
+        .flatten()
+        .for_each(|t| pool.give(t.scatter));
     Ok(ExternalResult {
         end,
         temp_bytes_written,
@@ -757,7 +771,8 @@ mod tests {
     /// Keys with buckets and keys that make phase 2 hash again give the
     /// same plot, whether every round goes through the temp file, some
     /// stay in memory or all do: in many rounds and partitions with 42 MiB,
-    /// in one round with 120 MiB.
+    /// in one round with 120 MiB. Buffers kept from one plot are reused by
+    /// the next, as they are for `--count`.
     #[test]
     fn key_shapes_and_resident_rounds_make_the_same_plot() {
         let layout = Layout::for_k(20).unwrap();
@@ -765,6 +780,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let nonces = Some(KeyShape::nonces_only());
         let mut plots = Vec::new();
+        let pool = ScatterPool::default();
         for (memory, shape, resident) in [
             (42 << 20, None, Some(0)),
             (42 << 20, None, Some(2)),
@@ -777,8 +793,13 @@ mod tests {
             let out = File::create(dir.path().join("plot")).unwrap();
             let overrides = Overrides { shape, resident };
             let plan = Plan::new(&layout, 2, memory, &overrides).unwrap();
-            let result = plot_with_plan(&plan, &kernel, 2, dir.path(), &out, &NoProgress).unwrap();
+            let files = Files {
+                tmp_dir: dir.path(),
+                out: &out,
+            };
+            let result = plot_with_plan(&plan, &kernel, 2, files, &NoProgress, &pool).unwrap();
             assert_eq!(result.rounds_in_memory, plan.resident);
+            assert_eq!(pool.kept() as u64, plan.resident.min(plan.rounds) * 2);
             let written = plan.rounds - plan.resident;
             assert!(result.temp_bytes_written >= (written * plan.round).min(1 << 20) * 4);
             assert!(result.temp_bytes_written <= temp_size_of(&plan, 2));

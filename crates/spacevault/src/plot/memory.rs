@@ -7,7 +7,7 @@ use super::keys::{for_each_key, hash_range, EpochMarks, KeyShape};
 use super::pack::SlotPlacer;
 use super::partition::Partitioning;
 use super::pipeline::{pack_and_write, PartitionSource, Scratch};
-use super::scatter::Scatter;
+use super::scatter::{Scatter, ScatterPool};
 use super::sink::RegionSink;
 use super::{stop_requested, PlotError, Progress};
 use crate::kernel::Kernel;
@@ -84,19 +84,22 @@ impl PartitionSource for Keys {
     }
 }
 
-/// Runs the whole in-memory plot; returns the slot after the last record.
+/// Runs the whole in-memory plot, its scatters taken from and given back to
+/// `pool`; returns the slot after the last record.
 pub(crate) fn plot(
     parting: &Partitioning,
     kernel: &Kernel,
     threads: usize,
     file: &File,
     progress: &dyn Progress,
+    pool: &ScatterPool,
 ) -> Result<u64, PlotError> {
     let layout = parting.layout;
     let n = layout.record_count();
     let parts = parting.count as usize;
     let cap = slot_capacity(parting, threads);
     let shape = KeyShape::with_buckets(parting);
+    pool.keep_only(parts, cap as usize, threads);
 
     progress.phase("hashing", n);
     let per_thread: Vec<ThreadKeys> =
@@ -106,7 +109,7 @@ pub(crate) fn plot(
                     let range =
                         (n * t as u64 / threads as u64)..(n * (t as u64 + 1) / threads as u64);
                     s.spawn(move || -> Result<ThreadKeys, PlotError> {
-                        let mut scatter = Scatter::<u32>::new(parts, cap as usize)?;
+                        let mut scatter = pool.take(parts, cap as usize)?;
                         let marks =
                             hash_range(kernel, parting, shape, range, &mut scatter, progress);
                         Ok(ThreadKeys { scatter, marks })
@@ -126,11 +129,10 @@ pub(crate) fn plot(
 
     progress.phase("sorting and writing", n);
     let mut sink = RegionSink::new(file, parting);
-    pack_and_write(
-        parting,
-        threads,
-        &mut sink,
-        progress,
-        &Keys { per_thread, shape },
-    )
+    let keys = Keys { per_thread, shape };
+    let end = pack_and_write(parting, threads, &mut sink, progress, &keys);
+    keys.per_thread
+        .into_iter()
+        .for_each(|t| pool.give(t.scatter));
+    end
 }

@@ -7,6 +7,7 @@
 
 use super::PlotError;
 use crate::aligned::HugeBuf;
+use std::sync::Mutex;
 
 const LINE_BYTES: usize = 64;
 /// Each partition's array starts on a page boundary and spans whole pages,
@@ -49,6 +50,11 @@ impl<T: Copy + Default> Scatter<T> {
             lines: vec![T::default(); parts * Self::LINE],
             line_fill: vec![0; parts],
         })
+    }
+
+    /// Whether this scatter was made by `new(parts, cap)`.
+    fn has_shape(&self, parts: usize, cap: usize) -> bool {
+        self.arrays.fill.len() == parts && self.arrays.cap == cap.div_ceil(Self::PAGE) * Self::PAGE
     }
 
     /// Memory a scatter of this shape takes.
@@ -158,6 +164,52 @@ impl<T: Copy + Default> Scatter<T> {
     }
 }
 
+/// Scatters kept from one plot to the next. They are most of the memory a
+/// plot touches, and touching fresh memory is not free: the kernel zeroes
+/// it (about 0.13 s a GiB on the development VM), and a VM whose host backs
+/// guest memory lazily stalls on every new page (2.2-2.8 s a GiB on that
+/// VM, more than hashing a whole k = 28 plot). Plots made one after
+/// another reuse the memory instead.
+#[derive(Default)]
+pub(crate) struct ScatterPool(Mutex<Vec<Scatter<u32>>>);
+
+impl ScatterPool {
+    /// An empty scatter of room `cap` in each of `parts` partitions: a kept
+    /// one of that shape, or a new one.
+    pub fn take(&self, parts: usize, cap: usize) -> Result<Scatter<u32>, PlotError> {
+        let kept = {
+            let mut kept = self.0.lock().unwrap();
+            let found = kept.iter().position(|s| s.has_shape(parts, cap));
+            found.map(|i| kept.swap_remove(i))
+        };
+        match kept {
+            Some(mut scatter) => {
+                scatter.clear();
+                Ok(scatter)
+            }
+            None => Scatter::new(parts, cap),
+        }
+    }
+
+    pub fn give(&self, scatter: Scatter<u32>) {
+        self.0.lock().unwrap().push(scatter);
+    }
+
+    /// Frees every kept scatter of another shape, and any beyond the
+    /// `most` a plot is about to take: a plot's memory limit counts only
+    /// its own buffers.
+    pub fn keep_only(&self, parts: usize, cap: usize, most: usize) {
+        let mut kept = self.0.lock().unwrap();
+        kept.retain(|s| s.has_shape(parts, cap));
+        kept.truncate(most);
+    }
+
+    #[cfg(test)]
+    pub fn kept(&self) -> usize {
+        self.0.lock().unwrap().len()
+    }
+}
+
 impl<T: Copy> Arrays<T> {
     /// Moves partition p's full line to its array, or record by record to
     /// the overflow once the array is full.
@@ -235,5 +287,25 @@ mod tests {
         }
         s.clear();
         assert!(s.records(0).0.is_empty());
+    }
+
+    #[test]
+    fn the_pool_gives_back_only_empty_scatters_of_the_shape_asked_for() {
+        let pool = ScatterPool::default();
+        let mut s = pool.take(4, 100).unwrap();
+        s.push(2, 9);
+        s.finish();
+        pool.give(s);
+        let s = pool.take(4, 100).unwrap();
+        assert_eq!(s.pushed_counts(), [0; 4]);
+        pool.give(s);
+        // Another shape is a new scatter; keep_only frees the old one.
+        assert!(pool.take(4, 5000).unwrap().has_shape(4, 5000));
+        assert_eq!(pool.kept(), 1);
+        pool.keep_only(4, 5000, 9);
+        assert_eq!(pool.kept(), 0);
+        (0..3).for_each(|_| pool.give(Scatter::new(4, 100).unwrap()));
+        pool.keep_only(4, 100, 2);
+        assert_eq!(pool.kept(), 2);
     }
 }
