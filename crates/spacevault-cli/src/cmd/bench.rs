@@ -47,6 +47,11 @@ pub struct BenchPlotArgs {
     /// Bytes written to measure the disk's sequential speed.
     #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "1GiB")]
     pub disk_bytes: u64,
+    /// Fresh memory touched to measure how fast new memory comes into use
+    /// (0 skips it). The plot then waits a few seconds so that it does not
+    /// get those pages back ready.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "256MiB")]
+    pub touch_bytes: u64,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -111,6 +116,7 @@ fn bench_plot(a: BenchPlotArgs) -> Result<()> {
         keep: a.keep,
         hash_seconds: 1.0,
         disk_bytes: a.disk_bytes,
+        touch_bytes: a.touch_bytes,
     };
     let r = plot_bench::run(&options, &bar);
     bar.finish();
@@ -192,14 +198,30 @@ fn bench_plot(a: BenchPlotArgs) -> Result<()> {
             c.write_bytes_per_second / 1e6
         );
     }
+    if let Some(rate) = b.fresh_memory_bytes_per_second {
+        println!(
+            "fresh memory    {:.2} GB/s brought into use on {} threads (kernel zeroing, and on a VM the host backing it)",
+            rate / 1e9,
+            r.threads
+        );
+    }
     println!(
         "hash bound      {:.3} s   ratio {:.2}  (hash bound / wall)",
         r.hash_bound_seconds, r.ratio_to_hash_bound
     );
     println!(
-        "design bound    {:.3} s   wall is {:.2}x the bound of this strategy",
+        "design bound    {:.3} s   wall is {:.2}x the bound of this strategy (hashing and its I/O)",
         r.design_bound_seconds, r.wall_over_design_bound
     );
+    if let (Some(touch), Some(bound), Some(ratio)) = (
+        r.first_touch_seconds,
+        r.design_bound_with_first_touch_seconds,
+        r.wall_over_design_bound_with_first_touch,
+    ) {
+        println!(
+            "+ first touch   {bound:.3} s   wall is {ratio:.2}x (adds {touch:.3} s to bring the peak RSS into use on the hashing cores)"
+        );
+    }
     if let Some(p) = r.path {
         println!("kept            {}", p.display());
     }
