@@ -18,7 +18,7 @@
 //! bytes read: the temp file once.
 
 use super::files::{open_direct, write_all_vectored_at};
-use super::keys::{for_each_key, hash_range, EpochMarks, KeyShape};
+use super::keys::{each_key_prefetched, for_each_run, hash_range, EpochMarks, KeyShape};
 use super::pack::SlotPlacer;
 use super::partition::Partitioning;
 use super::pipeline::{pack_and_write, PartitionSource, Scratch};
@@ -565,14 +565,16 @@ impl TempSource<'_> {
         let covered = if shape.has_buckets() {
             let mut bad = false;
             let last_window = windows.len() - 1;
-            let covered = for_each_key(array, extra, first_epoch, epochs, |key, epoch| {
-                let local = shape.local(key);
-                match counts.get_mut(local) {
-                    Some(c) => *c += 1,
-                    None => bad = true,
-                }
-                let window = (local >> WINDOW_BUCKETS_LOG2).min(last_window);
-                windows[window].push(sort_key(local as u64, shape.nonce(key, epoch)));
+            let covered = for_each_run(array, extra, first_epoch, epochs, |keys, epoch| {
+                each_key_prefetched(keys, |key| {
+                    let local = shape.local(key);
+                    match counts.get_mut(local) {
+                        Some(c) => *c += 1,
+                        None => bad = true,
+                    }
+                    let window = (local >> WINDOW_BUCKETS_LOG2).min(last_window);
+                    windows[window].push(sort_key(local as u64, shape.nonce(key, epoch)));
+                });
             });
             if bad {
                 return Err(damaged());
@@ -580,8 +582,8 @@ impl TempSource<'_> {
             covered
         } else {
             nonces.clear();
-            let covered = for_each_key(array, extra, first_epoch, epochs, |key, epoch| {
-                nonces.push(shape.nonce(key, epoch))
+            let covered = for_each_run(array, extra, first_epoch, epochs, |keys, epoch| {
+                nonces.extend(keys.iter().map(|&key| shape.nonce(key, epoch)))
             });
             self.bucket_by_hashing(p, nonces, prefixes, counts, windows)?;
             covered

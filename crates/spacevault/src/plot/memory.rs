@@ -3,7 +3,7 @@
 //! partition by partition. The plot file is written once and nothing else
 //! is.
 
-use super::keys::{for_each_key, hash_range, EpochMarks, KeyShape};
+use super::keys::{each_key_prefetched, for_each_run, hash_range, EpochMarks, KeyShape};
 use super::pack::SlotPlacer;
 use super::partition::Partitioning;
 use super::pipeline::{pack_and_write, PartitionSource, Scratch};
@@ -41,15 +41,15 @@ struct ThreadKeys {
 }
 
 impl ThreadKeys {
-    /// Calls `each(key, epoch)` for partition p's keys, in the order pushed:
-    /// by ascending nonce.
+    /// Calls `each(keys, epoch)` for runs of partition p's keys, in the
+    /// order pushed: by ascending nonce.
     #[inline(always)]
-    fn for_each_key(&self, p: u64, each: impl FnMut(u32, u64)) {
+    fn for_each_run(&self, p: u64, each: impl FnMut(&[u32], u64)) {
         let (array, extra) = self.scatter.records(p);
         // Overflowed keys (rare) follow the array's.
         let extra: Vec<u32> = extra.collect();
         let (first, counts) = self.marks.counts(p);
-        for_each_key(array, &extra, first, counts, each);
+        for_each_run(array, &extra, first, counts, each);
     }
 }
 
@@ -64,7 +64,10 @@ impl PartitionSource for Keys {
         let shape = self.shape;
         for t in &self.per_thread {
             let (slice, extra) = t.scatter.records(p);
-            for key in slice.iter().copied().chain(extra) {
+            // Two plain loops: a chained iterator checks which half it is in
+            // at every key, which costs the histogram half its speed.
+            each_key_prefetched(slice, |key| counts[shape.local(key)] += 1);
+            for key in extra {
                 counts[shape.local(key)] += 1;
             }
         }
@@ -77,8 +80,10 @@ impl PartitionSource for Keys {
         // Threads in order, epochs in order: nonces ascend.
         let shape = self.shape;
         for t in &self.per_thread {
-            t.for_each_key(p, |key, epoch| {
-                placer.put(shape.local(key), shape.nonce(key, epoch));
+            t.for_each_run(p, |keys, epoch| {
+                for &key in keys {
+                    placer.put(shape.local(key), shape.nonce(key, epoch));
+                }
             });
         }
     }
