@@ -10,7 +10,7 @@
 use super::partition::{Locator, Partitioning};
 use super::scatter::Scatter;
 use super::{stop_requested, Progress};
-use crate::kernel::Kernel;
+use crate::kernel::{Backend, Kernel};
 use std::ops::Range;
 
 /// How a 4-byte key splits into bucket and nonce bits.
@@ -119,6 +119,7 @@ pub(crate) fn hash_range(
             &prefixes[..len],
             &mut parts[..len],
             &mut keys[..len],
+            kernel.backend(),
         );
         scatter.push_block(&parts[..len], &keys[..len]);
         x += len as u64;
@@ -134,7 +135,8 @@ pub(crate) fn hash_range(
 /// The partition and key of each of a block of nonces from `first` on,
 /// given their hash prefixes. Locating first and scattering after, each in
 /// a function of its own, keeps each loop small enough for its values to
-/// stay in registers.
+/// stay in registers. With AVX-512 the division is done in floating point
+/// ([`Locator::locate_f64`]), eight lanes at a time.
 #[inline(never)]
 fn locate_block(
     locator: &Locator,
@@ -143,12 +145,78 @@ fn locate_block(
     prefixes: &[u64],
     parts: &mut [u32],
     keys: &mut [u32],
+    backend: Backend,
 ) {
+    #[cfg(target_arch = "x86_64")]
+    if backend == Backend::Avx512 && locator.divides_in_f64() {
+        // SAFETY: the AVX-512 backend is only active on CPUs that have
+        // AVX-512F and DQ.
+        unsafe { locate_block_avx512(locator, shape, first, prefixes, parts, keys) };
+        return;
+    }
+    let _ = backend;
     let locator = *locator;
     let located = parts.iter_mut().zip(keys.iter_mut());
     for ((part, key), (&prefix, nonce)) in located.zip(prefixes.iter().zip(first..)) {
         let (p, local) = locator.locate(prefix);
         (*part, *key) = (p as u32, shape.key(local, nonce));
+    }
+}
+
+/// [`locate_block`] eight lanes at a time, dividing in floating point as
+/// [`Locator::locate_f64`] does (the compiler does not vectorise its
+/// conversions on its own: they saturate in Rust).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq")]
+unsafe fn locate_block_avx512(
+    locator: &Locator,
+    shape: KeyShape,
+    first: u64,
+    prefixes: &[u64],
+    parts: &mut [u32],
+    keys: &mut [u32],
+) {
+    use std::arch::x86_64::*;
+    let n = prefixes.len().min(parts.len()).min(keys.len());
+    let (shift, inverse, divisor) = locator.f64_constants();
+    let shift = _mm_cvtsi64_si128(shift as i64);
+    let low_bits = _mm_cvtsi64_si128(shape.low_bits as i64);
+    let low_mask = _mm512_set1_epi64((shape.epoch_len() - 1) as i64);
+    let (inverse, divisor) = (_mm512_set1_pd(inverse), _mm512_set1_pd(divisor));
+    let (zero, one) = (_mm512_setzero_pd(), _mm512_set1_pd(1.0));
+    let mut nonces = _mm512_add_epi64(
+        _mm512_set1_epi64(first as i64),
+        _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7),
+    );
+    let eight = _mm512_set1_epi64(8);
+    let whole = n / 8 * 8;
+    for i in (0..whole).step_by(8) {
+        // SAFETY: i + 8 <= n, the length of all three slices.
+        let prefix = _mm512_loadu_si512(prefixes.as_ptr().add(i).cast());
+        let bucket = _mm512_cvtepu64_pd(_mm512_srl_epi64(prefix, shift));
+        let mut p = _mm512_roundscale_pd::<{ _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC }>(
+            _mm512_mul_pd(bucket, inverse),
+        );
+        let mut local = _mm512_sub_pd(bucket, _mm512_mul_pd(p, divisor));
+        let below = _mm512_cmp_pd_mask::<_CMP_LT_OQ>(local, zero);
+        p = _mm512_mask_sub_pd(p, below, p, one);
+        local = _mm512_mask_add_pd(local, below, local, divisor);
+        let over = _mm512_cmp_pd_mask::<_CMP_GE_OQ>(local, divisor);
+        p = _mm512_mask_add_pd(p, over, p, one);
+        local = _mm512_mask_sub_pd(local, over, local, divisor);
+        let key = _mm512_or_si512(
+            _mm512_sll_epi64(_mm512_cvttpd_epu64(local), low_bits),
+            _mm512_and_si512(nonces, low_mask),
+        );
+        let part = _mm512_cvtepi64_epi32(_mm512_cvttpd_epu64(p));
+        _mm256_storeu_si256(parts.as_mut_ptr().add(i).cast(), part);
+        _mm256_storeu_si256(keys.as_mut_ptr().add(i).cast(), _mm512_cvtepi64_epi32(key));
+        nonces = _mm512_add_epi64(nonces, eight);
+    }
+    for i in whole..n {
+        let (p, local) = locator.locate_f64(prefixes[i]);
+        parts[i] = p as u32;
+        keys[i] = shape.key(local, first + i as u64);
     }
 }
 
@@ -220,6 +288,55 @@ mod tests {
         let key = nonces.key(0, 0x7_DEAD_BEEF);
         assert_eq!(nonces.local(key), 0);
         assert_eq!(nonces.nonce(key, 7), 0x7_DEAD_BEEF);
+    }
+
+    /// Every backend's locate_block gives what the plain integer division
+    /// gives, for random prefixes and for buckets at and around the
+    /// partition boundaries, in blocks whose length is not a multiple of
+    /// the lanes.
+    #[test]
+    fn locating_a_block_agrees_with_plain_division_on_every_backend() {
+        use crate::format::Layout;
+        for (k, target) in [(18u8, 4096u64), (28, 1 << 17), (40, 1 << 21)] {
+            let parting = Partitioning::new(Layout::for_k(k).unwrap(), target);
+            let shape = KeyShape::with_buckets(&parting);
+            let bits = parting.layout.bucket_bits as u32;
+            let d = parting.buckets_per_part;
+            let mut prefixes: Vec<u64> = (0..1000u64)
+                .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (i << 40))
+                .collect();
+            // Every partition boundary, where a quotient one off shows.
+            for m in 1..parting.count {
+                for b in [m * d - 1, m * d, m * d + 1] {
+                    prefixes.push((b << (64 - bits)) | (m & 0xFF));
+                }
+            }
+            let first = 0xABCD_0000u64;
+            let want: Vec<(u32, u32)> = prefixes
+                .iter()
+                .zip(first..)
+                .map(|(&prefix, nonce)| {
+                    let bucket = prefix >> (64 - bits);
+                    let key = shape.key(bucket % d, nonce);
+                    ((bucket / d) as u32, key)
+                })
+                .collect();
+            // A nudged reciprocal makes the floating-point quotient one too
+            // small or too large at the boundaries: the corrections must
+            // repair it.
+            for nudge in [1.0, 1.0 + 1e-9, 1.0 - 1e-9] {
+                let locator = parting.locator().with_inverse_nudged(nudge);
+                for backend in Backend::ALL.into_iter().filter(|b| b.is_supported()) {
+                    let n = prefixes.len();
+                    let (mut parts, mut keys) = (vec![0; n], vec![0; n]);
+                    locate_block(
+                        &locator, shape, first, &prefixes, &mut parts, &mut keys, backend,
+                    );
+                    let got: Vec<(u32, u32)> = parts.into_iter().zip(keys).collect();
+                    assert_eq!(got, want, "k {k}, {backend:?}, nudge {nudge}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -56,6 +56,8 @@ impl Partitioning {
             buckets_per_part: self.buckets_per_part,
             reciprocal: self.reciprocal,
             exact: buckets * self.buckets_per_part as u128 <= 1 << 64,
+            inverse: 1.0 / self.buckets_per_part as f64,
+            buckets_below_2_53: buckets <= 1 << 53,
         }
     }
 
@@ -83,6 +85,9 @@ pub(crate) struct Locator {
     reciprocal: u64,
     /// Whether multiplying by the reciprocal is exact for every bucket.
     exact: bool,
+    /// 1 / buckets_per_part, for [`Locator::locate_f64`].
+    inverse: f64,
+    buckets_below_2_53: bool,
 }
 
 impl Locator {
@@ -112,6 +117,53 @@ impl Locator {
     }
 }
 
+impl Locator {
+    /// Whether [`locate_f64`](Self::locate_f64) is exact for every bucket.
+    pub fn divides_in_f64(&self) -> bool {
+        self.buckets_below_2_53 && self.buckets_per_part > 1
+    }
+
+    /// This locator with 1 / buckets_per_part off by `factor`, so that tests
+    /// see the floating-point quotient corrected both ways.
+    #[cfg(test)]
+    pub fn with_inverse_nudged(mut self, factor: f64) -> Locator {
+        self.inverse *= factor;
+        self
+    }
+
+    /// (bucket shift, 1 / buckets_per_part, buckets_per_part) for SIMD
+    /// versions of [`locate_f64`](Self::locate_f64).
+    pub fn f64_constants(&self) -> (u32, f64, f64) {
+        (
+            self.bucket_shift,
+            self.inverse,
+            self.buckets_per_part as f64,
+        )
+    }
+
+    /// [`locate`](Self::locate) in floating point, which SIMD lanes do
+    /// (there is no vector 64x64-bit high multiply). Every value is an
+    /// integer below 2^53, so each is exact in an f64 and so is
+    /// `bucket - p * buckets_per_part`; the quotient's estimate is off by at
+    /// most one, and the remainder's sign and size show which way.
+    #[inline(always)]
+    pub fn locate_f64(&self, prefix: u64) -> (u64, u64) {
+        let bucket = (prefix >> self.bucket_shift) as f64;
+        let d = self.buckets_per_part as f64;
+        let mut p = (bucket * self.inverse).floor();
+        let mut local = bucket - p * d;
+        if local < 0.0 {
+            p -= 1.0;
+            local += d;
+        }
+        if local >= d {
+            p += 1.0;
+            local -= d;
+        }
+        (p as u64, local as u64)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,10 +185,25 @@ mod tests {
                     last / 7 * 5,
                 ];
                 let locator = p.locator();
-                for b in probes.into_iter().filter(|&b| b <= last) {
+                let near_multiples = (1..4).flat_map(|m: u64| {
+                    let b = last / 4 * m / p.buckets_per_part * p.buckets_per_part;
+                    [b.saturating_sub(1), b, b + 1]
+                });
+                for b in probes
+                    .into_iter()
+                    .chain(near_multiples)
+                    .filter(|&b| b <= last)
+                {
                     let (part, local) = p.locate(b);
                     let prefix = b << (64 - layout.bucket_bits as u32);
                     assert_eq!(locator.locate(prefix), (part, local));
+                    if locator.divides_in_f64() {
+                        assert_eq!(
+                            locator.locate_f64(prefix | 0xFF),
+                            (part, local),
+                            "bucket {b}"
+                        );
+                    }
                     assert_eq!(part, b / p.buckets_per_part);
                     assert_eq!(local, b % p.buckets_per_part);
                     assert!(p.buckets(part).contains(&b));
@@ -157,6 +224,9 @@ mod tests {
                 let prefix = (b << (64 - layout.bucket_bits as u32)) | ((b * 7919) & 0xFF);
                 let want = (b / p.buckets_per_part, b % p.buckets_per_part);
                 assert_eq!(locator.locate(prefix), want, "bucket {b}");
+                if locator.divides_in_f64() {
+                    assert_eq!(locator.locate_f64(prefix), want, "bucket {b}");
+                }
             }
         }
     }
