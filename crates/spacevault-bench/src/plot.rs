@@ -12,11 +12,11 @@ use spacevault::PlotOptions;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-/// How long the memory just touched is left free before plotting. A VM host
-/// that backs guest memory lazily takes freed guest pages back after about
-/// two seconds (measured on the development VM); until then the plot would
-/// find them ready and pay less for its memory than it does without a
-/// benchmark before it.
+/// How long freed memory is left alone before measuring fresh memory and
+/// before plotting. A VM host that backs guest memory lazily takes freed
+/// guest pages back after about two seconds (measured on the development
+/// VM); until then a new allocation finds them ready, and the measurement
+/// or the plot would pay less for fresh memory than it does on its own.
 const FRESH_MEMORY_SETTLE: Duration = Duration::from_secs(4);
 
 pub struct PlotBenchOptions {
@@ -101,7 +101,12 @@ pub fn run(options: &PlotBenchOptions, progress: &dyn Progress) -> Result<PlotBe
     let external = spacevault::plot::strategy_for(&options.plot)? == Strategy::External;
     let fresh_memory = match options.touch_bytes {
         0 => None,
-        bytes => Some(fresh_memory_rate(threads, bytes)?),
+        bytes => {
+            // Memory an earlier process freed just now would come back
+            // ready, to this measurement or to the plot.
+            std::thread::sleep(FRESH_MEMORY_SETTLE);
+            Some(fresh_memory_rate(threads, bytes)?)
+        }
     };
     let memory_freed = Instant::now();
     let hash = hash_rate(threads, Duration::from_secs_f64(options.hash_seconds));

@@ -48,8 +48,8 @@ pub struct BenchPlotArgs {
     #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "1GiB")]
     pub disk_bytes: u64,
     /// Fresh memory touched to measure how fast new memory comes into use
-    /// (0 skips it). The plot then waits a few seconds so that it does not
-    /// get those pages back ready.
+    /// (0 skips it). The measurement and the plot each wait a few seconds
+    /// first, so that neither gets memory freed just before back ready.
     #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "256MiB")]
     pub touch_bytes: u64,
     /// Print JSON.
