@@ -42,7 +42,7 @@ const PAGE: u64 = 4096;
 const RESERVED: u64 = 40 << 20;
 /// Records a round hashes at most. Larger rounds make fewer, larger temp
 /// segments, but round buffers beyond this only cost the time to fault in
-/// their pages (about 1.5 s a GiB of CPU on the development VM) and phase 2
+/// their pages (about 2.5 CPU-seconds a GiB on the development VM) and phase 2
 /// reads fine from segments of this size.
 const MAX_ROUND: u64 = 1 << 28;
 /// Threads reading the temp file in phase 2.

@@ -166,9 +166,9 @@ impl<T: Copy + Default> Scatter<T> {
 
 /// Scatters kept from one plot to the next. They are most of the memory a
 /// plot touches, and touching fresh memory is not free: the kernel zeroes
-/// it (about 0.13 s a GiB on the development VM), and a VM whose host backs
-/// guest memory lazily stalls on every new page (2.2-2.8 s a GiB on that
-/// VM, more than hashing a whole k = 28 plot). Plots made one after
+/// it (about 0.13 CPU-seconds a GiB on the development VM), and a VM whose
+/// host backs guest memory lazily stalls on every new page (2.2 to 2.8
+/// CPU-seconds a GiB on that VM, more than hashing a whole k = 28 plot). Plots made one after
 /// another reuse the memory instead.
 #[derive(Default)]
 pub(crate) struct ScatterPool(Mutex<Vec<Scatter<u32>>>);
