@@ -2,6 +2,7 @@
 //! completeness, and the hashes of a sample of records (all with `full`).
 
 use crate::aligned::HugeBuf;
+use crate::format::bits::read_slot;
 use crate::format::{Header, Region};
 use crate::reader::{PlotFile, RegionBuf};
 use std::collections::BTreeSet;
@@ -91,6 +92,35 @@ impl<'a> Window<'a> {
         Ok(self
             .region(s / slots, problems)?
             .map(|r| r.slot((s % slots) as usize)))
+    }
+
+    /// Slots `from .. from + n` of the global slot stream into `out`, None
+    /// for each slot whose region is damaged: one region lookup for each
+    /// region's run of slots rather than a division and a lookup a slot.
+    fn slots(
+        &mut self,
+        from: u64,
+        n: u64,
+        out: &mut Vec<Option<u64>>,
+        problems: &mut Vec<Problem>,
+    ) -> Result<(), crate::ReadError> {
+        out.clear();
+        let layout = self.plot.header().layout;
+        let per_region = layout.slots_per_region as u64;
+        let (mut s, end) = (from, from + n);
+        while s < end {
+            let j = (s % per_region) as usize;
+            let run = (per_region - j as u64).min(end - s) as usize;
+            match self.region(s / per_region, problems)? {
+                None => out.extend(std::iter::repeat_n(None, run)),
+                Some(region) => {
+                    let area = region.slots();
+                    out.extend((j..j + run).map(|j| Some(read_slot(area, j, layout.k as u32))));
+                }
+            }
+            s += run as u64;
+        }
+        Ok(())
     }
 
     /// Reports the first non-zero slot of a stretch of padding.
@@ -309,6 +339,7 @@ fn walk_groups(
     let slots = l.slots_per_region as u64;
     let n_records = l.record_count();
     let use_bitmap = l.k <= MAX_BITMAP_K;
+    let mut decoded: Vec<Option<u64>> = Vec::new();
     // `end` is where the previous group ended; None after a damaged header
     // region, until a readable one tells us again.
     let mut end: Option<u64> = Some(0);
@@ -350,30 +381,35 @@ fn walk_groups(
         if let Some(e) = end.filter(|&e| start.saturating_sub(e) <= 2 * slots) {
             window.check_padding(e..start, problems)?;
         }
+        // The group's slots, decoded up to the end of the file.
+        let total: u64 = counts.iter().map(|&c| c as u64).sum();
+        let file_end = header.region_count * slots;
+        let available = total.min(file_end.saturating_sub(start));
+        window.slots(start, available, &mut decoded, problems)?;
         let mut s = start;
+        let mut values = decoded.iter();
         for (i, &c) in counts.iter().enumerate() {
             let bucket = g * l.buckets_per_group as u64 + i as u64;
             let mut previous: Option<u64> = None;
             for _ in 0..c {
-                let r = s / slots;
-                if r >= header.region_count {
+                let slot = s;
+                let Some(&value) = values.next() else {
                     problems.push(region_problem(
                         &header,
                         g,
                         "records reach past the last region".into(),
                     ));
                     return Ok(());
-                }
-                let Some(nonce) = window.slot(s, problems)? else {
-                    s += 1;
-                    continue;
                 };
                 s += 1;
+                let Some(nonce) = value else {
+                    continue;
+                };
                 report.records += 1;
                 if nonce >= n_records {
                     problems.push(region_problem(
                         &header,
-                        r,
+                        slot / slots,
                         format!("nonce {nonce} is out of range"),
                     ));
                     continue;
@@ -381,7 +417,7 @@ fn walk_groups(
                 if previous.is_some_and(|p| p >= nonce) {
                     problems.push(region_problem(
                         &header,
-                        r,
+                        slot / slots,
                         format!("bucket {bucket} is out of order"),
                     ));
                 }
