@@ -240,15 +240,26 @@ fn check_regions(
         (n_records / options.sample.max(1)).max(1)
     };
     let mut to_hash: Vec<(u64, u64)> = Vec::with_capacity(HASH_BATCH);
-    std::thread::scope(|scope| {
-        // Records are rehashed on other threads while this one walks the
-        // regions.
+    let seen = std::thread::scope(|scope| {
+        // Records are rehashed on other threads, and marked in the bitmap on
+        // another, while this one walks the regions.
         let (batches, hashers) = rehash_pool(scope, plot);
+        let (to_marker, marked) = std::sync::mpsc::sync_channel::<Vec<u64>>(4);
+        let marker = scope.spawn(move || {
+            for batch in marked {
+                batch.into_iter().for_each(|x| seen.mark(x));
+            }
+            seen
+        });
+        let mut marks = MarkQueue {
+            batch: Vec::with_capacity(MARK_SEND),
+            to_marker,
+        };
         let result = walk_groups(
             plot,
             &mut window,
             &mut problems,
-            &mut seen,
+            use_bitmap.then_some(&mut marks),
             step,
             &mut to_hash,
             &batches,
@@ -258,18 +269,48 @@ fn check_regions(
             let _ = batches.send(std::mem::take(&mut to_hash));
         }
         drop(batches);
+        marks.send();
+        drop(marks);
         for hasher in hashers {
             let (found, rehashed) = hasher.join().expect("rehashing thread panicked");
             problems.extend(found);
             report.records_rehashed += rehashed;
         }
-        result
+        let seen = marker.join().expect("marking thread panicked");
+        result.map(|()| seen)
     })?;
     finish(report, window, problems, seen, use_bitmap)
 }
 
 /// Records rehashed in one batch.
 const HASH_BATCH: usize = 4096;
+
+/// Nonces handed to the marking thread at once. Not a power of two: every
+/// plot's last batch is then a partial one, which the tests see sent.
+const MARK_SEND: usize = 50_000;
+
+/// Nonces on their way to the completeness bitmap. A thread of its own
+/// marks them: a mark misses the cache nearly every time, and marking on
+/// the walking thread took as long as the rest of the walk.
+struct MarkQueue {
+    batch: Vec<u64>,
+    to_marker: std::sync::mpsc::SyncSender<Vec<u64>>,
+}
+
+impl MarkQueue {
+    fn push(&mut self, x: u64) {
+        self.batch.push(x);
+        if self.batch.len() == MARK_SEND {
+            self.send();
+        }
+    }
+
+    fn send(&mut self) {
+        let batch = std::mem::replace(&mut self.batch, Vec::with_capacity(MARK_SEND));
+        // The marker only stops when this sender is dropped.
+        let _ = self.to_marker.send(batch);
+    }
+}
 
 type Batches = std::sync::mpsc::SyncSender<Vec<(u64, u64)>>;
 type Hasher<'scope> = std::thread::ScopedJoinHandle<'scope, (Vec<Problem>, u64)>;
@@ -328,7 +369,7 @@ fn walk_groups(
     plot: &PlotFile,
     window: &mut Window,
     problems: &mut Vec<Problem>,
-    seen: &mut Bitmap,
+    mut seen: Option<&mut MarkQueue>,
     step: u64,
     to_hash: &mut Vec<(u64, u64)>,
     batches: &Batches,
@@ -338,7 +379,6 @@ fn walk_groups(
     let l = header.layout;
     let slots = l.slots_per_region as u64;
     let n_records = l.record_count();
-    let use_bitmap = l.k <= MAX_BITMAP_K;
     let mut decoded: Vec<Option<u64>> = Vec::new();
     // `end` is where the previous group ended; None after a damaged header
     // region, until a readable one tells us again.
@@ -422,8 +462,8 @@ fn walk_groups(
                     ));
                 }
                 previous = Some(nonce);
-                if use_bitmap {
-                    seen.mark(nonce);
+                if let Some(seen) = seen.as_deref_mut() {
+                    seen.push(nonce);
                 }
                 if index.is_multiple_of(step) {
                     to_hash.push((nonce, bucket));

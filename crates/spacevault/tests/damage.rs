@@ -141,6 +141,38 @@ fn swapped_records_are_caught_by_rehashing() {
     );
 }
 
+#[test]
+fn a_duplicated_record_is_caught_without_rehashing() {
+    // Slots are 16 bits at k = 16: copy a region's first record over its
+    // second and seal the region again. A sampled check, which rehashes
+    // almost nothing, must still find one nonce twice and one missing.
+    let dir = tempfile::tempdir().unwrap();
+    let path = make_plot(dir.path());
+    let layout = PlotFile::open(&path).unwrap().header().layout;
+    assert_eq!(layout.k, 16);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let off = 4096 + 5 * 4096;
+    let area = off + layout.slot_area_offset();
+    let first = [bytes[area], bytes[area + 1]];
+    assert_ne!(first, [bytes[area + 2], bytes[area + 3]]);
+    bytes[area + 2..area + 4].copy_from_slice(&first);
+    let crc = crc32fast_hash(&bytes[off + 4..off + 4096]);
+    bytes[off..off + 4].copy_from_slice(&crc.to_le_bytes());
+    std::fs::write(&path, &bytes).unwrap();
+    let sampled = CheckOptions {
+        full: false,
+        sample: 10,
+    };
+    let report = check(&path, sampled);
+    let said = |what: &str| report.problems.iter().any(|p| p.what.contains(what));
+    assert!(
+        said("1 of 65536 nonces are missing"),
+        "{:?}",
+        report.problems
+    );
+    assert!(said("1 records are duplicates"), "{:?}", report.problems);
+}
+
 fn crc32fast_hash(b: &[u8]) -> u32 {
     // Same checksum as the format: CRC-32 (IEEE).
     let mut crc = 0xFFFF_FFFFu32;
