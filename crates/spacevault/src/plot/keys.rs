@@ -148,9 +148,12 @@ fn locate_block(
     backend: Backend,
 ) {
     #[cfg(target_arch = "x86_64")]
-    if backend == Backend::Avx512 && locator.divides_in_f64() {
+    if backend == Backend::Avx512
+        && std::arch::is_x86_feature_detected!("avx512dq")
+        && locator.divides_in_f64()
+    {
         // SAFETY: the AVX-512 backend is only active on CPUs that have
-        // AVX-512F and DQ.
+        // AVX-512F, and DQ was checked just now.
         unsafe { locate_block_avx512(locator, shape, first, prefixes, parts, keys) };
         return;
     }

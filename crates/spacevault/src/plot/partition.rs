@@ -115,9 +115,7 @@ impl Locator {
         }
         (p, bucket - p * self.buckets_per_part)
     }
-}
 
-impl Locator {
     /// Whether [`locate_f64`](Self::locate_f64) is exact for every bucket.
     pub fn divides_in_f64(&self) -> bool {
         self.buckets_below_2_53 && self.buckets_per_part > 1
