@@ -82,18 +82,6 @@ impl<'a> Window<'a> {
         ))
     }
 
-    /// Slot s of the global slot stream, or None when its region is damaged.
-    fn slot(
-        &mut self,
-        s: u64,
-        problems: &mut Vec<Problem>,
-    ) -> Result<Option<u64>, crate::ReadError> {
-        let slots = self.plot.header().layout.slots_per_region as u64;
-        Ok(self
-            .region(s / slots, problems)?
-            .map(|r| r.slot((s % slots) as usize)))
-    }
-
     /// Slots `from .. from + n` of the global slot stream into `out`, None
     /// for each slot whose region is damaged: one region lookup for each
     /// region's run of slots rather than a division and a lookup a slot.
@@ -130,15 +118,16 @@ impl<'a> Window<'a> {
         problems: &mut Vec<Problem>,
     ) -> Result<(), crate::ReadError> {
         let per_region = self.plot.header().layout.slots_per_region as u64;
-        for s in slots {
-            if self.slot(s, problems)?.is_some_and(|v| v != 0) {
-                problems.push(region_problem(
-                    self.plot.header(),
-                    s / per_region,
-                    format!("padding slot {s} is not zero"),
-                ));
-                break;
-            }
+        let mut values = Vec::new();
+        let n = slots.end.saturating_sub(slots.start);
+        self.slots(slots.start, n, &mut values, problems)?;
+        let first_set = values.iter().position(|v| v.is_some_and(|v| v != 0));
+        if let Some(s) = first_set.map(|i| slots.start + i as u64) {
+            problems.push(region_problem(
+                self.plot.header(),
+                s / per_region,
+                format!("padding slot {s} is not zero"),
+            ));
         }
         Ok(())
     }

@@ -173,6 +173,35 @@ fn a_duplicated_record_is_caught_without_rehashing() {
     assert!(said("1 records are duplicates"), "{:?}", report.problems);
 }
 
+#[test]
+fn a_set_bit_in_the_padding_after_the_last_record_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = make_plot(dir.path());
+    let layout = PlotFile::open(&path).unwrap().header().layout;
+    let mut bytes = std::fs::read(&path).unwrap();
+    let off = bytes.len() - 4096;
+    // The last slot of the last region: 16 bits at k = 16.
+    let last = off + layout.slot_area_offset() + 2 * (layout.slots_per_region as usize - 1);
+    assert_eq!(
+        bytes[last..last + 2],
+        [0, 0],
+        "the last region ends in padding"
+    );
+    bytes[last + 1] = 0x80;
+    let crc = crc32fast_hash(&bytes[off + 4..]);
+    bytes[off..off + 4].copy_from_slice(&crc.to_le_bytes());
+    std::fs::write(&path, &bytes).unwrap();
+    let report = check(&path, full());
+    assert!(
+        report
+            .problems
+            .iter()
+            .any(|p| p.what.contains("padding slot") && p.what.contains("is not zero")),
+        "{:?}",
+        report.problems
+    );
+}
+
 fn crc32fast_hash(b: &[u8]) -> u32 {
     // Same checksum as the format: CRC-32 (IEEE).
     let mut crc = 0xFFFF_FFFFu32;
