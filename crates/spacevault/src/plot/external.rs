@@ -18,7 +18,9 @@
 //! bytes read: the temp file once.
 
 use super::files::{open_direct, write_all_vectored_at};
-use super::keys::{each_key_prefetched, for_each_run, hash_range, EpochMarks, KeyShape};
+use super::keys::{
+    each_key_prefetched, for_each_run, hash_range, keys_in_memory, EpochMarks, KeyShape,
+};
 use super::pack::SlotPlacer;
 use super::partition::Partitioning;
 use super::pipeline::{pack_and_write, PartitionSource, Scratch};
@@ -527,10 +529,8 @@ impl PartitionSource for TempSource<'_> {
         }
         self.ahead.give_back(buf);
         for thread in self.resident.iter().flatten() {
-            let (array, extra) = thread.scatter.records(p);
-            let extra: Vec<u32> = extra.collect();
             let marks = thread.marks.as_ref().expect("the round was hashed");
-            let (first_epoch, epochs) = marks.counts(p);
+            let (array, extra, first_epoch, epochs) = keys_in_memory(&thread.scatter, marks, p);
             let keys = (array, &extra[..], first_epoch, epochs);
             self.file_keys(p, keys, windows, nonces, prefixes, counts)?;
         }

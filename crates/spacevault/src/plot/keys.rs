@@ -256,6 +256,19 @@ pub(crate) fn for_each_run(
     start
 }
 
+/// One thread's keys of partition p as they lie in memory after hashing:
+/// `(array, overflow, first epoch, keys in each epoch)`, what
+/// [`for_each_run`] takes. The overflow (rare) is collected into a vector.
+pub(crate) fn keys_in_memory<'a>(
+    scatter: &'a Scatter<u32>,
+    marks: &'a EpochMarks,
+    p: u64,
+) -> (&'a [u32], Vec<u32>, u64, impl Iterator<Item = u32> + 'a) {
+    let (array, extra) = scatter.records(p);
+    let (first_epoch, counts) = marks.counts(p);
+    (array, extra.collect(), first_epoch, counts)
+}
+
 /// Calls `each` for every key, fetching the keys 2 KiB ahead into the
 /// cache: a partition's keys come from memory the cache has not seen, and
 /// waiting on every new line costs a counting loop most of its time.

@@ -3,7 +3,9 @@
 //! partition by partition. The plot file is written once and nothing else
 //! is.
 
-use super::keys::{each_key_prefetched, for_each_run, hash_range, EpochMarks, KeyShape};
+use super::keys::{
+    each_key_prefetched, for_each_run, hash_range, keys_in_memory, EpochMarks, KeyShape,
+};
 use super::pack::SlotPlacer;
 use super::partition::Partitioning;
 use super::pipeline::{pack_and_write, PartitionSource, Scratch};
@@ -45,10 +47,7 @@ impl ThreadKeys {
     /// order pushed: by ascending nonce.
     #[inline(always)]
     fn for_each_run(&self, p: u64, each: impl FnMut(&[u32], u64)) {
-        let (array, extra) = self.scatter.records(p);
-        // Overflowed keys (rare) follow the array's.
-        let extra: Vec<u32> = extra.collect();
-        let (first, counts) = self.marks.counts(p);
+        let (array, extra, first, counts) = keys_in_memory(&self.scatter, &self.marks, p);
         for_each_run(array, &extra, first, counts, each);
     }
 }
