@@ -102,6 +102,7 @@ pub(crate) fn hash_range(
     let locator = parting.locator();
     let mut prefixes = vec![0u64; BLOCK];
     let (mut parts, mut keys) = (vec![0u32; BLOCK], vec![0u32; BLOCK]);
+    let wide = kernel.backend() == Backend::Avx512;
     let mut x = range.start;
     while x < range.end && !stop_requested() {
         // Stop at epoch boundaries so a block never spans two.
@@ -121,7 +122,7 @@ pub(crate) fn hash_range(
             &mut keys[..len],
             kernel.backend(),
         );
-        scatter.push_block(&parts[..len], &keys[..len]);
+        scatter.push_block(&parts[..len], &keys[..len], wide);
         x += len as u64;
         progress.advance(len as u64);
     }

@@ -73,9 +73,10 @@ impl<T: Copy + Default> Scatter<T> {
 
     /// Appends `keys[i]` to partition `parts[i]`, in turn. One call per
     /// block lets the loop keep the arrays' addresses in registers, and one
-    /// range check for the whole block spares a check per record.
+    /// range check for the whole block spares a check per record. `wide`:
+    /// full lines go out with AVX-512 (see [`stream_line`]).
     #[inline(never)]
-    pub fn push_block(&mut self, parts: &[u32], keys: &[T]) {
+    pub fn push_block(&mut self, parts: &[u32], keys: &[T], wide: bool) {
         assert_eq!(parts.len(), keys.len());
         let line = Self::LINE;
         let Scatter {
@@ -97,7 +98,7 @@ impl<T: Copy + Default> Scatter<T> {
                 *lines.get_unchecked_mut(p * line + n) = key;
                 if n + 1 == line {
                     let full = lines.get_unchecked(p * line..(p + 1) * line);
-                    arrays.flush_line(p, full);
+                    arrays.flush_line(p, full, key, wide);
                     *line_fill.get_unchecked_mut(p) = 0;
                 } else {
                     *line_fill.get_unchecked_mut(p) = (n + 1) as u8;
@@ -108,7 +109,7 @@ impl<T: Copy + Default> Scatter<T> {
 
     #[cfg(test)]
     pub fn push(&mut self, p: u64, key: T) {
-        self.push_block(&[p as u32], &[key]);
+        self.push_block(&[p as u32], &[key], false);
     }
 
     /// Records pushed so far to each partition (stored, in lines, or overflowed).
@@ -211,13 +212,14 @@ impl ScatterPool {
 }
 
 impl<T: Copy> Arrays<T> {
-    /// Moves partition p's full line to its array, or record by record to
-    /// the overflow once the array is full.
+    /// Moves partition p's full line, whose last record is `last`, to its
+    /// array, or record by record to the overflow once the array is full.
     #[inline(never)]
-    fn flush_line(&mut self, p: usize, line: &[T]) {
+    fn flush_line(&mut self, p: usize, line: &[T], last: T, wide: bool) {
         let (f, cap) = (self.fill[p], self.cap);
         if f + line.len() <= cap {
-            stream_line(&mut self.keys[p * cap + f..p * cap + f + line.len()], line);
+            let dst = &mut self.keys[p * cap + f..p * cap + f + line.len()];
+            stream_line(dst, line, last, wide);
             self.fill[p] = f + line.len();
         } else {
             for &key in line {
@@ -241,9 +243,26 @@ impl<T: Copy> Arrays<T> {
 /// Copies one 64-byte line with non-temporal stores: the line goes straight
 /// to memory without first being read into the cache (a plain store would
 /// read every line of the arrays from memory before overwriting it).
+///
+/// `last` is the line's last record, stored just now: reading it back
+/// from `src` would wait for that store to reach the cache, since a load
+/// spanning several earlier stores cannot be forwarded from them. With
+/// `wide` (AVX-512) and 4-byte records it comes from a register instead.
 #[inline(always)]
-fn stream_line<T: Copy>(dst: &mut [T], src: &[T]) {
+fn stream_line<T: Copy>(dst: &mut [T], src: &[T], last: T, wide: bool) {
     debug_assert_eq!(std::mem::size_of_val(dst), LINE_BYTES);
+    #[cfg(target_arch = "x86_64")]
+    if wide && std::mem::size_of::<T>() == 4 && (dst.as_ptr() as usize).is_multiple_of(LINE_BYTES) {
+        // SAFETY: T is 4 bytes, so reading it as a u32 is reading its bytes;
+        // `wide` is only set where AVX-512F is present; dst is a 64-byte
+        // aligned 64-byte slice and src has 16 records.
+        unsafe {
+            let last: u32 = std::mem::transmute_copy(&last);
+            stream_line_avx512(dst.as_mut_ptr().cast(), src.as_ptr().cast(), last);
+        }
+        return;
+    }
+    let _ = (last, wide);
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
@@ -261,6 +280,16 @@ fn stream_line<T: Copy>(dst: &mut [T], src: &[T]) {
         }
     }
     dst.copy_from_slice(src);
+}
+
+/// A line of 16 u32 records, the first 15 read from `src` and the last
+/// given, in one non-temporal 64-byte store.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn stream_line_avx512(dst: *mut u32, src: *const u32, last: u32) {
+    use std::arch::x86_64::*;
+    let line = _mm512_mask_loadu_epi32(_mm512_set1_epi32(last as i32), 0x7fff, src.cast());
+    _mm512_stream_si512(dst.cast(), line);
 }
 
 #[cfg(test)]
@@ -287,6 +316,40 @@ mod tests {
         }
         s.clear();
         assert!(s.records(0).0.is_empty());
+    }
+
+    /// Full lines streamed from a register (AVX-512) or from the line give
+    /// the same arrays, in order, also once a partition overflows.
+    #[test]
+    fn both_ways_of_streaming_lines_keep_every_record() {
+        #[cfg(target_arch = "x86_64")]
+        let wide = std::arch::is_x86_feature_detected!("avx512f");
+        #[cfg(not(target_arch = "x86_64"))]
+        let wide = false;
+        let parts = 7;
+        let keys: Vec<u32> = (0..20_000u32)
+            .map(|i| i.wrapping_mul(2_654_435_761))
+            .collect();
+        // Partition 3 takes every other record, far beyond its room.
+        let to: Vec<u32> = (0..keys.len() as u32)
+            .map(|i| if i % 2 == 0 { 3 } else { i % 7 })
+            .collect();
+        let mut want = vec![Vec::new(); parts];
+        for (&p, &key) in to.iter().zip(&keys) {
+            want[p as usize].push(key);
+        }
+        for wide in [false, wide] {
+            let mut s = Scatter::<u32>::new(parts, 3000).unwrap();
+            for (p, k) in to.chunks(999).zip(keys.chunks(999)) {
+                s.push_block(p, k, wide);
+            }
+            s.finish();
+            for (p, want) in want.iter().enumerate() {
+                let (slice, extra) = s.records(p as u64);
+                let got: Vec<u32> = slice.iter().copied().chain(extra).collect();
+                assert_eq!(&got, want, "partition {p}, wide {wide}");
+            }
+        }
     }
 
     #[test]
