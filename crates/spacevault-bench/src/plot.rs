@@ -69,6 +69,11 @@ pub struct PlotBench {
     /// many stayed in memory instead of going through the temp file.
     pub rounds: u64,
     pub rounds_in_memory: u64,
+    /// Seconds the temp file took to close once the plot was done: the file
+    /// system freeing its blocks (trimming them, where mounted with
+    /// `discard`). Not part of `wall_seconds`; plots made one after another
+    /// overlap it with the next plot.
+    pub temp_close_seconds: f64,
     /// Seconds in each phase of the plotter.
     pub phases: Vec<(String, f64)>,
     /// Storage I/O of the plotting, from /proc/self/io.
@@ -134,8 +139,12 @@ pub fn run(options: &PlotBenchOptions, progress: &dyn Progress) -> Result<PlotBe
 
     let rss_reset = reset_peak_rss();
     let io_before = IoCounters::now();
-    let summary = spacevault::plot(&options.plot, &options.dir, progress)?;
+    let plotter = spacevault::Plotter::default();
+    let summary = plotter.plot(&options.plot, &options.dir, progress)?;
     let io = io_before.and_then(|b| IoCounters::now().map(|a| a.since(&b)));
+    let closing = Instant::now();
+    plotter.wait_for_temp_files();
+    let temp_close_seconds = closing.elapsed().as_secs_f64();
     let peak = if rss_reset { peak_rss() } else { None };
 
     let records = 1u64 << options.plot.k;
@@ -186,6 +195,7 @@ pub fn run(options: &PlotBenchOptions, progress: &dyn Progress) -> Result<PlotBe
         temp_bytes_written: summary.temp_bytes_written,
         rounds: summary.rounds,
         rounds_in_memory: summary.rounds_in_memory,
+        temp_close_seconds,
         phases: summary.phases.clone(),
         io,
         bytes_written_per_plot_byte: io.map(|i| i.write_bytes as f64 / file),

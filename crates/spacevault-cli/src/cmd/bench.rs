@@ -165,6 +165,10 @@ fn bench_plot(a: BenchPlotArgs) -> Result<()> {
             r.rounds,
             r.rounds_in_memory
         );
+        println!(
+            "temp closed     {:.3} s after the plot was done (its blocks freed; not in the wall, and overlapped by the next plot of a --count run)",
+            r.temp_close_seconds
+        );
     } else {
         println!("temp written    {}", format_size(r.temp_bytes_written));
     }

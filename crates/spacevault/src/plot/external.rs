@@ -17,6 +17,7 @@
 //! written: the temp file (about 4 bytes a record, one plot) and the plot;
 //! bytes read: the temp file once.
 
+use super::closer::Closer;
 use super::files::{open_direct, write_all_vectored_at};
 use super::keys::{
     each_key_prefetched, for_each_run, hash_range, keys_in_memory, EpochMarks, KeyShape,
@@ -216,15 +217,26 @@ fn as_words(bytes: &[u8]) -> &[u32] {
     words
 }
 
-/// The temp file; removed when dropped.
-struct TempFile {
+/// The temp file; unlinked when dropped, and closed by `closer` (the close
+/// frees its blocks, which can take seconds).
+struct TempFile<'a> {
     path: PathBuf,
-    file: File,
+    file: Option<File>,
+    closer: &'a Closer,
 }
 
-impl Drop for TempFile {
+impl TempFile<'_> {
+    fn file(&self) -> &File {
+        self.file.as_ref().expect("open until dropped")
+    }
+}
+
+impl Drop for TempFile<'_> {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
+        if let Some(file) = self.file.take() {
+            self.closer.close_later(file);
+        }
     }
 }
 
@@ -287,10 +299,12 @@ struct ThreadRound {
 /// One round's buffers: a scatter per thread.
 type RoundBuffers = Vec<ThreadRound>;
 
-/// Where phase 1 writes and phase 2 writes to.
+/// Where phase 1 writes and phase 2 writes to, and what closes the temp
+/// file.
 pub(crate) struct Files<'a> {
     pub tmp_dir: &'a Path,
     pub out: &'a File,
+    pub closer: &'a Closer,
 }
 
 /// Makes the plot; the round buffers that stay in memory are taken from
@@ -312,7 +326,11 @@ fn plot_with_plan(
     plan: &Plan,
     kernel: &Kernel,
     threads: usize,
-    Files { tmp_dir, out }: Files,
+    Files {
+        tmp_dir,
+        out,
+        closer,
+    }: Files,
     progress: &dyn Progress,
     pool: &ScatterPool,
 ) -> Result<ExternalResult, PlotError> {
@@ -336,12 +354,13 @@ fn plot_with_plan(
         .map_err(|e| PlotError::io(format!("creating temp file {}", temp_path.display()), e))?;
     let temp = TempFile {
         path: temp_path,
-        file,
+        file: Some(file),
+        closer,
     };
     // SAFETY: flock on a valid descriptor; keeps stale-file cleanup away.
     unsafe {
         libc::flock(
-            std::os::unix::io::AsRawFd::as_raw_fd(&temp.file),
+            std::os::unix::io::AsRawFd::as_raw_fd(temp.file()),
             libc::LOCK_EX | libc::LOCK_NB,
         )
     };
@@ -375,7 +394,7 @@ fn plot_with_plan(
                 let mut all = Vec::new();
                 let mut staging = AlignedBuf::zeroed(PAGE as usize);
                 for buffers in writer_rx {
-                    match write_round(&temp.file, &buffers, parts, &mut offset, &mut staging) {
+                    match write_round(temp.file(), &buffers, parts, &mut offset, &mut staging) {
                         Ok(segs) => {
                             all.push(segs);
                             if from_writer.send(Ok(buffers)).is_err() {
@@ -440,7 +459,7 @@ fn plot_with_plan(
         for _ in 0..READERS {
             s.spawn(|| {
                 ahead.run(parting.count, |p, buf| {
-                    read_partition(&temp.file, &segments, p, buf)
+                    read_partition(temp.file(), &segments, p, buf)
                 })
             });
         }
@@ -789,6 +808,7 @@ mod tests {
         let nonces = Some(KeyShape::nonces_only());
         let mut plots = Vec::new();
         let pool = ScatterPool::default();
+        let closer = Closer::default();
         for (memory, shape, resident) in [
             (42 << 20, None, Some(0)),
             (42 << 20, None, Some(2)),
@@ -804,6 +824,7 @@ mod tests {
             let files = Files {
                 tmp_dir: dir.path(),
                 out: &out,
+                closer: &closer,
             };
             let result = plot_with_plan(&plan, &kernel, 2, files, &NoProgress, &pool).unwrap();
             assert_eq!(result.rounds_in_memory, plan.resident);

@@ -5,6 +5,7 @@
 //! its final name, so an interrupted run never leaves a file that looks
 //! finished. The header goes last: even a renamed partial file is refused.
 
+mod closer;
 mod external;
 mod files;
 mod keys;
@@ -21,6 +22,7 @@ use crate::construction::plot_id;
 use crate::format::{FormatError, Header, Layout, HEADER_SIZE};
 use crate::kernel::Kernel;
 use crate::units::human_bytes;
+use closer::Closer;
 use partition::Partitioning;
 use scatter::ScatterPool;
 use std::path::{Path, PathBuf};
@@ -254,9 +256,14 @@ pub fn plot(
 /// to the next: the plots after the first do not pay for fresh memory
 /// (see `scatter::ScatterPool`). Between plots it holds at most what the
 /// last plot's memory limit allowed.
+///
+/// A plot is done once its file is durable; a temp file it leaves goes on
+/// being freed in the background (see `closer.rs`), overlapping the next
+/// plot. Dropping the `Plotter` waits for that.
 #[derive(Default)]
 pub struct Plotter {
     scatters: ScatterPool,
+    closer: Closer,
 }
 
 impl Plotter {
@@ -267,7 +274,13 @@ impl Plotter {
         out_dir: &Path,
         progress: &dyn Progress,
     ) -> Result<PlotSummary, PlotError> {
-        plot_with(options, out_dir, progress, &self.scatters)
+        plot_with(options, out_dir, progress, self)
+    }
+
+    /// Waits until the temp files of the plots made so far are closed and
+    /// their space is free again.
+    pub fn wait_for_temp_files(&self) {
+        self.closer.wait();
     }
 }
 
@@ -275,7 +288,10 @@ fn plot_with(
     options: &PlotOptions,
     out_dir: &Path,
     progress: &dyn Progress,
-    pool: &ScatterPool,
+    Plotter {
+        scatters: pool,
+        closer,
+    }: &Plotter,
 ) -> Result<PlotSummary, PlotError> {
     let started = Instant::now();
     let clock = PhaseClock {
@@ -314,7 +330,15 @@ fn plot_with(
     } else {
         0
     };
-    files::check_space(out_dir, expected_size, &tmp_dir, temp_size)?;
+    let check_space = || files::check_space(out_dir, expected_size, &tmp_dir, temp_size);
+    match check_space() {
+        // The last plot's temp file may still be giving its space back.
+        Err(PlotError::NoSpace { .. }) if closer.busy() => {
+            closer.wait();
+            check_space()?
+        }
+        result => result?,
+    }
 
     let temp_path = files::temp_path(&final_path);
     let file = files::TempPlot::create(&temp_path, expected_size)?;
@@ -332,6 +356,7 @@ fn plot_with(
                 external::Files {
                     tmp_dir: &tmp_dir,
                     out: file.file(),
+                    closer,
                 },
                 progress,
                 pool,
