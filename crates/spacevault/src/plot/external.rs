@@ -20,7 +20,7 @@
 use super::closer::Closer;
 use super::files::{open_direct, write_all_vectored_at};
 use super::keys::{
-    each_key_prefetched, for_each_run, hash_range, keys_in_memory, EpochMarks, KeyShape,
+    each_key_prefetched, for_each_run, hash_range, EpochMarks, KeyShape, ThreadKeys,
 };
 use super::pack::SlotPlacer;
 use super::partition::Partitioning;
@@ -290,14 +290,8 @@ fn slot_capacity(round: u64, parts: u64, threads: usize) -> usize {
 /// Each partition's segments in one round.
 type RoundSegments = Vec<Vec<Segment>>;
 
-/// One thread's keys of a round.
-struct ThreadRound {
-    scatter: Scatter<u32>,
-    marks: Option<EpochMarks>,
-}
-
 /// One round's buffers: a scatter per thread.
-type RoundBuffers = Vec<ThreadRound>;
+type RoundBuffers = Vec<ThreadKeys>;
 
 /// Where phase 1 writes and phase 2 writes to, and what closes the temp
 /// file.
@@ -376,9 +370,9 @@ fn plot_with_plan(
         sets.push(
             (0..threads)
                 .map(|_| {
-                    pool.take(parts, cap).map(|scatter| ThreadRound {
+                    pool.take(parts, cap).map(|scatter| ThreadKeys {
                         scatter,
-                        marks: None,
+                        marks: EpochMarks::default(),
                     })
                 })
                 .collect::<Result<_, _>>()?,
@@ -548,8 +542,7 @@ impl PartitionSource for TempSource<'_> {
         }
         self.ahead.give_back(buf);
         for thread in self.resident.iter().flatten() {
-            let marks = thread.marks.as_ref().expect("the round was hashed");
-            let (array, extra, first_epoch, epochs) = keys_in_memory(&thread.scatter, marks, p);
+            let (array, extra, first_epoch, epochs) = thread.partition(p);
             let keys = (array, &extra[..], first_epoch, epochs);
             self.file_keys(p, keys, windows, nonces, prefixes, counts)?;
         }
@@ -689,14 +682,8 @@ fn hash_round(
             let range = (base + len * t as u64 / threads)..(base + len * (t as u64 + 1) / threads);
             s.spawn(move || {
                 round.scatter.clear();
-                round.marks = Some(hash_range(
-                    kernel,
-                    parting,
-                    shape,
-                    range,
-                    &mut round.scatter,
-                    progress,
-                ));
+                round.marks =
+                    hash_range(kernel, parting, shape, range, &mut round.scatter, progress);
             });
         }
     });
@@ -731,8 +718,7 @@ fn write_round(
             if count == 0 && extra.is_empty() {
                 continue;
             }
-            let marks = round.marks.as_ref().expect("the round was hashed");
-            let (first_epoch, counts) = marks.counts(p);
+            let (first_epoch, counts) = round.marks.counts(p);
             let tail: Vec<u32> = extra.iter().copied().chain(counts).collect();
             let seg = Segment {
                 offset: *offset,

@@ -63,7 +63,9 @@ impl KeyShape {
     }
 }
 
-/// Where each epoch starts in every partition, for one thread's keys.
+/// Where each epoch starts in every partition, for one thread's keys
+/// (none before the thread has hashed).
+#[derive(Default)]
 pub(crate) struct EpochMarks {
     /// (epoch, keys each partition had when the epoch began), epochs
     /// consecutive.
@@ -257,17 +259,30 @@ pub(crate) fn for_each_run(
     start
 }
 
-/// One thread's keys of partition p as they lie in memory after hashing:
-/// `(array, overflow, first epoch, keys in each epoch)`, what
-/// [`for_each_run`] takes. The overflow (rare) is collected into a vector.
-pub(crate) fn keys_in_memory<'a>(
-    scatter: &'a Scatter<u32>,
-    marks: &'a EpochMarks,
-    p: u64,
-) -> (&'a [u32], Vec<u32>, u64, impl Iterator<Item = u32> + 'a) {
-    let (array, extra) = scatter.records(p);
-    let (first_epoch, counts) = marks.counts(p);
-    (array, extra.collect(), first_epoch, counts)
+/// One thread's keys, scattered by partition, and where each epoch starts
+/// in every partition: what [`hash_range`] leaves.
+pub(crate) struct ThreadKeys {
+    pub scatter: Scatter<u32>,
+    pub marks: EpochMarks,
+}
+
+impl ThreadKeys {
+    /// Partition p's keys as they lie in memory after hashing: `(array,
+    /// overflow, first epoch, keys in each epoch)`, what [`for_each_run`]
+    /// takes. The overflow (rare) is collected into a vector.
+    pub fn partition(&self, p: u64) -> (&[u32], Vec<u32>, u64, impl Iterator<Item = u32> + '_) {
+        let (array, extra) = self.scatter.records(p);
+        let (first_epoch, counts) = self.marks.counts(p);
+        (array, extra.collect(), first_epoch, counts)
+    }
+
+    /// Calls `each(keys, epoch)` for runs of partition p's keys, in the
+    /// order pushed: by ascending nonce.
+    #[inline(always)]
+    pub fn for_each_run(&self, p: u64, each: impl FnMut(&[u32], u64)) -> usize {
+        let (array, extra, first, counts) = self.partition(p);
+        for_each_run(array, &extra, first, counts, each)
+    }
 }
 
 /// Calls `each` for every key, fetching the keys 2 KiB ahead into the

@@ -3,9 +3,7 @@
 //! partition by partition. The plot file is written once and nothing else
 //! is.
 
-use super::keys::{
-    each_key_prefetched, for_each_run, hash_range, keys_in_memory, EpochMarks, KeyShape,
-};
+use super::keys::{each_key_prefetched, hash_range, KeyShape, ThreadKeys};
 use super::pack::SlotPlacer;
 use super::partition::Partitioning;
 use super::pipeline::{pack_and_write, PartitionSource, Scratch};
@@ -34,22 +32,6 @@ pub(crate) fn memory_needed(parting: &Partitioning, threads: usize) -> u64 {
 fn slot_capacity(parting: &Partitioning, threads: usize) -> u64 {
     let mean = parting.records_per_part() as f64 / threads as f64;
     (mean + 6.0 * mean.sqrt() + 64.0) as u64
-}
-
-/// One thread's keys and where each epoch starts in every partition.
-struct ThreadKeys {
-    scatter: Scatter<u32>,
-    marks: EpochMarks,
-}
-
-impl ThreadKeys {
-    /// Calls `each(keys, epoch)` for runs of partition p's keys, in the
-    /// order pushed: by ascending nonce.
-    #[inline(always)]
-    fn for_each_run(&self, p: u64, each: impl FnMut(&[u32], u64)) {
-        let (array, extra, first, counts) = keys_in_memory(&self.scatter, &self.marks, p);
-        for_each_run(array, &extra, first, counts, each);
-    }
 }
 
 /// Every thread's keys: the source of the in-memory plot's partitions.
