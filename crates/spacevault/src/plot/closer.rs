@@ -66,11 +66,12 @@ mod tests {
     #[test]
     fn files_handed_over_are_closed_by_the_time_wait_returns() {
         let mut fds = [0; 2];
-        // SAFETY: pipe2 fills both descriptors, each owned once below.
+        // SAFETY: pipe2 writes two descriptors into an array of two.
         assert_eq!(
             unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK) },
             0
         );
+        // SAFETY: both descriptors are open and owned by nothing else.
         let (mut read_end, write_end) =
             unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) };
         let mut byte = [0u8; 1];
