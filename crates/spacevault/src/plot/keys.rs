@@ -279,9 +279,9 @@ impl ThreadKeys {
     /// Calls `each(keys, epoch)` for runs of partition p's keys, in the
     /// order pushed: by ascending nonce.
     #[inline(always)]
-    pub fn for_each_run(&self, p: u64, each: impl FnMut(&[u32], u64)) -> usize {
+    pub fn for_each_run(&self, p: u64, each: impl FnMut(&[u32], u64)) {
         let (array, extra, first, counts) = self.partition(p);
-        for_each_run(array, &extra, first, counts, each)
+        for_each_run(array, &extra, first, counts, each);
     }
 }
 
