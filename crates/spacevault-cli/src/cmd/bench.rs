@@ -114,7 +114,7 @@ fn bench_plot(a: BenchPlotArgs) -> Result<()> {
         plot,
         dir: a.dir,
         keep: a.keep,
-        hash_seconds: 1.0,
+        hash_seconds: 2.0,
         disk_bytes: a.disk_bytes,
         touch_bytes: a.touch_bytes,
     };

@@ -19,15 +19,14 @@
 
 use super::closer::Closer;
 use super::files::{open_direct, write_all_vectored_at};
-use super::keys::{
-    each_key_prefetched, for_each_run, hash_range, EpochMarks, KeyShape, ThreadKeys,
-};
+use super::keys::{for_each_run, hash_range, EpochMarks, KeyShape, ThreadKeys};
 use super::pack::SlotPlacer;
 use super::partition::Partitioning;
 use super::pipeline::{pack_and_write, PartitionSource, Scratch};
 use super::readahead::ReadAhead;
 use super::scatter::{Scatter, ScatterPool};
 use super::sink::RegionSink;
+use super::windows::Windows;
 use super::{stop_requested, PlotError, Progress};
 use crate::aligned::AlignedBuf;
 use crate::format::Layout;
@@ -411,7 +410,7 @@ fn plot_with_plan(
                     None => returned.recv().map_err(|_| PlotError::Aborted)??,
                 };
                 let len = round.min(n - base);
-                hash_round(kernel, parting, shape, base, len, &mut buffers, progress);
+                hash_round(kernel, parting, shape, base, len, &mut buffers, progress)?;
                 if stop_requested() {
                     return Err(PlotError::Interrupted);
                 }
@@ -521,17 +520,14 @@ impl PartitionSource for TempSource<'_> {
     /// Takes the partition's keys from the read-ahead, then from the rounds
     /// kept in memory (ascending by nonce: rounds, threads and each
     /// thread's array then overflow all come in nonce order), counts them
-    /// by bucket and keeps each nonce with its bucket, by window.
+    /// by bucket and files them by window.
     fn count(&self, p: u64, scratch: &mut Scratch, counts: &mut [u32]) -> Result<(), PlotError> {
         let Scratch {
             windows,
             nonces,
             prefixes,
         } = scratch;
-        // A window per run of buckets whose slots and cursors fit in L2:
-        // `fill` then writes each window's slots while they are in cache.
-        windows.resize_with(counts.len().div_ceil(1 << WINDOW_BUCKETS_LOG2), Vec::new);
-        windows.iter_mut().for_each(Vec::clear);
+        windows.reset(counts.len(), self.parting.records_per_part() as usize);
         let buf = self.ahead.take(p)?;
         let mut at = 0usize;
         for seg in self.segments.iter().flat_map(|round| &round[p as usize]) {
@@ -550,26 +546,18 @@ impl PartitionSource for TempSource<'_> {
     }
 
     fn fill(&self, _: u64, scratch: &mut Scratch, placer: &mut SlotPlacer) {
-        for (w, window) in scratch.windows.iter().enumerate() {
-            // Zeroed just before they are filled, the window's slots are in
-            // cache when the records arrive.
-            placer.open_buckets((w + 1) << WINDOW_BUCKETS_LOG2);
-            for &key in window {
-                placer.put((key >> NONCE_BITS) as usize, key & NONCE_MASK);
-            }
-        }
+        scratch.windows.place(placer);
     }
 }
 
 impl TempSource<'_> {
-    /// Counts one thread's keys of one round by bucket and files each
-    /// nonce with its bucket by window: `(array, overflow, first epoch,
-    /// keys in each epoch)`.
+    /// Counts one thread's keys of one round by bucket and files them by
+    /// window: `(array, overflow, first epoch, keys in each epoch)`.
     fn file_keys(
         &self,
         p: u64,
         (array, extra, first_epoch, epochs): (&[u32], &[u32], u64, impl Iterator<Item = u32>),
-        windows: &mut [Vec<u64>],
+        windows: &mut Windows,
         nonces: &mut Vec<u64>,
         prefixes: &mut Vec<u64>,
         counts: &mut [u32],
@@ -582,17 +570,8 @@ impl TempSource<'_> {
         };
         let covered = if shape.has_buckets() {
             let mut bad = false;
-            let last_window = windows.len() - 1;
             let covered = for_each_run(array, extra, first_epoch, epochs, |keys, epoch| {
-                each_key_prefetched(keys, |key| {
-                    let local = shape.local(key);
-                    match counts.get_mut(local) {
-                        Some(c) => *c += 1,
-                        None => bad = true,
-                    }
-                    let window = (local >> WINDOW_BUCKETS_LOG2).min(last_window);
-                    windows[window].push(sort_key(local as u64, shape.nonce(key, epoch)));
-                });
+                bad |= !windows.file_keys(keys, shape, epoch, counts);
             });
             if bad {
                 return Err(damaged());
@@ -620,7 +599,7 @@ impl TempSource<'_> {
         nonces: &[u64],
         prefixes: &mut Vec<u64>,
         counts: &mut [u32],
-        windows: &mut [Vec<u64>],
+        windows: &mut Windows,
     ) -> Result<(), PlotError> {
         let layout = &self.parting.layout;
         let first_bucket = self.parting.buckets(p).start;
@@ -642,10 +621,7 @@ impl TempSource<'_> {
                     "a record of partition {q} came back with partition {p}"
                 )));
             }
-            for (&x, &local) in block.iter().zip(&prefixes[..n]) {
-                counts[local as usize] += 1;
-                windows[(local >> WINDOW_BUCKETS_LOG2) as usize].push(sort_key(local, x));
-            }
+            windows.file_nonces(block, &prefixes[..n], counts);
         }
         Ok(())
     }
@@ -653,17 +629,6 @@ impl TempSource<'_> {
 
 /// Nonces hashed at once in phase 2: their buffers stay in L1.
 const HASH_BLOCK: usize = 2048;
-
-/// Buckets whose slots and cursors together fit in L2 (about 300 KiB).
-const WINDOW_BUCKETS_LOG2: u32 = 11;
-
-/// A phase-2 sort key: the bucket within the partition above the nonce.
-const NONCE_BITS: u32 = 40;
-const NONCE_MASK: u64 = (1 << NONCE_BITS) - 1;
-
-fn sort_key(local: u64, nonce: u64) -> u64 {
-    (local << NONCE_BITS) | nonce
-}
 
 /// Hashes nonces `base .. base + len` into the round's buffers, each thread a
 /// contiguous share.
@@ -675,18 +640,26 @@ fn hash_round(
     len: u64,
     buffers: &mut RoundBuffers,
     progress: &dyn Progress,
-) {
+) -> Result<(), PlotError> {
     let threads = buffers.len() as u64;
     std::thread::scope(|s| {
-        for (t, round) in buffers.iter_mut().enumerate() {
-            let range = (base + len * t as u64 / threads)..(base + len * (t as u64 + 1) / threads);
-            s.spawn(move || {
-                round.scatter.clear();
-                round.marks =
-                    hash_range(kernel, parting, shape, range, &mut round.scatter, progress);
-            });
-        }
-    });
+        let handles: Vec<_> = buffers
+            .iter_mut()
+            .enumerate()
+            .map(|(t, round)| {
+                let range =
+                    (base + len * t as u64 / threads)..(base + len * (t as u64 + 1) / threads);
+                s.spawn(move || {
+                    let ThreadKeys { scatter, marks } = round;
+                    scatter.clear();
+                    hash_range(kernel, parting, shape, range, scatter, marks, progress)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .try_for_each(|h| h.join().expect("hashing thread panicked"))
+    })
 }
 
 /// Tails staged before they are written, with the arrays between them, in

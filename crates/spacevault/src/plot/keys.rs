@@ -9,7 +9,8 @@
 
 use super::partition::{Locator, Partitioning};
 use super::scatter::Scatter;
-use super::{stop_requested, Progress};
+use super::{stop_requested, PlotError, Progress};
+use crate::aligned::HugeBuf;
 use crate::kernel::{Backend, Kernel};
 use std::ops::Range;
 
@@ -63,27 +64,75 @@ impl KeyShape {
     }
 }
 
-/// Where each epoch starts in every partition, for one thread's keys
-/// (none before the thread has hashed).
+/// How many keys each partition got in each epoch, for one thread's keys
+/// (no epochs before the thread has hashed).
+///
+/// Stored by partition, so that reading one partition's counts (phase 2,
+/// the temp writer) is a sequential read; stored by epoch, each partition's
+/// counts were a cache miss an epoch apart. Taken by epoch instead, the
+/// marks stay cheap: each partition's line of marks is written 16 epochs in
+/// a row, so all those lines (128 KiB at 2048 partitions) stay in L2, and
+/// huge pages keep the 2048 pages they lie in from missing the TLB.
 #[derive(Default)]
 pub(crate) struct EpochMarks {
-    /// (epoch, keys each partition had when the epoch began), epochs
-    /// consecutive.
-    marks: Vec<(u64, Vec<u32>)>,
-    /// Keys each partition had at the end.
-    totals: Vec<u32>,
+    first: u64,
+    epochs: usize,
+    /// Partition p's counts at `p * (epochs + 1)`, `epochs` of them. While
+    /// hashing, each partition's key count at every epoch's start and at
+    /// the end, turned into counts by `finish`.
+    marks: Option<HugeBuf<u32>>,
+    len: usize,
 }
 
 impl EpochMarks {
     /// The first epoch and partition p's key count in each epoch from it.
     pub fn counts(&self, p: u64) -> (u64, impl Iterator<Item = u32> + '_) {
-        let p = p as usize;
-        let first = self.marks.first().map_or(0, |m| m.0);
-        let counts = self.marks.iter().enumerate().map(move |(m, (_, starts))| {
-            let end = self.marks.get(m + 1).map_or(self.totals[p], |n| n.1[p]);
-            end - starts[p]
-        });
-        (first, counts)
+        let start = (p as usize * (self.epochs + 1)).min(self.len);
+        let counts = self.marks()[start..][..self.epochs].iter().copied();
+        (self.first, counts)
+    }
+
+    fn marks(&self) -> &[u32] {
+        self.marks.as_ref().map_or(&[], |m| &m[..self.len])
+    }
+
+    /// Makes room for `epochs` epochs from `first` of `parts` partitions,
+    /// keeping the memory where it is large enough.
+    fn begin(&mut self, first: u64, epochs: usize, parts: usize) -> Result<(), PlotError> {
+        self.first = first;
+        self.epochs = epochs;
+        self.len = parts * (epochs + 1);
+        if self.marks.as_ref().is_none_or(|m| m.len() < self.len) {
+            self.marks = None;
+            let buf = HugeBuf::zeroed(self.len.max(1))
+                .map_err(|e| PlotError::io("allocating epoch marks", e))?;
+            self.marks = Some(buf);
+        }
+        Ok(())
+    }
+
+    /// Notes each partition's key count at mark `e` (an epoch's start, or
+    /// `epochs` for the end).
+    fn mark(&mut self, e: usize, scatter: &Scatter<u32>) {
+        let stride = self.epochs + 1;
+        let marks = self.marks.as_mut().expect("begun");
+        for (p, pushed) in scatter.pushed().enumerate() {
+            marks[p * stride + e] = pushed;
+        }
+    }
+
+    /// Turns the marks into counts. Wrapping: after an interrupted run the
+    /// marks of the epochs not reached are stale, and unused.
+    fn finish(&mut self) {
+        let (epochs, len) = (self.epochs, self.len);
+        let Some(marks) = self.marks.as_mut() else {
+            return;
+        };
+        for marks in marks[..len].chunks_mut(epochs + 1) {
+            for e in 0..epochs {
+                marks[e] = marks[e + 1].wrapping_sub(marks[e]);
+            }
+        }
     }
 }
 
@@ -98,9 +147,16 @@ pub(crate) fn hash_range(
     shape: KeyShape,
     range: Range<u64>,
     scatter: &mut Scatter<u32>,
+    marks: &mut EpochMarks,
     progress: &dyn Progress,
-) -> EpochMarks {
-    let mut marks = Vec::new();
+) -> Result<(), PlotError> {
+    let first_epoch = range.start >> shape.low_bits;
+    let epochs = match range.end.checked_sub(1) {
+        Some(last) if !range.is_empty() => (last >> shape.low_bits) - first_epoch + 1,
+        _ => 0,
+    };
+    marks.begin(first_epoch, epochs as usize, scatter.parts())?;
+    let mut marked = None;
     let locator = parting.locator();
     let mut prefixes = vec![0u64; BLOCK];
     let (mut parts, mut keys) = (vec![0u32; BLOCK], vec![0u32; BLOCK]);
@@ -109,8 +165,9 @@ pub(crate) fn hash_range(
     while x < range.end && !stop_requested() {
         // Stop at epoch boundaries so a block never spans two.
         let epoch = x >> shape.low_bits;
-        if marks.last().is_none_or(|(e, _)| *e != epoch) {
-            marks.push((epoch, scatter.pushed_counts()));
+        if marked != Some(epoch) {
+            marks.mark((epoch - first_epoch) as usize, scatter);
+            marked = Some(epoch);
         }
         let epoch_end = (epoch + 1) << shape.low_bits;
         let len = (range.end.min(epoch_end) - x).min(prefixes.len() as u64) as usize;
@@ -129,10 +186,9 @@ pub(crate) fn hash_range(
         progress.advance(len as u64);
     }
     scatter.finish();
-    EpochMarks {
-        marks,
-        totals: scatter.pushed_counts(),
-    }
+    marks.mark(epochs as usize, scatter);
+    marks.finish();
+    Ok(())
 }
 
 /// The partition and key of each of a block of nonces from `first` on,

@@ -3,7 +3,7 @@
 //! partition by partition. The plot file is written once and nothing else
 //! is.
 
-use super::keys::{each_key_prefetched, hash_range, KeyShape, ThreadKeys};
+use super::keys::{each_key_prefetched, hash_range, EpochMarks, KeyShape, ThreadKeys};
 use super::pack::SlotPlacer;
 use super::partition::Partitioning;
 use super::pipeline::{pack_and_write, PartitionSource, Scratch};
@@ -96,8 +96,16 @@ pub(crate) fn plot(
                         (n * t as u64 / threads as u64)..(n * (t as u64 + 1) / threads as u64);
                     s.spawn(move || -> Result<ThreadKeys, PlotError> {
                         let mut scatter = pool.take(parts, cap as usize)?;
-                        let marks =
-                            hash_range(kernel, parting, shape, range, &mut scatter, progress);
+                        let mut marks = EpochMarks::default();
+                        hash_range(
+                            kernel,
+                            parting,
+                            shape,
+                            range,
+                            &mut scatter,
+                            &mut marks,
+                            progress,
+                        )?;
                         Ok(ThreadKeys { scatter, marks })
                     })
                 })

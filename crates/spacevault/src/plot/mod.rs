@@ -17,6 +17,7 @@ mod readahead;
 mod scatter;
 mod sink;
 mod stop;
+mod windows;
 
 use crate::construction::plot_id;
 use crate::format::{FormatError, Header, Layout, HEADER_SIZE};

@@ -7,6 +7,7 @@
 use super::pack::{place, BufPool, Packed, SlotPlacer};
 use super::partition::Partitioning;
 use super::sink::RegionSink;
+use super::windows::Windows;
 use super::{stop_requested, PlotError, Progress};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Condvar, Mutex};
@@ -30,8 +31,8 @@ pub(crate) trait PartitionSource: Sync {
 /// afresh would have the kernel fault in and zero gigabytes of pages.
 #[derive(Default)]
 pub(crate) struct Scratch {
-    /// Sort keys split by runs of buckets.
-    pub windows: Vec<Vec<u64>>,
+    /// Records filed by runs of buckets.
+    pub windows: Windows,
     pub nonces: Vec<u64>,
     pub prefixes: Vec<u64>,
 }

@@ -113,11 +113,21 @@ impl<T: Copy + Default> Scatter<T> {
     }
 
     /// Records pushed so far to each partition (stored, in lines, or overflowed).
-    pub fn pushed_counts(&self) -> Vec<u32> {
+    pub fn pushed(&self) -> impl Iterator<Item = u32> + '_ {
         let a = &self.arrays;
-        (0..a.fill.len())
-            .map(|p| (a.fill[p] + self.line_fill[p] as usize) as u32 + a.overflowed[p])
-            .collect()
+        let lines = self.line_fill.iter();
+        (a.fill.iter().zip(lines).zip(&a.overflowed))
+            .map(|((&fill, &line), &over)| (fill + line as usize) as u32 + over)
+    }
+
+    #[cfg(test)]
+    pub fn pushed_counts(&self) -> Vec<u32> {
+        self.pushed().collect()
+    }
+
+    /// Partitions this scatter has.
+    pub fn parts(&self) -> usize {
+        self.arrays.fill.len()
     }
 
     /// Moves the partial lines out; call once after the last push.

@@ -1,0 +1,367 @@
+//! A partition's records filed by window, for phase 2 of an external plot.
+//!
+//! A phase-2 partition of 2^21 records has about 2^16 buckets, whose slots
+//! (8 MiB) do not fit in L2: placing records straight from the temp file's
+//! keys, which come in nonce order, would miss the cache for nearly every
+//! record. They are first filed by *window*, a run of 2^11 buckets whose
+//! slots and cursors fit in L2, and then placed a window at a time.
+//!
+//! An entry is 4 bytes: the bucket within the window above the nonce's low
+//! `32 - window bits` bits. Records arrive in ascending nonce order, so the
+//! nonce's high bits change rarely (every 2^21 nonces at k = 32, about 32
+//! records a window); each change is noted once for all windows, with where
+//! each window's entries stood, as the epoch marks do for the temp file's
+//! keys. Entries of 8 bytes (the whole nonce) made filing, the largest part
+//! of phase 2's work, twice the memory traffic.
+
+use super::keys::KeyShape;
+use super::pack::SlotPlacer;
+
+/// Buckets a window holds at most: their slots and cursors together fit in
+/// L2 (about 300 KiB).
+pub(crate) const WINDOW_BUCKETS_LOG2: u32 = 11;
+
+/// Records filed at once at most: the bucket range check is done once
+/// for each such run.
+const CHUNK: usize = 1024;
+
+#[derive(Default)]
+pub(crate) struct Windows {
+    window_bits: u32,
+    /// Nonce bits an entry keeps.
+    low_bits: u32,
+    count: usize,
+    /// Room per window in `buf`.
+    cap: usize,
+    buf: Vec<u32>,
+    /// Where each window's next entry goes in `buf`.
+    ends: Vec<usize>,
+    /// Entries every window still has room for, at least.
+    room: usize,
+    /// The nonce's high bits in each run, and where in `buf` each window's
+    /// entries of that run begin (`count` positions a run).
+    highs: Vec<u64>,
+    starts: Vec<usize>,
+}
+
+impl Windows {
+    /// Forgets every record and makes room for about `expected` records of
+    /// a partition with `buckets` buckets, keeping the memory.
+    pub fn reset(&mut self, buckets: usize, expected: usize) {
+        let local_bits = usize::BITS - buckets.saturating_sub(1).leading_zeros();
+        self.window_bits = local_bits.min(WINDOW_BUCKETS_LOG2);
+        self.low_bits = 32 - self.window_bits;
+        self.count = buckets.div_ceil(1 << self.window_bits).max(1);
+        let mean = expected as f64 / self.count as f64;
+        self.cap = (mean + 6.0 * mean.sqrt()) as usize + CHUNK;
+        if self.buf.len() < self.count * self.cap {
+            self.buf.resize(self.count * self.cap, 0);
+        }
+        self.ends.clear();
+        self.ends.extend((0..self.count).map(|w| w * self.cap));
+        self.room = self.cap;
+        self.highs.clear();
+        self.starts.clear();
+    }
+
+    /// Files one run of keys of `shape`, all of epoch `epoch` and in
+    /// ascending nonce order, and counts them by bucket. False when a key's
+    /// bucket is beyond `counts` (the keys are damaged).
+    pub fn file_keys(
+        &mut self,
+        keys: &[u32],
+        shape: KeyShape,
+        epoch: u64,
+        counts: &mut [u32],
+    ) -> bool {
+        assert!(
+            shape.has_buckets() && shape.low_bits <= self.low_bits,
+            "a run of keys spans one run of entries"
+        );
+        let base = epoch << shape.low_bits;
+        self.begin_run(base >> self.low_bits);
+        let low_mask = (1u64 << self.low_bits) - 1;
+        let base_low = (base & low_mask) as u32;
+        let key_mask = (shape.epoch_len() - 1) as u32;
+        let key_low = shape.low_bits;
+        let (window_bits, low_bits) = (self.window_bits, self.low_bits as u64);
+        let window_mask = (1u32 << window_bits) - 1;
+        for chunk in keys.chunks(CHUNK) {
+            let top = chunk.iter().map(|&key| key >> key_low).max().unwrap_or(0);
+            if top as usize >= counts.len() {
+                return false;
+            }
+            self.make_room(chunk.len());
+            self.room -= chunk.len();
+            let (buf, ends) = (self.buf.as_mut_ptr(), &mut self.ends[..]);
+            for (i, &key) in chunk.iter().enumerate() {
+                #[cfg(target_arch = "x86_64")]
+                if i % 16 == 0 {
+                    // The keys come from memory the cache has not seen.
+                    // SAFETY: prefetching never faults, wherever it points.
+                    unsafe {
+                        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+                        _mm_prefetch::<_MM_HINT_T0>(chunk.as_ptr().wrapping_add(i + 512).cast());
+                    }
+                }
+                let local = key >> key_low;
+                let entry = ((((local & window_mask) as u64) << low_bits) as u32)
+                    | base_low
+                    | (key & key_mask);
+                // SAFETY: local < counts.len() (checked for the chunk), so
+                // its window is below `count`; `make_room` left each window
+                // room for the whole chunk.
+                unsafe {
+                    let end = ends.get_unchecked_mut((local >> window_bits) as usize);
+                    *buf.add(*end) = entry;
+                    #[cfg(target_arch = "x86_64")]
+                    {
+                        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_ET0};
+                        _mm_prefetch::<_MM_HINT_ET0>(buf.wrapping_add(*end + 64).cast());
+                    }
+                    *end += 1;
+                    *counts.get_unchecked_mut(local as usize) += 1;
+                }
+            }
+        }
+        true
+    }
+
+    /// Files nonces, in ascending order, with their buckets within the
+    /// partition, which the caller has checked are below `counts.len()`,
+    /// and counts them.
+    pub fn file_nonces(&mut self, nonces: &[u64], locals: &[u64], counts: &mut [u32]) {
+        assert_eq!(nonces.len(), locals.len());
+        let low_mask = (1u64 << self.low_bits) - 1;
+        let window_mask = (1u64 << self.window_bits) - 1;
+        for (nonces, locals) in nonces.chunks(CHUNK).zip(locals.chunks(CHUNK)) {
+            self.make_room(nonces.len());
+            self.room -= nonces.len();
+            for (&x, &local) in nonces.iter().zip(locals) {
+                if self.highs.last() != Some(&(x >> self.low_bits)) {
+                    self.begin_run(x >> self.low_bits);
+                }
+                let entry = (((local & window_mask) << self.low_bits) | (x & low_mask)) as u32;
+                let end = &mut self.ends[(local >> self.window_bits) as usize];
+                self.buf[*end] = entry;
+                *end += 1;
+                counts[local as usize] += 1;
+            }
+        }
+    }
+
+    /// Puts every record into `placer`, a window at a time, each window's
+    /// buckets opened just before its records arrive (so their slots are
+    /// zeroed while in cache), records of a window in the order filed.
+    #[inline(always)]
+    pub fn place(&self, placer: &mut SlotPlacer) {
+        let low_mask = (1u64 << self.low_bits) - 1;
+        let runs = self.highs.len();
+        for w in 0..self.count {
+            placer.open_buckets((w + 1) << self.window_bits);
+            let first_bucket = w << self.window_bits;
+            for (r, &high) in self.highs.iter().enumerate() {
+                let start = self.starts[r * self.count + w];
+                let end = if r + 1 < runs {
+                    self.starts[(r + 1) * self.count + w]
+                } else {
+                    self.ends[w]
+                };
+                let high = high << self.low_bits;
+                for &entry in &self.buf[start..end] {
+                    let entry = entry as u64;
+                    placer.put(
+                        first_bucket | (entry >> self.low_bits) as usize,
+                        high | (entry & low_mask),
+                    );
+                }
+            }
+        }
+    }
+
+    /// Starts a run of entries whose nonces have high bits `high`.
+    fn begin_run(&mut self, high: u64) {
+        if self.highs.last() != Some(&high) {
+            self.highs.push(high);
+            self.starts.extend_from_slice(&self.ends);
+        }
+    }
+
+    /// Makes sure every window has room for `n` more entries. Runs of keys
+    /// are short (about 32 at k = 32), so the exact room is only worked out
+    /// when the lower bound kept runs short.
+    #[inline(always)]
+    fn make_room(&mut self, n: usize) {
+        if self.room < n {
+            self.find_room(n);
+        }
+    }
+
+    #[inline(never)]
+    fn find_room(&mut self, n: usize) {
+        let least = (0..self.count)
+            .map(|w| (w + 1) * self.cap - self.ends[w])
+            .min()
+            .unwrap_or(0);
+        self.room = least;
+        if least >= n {
+            return;
+        }
+        // Rare (6 sigma above the mean, or a short `expected`): move every
+        // window into a larger layout.
+        let cap = self.cap * 2 + n;
+        let mut buf = vec![0u32; self.count * cap];
+        for w in 0..self.count {
+            let (from, len) = (w * self.cap, self.ends[w] - w * self.cap);
+            buf[w * cap..w * cap + len].copy_from_slice(&self.buf[from..from + len]);
+        }
+        // Positions are kept by window: one at the very end of a window's
+        // room still belongs to that window.
+        let old = self.cap;
+        for (i, s) in self.starts.iter_mut().enumerate() {
+            let w = i % self.count;
+            *s = w * cap + (*s - w * old);
+        }
+        for (w, e) in self.ends.iter_mut().enumerate() {
+            *e = w * cap + (*e - w * old);
+        }
+        self.buf = buf;
+        self.room += cap - old;
+        self.cap = cap;
+    }
+
+    /// Every record in the order `place` gives them: (bucket, nonce).
+    #[cfg(test)]
+    fn records(&self) -> Vec<(usize, u64)> {
+        let mut all = Vec::new();
+        let low_mask = (1u64 << self.low_bits) - 1;
+        for w in 0..self.count {
+            for (r, &high) in self.highs.iter().enumerate() {
+                let start = self.starts[r * self.count + w];
+                let end = match self.starts.get((r + 1) * self.count + w) {
+                    Some(&s) => s,
+                    None => self.ends[w],
+                };
+                for &entry in &self.buf[start..end] {
+                    let entry = entry as u64;
+                    let bucket = (w << self.window_bits) | (entry >> self.low_bits) as usize;
+                    all.push((bucket, (high << self.low_bits) | (entry & low_mask)));
+                }
+            }
+        }
+        all
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The obvious way: every record, stably sorted by window.
+    fn by_window(records: &[(usize, u64)], buckets: usize) -> Vec<(usize, u64)> {
+        let local_bits = usize::BITS - buckets.saturating_sub(1).leading_zeros();
+        let window_bits = local_bits.min(WINDOW_BUCKETS_LOG2);
+        let mut sorted = records.to_vec();
+        sorted.sort_by_key(|&(bucket, _)| bucket >> window_bits);
+        sorted
+    }
+
+    fn counted(records: &[(usize, u64)], buckets: usize) -> Vec<u32> {
+        let mut counts = vec![0u32; buckets];
+        records.iter().for_each(|&(b, _)| counts[b] += 1);
+        counts
+    }
+
+    /// Ascending nonces from `first`, with random gaps, and random buckets.
+    fn records(first: u64, gaps: &[u16], buckets: &[usize]) -> Vec<(usize, u64)> {
+        let mut x = first;
+        gaps.iter()
+            .zip(buckets)
+            .map(|(&gap, &b)| {
+                x += gap as u64 + 1;
+                (b, x)
+            })
+            .collect()
+    }
+
+    proptest! {
+        #[test]
+        fn filing_keys_keeps_every_record_in_window_order(
+            local_bits in 1u32..15,
+            first in 0u64..1 << 34,
+            gaps in proptest::collection::vec(any::<u16>(), 0..3000),
+            seeds in proptest::collection::vec(any::<u32>(), 3000),
+            expected in 0usize..4000,
+        ) {
+            let buckets = (1usize << local_bits) - (seeds[0] as usize % (1 << local_bits)) / 2;
+            let buckets = buckets.max(1);
+            let records = records(first, &gaps, &seeds.iter().map(|&s| s as usize % buckets).collect::<Vec<_>>());
+            let shape = KeyShape { low_bits: 32 - local_bits };
+            let mut windows = Windows::default();
+            windows.reset(buckets, expected);
+            let mut counts = vec![0u32; buckets];
+            // Runs of one epoch each, as the temp file gives them.
+            let mut i = 0;
+            while i < records.len() {
+                let epoch = records[i].1 >> shape.low_bits;
+                let run: Vec<u32> = records[i..]
+                    .iter()
+                    .take_while(|r| r.1 >> shape.low_bits == epoch)
+                    .map(|&(b, x)| shape.key(b as u64, x))
+                    .collect();
+                prop_assert!(windows.file_keys(&run, shape, epoch, &mut counts));
+                i += run.len();
+            }
+            prop_assert_eq!(windows.records(), by_window(&records, buckets));
+            prop_assert_eq!(counts, counted(&records, buckets));
+        }
+
+        #[test]
+        fn filing_nonces_keeps_every_record_in_window_order(
+            buckets in 1usize..20000,
+            first in 0u64..1 << 39,
+            gaps in proptest::collection::vec(any::<u16>(), 0..3000),
+            seeds in proptest::collection::vec(any::<u32>(), 3000),
+            expected in 0usize..4000,
+        ) {
+            let records = records(first, &gaps, &seeds.iter().map(|&s| s as usize % buckets).collect::<Vec<_>>());
+            let mut windows = Windows::default();
+            windows.reset(buckets, expected);
+            let mut counts = vec![0u32; buckets];
+            let nonces: Vec<u64> = records.iter().map(|r| r.1).collect();
+            let locals: Vec<u64> = records.iter().map(|r| r.0 as u64).collect();
+            windows.file_nonces(&nonces, &locals, &mut counts);
+            prop_assert_eq!(windows.records(), by_window(&records, buckets));
+            prop_assert_eq!(counts, counted(&records, buckets));
+        }
+    }
+
+    #[test]
+    fn a_key_beyond_the_buckets_is_refused() {
+        let shape = KeyShape { low_bits: 20 };
+        let mut windows = Windows::default();
+        windows.reset(100, 10);
+        let mut counts = vec![0u32; 100];
+        assert!(windows.file_keys(&[shape.key(99, 5)], shape, 0, &mut counts));
+        assert!(!windows.file_keys(&[shape.key(100, 6)], shape, 0, &mut counts));
+    }
+
+    #[test]
+    fn a_reset_forgets_the_last_partition() {
+        let shape = KeyShape { low_bits: 16 };
+        let mut windows = Windows::default();
+        windows.reset(5000, 3);
+        let mut counts = vec![0u32; 5000];
+        assert!(windows.file_keys(
+            &[shape.key(4000, 1), shape.key(7, 2)],
+            shape,
+            3,
+            &mut counts
+        ));
+        windows.reset(300, 3);
+        let mut counts = vec![0u32; 300];
+        assert!(windows.file_keys(&[shape.key(299, 9)], shape, 1, &mut counts));
+        assert_eq!(windows.records(), vec![(299, (1 << 16) | 9)]);
+    }
+}
