@@ -551,6 +551,7 @@ impl PartitionSource for TempSource<'_> {
             let keys = (array, &extra[..], first_epoch, epochs);
             self.file_keys(p, keys, windows, nonces, prefixes, counts)?;
         }
+        windows.add_counts(counts);
         Ok(())
     }
 
@@ -580,7 +581,7 @@ impl TempSource<'_> {
         let covered = if shape.has_buckets() {
             let mut bad = false;
             let covered = for_each_run(array, extra, first_epoch, epochs, |keys, epoch| {
-                bad |= !windows.file_keys(keys, shape, epoch, counts);
+                bad |= !windows.file_keys(keys, shape, epoch);
             });
             if bad {
                 return Err(damaged());
@@ -630,7 +631,7 @@ impl TempSource<'_> {
                     "a record of partition {q} came back with partition {p}"
                 )));
             }
-            windows.file_nonces(block, &prefixes[..n], counts);
+            windows.file_nonces(block, &prefixes[..n]);
         }
         Ok(())
     }

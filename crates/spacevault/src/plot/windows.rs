@@ -38,6 +38,12 @@ pub(crate) struct Windows {
     ends: Vec<usize>,
     /// Entries every window still has room for, at least.
     room: usize,
+    /// Records filed to each bucket so far. Half the size of the u32
+    /// counts the caller keeps, so more of the window streams stay in L2
+    /// beside them (a MiB of u32 for a partition of 2^23 records); a
+    /// bucket never holds more than 255 records in a valid plot, and a
+    /// wrapped count fails the placer's final check.
+    counts: Vec<u16>,
     /// The nonce's high bits in each run, and where in `buf` each window's
     /// entries of that run begin (`count` positions a run).
     highs: Vec<u64>,
@@ -60,20 +66,16 @@ impl Windows {
         self.ends.clear();
         self.ends.extend((0..self.count).map(|w| w * self.cap));
         self.room = self.cap;
+        self.counts.clear();
+        self.counts.resize(buckets, 0);
         self.highs.clear();
         self.starts.clear();
     }
 
     /// Files one run of keys of `shape`, all of epoch `epoch` and in
     /// ascending nonce order, and counts them by bucket. False when a key's
-    /// bucket is beyond `counts` (the keys are damaged).
-    pub fn file_keys(
-        &mut self,
-        keys: &[u32],
-        shape: KeyShape,
-        epoch: u64,
-        counts: &mut [u32],
-    ) -> bool {
+    /// bucket is beyond the partition's (the keys are damaged).
+    pub fn file_keys(&mut self, keys: &[u32], shape: KeyShape, epoch: u64) -> bool {
         assert!(
             shape.has_buckets() && shape.low_bits <= self.low_bits,
             "a run of keys spans one run of entries"
@@ -88,12 +90,13 @@ impl Windows {
         let window_mask = (1u32 << window_bits) - 1;
         for chunk in keys.chunks(CHUNK) {
             let top = chunk.iter().map(|&key| key >> key_low).max().unwrap_or(0);
-            if top as usize >= counts.len() {
+            if top as usize >= self.counts.len() {
                 return false;
             }
             self.make_room(chunk.len());
             self.room -= chunk.len();
             let (buf, ends) = (self.buf.as_mut_ptr(), &mut self.ends[..]);
+            let tally = &mut self.counts[..];
             for (i, &key) in chunk.iter().enumerate() {
                 #[cfg(target_arch = "x86_64")]
                 if i % 16 == 0 {
@@ -108,7 +111,7 @@ impl Windows {
                 let entry = ((((local & window_mask) as u64) << low_bits) as u32)
                     | base_low
                     | (key & key_mask);
-                // SAFETY: local < counts.len() (checked for the chunk), so
+                // SAFETY: local < tally.len() (checked for the chunk), so
                 // its window is below `count`; `make_room` left each window
                 // room for the whole chunk.
                 unsafe {
@@ -120,7 +123,8 @@ impl Windows {
                         _mm_prefetch::<_MM_HINT_ET0>(buf.wrapping_add(*end + 64).cast());
                     }
                     *end += 1;
-                    *counts.get_unchecked_mut(local as usize) += 1;
+                    let c = tally.get_unchecked_mut(local as usize);
+                    *c = c.wrapping_add(1);
                 }
             }
         }
@@ -128,9 +132,9 @@ impl Windows {
     }
 
     /// Files nonces, in ascending order, with their buckets within the
-    /// partition, which the caller has checked are below `counts.len()`,
-    /// and counts them.
-    pub fn file_nonces(&mut self, nonces: &[u64], locals: &[u64], counts: &mut [u32]) {
+    /// partition, which the caller has checked are in range, and counts
+    /// them.
+    pub fn file_nonces(&mut self, nonces: &[u64], locals: &[u64]) {
         assert_eq!(nonces.len(), locals.len());
         let low_mask = (1u64 << self.low_bits) - 1;
         let window_mask = (1u64 << self.window_bits) - 1;
@@ -145,8 +149,16 @@ impl Windows {
                 let end = &mut self.ends[(local >> self.window_bits) as usize];
                 self.buf[*end] = entry;
                 *end += 1;
-                counts[local as usize] += 1;
+                let c = &mut self.counts[local as usize];
+                *c = c.wrapping_add(1);
             }
+        }
+    }
+
+    /// Adds the records filed to each bucket since `reset` to `counts`.
+    pub fn add_counts(&self, counts: &mut [u32]) {
+        for (total, &filed) in counts.iter_mut().zip(&self.counts) {
+            *total += filed as u32;
         }
     }
 
@@ -310,9 +322,10 @@ mod tests {
                     .take_while(|r| r.1 >> shape.low_bits == epoch)
                     .map(|&(b, x)| shape.key(b as u64, x))
                     .collect();
-                prop_assert!(windows.file_keys(&run, shape, epoch, &mut counts));
+                prop_assert!(windows.file_keys(&run, shape, epoch));
                 i += run.len();
             }
+            windows.add_counts(&mut counts);
             prop_assert_eq!(windows.records(), by_window(&records, buckets));
             prop_assert_eq!(counts, counted(&records, buckets));
         }
@@ -331,7 +344,8 @@ mod tests {
             let mut counts = vec![0u32; buckets];
             let nonces: Vec<u64> = records.iter().map(|r| r.1).collect();
             let locals: Vec<u64> = records.iter().map(|r| r.0 as u64).collect();
-            windows.file_nonces(&nonces, &locals, &mut counts);
+            windows.file_nonces(&nonces, &locals);
+            windows.add_counts(&mut counts);
             prop_assert_eq!(windows.records(), by_window(&records, buckets));
             prop_assert_eq!(counts, counted(&records, buckets));
         }
@@ -342,9 +356,8 @@ mod tests {
         let shape = KeyShape { low_bits: 20 };
         let mut windows = Windows::default();
         windows.reset(100, 10);
-        let mut counts = vec![0u32; 100];
-        assert!(windows.file_keys(&[shape.key(99, 5)], shape, 0, &mut counts));
-        assert!(!windows.file_keys(&[shape.key(100, 6)], shape, 0, &mut counts));
+        assert!(windows.file_keys(&[shape.key(99, 5)], shape, 0));
+        assert!(!windows.file_keys(&[shape.key(100, 6)], shape, 0));
     }
 
     #[test]
@@ -352,16 +365,12 @@ mod tests {
         let shape = KeyShape { low_bits: 16 };
         let mut windows = Windows::default();
         windows.reset(5000, 3);
-        let mut counts = vec![0u32; 5000];
-        assert!(windows.file_keys(
-            &[shape.key(4000, 1), shape.key(7, 2)],
-            shape,
-            3,
-            &mut counts
-        ));
+        assert!(windows.file_keys(&[shape.key(4000, 1), shape.key(7, 2)], shape, 3));
         windows.reset(300, 3);
-        let mut counts = vec![0u32; 300];
-        assert!(windows.file_keys(&[shape.key(299, 9)], shape, 1, &mut counts));
+        assert!(windows.file_keys(&[shape.key(299, 9)], shape, 1));
         assert_eq!(windows.records(), vec![(299, (1 << 16) | 9)]);
+        let mut counts = vec![0u32; 300];
+        windows.add_counts(&mut counts);
+        assert_eq!((counts[299], counts.iter().sum::<u32>()), (1, 1));
     }
 }
