@@ -71,8 +71,9 @@ impl KeyShape {
 /// the temp writer) is a sequential read; stored by epoch, each partition's
 /// counts were a cache miss an epoch apart. Taken by epoch instead, the
 /// marks stay cheap: each partition's line of marks is written 16 epochs in
-/// a row, so all those lines (128 KiB at 2048 partitions) stay in L2, and
-/// huge pages keep the 2048 pages they lie in from missing the TLB.
+/// a row, so all those lines (32 KiB at 512 partitions) stay in cache, and
+/// huge pages keep the pages they lie in (one a partition) from missing
+/// the TLB.
 #[derive(Default)]
 pub(crate) struct EpochMarks {
     first: u64,

@@ -1,10 +1,11 @@
 //! A partition's records filed by window, for phase 2 of an external plot.
 //!
-//! A phase-2 partition of 2^21 records has about 2^16 buckets, whose slots
-//! (8 MiB) do not fit in L2: placing records straight from the temp file's
-//! keys, which come in nonce order, would miss the cache for nearly every
-//! record. They are first filed by *window*, a run of 2^11 buckets whose
-//! slots and cursors fit in L2, and then placed a window at a time.
+//! A phase-2 partition of 2^21 to 2^23 records has 2^16 to 2^18 buckets,
+//! whose slots (8 to 34 MiB) do not fit in L2: placing records straight
+//! from the temp file's keys, which come in nonce order, would miss the
+//! cache for nearly every record. They are first filed by *window*, a run
+//! of 2^11 buckets whose slots and cursors fit in L2, and then placed a
+//! window at a time.
 //!
 //! An entry is 4 bytes: the bucket within the window above the nonce's low
 //! `32 - window bits` bits. Records arrive in ascending nonce order, so the
@@ -40,9 +41,9 @@ pub(crate) struct Windows {
     room: usize,
     /// Records filed to each bucket so far. Half the size of the u32
     /// counts the caller keeps, so more of the window streams stay in L2
-    /// beside them (a MiB of u32 for a partition of 2^23 records); a
-    /// bucket never holds more than 255 records in a valid plot, and a
-    /// wrapped count fails the placer's final check.
+    /// beside them (a MiB of u32 for a partition of 2^23 records). A
+    /// bucket never holds more than 255 records in a valid plot; counts
+    /// saturate, so damaged keys still give a count the placer refuses.
     counts: Vec<u16>,
     /// The nonce's high bits in each run, and where in `buf` each window's
     /// entries of that run begin (`count` positions a run).
@@ -124,7 +125,7 @@ impl Windows {
                     }
                     *end += 1;
                     let c = tally.get_unchecked_mut(local as usize);
-                    *c = c.wrapping_add(1);
+                    *c = c.saturating_add(1);
                 }
             }
         }
@@ -150,7 +151,7 @@ impl Windows {
                 self.buf[*end] = entry;
                 *end += 1;
                 let c = &mut self.counts[local as usize];
-                *c = c.wrapping_add(1);
+                *c = c.saturating_add(1);
             }
         }
     }
