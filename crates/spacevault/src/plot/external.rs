@@ -543,13 +543,13 @@ impl PartitionSource for TempSource<'_> {
             let (array, extra, epochs) = seg.parts(&buf[at..]);
             at += seg.bytes() as usize;
             let keys = (array, extra, seg.first_epoch, epochs.iter().copied());
-            self.file_keys(p, keys, windows, nonces, prefixes, counts)?;
+            self.file_keys(p, keys, windows, nonces, prefixes)?;
         }
         self.ahead.give_back(buf);
         for thread in self.resident.iter().flatten() {
             let (array, extra, first_epoch, epochs) = thread.partition(p);
             let keys = (array, &extra[..], first_epoch, epochs);
-            self.file_keys(p, keys, windows, nonces, prefixes, counts)?;
+            self.file_keys(p, keys, windows, nonces, prefixes)?;
         }
         windows.add_counts(counts);
         Ok(())
@@ -570,7 +570,6 @@ impl TempSource<'_> {
         windows: &mut Windows,
         nonces: &mut Vec<u64>,
         prefixes: &mut Vec<u64>,
-        counts: &mut [u32],
     ) -> Result<(), PlotError> {
         let shape = self.shape;
         let damaged = || {
@@ -592,7 +591,7 @@ impl TempSource<'_> {
             let covered = for_each_run(array, extra, first_epoch, epochs, |keys, epoch| {
                 nonces.extend(keys.iter().map(|&key| shape.nonce(key, epoch)))
             });
-            self.bucket_by_hashing(p, nonces, prefixes, counts, windows)?;
+            self.bucket_by_hashing(p, nonces, prefixes, windows)?;
             covered
         };
         if covered != array.len() + extra.len() {
@@ -608,7 +607,6 @@ impl TempSource<'_> {
         p: u64,
         nonces: &[u64],
         prefixes: &mut Vec<u64>,
-        counts: &mut [u32],
         windows: &mut Windows,
     ) -> Result<(), PlotError> {
         let layout = &self.parting.layout;
@@ -625,7 +623,7 @@ impl TempSource<'_> {
                 *prefix = layout.bucket_of_prefix(*prefix).wrapping_sub(first_bucket);
                 worst = worst.max(*prefix);
             }
-            if worst >= counts.len() as u64 {
+            if worst >= windows.buckets() as u64 {
                 let (q, _) = self.parting.locate(worst.wrapping_add(first_bucket));
                 return Err(PlotError::Inconsistent(format!(
                     "a record of partition {q} came back with partition {p}"

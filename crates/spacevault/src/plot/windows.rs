@@ -156,6 +156,11 @@ impl Windows {
         }
     }
 
+    /// Buckets of the partition being filed.
+    pub fn buckets(&self) -> usize {
+        self.counts.len()
+    }
+
     /// Adds the records filed to each bucket since `reset` to `counts`.
     pub fn add_counts(&self, counts: &mut [u32]) {
         for (total, &filed) in counts.iter_mut().zip(&self.counts) {
@@ -167,7 +172,7 @@ impl Windows {
     /// buckets opened just before its records arrive (so their slots are
     /// zeroed while in cache), records of a window in the order filed.
     #[inline(always)]
-    pub fn place(&self, placer: &mut SlotPlacer) {
+    pub fn place(&self, placer: &mut impl Placer) {
         let low_mask = (1u64 << self.low_bits) - 1;
         let runs = self.highs.len();
         for w in 0..self.count {
@@ -247,22 +252,37 @@ impl Windows {
     #[cfg(test)]
     fn records(&self) -> Vec<(usize, u64)> {
         let mut all = Vec::new();
-        let low_mask = (1u64 << self.low_bits) - 1;
-        for w in 0..self.count {
-            for (r, &high) in self.highs.iter().enumerate() {
-                let start = self.starts[r * self.count + w];
-                let end = match self.starts.get((r + 1) * self.count + w) {
-                    Some(&s) => s,
-                    None => self.ends[w],
-                };
-                for &entry in &self.buf[start..end] {
-                    let entry = entry as u64;
-                    let bucket = (w << self.window_bits) | (entry >> self.low_bits) as usize;
-                    all.push((bucket, (high << self.low_bits) | (entry & low_mask)));
-                }
-            }
-        }
+        self.place(&mut all);
         all
+    }
+}
+
+/// Where [`Windows::place`] puts records: the slot placer, or in tests a
+/// list.
+pub(crate) trait Placer {
+    /// Makes buckets `..end` ready to receive records.
+    fn open_buckets(&mut self, end: usize);
+    fn put(&mut self, bucket: usize, nonce: u64);
+}
+
+impl Placer for SlotPlacer {
+    #[inline(always)]
+    fn open_buckets(&mut self, end: usize) {
+        SlotPlacer::open_buckets(self, end)
+    }
+
+    #[inline(always)]
+    fn put(&mut self, bucket: usize, nonce: u64) {
+        SlotPlacer::put(self, bucket, nonce)
+    }
+}
+
+#[cfg(test)]
+impl Placer for Vec<(usize, u64)> {
+    fn open_buckets(&mut self, _: usize) {}
+
+    fn put(&mut self, bucket: usize, nonce: u64) {
+        self.push((bucket, nonce));
     }
 }
 
