@@ -143,9 +143,7 @@ impl Windows {
             self.make_room(nonces.len());
             self.room -= nonces.len();
             for (&x, &local) in nonces.iter().zip(locals) {
-                if self.highs.last() != Some(&(x >> self.low_bits)) {
-                    self.begin_run(x >> self.low_bits);
-                }
+                self.begin_run(x >> self.low_bits);
                 let entry = (((local & window_mask) << self.low_bits) | (x & low_mask)) as u32;
                 let end = &mut self.ends[(local >> self.window_bits) as usize];
                 self.buf[*end] = entry;
@@ -306,16 +304,30 @@ mod tests {
         counts
     }
 
-    /// Ascending nonces from `first`, with random gaps, and random buckets.
-    fn records(first: u64, gaps: &[u16], buckets: &[usize]) -> Vec<(usize, u64)> {
+    /// Ascending nonces from `first`, with random gaps, each in the bucket
+    /// its seed picks among `buckets`.
+    fn records(first: u64, gaps: &[u16], seeds: &[u32], buckets: usize) -> Vec<(usize, u64)> {
         let mut x = first;
         gaps.iter()
-            .zip(buckets)
-            .map(|(&gap, &b)| {
+            .zip(seeds)
+            .map(|(&gap, &seed)| {
                 x += gap as u64 + 1;
-                (b, x)
+                (seed as usize % buckets, x)
             })
             .collect()
+    }
+
+    /// `windows` gives back every record in window order, and counts them.
+    fn check_filed(
+        windows: &Windows,
+        records: &[(usize, u64)],
+        buckets: usize,
+    ) -> Result<(), TestCaseError> {
+        let mut counts = vec![0u32; buckets];
+        windows.add_counts(&mut counts);
+        prop_assert_eq!(windows.records(), by_window(records, buckets));
+        prop_assert_eq!(counts, counted(records, buckets));
+        Ok(())
     }
 
     proptest! {
@@ -329,11 +341,10 @@ mod tests {
         ) {
             let buckets = (1usize << local_bits) - (seeds[0] as usize % (1 << local_bits)) / 2;
             let buckets = buckets.max(1);
-            let records = records(first, &gaps, &seeds.iter().map(|&s| s as usize % buckets).collect::<Vec<_>>());
+            let records = records(first, &gaps, &seeds, buckets);
             let shape = KeyShape { low_bits: 32 - local_bits };
             let mut windows = Windows::default();
             windows.reset(buckets, expected);
-            let mut counts = vec![0u32; buckets];
             // Runs of one epoch each, as the temp file gives them.
             let mut i = 0;
             while i < records.len() {
@@ -346,9 +357,7 @@ mod tests {
                 prop_assert!(windows.file_keys(&run, shape, epoch));
                 i += run.len();
             }
-            windows.add_counts(&mut counts);
-            prop_assert_eq!(windows.records(), by_window(&records, buckets));
-            prop_assert_eq!(counts, counted(&records, buckets));
+            check_filed(&windows, &records, buckets)?;
         }
 
         #[test]
@@ -359,16 +368,13 @@ mod tests {
             seeds in proptest::collection::vec(any::<u32>(), 3000),
             expected in 0usize..4000,
         ) {
-            let records = records(first, &gaps, &seeds.iter().map(|&s| s as usize % buckets).collect::<Vec<_>>());
+            let records = records(first, &gaps, &seeds, buckets);
             let mut windows = Windows::default();
             windows.reset(buckets, expected);
-            let mut counts = vec![0u32; buckets];
             let nonces: Vec<u64> = records.iter().map(|r| r.1).collect();
             let locals: Vec<u64> = records.iter().map(|r| r.0 as u64).collect();
             windows.file_nonces(&nonces, &locals);
-            windows.add_counts(&mut counts);
-            prop_assert_eq!(windows.records(), by_window(&records, buckets));
-            prop_assert_eq!(counts, counted(&records, buckets));
+            check_filed(&windows, &records, buckets)?;
         }
     }
 
