@@ -4,7 +4,7 @@
 use crate::stats::Summary;
 use crate::BenchError;
 use serde::Serialize;
-use spacevault::aligned::{open_read, AlignedBuf, HugeBuf};
+use spacevault::aligned::{open_read, AlignedBuf, MappedBuf, Pages};
 use spacevault::kernel::Kernel;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
@@ -46,14 +46,14 @@ pub fn hash_rate(threads: usize, duration: Duration) -> f64 {
 
 /// Bytes per second of fresh memory that `threads` threads bring into use
 /// at once, touching `bytes` in all: a store to each 4 KiB page of an
-/// anonymous mapping (asking for huge pages, as the plotter's buffers do).
+/// anonymous mapping of base pages, as the plotter's large arrays are.
 /// The kernel zeroes every page first; on a VM whose host backs guest
 /// memory lazily the host must find and map it too, which can cost far more
 /// than the zeroing. A plot pays this for every byte of its buffers.
 pub fn fresh_memory_rate(threads: usize, bytes: u64) -> Result<f64, BenchError> {
     let share = (bytes / threads.max(1) as u64 / 8) as usize;
     let buffers: Vec<_> = (0..threads)
-        .map(|_| HugeBuf::<u64>::zeroed(share))
+        .map(|_| MappedBuf::<u64>::zeroed(share, Pages::Base))
         .collect::<Result<_, _>>()
         .map_err(|e| BenchError::io("mapping memory to touch", e))?;
     let started = Instant::now();

@@ -32,8 +32,9 @@ pub struct PlotBenchOptions {
     /// Bytes for the disk-speed measurement.
     pub disk_bytes: u64,
     /// Bytes of fresh memory touched to measure how fast memory comes into
-    /// use; 0 skips the measurement.
-    pub touch_bytes: u64,
+    /// use, after the plot: the plot's peak RSS when `None`; 0 skips the
+    /// measurement.
+    pub touch_bytes: Option<u64>,
 }
 
 /// The machine's limits, measured in the same run.
@@ -116,11 +117,6 @@ pub fn run(options: &PlotBenchOptions, progress: &dyn Progress) -> Result<PlotBe
     // flatter the plot.
     let hash_time = Duration::from_secs_f64(options.hash_seconds / 2.0);
     let first_hash = hash_rate(threads, hash_time);
-    let fresh_memory = match options.touch_bytes {
-        0 => None,
-        bytes => Some(fresh_memory_rate(threads, bytes)?),
-    };
-    let memory_freed = Instant::now();
     let disk = disk_speed(&options.dir, options.disk_bytes)?;
     let tmp_dir = options.plot.tmp_dir.as_deref().unwrap_or(&options.dir);
     let temp_disk = match same_file_system(tmp_dir, &options.dir) {
@@ -132,17 +128,6 @@ pub fn run(options: &PlotBenchOptions, progress: &dyn Progress) -> Result<PlotBe
         false => None,
     };
     let hash = first_hash.max(hash_rate(threads, hash_time));
-    let bounds = Bounds {
-        hash_records_per_second: hash,
-        kernel_backend: spacevault::kernel::Backend::active().name(),
-        disk,
-        temp_disk,
-        concurrent,
-        fresh_memory_bytes_per_second: fresh_memory,
-    };
-    if fresh_memory.is_some() {
-        std::thread::sleep(FRESH_MEMORY_SETTLE.saturating_sub(memory_freed.elapsed()));
-    }
 
     let rss_reset = reset_peak_rss();
     let io_before = IoCounters::now();
@@ -153,6 +138,25 @@ pub fn run(options: &PlotBenchOptions, progress: &dyn Progress) -> Result<PlotBe
     plotter.wait_for_temp_files();
     let temp_close_seconds = closing.elapsed().as_secs_f64();
     let peak = if rss_reset { peak_rss() } else { None };
+    // Measured after the plot, over as much memory as the plot used: on a
+    // VM the first GiB or so of fresh memory can come into use several
+    // times faster than the rest (see `Pages::Base`), so a small sample
+    // would understate what the plot paid.
+    let fresh_memory = match options.touch_bytes.or(peak) {
+        None | Some(0) => None,
+        Some(bytes) => {
+            std::thread::sleep(FRESH_MEMORY_SETTLE);
+            Some(fresh_memory_rate(threads, bytes)?)
+        }
+    };
+    let bounds = Bounds {
+        hash_records_per_second: hash,
+        kernel_backend: spacevault::kernel::Backend::active().name(),
+        disk,
+        temp_disk,
+        concurrent,
+        fresh_memory_bytes_per_second: fresh_memory,
+    };
 
     let records = 1u64 << options.plot.k;
     let file = summary.bytes as f64;

@@ -74,23 +74,40 @@ pub fn open_read(path: &std::path::Path, direct: bool) -> std::io::Result<(std::
     Ok((std::fs::File::open(path)?, false))
 }
 
-/// A large zeroed array of plain integers in anonymous memory that the
-/// kernel is asked to back with huge pages: faulting in gigabytes 4 KiB at a
-/// time costs more than the sort that uses them.
-pub struct HugeBuf<T: Copy> {
+/// How a [`MappedBuf`] asks the kernel to back it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pages {
+    /// The system's base pages (4 KiB). For arrays written front to back,
+    /// where the TLB reach of huge pages buys little. On the development VM
+    /// (a host that takes freed guest memory back, free page reporting of
+    /// 2 MiB blocks) base pages also come into use far faster: the guest
+    /// hands out recently freed 4 KiB pages that the host still backs, about
+    /// its first GiB at 3.5 to 4.7 GB/s, where a huge page is almost always
+    /// a reported block the host must find again (0.7 to 0.8 GB/s). Mapping
+    /// the plotter's scatter arrays this way took a fresh k = 28 plot from
+    /// 3.5 to 2.1-2.5 s and k = 30 with 1 GiB from 12.6-13.6 to 11.3-11.6 s.
+    Base,
+    /// Transparent huge pages where the system allows: for arrays read or
+    /// written at random, whose 4 KiB pages would each miss the TLB.
+    Huge,
+}
+
+/// A large zeroed array of plain integers in its own anonymous mapping,
+/// given back to the system when dropped.
+pub struct MappedBuf<T: Copy> {
     ptr: NonNull<T>,
     len: usize,
     bytes: usize,
 }
 
 // SAFETY: owns its memory exclusively, like a Vec<T>.
-unsafe impl<T: Copy + Send> Send for HugeBuf<T> {}
+unsafe impl<T: Copy + Send> Send for MappedBuf<T> {}
 // SAFETY: shared access only hands out shared slices.
-unsafe impl<T: Copy + Sync> Sync for HugeBuf<T> {}
+unsafe impl<T: Copy + Sync> Sync for MappedBuf<T> {}
 
-impl<T: Copy> HugeBuf<T> {
+impl<T: Copy> MappedBuf<T> {
     /// `len` zeroed elements; T must be an integer type (all-zero is valid).
-    pub fn zeroed(len: usize) -> std::io::Result<HugeBuf<T>> {
+    pub fn zeroed(len: usize, pages: Pages) -> std::io::Result<MappedBuf<T>> {
         let bytes = (len * std::mem::size_of::<T>()).max(1);
         // SAFETY: an anonymous private mapping; checked for failure below.
         let ptr = unsafe {
@@ -106,9 +123,11 @@ impl<T: Copy> HugeBuf<T> {
         if ptr == libc::MAP_FAILED {
             return Err(std::io::Error::last_os_error());
         }
-        // SAFETY: advice on our own mapping; failure only loses speed.
-        unsafe { libc::madvise(ptr, bytes, libc::MADV_HUGEPAGE) };
-        Ok(HugeBuf {
+        if pages == Pages::Huge {
+            // SAFETY: advice on our own mapping; failure only loses speed.
+            unsafe { libc::madvise(ptr, bytes, libc::MADV_HUGEPAGE) };
+        }
+        Ok(MappedBuf {
             ptr: NonNull::new(ptr.cast()).expect("mmap never returns null"),
             len,
             bytes,
@@ -116,7 +135,7 @@ impl<T: Copy> HugeBuf<T> {
     }
 }
 
-impl<T: Copy> Deref for HugeBuf<T> {
+impl<T: Copy> Deref for MappedBuf<T> {
     type Target = [T];
     fn deref(&self) -> &[T] {
         // SAFETY: the mapping holds len zero-initialised elements.
@@ -124,14 +143,14 @@ impl<T: Copy> Deref for HugeBuf<T> {
     }
 }
 
-impl<T: Copy> DerefMut for HugeBuf<T> {
+impl<T: Copy> DerefMut for MappedBuf<T> {
     fn deref_mut(&mut self) -> &mut [T] {
         // SAFETY: as above, exclusive through &mut self.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
     }
 }
 
-impl<T: Copy> Drop for HugeBuf<T> {
+impl<T: Copy> Drop for MappedBuf<T> {
     fn drop(&mut self) {
         // SAFETY: unmapping exactly what zeroed() mapped.
         unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.bytes) };

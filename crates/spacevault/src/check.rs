@@ -1,7 +1,7 @@
 //! Checking a whole plot: header, region checksums, placement, order,
 //! completeness, and the hashes of a sample of records (all with `full`).
 
-use crate::aligned::HugeBuf;
+use crate::aligned::{MappedBuf, Pages};
 use crate::format::bits::read_slot;
 use crate::format::{Header, Region};
 use crate::reader::{PlotFile, RegionBuf};
@@ -541,7 +541,7 @@ fn finish(
 struct Bitmap {
     /// In huge pages where the system allows, so that random marks miss the
     /// cache but rarely the TLB.
-    words: HugeBuf<u64>,
+    words: MappedBuf<u64>,
     queued: Vec<u64>,
     duplicates: u64,
 }
@@ -552,7 +552,7 @@ const MARK_BATCH: usize = 1024;
 impl Bitmap {
     fn new(bits: u64) -> std::io::Result<Bitmap> {
         Ok(Bitmap {
-            words: HugeBuf::zeroed((bits as usize).div_ceil(64))?,
+            words: MappedBuf::zeroed((bits as usize).div_ceil(64), Pages::Huge)?,
             queued: Vec::with_capacity(MARK_BATCH),
             duplicates: 0,
         })

@@ -47,11 +47,12 @@ pub struct BenchPlotArgs {
     /// Bytes written to measure the disk's sequential speed.
     #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "1GiB")]
     pub disk_bytes: u64,
-    /// Fresh memory touched to measure how fast new memory comes into use
-    /// (0 skips it). The measurement and the plot each wait a few seconds
-    /// first, so that neither gets memory freed just before back ready.
-    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "256MiB")]
-    pub touch_bytes: u64,
+    /// Fresh memory touched after the plot to measure how fast new memory
+    /// comes into use (default: as much as the plot's peak RSS; 0 skips
+    /// it). The plot and the measurement each wait a few seconds first, so
+    /// that neither gets memory freed just before back ready.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub touch_bytes: Option<u64>,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,

@@ -10,7 +10,7 @@
 use super::partition::{Locator, Partitioning};
 use super::scatter::Scatter;
 use super::{stop_requested, PlotError, Progress};
-use crate::aligned::HugeBuf;
+use crate::aligned::{MappedBuf, Pages};
 use crate::kernel::{Backend, Kernel};
 use std::ops::Range;
 
@@ -81,7 +81,7 @@ pub(crate) struct EpochMarks {
     /// Partition p's counts at `p * (epochs + 1)`, `epochs` of them. While
     /// hashing, each partition's key count at every epoch's start and at
     /// the end, turned into counts by `finish`.
-    marks: Option<HugeBuf<u32>>,
+    marks: Option<MappedBuf<u32>>,
     len: usize,
 }
 
@@ -105,7 +105,7 @@ impl EpochMarks {
         self.len = parts * (epochs + 1);
         if self.marks.as_ref().is_none_or(|m| m.len() < self.len) {
             self.marks = None;
-            let buf = HugeBuf::zeroed(self.len.max(1))
+            let buf = MappedBuf::zeroed(self.len.max(1), Pages::Huge)
                 .map_err(|e| PlotError::io("allocating epoch marks", e))?;
             self.marks = Some(buf);
         }

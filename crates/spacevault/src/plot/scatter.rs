@@ -6,7 +6,7 @@
 //! whole line at a time, so the big arrays see sequential full-line writes.
 
 use super::PlotError;
-use crate::aligned::HugeBuf;
+use crate::aligned::{MappedBuf, Pages};
 use std::sync::Mutex;
 
 const LINE_BYTES: usize = 64;
@@ -22,7 +22,7 @@ pub(crate) struct Scatter<T: Copy + Default> {
 
 /// Every partition's array, and the records that did not fit.
 struct Arrays<T: Copy> {
-    keys: HugeBuf<T>,
+    keys: MappedBuf<T>,
     /// Room per partition, a whole number of lines.
     cap: usize,
     fill: Vec<usize>,
@@ -37,7 +37,7 @@ impl<T: Copy + Default> Scatter<T> {
     /// Room for at least `cap` records in each of `parts` partitions.
     pub fn new(parts: usize, cap: usize) -> Result<Scatter<T>, PlotError> {
         let cap = cap.div_ceil(Self::PAGE) * Self::PAGE;
-        let keys = HugeBuf::zeroed(parts * cap)
+        let keys = MappedBuf::zeroed(parts * cap, Pages::Base)
             .map_err(|e| PlotError::io("allocating sort buffers", e))?;
         Ok(Scatter {
             arrays: Arrays {
