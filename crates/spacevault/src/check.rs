@@ -567,15 +567,9 @@ impl Bitmap {
     }
 
     fn flush(&mut self) {
-        #[cfg(target_arch = "x86_64")]
         for &x in &self.queued {
             if let Some(word) = self.words.get((x / 64) as usize) {
-                // SAFETY: prefetching only hints the cache; the address is
-                // that of a live element.
-                unsafe {
-                    use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-                    _mm_prefetch::<_MM_HINT_T0>((word as *const u64).cast());
-                }
+                crate::prefetch::for_read(word);
             }
         }
         for &x in &self.queued {

@@ -33,6 +33,7 @@ pub mod format;
 pub mod fuzzing;
 pub mod kernel;
 pub mod plot;
+mod prefetch;
 pub mod prove;
 pub mod reader;
 pub mod units;

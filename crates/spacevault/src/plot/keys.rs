@@ -350,14 +350,7 @@ pub(crate) fn each_key_prefetched(keys: &[u32], mut each: impl FnMut(u32)) {
     const LINE: usize = 16;
     const AHEAD: usize = 32 * LINE;
     for (i, line) in keys.chunks(LINE).enumerate() {
-        #[cfg(target_arch = "x86_64")]
-        if let Some(ahead) = keys.get(i * LINE + AHEAD) {
-            // SAFETY: prefetching only hints the cache; the address is valid.
-            unsafe {
-                use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-                _mm_prefetch::<_MM_HINT_T0>((ahead as *const u32).cast());
-            }
-        }
+        crate::prefetch::for_read(keys.as_ptr().wrapping_add(i * LINE + AHEAD));
         line.iter().for_each(|&key| each(key));
     }
 }

@@ -85,8 +85,11 @@ pub(crate) struct Locator {
     reciprocal: u64,
     /// Whether multiplying by the reciprocal is exact for every bucket.
     exact: bool,
-    /// 1 / buckets_per_part, for [`Locator::locate_f64`].
+    /// 1 / buckets_per_part, for [`Locator::locate_f64`] (which only the
+    /// AVX-512 scatter uses).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     inverse: f64,
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     buckets_below_2_53: bool,
 }
 
@@ -117,6 +120,7 @@ impl Locator {
     }
 
     /// Whether [`locate_f64`](Self::locate_f64) is exact for every bucket.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub fn divides_in_f64(&self) -> bool {
         self.buckets_below_2_53 && self.buckets_per_part > 1
     }
@@ -131,6 +135,7 @@ impl Locator {
 
     /// (bucket shift, 1 / buckets_per_part, buckets_per_part) for SIMD
     /// versions of [`locate_f64`](Self::locate_f64).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub fn f64_constants(&self) -> (u32, f64, f64) {
         (
             self.bucket_shift,
@@ -145,6 +150,7 @@ impl Locator {
     /// `bucket - p * buckets_per_part`; the quotient's estimate is off by at
     /// most one, and the remainder's sign and size show which way.
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub fn locate_f64(&self, prefix: u64) -> (u64, u64) {
         let bucket = (prefix >> self.bucket_shift) as f64;
         let d = self.buckets_per_part as f64;

@@ -99,14 +99,9 @@ impl Windows {
             let (buf, ends) = (self.buf.as_mut_ptr(), &mut self.ends[..]);
             let tally = &mut self.counts[..];
             for (i, &key) in chunk.iter().enumerate() {
-                #[cfg(target_arch = "x86_64")]
                 if i % 16 == 0 {
                     // The keys come from memory the cache has not seen.
-                    // SAFETY: prefetching never faults, wherever it points.
-                    unsafe {
-                        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-                        _mm_prefetch::<_MM_HINT_T0>(chunk.as_ptr().wrapping_add(i + 512).cast());
-                    }
+                    crate::prefetch::for_read(chunk.as_ptr().wrapping_add(i + 512));
                 }
                 let local = key >> key_low;
                 let entry = ((((local & window_mask) as u64) << low_bits) as u32)
@@ -118,11 +113,7 @@ impl Windows {
                 unsafe {
                     let end = ends.get_unchecked_mut((local >> window_bits) as usize);
                     *buf.add(*end) = entry;
-                    #[cfg(target_arch = "x86_64")]
-                    {
-                        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_ET0};
-                        _mm_prefetch::<_MM_HINT_ET0>(buf.wrapping_add(*end + 64).cast());
-                    }
+                    crate::prefetch::for_write(buf.wrapping_add(*end + 64));
                     *end += 1;
                     let c = tally.get_unchecked_mut(local as usize);
                     *c = c.saturating_add(1);
