@@ -6,11 +6,13 @@
 //! with different target features; the `blake3` crate is the reference that
 //! the tests hold every backend to.
 //!
-//! `SPACEVAULT_BACKEND=portable` (or `avx2`, `avx512`) picks a backend for the
-//! whole process; a backend the CPU lacks falls back to the best one it has.
-//! The portable backend is what machines without AVX2 run, so the test suite
-//! is run with it too.
+//! `SPACEVAULT_BACKEND=portable` (or `avx2`, `avx512`, `neon`) picks a
+//! backend for the whole process; a backend the CPU lacks falls back to the
+//! best one it has. The portable backend is what machines without AVX2 or
+//! NEON run, so the test suite is run with it too.
 
+#[cfg(target_arch = "aarch64")]
+mod arm;
 mod lanes;
 #[cfg(target_arch = "x86_64")]
 mod x86;
@@ -26,18 +28,27 @@ pub enum Backend {
     Avx512,
     /// 8 lanes in AVX2 registers.
     Avx2,
-    /// 4 lanes in baseline vector registers: SSE2 on x86-64, NEON on aarch64.
+    /// 4 lanes in NEON registers (aarch64).
+    Neon,
+    /// 4 lanes in plain Rust, for any CPU (what the compiler makes of it is
+    /// partly scalar).
     Portable,
 }
 
 impl Backend {
     /// Every backend this build knows, best first.
-    pub const ALL: [Backend; 3] = [Backend::Avx512, Backend::Avx2, Backend::Portable];
+    pub const ALL: [Backend; 4] = [
+        Backend::Avx512,
+        Backend::Avx2,
+        Backend::Neon,
+        Backend::Portable,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             Backend::Avx512 => "avx512",
             Backend::Avx2 => "avx2",
+            Backend::Neon => "neon",
             Backend::Portable => "portable",
         }
     }
@@ -51,7 +62,7 @@ impl Backend {
         match self {
             Backend::Avx512 => 16,
             Backend::Avx2 => 8,
-            Backend::Portable => 4,
+            Backend::Neon | Backend::Portable => 4,
         }
     }
 
@@ -65,6 +76,8 @@ impl Backend {
             }
             #[cfg(target_arch = "x86_64")]
             Backend::Avx2 => std::arch::is_x86_feature_detected!("avx2"),
+            #[cfg(target_arch = "aarch64")]
+            Backend::Neon => std::arch::is_aarch64_feature_detected!("neon"),
             Backend::Portable => true,
             #[allow(unreachable_patterns)]
             _ => false,
@@ -137,6 +150,9 @@ impl Kernel {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: as above.
             Backend::Avx2 => unsafe { x86::prefixes_avx2(&self.key, first, out) },
+            #[cfg(target_arch = "aarch64")]
+            // SAFETY: as above.
+            Backend::Neon => unsafe { arm::prefixes_neon(&self.key, first, out) },
             // SAFETY: the portable vector needs no target feature.
             _ => unsafe { prefixes_generic::<Portable>(&self.key, first, out) },
         }
@@ -152,6 +168,9 @@ impl Kernel {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: as above.
             Backend::Avx2 => unsafe { x86::prefixes_of_avx2(&self.key, nonces, out) },
+            #[cfg(target_arch = "aarch64")]
+            // SAFETY: as above.
+            Backend::Neon => unsafe { arm::prefixes_of_neon(&self.key, nonces, out) },
             // SAFETY: the portable vector needs no target feature.
             _ => unsafe { prefixes_of_generic::<Portable>(&self.key, nonces, out) },
         }
@@ -167,6 +186,9 @@ impl Kernel {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: as above.
             Backend::Avx2 => unsafe { x86::hashes_avx2(&self.key, nonces, out) },
+            #[cfg(target_arch = "aarch64")]
+            // SAFETY: as above.
+            Backend::Neon => unsafe { arm::hashes_neon(&self.key, nonces, out) },
             // SAFETY: as above.
             _ => unsafe { hashes_generic::<Portable>(&self.key, nonces, out) },
         }
