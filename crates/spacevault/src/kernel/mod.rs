@@ -6,10 +6,11 @@
 //! with different target features; the `blake3` crate is the reference that
 //! the tests hold every backend to.
 //!
-//! `SPACEVAULT_BACKEND=portable` (or `avx2`, `avx512`, `neon`) picks a
-//! backend for the whole process; a backend the CPU lacks falls back to the
-//! best one it has. The portable backend is what machines without AVX2 or
-//! NEON run, so the test suite is run with it too.
+//! `SPACEVAULT_BACKEND=portable` (or `avx512`, `avx2`, `sse2`, `neon`) picks
+//! a backend for the whole process; a backend the CPU lacks falls back to the
+//! best one it has. The portable backend is what CPUs with none of those run
+//! (and the plain twin the others are held to), so the test suite is run
+//! with it too.
 
 #[cfg(target_arch = "aarch64")]
 mod arm;
@@ -28,6 +29,8 @@ pub enum Backend {
     Avx512,
     /// 8 lanes in AVX2 registers.
     Avx2,
+    /// 4 lanes in SSE2 registers (every x86-64 CPU).
+    Sse2,
     /// 4 lanes in NEON registers (aarch64).
     Neon,
     /// 4 lanes in plain Rust, for any CPU (what the compiler makes of it is
@@ -37,9 +40,10 @@ pub enum Backend {
 
 impl Backend {
     /// Every backend this build knows, best first.
-    pub const ALL: [Backend; 4] = [
+    pub const ALL: [Backend; 5] = [
         Backend::Avx512,
         Backend::Avx2,
+        Backend::Sse2,
         Backend::Neon,
         Backend::Portable,
     ];
@@ -48,6 +52,7 @@ impl Backend {
         match self {
             Backend::Avx512 => "avx512",
             Backend::Avx2 => "avx2",
+            Backend::Sse2 => "sse2",
             Backend::Neon => "neon",
             Backend::Portable => "portable",
         }
@@ -62,7 +67,7 @@ impl Backend {
         match self {
             Backend::Avx512 => 16,
             Backend::Avx2 => 8,
-            Backend::Neon | Backend::Portable => 4,
+            Backend::Sse2 | Backend::Neon | Backend::Portable => 4,
         }
     }
 
@@ -76,6 +81,8 @@ impl Backend {
             }
             #[cfg(target_arch = "x86_64")]
             Backend::Avx2 => std::arch::is_x86_feature_detected!("avx2"),
+            #[cfg(target_arch = "x86_64")]
+            Backend::Sse2 => std::arch::is_x86_feature_detected!("sse2"),
             #[cfg(target_arch = "aarch64")]
             Backend::Neon => std::arch::is_aarch64_feature_detected!("neon"),
             Backend::Portable => true,
@@ -150,6 +157,9 @@ impl Kernel {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: as above.
             Backend::Avx2 => unsafe { x86::prefixes_avx2(&self.key, first, out) },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: as above.
+            Backend::Sse2 => unsafe { x86::prefixes_sse2(&self.key, first, out) },
             #[cfg(target_arch = "aarch64")]
             // SAFETY: as above.
             Backend::Neon => unsafe { arm::prefixes_neon(&self.key, first, out) },
@@ -168,6 +178,9 @@ impl Kernel {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: as above.
             Backend::Avx2 => unsafe { x86::prefixes_of_avx2(&self.key, nonces, out) },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: as above.
+            Backend::Sse2 => unsafe { x86::prefixes_of_sse2(&self.key, nonces, out) },
             #[cfg(target_arch = "aarch64")]
             // SAFETY: as above.
             Backend::Neon => unsafe { arm::prefixes_of_neon(&self.key, nonces, out) },
@@ -186,6 +199,9 @@ impl Kernel {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: as above.
             Backend::Avx2 => unsafe { x86::hashes_avx2(&self.key, nonces, out) },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: as above.
+            Backend::Sse2 => unsafe { x86::hashes_sse2(&self.key, nonces, out) },
             #[cfg(target_arch = "aarch64")]
             // SAFETY: as above.
             Backend::Neon => unsafe { arm::hashes_neon(&self.key, nonces, out) },

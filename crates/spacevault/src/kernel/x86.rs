@@ -108,6 +108,68 @@ impl Vector for Avx2 {
     }
 }
 
+/// Four lanes in SSE2, which every x86-64 CPU has: for those without AVX2
+/// (older servers, many low-power NAS boards), where the plain Rust lanes
+/// come out partly scalar.
+#[derive(Clone, Copy)]
+pub(crate) struct Sse2(__m128i);
+
+impl Vector for Sse2 {
+    const LANES: usize = 4;
+    #[inline(always)]
+    unsafe fn splat(x: u32) -> Self {
+        Sse2(_mm_set1_epi32(x as i32))
+    }
+    #[inline(always)]
+    unsafe fn load(words: &[u32]) -> Self {
+        assert!(words.len() >= 4);
+        Sse2(_mm_loadu_si128(words.as_ptr().cast()))
+    }
+    #[inline(always)]
+    unsafe fn store(self, words: &mut [u32]) {
+        assert!(words.len() >= 4);
+        _mm_storeu_si128(words.as_mut_ptr().cast(), self.0)
+    }
+    #[inline(always)]
+    unsafe fn add(self, other: Self) -> Self {
+        Sse2(_mm_add_epi32(self.0, other.0))
+    }
+    #[inline(always)]
+    unsafe fn xor(self, other: Self) -> Self {
+        Sse2(_mm_xor_si128(self.0, other.0))
+    }
+    // By 16: swap the 16-bit halves of each word, two shuffles; SSE2 has no
+    // byte shuffle, so the others are two shifts and an or.
+    #[inline(always)]
+    unsafe fn rotr16(self) -> Self {
+        const SWAP: i32 = 0b10_11_00_01;
+        Sse2(_mm_shufflehi_epi16::<SWAP>(_mm_shufflelo_epi16::<SWAP>(
+            self.0,
+        )))
+    }
+    #[inline(always)]
+    unsafe fn rotr12(self) -> Self {
+        Sse2(_mm_or_si128(
+            _mm_srli_epi32::<12>(self.0),
+            _mm_slli_epi32::<20>(self.0),
+        ))
+    }
+    #[inline(always)]
+    unsafe fn rotr8(self) -> Self {
+        Sse2(_mm_or_si128(
+            _mm_srli_epi32::<8>(self.0),
+            _mm_slli_epi32::<24>(self.0),
+        ))
+    }
+    #[inline(always)]
+    unsafe fn rotr7(self) -> Self {
+        Sse2(_mm_or_si128(
+            _mm_srli_epi32::<7>(self.0),
+            _mm_slli_epi32::<25>(self.0),
+        ))
+    }
+}
+
 #[target_feature(enable = "avx512f,avx512vl")]
 pub(super) unsafe fn prefixes_avx512(key: &[u32; 8], first: u64, out: &mut [u64]) {
     super::prefixes_generic::<Avx512>(key, first, out)
@@ -136,4 +198,19 @@ pub(super) unsafe fn prefixes_of_avx512(key: &[u32; 8], nonces: &[u64], out: &mu
 #[target_feature(enable = "avx2")]
 pub(super) unsafe fn prefixes_of_avx2(key: &[u32; 8], nonces: &[u64], out: &mut [u64]) {
     super::prefixes_of_generic::<Avx2>(key, nonces, out)
+}
+
+#[target_feature(enable = "sse2")]
+pub(super) unsafe fn prefixes_sse2(key: &[u32; 8], first: u64, out: &mut [u64]) {
+    super::prefixes_generic::<Sse2>(key, first, out)
+}
+
+#[target_feature(enable = "sse2")]
+pub(super) unsafe fn hashes_sse2(key: &[u32; 8], nonces: &[u64], out: &mut [[u8; 32]]) {
+    super::hashes_generic::<Sse2>(key, nonces, out)
+}
+
+#[target_feature(enable = "sse2")]
+pub(super) unsafe fn prefixes_of_sse2(key: &[u32; 8], nonces: &[u64], out: &mut [u64]) {
+    super::prefixes_of_generic::<Sse2>(key, nonces, out)
 }
