@@ -4,7 +4,7 @@
 use crate::stats::Summary;
 use crate::BenchError;
 use serde::Serialize;
-use spacevault::aligned::{open_read, AlignedBuf, MappedBuf, Pages};
+use spacevault::aligned::{open_read, AlignedBuf};
 use spacevault::kernel::Kernel;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
@@ -42,40 +42,6 @@ pub fn hash_rate(threads: usize, duration: Duration) -> f64 {
         handles.into_iter().map(|h| h.join().unwrap()).sum()
     });
     total as f64 / started.elapsed().as_secs_f64()
-}
-
-/// Bytes per second of fresh memory that `threads` threads bring into use
-/// at once, touching `bytes` in all: a store to each 4 KiB page of an
-/// anonymous mapping of base pages, as the plotter's large arrays are.
-/// The kernel zeroes every page first; on a VM whose host backs guest
-/// memory lazily the host must find and map it too, which can cost far more
-/// than the zeroing. A plot pays this for every byte of its buffers.
-pub fn fresh_memory_rate(threads: usize, bytes: u64) -> Result<f64, BenchError> {
-    let share = (bytes / threads.max(1) as u64 / 8) as usize;
-    let buffers: Vec<_> = (0..threads)
-        .map(|_| MappedBuf::<u64>::zeroed(share, Pages::Base))
-        .collect::<Result<_, _>>()
-        .map_err(|e| BenchError::io("mapping memory to touch", e))?;
-    let started = Instant::now();
-    let touched: Vec<_> = std::thread::scope(|s| {
-        let handles: Vec<_> = buffers
-            .into_iter()
-            .map(|mut buf| {
-                s.spawn(move || {
-                    for word in buf.iter_mut().step_by(4096 / 8) {
-                        *word = 1;
-                    }
-                    buf
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
-    });
-    let seconds = started.elapsed().as_secs_f64();
-    // Unmapped after the clock stops: the plot frees its memory too, but
-    // this measures bringing memory into use.
-    drop(touched);
-    Ok((share * 8 * threads) as f64 / seconds)
 }
 
 /// Sequential write and read speed of a directory's disk, bytes per second.

@@ -2,8 +2,8 @@
 //! same run and the plot's ratio to them.
 
 use crate::machine::{
-    concurrent_speed, disk_speed, fresh_memory_rate, hash_rate, peak_rss, reset_peak_rss,
-    ConcurrentSpeed, DiskSpeed, IoCounters,
+    concurrent_speed, disk_speed, hash_rate, peak_rss, reset_peak_rss, ConcurrentSpeed, DiskSpeed,
+    IoCounters,
 };
 use crate::BenchError;
 use serde::Serialize;
@@ -31,10 +31,6 @@ pub struct PlotBenchOptions {
     pub hash_seconds: f64,
     /// Bytes for the disk-speed measurement.
     pub disk_bytes: u64,
-    /// Bytes of fresh memory touched to measure how fast memory comes into
-    /// use, after the plot: the plot's peak RSS when `None`; 0 skips the
-    /// measurement.
-    pub touch_bytes: Option<u64>,
 }
 
 /// The machine's limits, measured in the same run.
@@ -49,8 +45,9 @@ pub struct Bounds {
     /// Reading in the temp directory while writing in the output directory
     /// (external plots only): what phase 2 does.
     pub concurrent: Option<ConcurrentSpeed>,
-    /// Fresh memory brought into use on every thread at once, bytes a second
-    /// (the kernel zeroes each new page; a VM's host may have to back it).
+    /// Fresh memory the plot brought into use on every thread at once
+    /// before hashing, bytes a second (the kernel zeroes each new page; a
+    /// VM's host may have to back it); `None` when the plot needed none.
     pub fresh_memory_bytes_per_second: Option<f64>,
 }
 
@@ -93,13 +90,14 @@ pub struct PlotBench {
     pub design_bound_seconds: f64,
     /// `wall_seconds / design_bound_seconds`.
     pub wall_over_design_bound: f64,
-    /// Time to bring the plot's peak resident memory into use at the
-    /// measured fresh-memory rate: CPU time the hashing cores cannot hash in.
-    pub first_touch_seconds: Option<f64>,
+    /// The plot's time bringing its new sort buffers into use before
+    /// hashing (0 when it reused buffers): time the hashing cores cannot
+    /// hash in.
+    pub first_touch_seconds: f64,
     /// The design bound with the first touch added to hashing, and the
     /// wall's ratio to it.
-    pub design_bound_with_first_touch_seconds: Option<f64>,
-    pub wall_over_design_bound_with_first_touch: Option<f64>,
+    pub design_bound_with_first_touch_seconds: f64,
+    pub wall_over_design_bound_with_first_touch: f64,
 }
 
 /// Measures the bounds, then plots once.
@@ -138,17 +136,13 @@ pub fn run(options: &PlotBenchOptions, progress: &dyn Progress) -> Result<PlotBe
     plotter.wait_for_temp_files();
     let temp_close_seconds = closing.elapsed().as_secs_f64();
     let peak = if rss_reset { peak_rss() } else { None };
-    // Measured after the plot, over as much memory as the plot used: on a
-    // VM the first GiB or so of fresh memory can come into use several
-    // times faster than the rest (see `Pages::Base`), so a small sample
-    // would understate what the plot paid.
-    let fresh_memory = match options.touch_bytes.or(peak) {
-        None | Some(0) => None,
-        Some(bytes) => {
-            std::thread::sleep(FRESH_MEMORY_SETTLE);
-            Some(fresh_memory_rate(threads, bytes)?)
-        }
-    };
+    // The plot's own first touch, timed as a phase of its own: measured
+    // apart, it came out several times faster or slower than what the plot
+    // paid, depending on what the VM's host still backed (see
+    // `Pages::Base`).
+    let first_touch = summary.first_touch_seconds();
+    let fresh_memory = (summary.fresh_memory_bytes > 0 && first_touch > 0.0)
+        .then(|| summary.fresh_memory_bytes as f64 / first_touch);
     let bounds = Bounds {
         hash_records_per_second: hash,
         kernel_backend: spacevault::kernel::Backend::active().name(),
@@ -163,7 +157,6 @@ pub fn run(options: &PlotBenchOptions, progress: &dyn Progress) -> Result<PlotBe
     let hash_bound = records as f64 / hash;
     // Hashing and bringing memory into use take the same cores, so a plot
     // that must do both takes at least the sum.
-    let first_touch = peak.zip(fresh_memory).map(|(p, rate)| p as f64 / rate);
     let design_bound = |first_touch: f64| match (summary.strategy, concurrent) {
         (Strategy::External, Some(both)) => {
             let temp = summary.temp_bytes_written as f64;
@@ -187,7 +180,7 @@ pub fn run(options: &PlotBenchOptions, progress: &dyn Progress) -> Result<PlotBe
         _ => hash_bound + first_touch + file / disk.write_bytes_per_second,
     };
     let design = design_bound(0.0);
-    let with_touch = first_touch.map(design_bound);
+    let with_touch = design_bound(first_touch);
     let path = if options.keep {
         Some(summary.path.clone())
     } else {
@@ -222,7 +215,7 @@ pub fn run(options: &PlotBenchOptions, progress: &dyn Progress) -> Result<PlotBe
         wall_over_design_bound: summary.seconds / design,
         first_touch_seconds: first_touch,
         design_bound_with_first_touch_seconds: with_touch,
-        wall_over_design_bound_with_first_touch: with_touch.map(|b| summary.seconds / b),
+        wall_over_design_bound_with_first_touch: summary.seconds / with_touch,
     })
 }
 

@@ -1,7 +1,7 @@
 //! Plots made by every strategy hold every nonce exactly once, and prove
 //! finds what a brute-force search over all nonces finds.
 
-use spacevault::plot::{NoProgress, Strategy};
+use spacevault::plot::{NoProgress, Strategy, FIRST_TOUCH_PHASE};
 use spacevault::{brute_force_best, plot, PlotFile, PlotOptions, Plotter};
 
 fn options(k: u8, strategy: Strategy, seed: u8) -> PlotOptions {
@@ -156,9 +156,26 @@ fn a_plotter_reusing_its_buffers_makes_the_same_plots_as_fresh_ones() {
         options(17, Strategy::Memory, 10),
         options(18, Strategy::Memory, 11),
     ];
-    for o in runs {
+    // Which runs find all the buffers they need left by the run before
+    // (None: some, as an external plot keeps only its resident rounds').
+    let reuses = [
+        Some(false),
+        Some(true),
+        Some(false),
+        None,
+        Some(false),
+        Some(false),
+    ];
+    for (o, reuses) in runs.into_iter().zip(reuses) {
         let reused = plotter.plot(&o, dir.path(), &NoProgress).unwrap();
         let fresh = plot(&o, fresh_dir.path(), &NoProgress).unwrap();
+        // Only new buffers are brought into use, in a phase of their own.
+        assert!(fresh.fresh_memory_bytes > 0);
+        assert_eq!(fresh.phases[0].0, FIRST_TOUCH_PHASE);
+        if let Some(reuses) = reuses {
+            assert_eq!(reused.fresh_memory_bytes == 0, reuses, "seed {}", o.seed[0]);
+            assert_eq!(reused.first_touch_seconds() == 0.0, reuses);
+        }
         let (a, b) = (
             std::fs::read(&reused.path).unwrap(),
             std::fs::read(&fresh.path).unwrap(),

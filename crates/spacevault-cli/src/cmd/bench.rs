@@ -47,12 +47,6 @@ pub struct BenchPlotArgs {
     /// Bytes written to measure the disk's sequential speed.
     #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "1GiB")]
     pub disk_bytes: u64,
-    /// Fresh memory touched after the plot to measure how fast new memory
-    /// comes into use (default: as much as the plot's peak RSS; 0 skips
-    /// it). The plot and the measurement each wait a few seconds first, so
-    /// that neither gets memory freed just before back ready.
-    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
-    pub touch_bytes: Option<u64>,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -117,7 +111,6 @@ fn bench_plot(a: BenchPlotArgs) -> Result<()> {
         keep: a.keep,
         hash_seconds: 2.0,
         disk_bytes: a.disk_bytes,
-        touch_bytes: a.touch_bytes,
     };
     let r = plot_bench::run(&options, &bar);
     bar.finish();
@@ -205,9 +198,10 @@ fn bench_plot(a: BenchPlotArgs) -> Result<()> {
     }
     if let Some(rate) = b.fresh_memory_bytes_per_second {
         println!(
-            "fresh memory    {:.2} GB/s brought into use on {} threads (kernel zeroing, and on a VM the host backing it)",
+            "fresh memory    {:.2} GB/s: the plot brought its new sort buffers into use on {} threads in {:.3} s before hashing (kernel zeroing, and on a VM the host backing them)",
             rate / 1e9,
-            r.threads
+            r.threads,
+            r.first_touch_seconds
         );
     }
     println!(
@@ -218,13 +212,12 @@ fn bench_plot(a: BenchPlotArgs) -> Result<()> {
         "design bound    {:.3} s   wall is {:.2}x the bound of this strategy (hashing and its I/O)",
         r.design_bound_seconds, r.wall_over_design_bound
     );
-    if let (Some(touch), Some(bound), Some(ratio)) = (
-        r.first_touch_seconds,
-        r.design_bound_with_first_touch_seconds,
-        r.wall_over_design_bound_with_first_touch,
-    ) {
+    if r.first_touch_seconds > 0.0 {
         println!(
-            "+ first touch   {bound:.3} s   wall is {ratio:.2}x (adds {touch:.3} s to bring the peak RSS into use on the hashing cores)"
+            "+ first touch   {:.3} s   wall is {:.2}x (adds the plot's {:.3} s of bringing memory into use, which takes the hashing cores)",
+            r.design_bound_with_first_touch_seconds,
+            r.wall_over_design_bound_with_first_touch,
+            r.first_touch_seconds
         );
     }
     if let Some(p) = r.path {

@@ -24,7 +24,7 @@ use super::pack::SlotPlacer;
 use super::partition::Partitioning;
 use super::pipeline::{pack_and_write, PartitionSource, Scratch};
 use super::readahead::ReadAhead;
-use super::scatter::{Scatter, ScatterPool};
+use super::scatter::{bring_into_use, Scatter, ScatterPool};
 use super::sink::RegionSink;
 use super::windows::Windows;
 use super::{stop_requested, PlotError, Progress};
@@ -174,6 +174,8 @@ pub(crate) struct ExternalResult {
     /// file.
     pub rounds: u64,
     pub rounds_in_memory: u64,
+    /// Bytes of fresh memory brought into use for the round buffers.
+    pub fresh_bytes: u64,
 }
 
 /// One round's keys of one partition from one thread: the thread's array,
@@ -369,7 +371,6 @@ fn plot_with_plan(
 
     // Phase 1: hash into one set of buffers while the writer writes another;
     // the last rounds stay in memory.
-    progress.phase("hashing to temp file", n);
     let rounds: Vec<u64> = (0..plan.rounds).map(|r| r * round).collect();
     let written_rounds = (plan.rounds - plan.resident) as usize;
     pool.keep_only(parts, cap, plan.sets as usize * threads);
@@ -386,6 +387,9 @@ fn plot_with_plan(
                 .collect::<Result<_, _>>()?,
         );
     }
+    let scatters = sets.iter_mut().flatten().map(|t| &mut t.scatter).collect();
+    let fresh_bytes = bring_into_use(scatters, threads, progress);
+    progress.phase("hashing to temp file", n);
     let (segments, temp_bytes_written, resident) = std::thread::scope(
         |s| -> Result<(Vec<RoundSegments>, u64, Vec<RoundBuffers>), PlotError> {
             let (to_writer, writer_rx) = mpsc::sync_channel::<RoundBuffers>(1);
@@ -481,6 +485,7 @@ fn plot_with_plan(
         hashed_twice: !shape.has_buckets(),
         rounds: plan.rounds,
         rounds_in_memory: plan.resident,
+        fresh_bytes,
     })
 }
 

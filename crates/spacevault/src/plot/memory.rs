@@ -7,7 +7,7 @@ use super::keys::{each_key_prefetched, hash_range, EpochMarks, KeyShape, ThreadK
 use super::pack::SlotPlacer;
 use super::partition::Partitioning;
 use super::pipeline::{pack_and_write, PartitionSource, Scratch};
-use super::scatter::{Scatter, ScatterPool};
+use super::scatter::{bring_into_use, Scatter, ScatterPool};
 use super::sink::RegionSink;
 use super::{stop_requested, PlotError, Progress};
 use crate::kernel::Kernel;
@@ -71,7 +71,8 @@ impl PartitionSource for Keys {
 }
 
 /// Runs the whole in-memory plot, its scatters taken from and given back to
-/// `pool`; returns the slot after the last record.
+/// `pool`; returns the slot after the last record and the bytes of fresh
+/// memory it brought into use.
 pub(crate) fn plot(
     parting: &Partitioning,
     kernel: &Kernel,
@@ -79,23 +80,27 @@ pub(crate) fn plot(
     file: &File,
     progress: &dyn Progress,
     pool: &ScatterPool,
-) -> Result<u64, PlotError> {
+) -> Result<(u64, u64), PlotError> {
     let layout = parting.layout;
     let n = layout.record_count();
     let parts = parting.count as usize;
     let cap = slot_capacity(parting, threads);
     let shape = KeyShape::with_buckets(parting);
     pool.keep_only(parts, cap as usize, threads);
+    let mut scatters = (0..threads)
+        .map(|_| pool.take(parts, cap as usize))
+        .collect::<Result<Vec<_>, _>>()?;
+    let fresh_bytes = bring_into_use(scatters.iter_mut().collect(), threads, progress);
 
     progress.phase("hashing", n);
     let per_thread: Vec<ThreadKeys> =
         std::thread::scope(|s| -> Vec<Result<ThreadKeys, PlotError>> {
             let handles: Vec<_> = (0..threads)
-                .map(|t| {
+                .zip(scatters)
+                .map(|(t, mut scatter)| {
                     let range =
                         (n * t as u64 / threads as u64)..(n * (t as u64 + 1) / threads as u64);
                     s.spawn(move || -> Result<ThreadKeys, PlotError> {
-                        let mut scatter = pool.take(parts, cap as usize)?;
                         let mut marks = EpochMarks::default();
                         hash_range(
                             kernel,
@@ -128,5 +133,5 @@ pub(crate) fn plot(
     keys.per_thread
         .into_iter()
         .for_each(|t| pool.give(t.scatter));
-    end
+    Ok((end?, fresh_bytes))
 }

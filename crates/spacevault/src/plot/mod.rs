@@ -211,11 +211,29 @@ pub struct PlotSummary {
     /// Seconds spent in each phase, in order (the last includes making the
     /// file durable).
     pub phases: Vec<(String, f64)>,
+    /// Bytes of fresh memory brought into use before hashing (0 when the
+    /// plot reused an earlier plot's buffers), in the phase named
+    /// [`FIRST_TOUCH_PHASE`].
+    pub fresh_memory_bytes: u64,
 }
+
+/// The phase in which a plot brings the pages of its new sort buffers into
+/// use, before hashing: on a VM whose host backs guest memory lazily, a
+/// large share of a fresh plot's time.
+pub const FIRST_TOUCH_PHASE: &str = "bringing memory into use";
 
 impl PlotSummary {
     pub fn records_per_second(&self) -> f64 {
         (1u64 << self.k) as f64 / self.seconds
+    }
+
+    /// Seconds of the [`FIRST_TOUCH_PHASE`] (0 when there was none).
+    pub fn first_touch_seconds(&self) -> f64 {
+        let touch = self
+            .phases
+            .iter()
+            .find(|(name, _)| name == FIRST_TOUCH_PHASE);
+        touch.map_or(0.0, |(_, seconds)| *seconds)
     }
 }
 
@@ -347,6 +365,7 @@ fn plot_with(
     let mut temp_bytes_written = 0;
     let mut hashed_twice = false;
     let (mut rounds, mut rounds_in_memory) = (0, 0);
+    let fresh_memory_bytes;
     let end = match strategy {
         Strategy::External => {
             let ext = external::plot(
@@ -365,9 +384,15 @@ fn plot_with(
             temp_bytes_written = ext.temp_bytes_written;
             hashed_twice = ext.hashed_twice;
             (rounds, rounds_in_memory) = (ext.rounds, ext.rounds_in_memory);
+            fresh_memory_bytes = ext.fresh_bytes;
             ext.end
         }
-        _ => memory::plot(&in_memory, &kernel, threads, file.file(), progress, pool)?,
+        _ => {
+            let (end, fresh) =
+                memory::plot(&in_memory, &kernel, threads, file.file(), progress, pool)?;
+            fresh_memory_bytes = fresh;
+            end
+        }
     };
     let header = Header {
         layout,
@@ -392,5 +417,6 @@ fn plot_with(
         rounds_in_memory,
         hashed_twice,
         phases: clock.durations(Instant::now()),
+        fresh_memory_bytes,
     })
 }

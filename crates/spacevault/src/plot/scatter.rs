@@ -5,7 +5,7 @@
 //! 64-byte line per partition (all lines together fit in L2) and copied out a
 //! whole line at a time, so the big arrays see sequential full-line writes.
 
-use super::PlotError;
+use super::{PlotError, Progress, FIRST_TOUCH_PHASE};
 use crate::aligned::{MappedBuf, Pages};
 use std::sync::Mutex;
 
@@ -18,6 +18,8 @@ pub(crate) struct Scatter<T: Copy + Default> {
     arrays: Arrays<T>,
     lines: Vec<T>,
     line_fill: Vec<u8>,
+    /// Whether the arrays' pages may not all be in use yet.
+    fresh: bool,
 }
 
 /// Every partition's array, and the records that did not fit.
@@ -49,7 +51,27 @@ impl<T: Copy + Default> Scatter<T> {
             },
             lines: vec![T::default(); parts * Self::LINE],
             line_fill: vec![0; parts],
+            fresh: true,
         })
+    }
+
+    /// Whether [`prefault`](Self::prefault) has work to do.
+    pub fn is_fresh(&self) -> bool {
+        self.fresh
+    }
+
+    /// Brings every page of the arrays into use now, with one store each,
+    /// rather than at the first store of the scatter into it: the kernel
+    /// zeroes each page then either way, but done first it can be timed
+    /// (it is most of what a fresh plot pays beyond hashing on a VM) and
+    /// done on all threads at once.
+    pub fn prefault(&mut self) {
+        if std::mem::take(&mut self.fresh) {
+            self.arrays
+                .keys
+                .chunks_mut(Self::PAGE)
+                .for_each(|page| page[0] = T::default());
+        }
     }
 
     /// Whether this scatter was made by `new(parts, cap)`.
@@ -83,6 +105,7 @@ impl<T: Copy + Default> Scatter<T> {
             arrays,
             lines,
             line_fill,
+            ..
         } = self;
         let (lines, line_fill) = (&mut lines[..], &mut line_fill[..]);
         let worst = parts.iter().copied().max().unwrap_or(0) as usize;
@@ -219,6 +242,32 @@ impl ScatterPool {
     pub fn kept(&self) -> usize {
         self.0.lock().unwrap().len()
     }
+}
+
+/// Brings the pages of the fresh ones among `scatters` into use, on
+/// `threads` threads, as a phase of its own so that its time is known;
+/// returns the bytes brought into use.
+pub(crate) fn bring_into_use(
+    mut scatters: Vec<&mut Scatter<u32>>,
+    threads: usize,
+    progress: &dyn Progress,
+) -> u64 {
+    scatters.retain(|s| s.is_fresh());
+    if scatters.is_empty() {
+        return 0;
+    }
+    progress.phase(FIRST_TOUCH_PHASE, 0);
+    let bytes = scatters
+        .iter()
+        .map(|s| std::mem::size_of_val(&s.arrays.keys[..]) as u64)
+        .sum();
+    let per_thread = scatters.len().div_ceil(threads.max(1));
+    std::thread::scope(|s| {
+        for group in scatters.chunks_mut(per_thread) {
+            s.spawn(move || group.iter_mut().for_each(|scatter| scatter.prefault()));
+        }
+    });
+    bytes
 }
 
 impl<T: Copy> Arrays<T> {
