@@ -108,7 +108,7 @@ impl<T: Copy + Default> Scatter<T> {
             ..
         } = self;
         let (lines, line_fill) = (&mut lines[..], &mut line_fill[..]);
-        let worst = parts.iter().copied().max().unwrap_or(0) as usize;
+        let worst = largest(parts, wide) as usize;
         assert!(worst < line_fill.len(), "partition {worst} out of range");
         assert_eq!(lines.len(), line_fill.len() * line);
         for (&p, &key) in parts.iter().zip(keys) {
@@ -299,6 +299,33 @@ impl<T: Copy> Arrays<T> {
     }
 }
 
+/// The largest of `parts` (0 for none). In SSE2, which has no unsigned
+/// 32-bit max, the compiler's loop took 15% of the scatter's time; with
+/// `wide` (AVX-512) it is one max a 16 values.
+fn largest(parts: &[u32], wide: bool) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    if wide {
+        // SAFETY: `wide` is only set where AVX-512F is present.
+        return unsafe { largest_avx512(parts) };
+    }
+    let _ = wide;
+    parts.iter().copied().max().unwrap_or(0)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn largest_avx512(parts: &[u32]) -> u32 {
+    use std::arch::x86_64::*;
+    let mut chunks = parts.chunks_exact(16);
+    let mut top = _mm512_setzero_si512();
+    for chunk in &mut chunks {
+        // SAFETY: the chunk holds 16 u32s; unaligned loads are allowed.
+        top = _mm512_max_epu32(top, _mm512_loadu_si512(chunk.as_ptr().cast()));
+    }
+    let rest = chunks.remainder().iter().copied().max().unwrap_or(0);
+    _mm512_reduce_max_epu32(top).max(rest)
+}
+
 /// Copies one 64-byte line with non-temporal stores: the line goes straight
 /// to memory without first being read into the cache (a plain store would
 /// read every line of the arrays from memory before overwriting it).
@@ -407,6 +434,26 @@ mod tests {
                 let (slice, extra) = s.records(p as u64);
                 let got: Vec<u32> = slice.iter().copied().chain(extra).collect();
                 assert_eq!(&got, want, "partition {p}, wide {wide}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_largest_partition_is_found_either_way() {
+        #[cfg(target_arch = "x86_64")]
+        let wide = std::arch::is_x86_feature_detected!("avx512f");
+        #[cfg(not(target_arch = "x86_64"))]
+        let wide = false;
+        for len in [0usize, 1, 15, 16, 17, 100, 4096] {
+            for at in [0, len / 2, len.saturating_sub(1)] {
+                let mut parts: Vec<u32> =
+                    (0..len as u32).map(|i| i.wrapping_mul(7) % 500).collect();
+                if len > 0 {
+                    parts[at] = 0x8000_0001;
+                }
+                let want = parts.iter().copied().max().unwrap_or(0);
+                assert_eq!(largest(&parts, false), want, "len {len}");
+                assert_eq!(largest(&parts, wide), want, "len {len}, wide {wide}");
             }
         }
     }
