@@ -404,14 +404,19 @@ mod tests {
         assert!(s.records(0).0.is_empty());
     }
 
+    /// Whether the AVX-512 paths (`wide`) can run on this CPU.
+    fn avx512_here() -> bool {
+        #[cfg(target_arch = "x86_64")]
+        return std::arch::is_x86_feature_detected!("avx512f");
+        #[cfg(not(target_arch = "x86_64"))]
+        false
+    }
+
     /// Full lines streamed from a register (AVX-512) or from the line give
     /// the same arrays, in order, also once a partition overflows.
     #[test]
     fn both_ways_of_streaming_lines_keep_every_record() {
-        #[cfg(target_arch = "x86_64")]
-        let wide = std::arch::is_x86_feature_detected!("avx512f");
-        #[cfg(not(target_arch = "x86_64"))]
-        let wide = false;
+        let wide = avx512_here();
         let parts = 7;
         let keys: Vec<u32> = (0..20_000u32)
             .map(|i| i.wrapping_mul(2_654_435_761))
@@ -440,10 +445,7 @@ mod tests {
 
     #[test]
     fn the_largest_partition_is_found_either_way() {
-        #[cfg(target_arch = "x86_64")]
-        let wide = std::arch::is_x86_feature_detected!("avx512f");
-        #[cfg(not(target_arch = "x86_64"))]
-        let wide = false;
+        let wide = avx512_here();
         for len in [0usize, 1, 15, 16, 17, 100, 4096] {
             for at in [0, len / 2, len.saturating_sub(1)] {
                 let mut parts: Vec<u32> =
