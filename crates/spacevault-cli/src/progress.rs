@@ -17,7 +17,7 @@ impl Bar {
             let b = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr_with_hz(8));
             b.set_style(
                 ProgressStyle::with_template(
-                    "{prefix} {msg:<22} [{bar:30}] {percent:>3}%  {per_sec:>14}  ETA {eta}",
+                    "{prefix} {msg:<24} [{bar:30}] {percent:>3}%  {per_sec:>14}  ETA {eta}",
                 )
                 .expect("valid template")
                 .progress_chars("=> "),
@@ -39,7 +39,9 @@ impl Bar {
 
 impl spacevault::plot::Progress for Bar {
     fn phase(&self, name: &str, total: u64) {
-        self.bar.set_length(total);
+        // A phase without a count (bringing memory into use) shows 0%
+        // until the next one, rather than indicatif's 100% for length 0.
+        self.bar.set_length(total.max(1));
         self.bar.set_position(0);
         self.bar.reset_eta();
         self.bar.set_message(name.to_string());
