@@ -301,7 +301,7 @@ impl<T: Copy> Arrays<T> {
 
 /// The largest of `parts` (0 for none). In SSE2, which has no unsigned
 /// 32-bit max, the compiler's loop took 15% of the scatter's time; with
-/// `wide` (AVX-512) it is one max a 16 values.
+/// `wide` (AVX-512) it is one max per 16 values.
 fn largest(parts: &[u32], wide: bool) -> u32 {
     #[cfg(target_arch = "x86_64")]
     if wide {
