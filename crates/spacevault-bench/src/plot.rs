@@ -12,11 +12,11 @@ use spacevault::PlotOptions;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-/// How long freed memory is left alone before measuring fresh memory and
-/// before plotting. A VM host that backs guest memory lazily takes freed
-/// guest pages back after about two seconds (measured on the development
-/// VM); until then a new allocation finds them ready, and the measurement
-/// or the plot would pay less for fresh memory than it does on its own.
+/// How long freed memory is left alone before plotting. A VM host that
+/// backs guest memory lazily takes freed guest pages back after about two
+/// seconds (measured on the development VM); until then a new allocation
+/// finds them ready, and the plot would pay less for fresh memory than it
+/// does on its own.
 const FRESH_MEMORY_SETTLE: Duration = Duration::from_secs(4);
 
 pub struct PlotBenchOptions {
@@ -104,11 +104,11 @@ pub struct PlotBench {
 pub fn run(options: &PlotBenchOptions, progress: &dyn Progress) -> Result<PlotBench, BenchError> {
     let threads = options.plot.threads;
     let external = spacevault::plot::strategy_for(&options.plot)? == Strategy::External;
-    // Memory an earlier process freed just now would come back ready, to
-    // the fresh-memory measurement or to the plot; settle first.
+    // Memory an earlier process freed just now would come back ready to the
+    // plot; settle first.
     std::thread::sleep(FRESH_MEMORY_SETTLE);
     // The hash rate is the best of two measurements, one before the
-    // fresh-memory and disk measurements and one after: on the development
+    // disk measurements and one after: on the development
     // VM, a one-second measurement now and then came out 15 to 20% below
     // the usual (while the host takes freed memory back, or schedules the
     // two virtual cores on one physical core), and a bound from it would
