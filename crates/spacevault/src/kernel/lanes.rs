@@ -1,9 +1,10 @@
 //! The BLAKE3 compression of one 64-byte block, for N messages side by side.
 //!
-//! Written once over plain `[u32; N]` arrays so that LLVM's vectorizer turns
-//! each array operation into one SIMD instruction for whatever target features
-//! the caller enables (AVX-512: N = 16 in zmm registers, AVX2: N = 8, NEON or
-//! SSE2: N = 4). The message is specialised to spacevault's records: only
+//! Written once over a small [`Vector`] trait of N lanes, which each backend
+//! implements with its own intrinsics (AVX-512: N = 16 in zmm registers,
+//! AVX2: N = 8, SSE2 and NEON: N = 4) and [`Portable`] with a plain
+//! `[u32; 4]`, the twin the others are tested against (left to the
+//! compiler, it comes out partly scalar). The message is specialised to spacevault's records: only
 //! words 0 and 1 (the nonce) are non-zero, so the other 112 message additions
 //! of the 7 rounds fold away at compile time, and no message transposition is
 //! needed at all.
