@@ -421,6 +421,55 @@ mod tests {
         }
     }
 
+    /// Phase 1's CPU work on one thread for a k = 32 plot (512
+    /// partitions), without the disk, against hashing alone: `cargo test
+    /// --release -p spacevault phase1_speed -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn phase1_speed() {
+        use crate::format::Layout;
+        use crate::plot::NoProgress;
+        use std::time::Instant;
+        let parting = Partitioning::new(Layout::for_k(32).unwrap(), 1 << 23);
+        let shape = KeyShape::with_buckets(&parting);
+        let kernel = Kernel::new(&[7; 32]);
+        let n = 1u64 << 26;
+        let cap = (n / parting.count + 8 * ((n / parting.count) as f64).sqrt() as u64) as usize;
+        let mut scatter = Scatter::new(parting.count as usize, cap).unwrap();
+        scatter.prefault();
+        let mut marks = EpochMarks::default();
+        let mut prefixes = vec![0u64; BLOCK];
+        let (mut best_hash, mut best_all) = (f64::MAX, f64::MAX);
+        for _ in 0..6 {
+            let t = Instant::now();
+            for x in (0..n).step_by(BLOCK) {
+                kernel.prefixes(x, &mut prefixes);
+            }
+            let hashing = t.elapsed();
+            scatter.clear();
+            let t = Instant::now();
+            hash_range(
+                &kernel,
+                &parting,
+                shape,
+                0..n,
+                &mut scatter,
+                &mut marks,
+                &NoProgress,
+            )
+            .unwrap();
+            let all = t.elapsed();
+            let ns = |d: std::time::Duration| d.as_secs_f64() * 1e9 / n as f64;
+            best_hash = best_hash.min(ns(hashing));
+            best_all = best_all.min(ns(all));
+        }
+        println!(
+            "best of 6: hashing {best_hash:.2} ns, hashing and scattering {best_all:.2} ns \
+             a record (scattering {:.2} ns)",
+            best_all - best_hash
+        );
+    }
+
     #[test]
     fn epochs_split_keys_across_array_and_extra() {
         let array = [1, 2, 3];

@@ -369,6 +369,78 @@ mod tests {
         }
     }
 
+    /// Phase 2's CPU work on one partition of a k = 32 plot, without the
+    /// disk: `cargo test --release -p spacevault phase2_speed -- --ignored
+    /// --nocapture`.
+    #[test]
+    #[ignore]
+    fn phase2_speed() {
+        use crate::format::Layout;
+        use crate::plot::pack::{place, BufPool, SlotPlacer};
+        use crate::plot::partition::Partitioning;
+        use std::time::Instant;
+        let layout = Layout::for_k(32).unwrap();
+        let parting = Partitioning::new(layout, 1 << 23);
+        let buckets = parting.buckets(0);
+        let n_buckets = (buckets.end - buckets.start) as usize;
+        let shape = KeyShape::with_buckets(&parting);
+        let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        // Runs of keys epoch by epoch, as the temp file gives them.
+        let n = n_buckets * 32;
+        let mut runs: Vec<(u64, Vec<u32>)> = Vec::new();
+        let mut x = 0u64;
+        for _ in 0..n {
+            x += 1 + next() % 1023;
+            let epoch = x >> shape.low_bits;
+            if runs.last().map(|r| r.0) != Some(epoch) {
+                runs.push((epoch, Vec::new()));
+            }
+            let b = next() % n_buckets as u64;
+            runs.last_mut().unwrap().1.push(shape.key(b, x));
+        }
+        let pool = BufPool::default();
+        let mut windows = Windows::default();
+        let mut cursors = Vec::new();
+        for _ in 0..5 {
+            let t = Instant::now();
+            windows.reset(n_buckets, n);
+            for (epoch, keys) in &runs {
+                assert!(windows.file_keys(keys, shape, *epoch));
+            }
+            let filed = t.elapsed();
+            let mut counts = vec![0u32; n_buckets];
+            windows.add_counts(&mut counts);
+            let placement = place(&parting, 0, &counts, 0);
+            let t = Instant::now();
+            let mut placer = SlotPlacer::new(
+                &parting,
+                0,
+                &counts,
+                &placement,
+                &pool,
+                std::mem::take(&mut cursors),
+            )
+            .unwrap();
+            windows.place(&mut placer);
+            let (packed, reused) = placer.finish(&parting, &counts, &placement).unwrap();
+            let placed = t.elapsed();
+            cursors = reused;
+            pool.give(packed.buf);
+            let ns = |d: std::time::Duration| d.as_secs_f64() * 1e9 / n as f64;
+            println!(
+                "{n} records: filing {:.2} ns, placing {:.2} ns a record",
+                ns(filed),
+                ns(placed)
+            );
+        }
+    }
+
     #[test]
     fn a_key_beyond_the_buckets_is_refused() {
         let shape = KeyShape { low_bits: 20 };
