@@ -237,10 +237,9 @@ fn locate_block(
 
 /// [`locate_block`] eight lanes at a time, dividing by multiplying
 /// ([`Locator::multiply_constants`]): about half the instructions of the
-/// floating-point division below. Hashing and locating a block took
-/// 7.27-7.64 ns a record on one core this way against 7.47-7.69 in
-/// floating point (six paired runs, each faster this way), and hashing
-/// alone 6.6.
+/// floating-point division. Hashing and locating a block took 7.27-7.64
+/// ns a record on one core this way against 7.47-7.69 in floating point
+/// (six paired runs, each faster this way), and hashing alone 6.6.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 unsafe fn locate_block_multiply(
@@ -251,48 +250,14 @@ unsafe fn locate_block_multiply(
     parts: &mut [u32],
     keys: &mut [u32],
 ) {
-    use std::arch::x86_64::*;
-    let n = prefixes.len().min(parts.len()).min(keys.len());
-    let (bucket_shift, m, s, d) = (shift, multiplier, quotient_shift, divisor);
-    let shift = _mm_cvtsi64_si128(shift as i64);
-    let quotient_shift = _mm_cvtsi64_si128(quotient_shift as i64);
-    let low_bits = _mm_cvtsi64_si128(shape.low_bits as i64);
-    let low_mask = _mm512_set1_epi64((shape.epoch_len() - 1) as i64);
-    let multiplier = _mm512_set1_epi64(multiplier as i64);
-    let divisor = _mm512_set1_epi64(divisor as i64);
-    let mut nonces = _mm512_add_epi64(
-        _mm512_set1_epi64(first as i64),
-        _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7),
-    );
-    let eight = _mm512_set1_epi64(8);
-    let whole = n / 8 * 8;
-    for i in (0..whole).step_by(8) {
-        // SAFETY: i + 8 <= n, the length of all three slices.
-        let prefix = _mm512_loadu_si512(prefixes.as_ptr().add(i).cast());
-        // Buckets and the multiplier are below 2^32: vpmuludq multiplies
-        // each lane's low 32 bits into a 64-bit product.
-        let bucket = _mm512_srl_epi64(prefix, shift);
-        let p = _mm512_srl_epi64(_mm512_mul_epu32(bucket, multiplier), quotient_shift);
-        let local = _mm512_sub_epi64(bucket, _mm512_mul_epu32(p, divisor));
-        let key = _mm512_or_si512(
-            _mm512_sll_epi64(local, low_bits),
-            _mm512_and_si512(nonces, low_mask),
-        );
-        _mm256_storeu_si256(parts.as_mut_ptr().add(i).cast(), _mm512_cvtepi64_epi32(p));
-        _mm256_storeu_si256(keys.as_mut_ptr().add(i).cast(), _mm512_cvtepi64_epi32(key));
-        nonces = _mm512_add_epi64(nonces, eight);
-    }
-    for i in whole..n {
-        let bucket = prefixes[i] >> bucket_shift;
-        let p = (bucket * m) >> s;
-        parts[i] = p as u32;
-        keys[i] = shape.key(bucket - p * d, first + i as u64);
-    }
+    let divide = lanes::Multiply::new(multiplier, quotient_shift, divisor);
+    lanes::locate(&divide, shift, shape, first, prefixes, parts, keys);
 }
 
 /// [`locate_block`] eight lanes at a time, dividing in floating point as
 /// [`Locator::locate_f64`] does (the compiler does not vectorise its
-/// conversions on its own: they saturate in Rust).
+/// conversions on its own: they saturate in Rust). For buckets of more
+/// than 31 bits, where the multiply does not fit.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512dq")]
 unsafe fn locate_block_avx512(
@@ -303,47 +268,151 @@ unsafe fn locate_block_avx512(
     parts: &mut [u32],
     keys: &mut [u32],
 ) {
-    use std::arch::x86_64::*;
-    let n = prefixes.len().min(parts.len()).min(keys.len());
     let (shift, inverse, divisor) = locator.f64_constants();
-    let shift = _mm_cvtsi64_si128(shift as i64);
-    let low_bits = _mm_cvtsi64_si128(shape.low_bits as i64);
-    let low_mask = _mm512_set1_epi64((shape.epoch_len() - 1) as i64);
-    let (inverse, divisor) = (_mm512_set1_pd(inverse), _mm512_set1_pd(divisor));
-    let (zero, one) = (_mm512_setzero_pd(), _mm512_set1_pd(1.0));
-    let mut nonces = _mm512_add_epi64(
-        _mm512_set1_epi64(first as i64),
-        _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7),
-    );
-    let eight = _mm512_set1_epi64(8);
-    let whole = n / 8 * 8;
-    for i in (0..whole).step_by(8) {
-        // SAFETY: i + 8 <= n, the length of all three slices.
-        let prefix = _mm512_loadu_si512(prefixes.as_ptr().add(i).cast());
-        let bucket = _mm512_cvtepu64_pd(_mm512_srl_epi64(prefix, shift));
-        let mut p = _mm512_roundscale_pd::<{ _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC }>(
-            _mm512_mul_pd(bucket, inverse),
-        );
-        let mut local = _mm512_sub_pd(bucket, _mm512_mul_pd(p, divisor));
-        let below = _mm512_cmp_pd_mask::<_CMP_LT_OQ>(local, zero);
-        p = _mm512_mask_sub_pd(p, below, p, one);
-        local = _mm512_mask_add_pd(local, below, local, divisor);
-        let over = _mm512_cmp_pd_mask::<_CMP_GE_OQ>(local, divisor);
-        p = _mm512_mask_add_pd(p, over, p, one);
-        local = _mm512_mask_sub_pd(local, over, local, divisor);
-        let key = _mm512_or_si512(
-            _mm512_sll_epi64(_mm512_cvttpd_epu64(local), low_bits),
-            _mm512_and_si512(nonces, low_mask),
-        );
-        let part = _mm512_cvtepi64_epi32(_mm512_cvttpd_epu64(p));
-        _mm256_storeu_si256(parts.as_mut_ptr().add(i).cast(), part);
-        _mm256_storeu_si256(keys.as_mut_ptr().add(i).cast(), _mm512_cvtepi64_epi32(key));
-        nonces = _mm512_add_epi64(nonces, eight);
+    let divide = lanes::Float::new(*locator, inverse, divisor);
+    lanes::locate(&divide, shift, shape, first, prefixes, parts, keys);
+}
+
+/// The AVX-512 loop both ways of dividing share. Everything here is
+/// inlined into the `target_feature` functions above, which is what
+/// lets the intrinsics inline.
+#[cfg(target_arch = "x86_64")]
+mod lanes {
+    use super::{KeyShape, Locator};
+    use std::arch::x86_64::*;
+
+    /// Eight buckets (u64 lanes) into eight (partition, bucket within it).
+    pub(super) trait Divide {
+        unsafe fn lanes(&self, bucket: __m512i) -> (__m512i, __m512i);
+        /// The same for one hash prefix, whose bucket is `prefix >> shift`.
+        fn one(&self, prefix: u64, shift: u32) -> (u64, u64);
     }
-    for i in whole..n {
-        let (p, local) = locator.locate_f64(prefixes[i]);
-        parts[i] = p as u32;
-        keys[i] = shape.key(local, first + i as u64);
+
+    pub(super) struct Multiply {
+        m: u64,
+        s: u32,
+        d: u64,
+        multiplier: __m512i,
+        shift: __m128i,
+        divisor: __m512i,
+    }
+
+    impl Multiply {
+        #[inline(always)]
+        pub unsafe fn new(m: u64, s: u32, d: u64) -> Multiply {
+            Multiply {
+                m,
+                s,
+                d,
+                multiplier: _mm512_set1_epi64(m as i64),
+                shift: _mm_cvtsi64_si128(s as i64),
+                divisor: _mm512_set1_epi64(d as i64),
+            }
+        }
+    }
+
+    impl Divide for Multiply {
+        #[inline(always)]
+        unsafe fn lanes(&self, bucket: __m512i) -> (__m512i, __m512i) {
+            // Buckets and the multiplier are below 2^32: vpmuludq
+            // multiplies each lane's low 32 bits into a 64-bit product.
+            let p = _mm512_srl_epi64(_mm512_mul_epu32(bucket, self.multiplier), self.shift);
+            (
+                p,
+                _mm512_sub_epi64(bucket, _mm512_mul_epu32(p, self.divisor)),
+            )
+        }
+
+        #[inline(always)]
+        fn one(&self, prefix: u64, shift: u32) -> (u64, u64) {
+            let bucket = prefix >> shift;
+            let p = (bucket * self.m) >> self.s;
+            (p, bucket - p * self.d)
+        }
+    }
+
+    pub(super) struct Float {
+        locator: Locator,
+        inverse: __m512d,
+        divisor: __m512d,
+    }
+
+    impl Float {
+        #[inline(always)]
+        pub unsafe fn new(locator: Locator, inverse: f64, divisor: f64) -> Float {
+            Float {
+                locator,
+                inverse: _mm512_set1_pd(inverse),
+                divisor: _mm512_set1_pd(divisor),
+            }
+        }
+    }
+
+    impl Divide for Float {
+        /// Every value is an integer below 2^53, so exact in an f64; the
+        /// quotient's estimate is off by at most one, and the remainder's
+        /// sign and size show which way.
+        #[inline(always)]
+        unsafe fn lanes(&self, bucket: __m512i) -> (__m512i, __m512i) {
+            let (zero, one) = (_mm512_setzero_pd(), _mm512_set1_pd(1.0));
+            let bucket = _mm512_cvtepu64_pd(bucket);
+            let mut p = _mm512_roundscale_pd::<{ _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC }>(
+                _mm512_mul_pd(bucket, self.inverse),
+            );
+            let mut local = _mm512_sub_pd(bucket, _mm512_mul_pd(p, self.divisor));
+            let below = _mm512_cmp_pd_mask::<_CMP_LT_OQ>(local, zero);
+            p = _mm512_mask_sub_pd(p, below, p, one);
+            local = _mm512_mask_add_pd(local, below, local, self.divisor);
+            let over = _mm512_cmp_pd_mask::<_CMP_GE_OQ>(local, self.divisor);
+            p = _mm512_mask_add_pd(p, over, p, one);
+            local = _mm512_mask_sub_pd(local, over, local, self.divisor);
+            (_mm512_cvttpd_epu64(p), _mm512_cvttpd_epu64(local))
+        }
+
+        #[inline(always)]
+        fn one(&self, prefix: u64, _: u32) -> (u64, u64) {
+            self.locator.locate_f64(prefix)
+        }
+    }
+
+    /// The partition and key of each of a block of nonces from `first` on.
+    #[inline(always)]
+    pub(super) unsafe fn locate(
+        divide: &impl Divide,
+        shift: u32,
+        shape: KeyShape,
+        first: u64,
+        prefixes: &[u64],
+        parts: &mut [u32],
+        keys: &mut [u32],
+    ) {
+        let n = prefixes.len().min(parts.len()).min(keys.len());
+        let bucket_shift = _mm_cvtsi64_si128(shift as i64);
+        let low_bits = _mm_cvtsi64_si128(shape.low_bits as i64);
+        let low_mask = _mm512_set1_epi64((shape.epoch_len() - 1) as i64);
+        let mut nonces = _mm512_add_epi64(
+            _mm512_set1_epi64(first as i64),
+            _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7),
+        );
+        let eight = _mm512_set1_epi64(8);
+        let whole = n / 8 * 8;
+        for i in (0..whole).step_by(8) {
+            // SAFETY: i + 8 <= n, the length of all three slices.
+            let prefix = _mm512_loadu_si512(prefixes.as_ptr().add(i).cast());
+            let (p, local) = divide.lanes(_mm512_srl_epi64(prefix, bucket_shift));
+            let key = _mm512_or_si512(
+                _mm512_sll_epi64(local, low_bits),
+                _mm512_and_si512(nonces, low_mask),
+            );
+            _mm256_storeu_si256(parts.as_mut_ptr().add(i).cast(), _mm512_cvtepi64_epi32(p));
+            _mm256_storeu_si256(keys.as_mut_ptr().add(i).cast(), _mm512_cvtepi64_epi32(key));
+            nonces = _mm512_add_epi64(nonces, eight);
+        }
+        for i in whole..n {
+            let (p, local) = divide.one(prefixes[i], shift);
+            parts[i] = p as u32;
+            keys[i] = shape.key(local, first + i as u64);
+        }
     }
 }
 
