@@ -111,35 +111,56 @@ impl<T: Copy + Default> Scatter<T> {
         let worst = largest(parts, wide) as usize;
         assert!(worst < line_fill.len(), "partition {worst} out of range");
         assert_eq!(lines.len(), line_fill.len() * line);
-        #[cfg(target_arch = "x86_64")]
-        if wide && std::mem::size_of::<T>() == 4 {
-            // SAFETY: `wide` is only set where AVX-512F is present; T is
-            // 4 bytes (a plain integer), so its slices can be seen as u32;
-            // every partition in `parts` is below line_fill.len() (checked
-            // above), and lines has LINE (16) entries per partition.
-            unsafe {
-                let lines = std::slice::from_raw_parts_mut(lines.as_mut_ptr().cast(), lines.len());
-                let keys = std::slice::from_raw_parts(keys.as_ptr().cast(), keys.len());
-                push_block_avx512(arrays.cast_u32(), lines, line_fill, parts, keys);
+        let mut next = 0;
+        while next < parts.len() {
+            #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
+            let mut end = parts.len();
+            #[cfg(target_arch = "x86_64")]
+            if wide && std::mem::size_of::<T>() == 4 {
+                // SAFETY: `wide` is only set where AVX-512F is present; T
+                // is 4 bytes (a plain integer), so its slices can be seen
+                // as u32; every partition in `parts` is below
+                // line_fill.len() (checked above), lines has `line` (16)
+                // entries per partition, and the arrays `cap` records per
+                // partition, one `fill` each.
+                unsafe {
+                    let lines =
+                        std::slice::from_raw_parts_mut(lines.as_mut_ptr().cast(), lines.len());
+                    let keys = std::slice::from_raw_parts(keys.as_ptr().cast(), keys.len());
+                    let base = arrays.keys.as_mut_ptr().cast();
+                    next += push_fitting_lines_avx512(
+                        base,
+                        arrays.cap,
+                        &mut arrays.fill,
+                        lines,
+                        line_fill,
+                        &parts[next..],
+                        &keys[next..],
+                    );
+                }
+                // The record there, if any, fills a line its array has no
+                // room for: the loop below takes it to the overflow.
+                end = (next + 1).min(parts.len());
             }
-            return;
-        }
-        for (&p, &key) in parts.iter().zip(keys) {
-            let p = p as usize;
-            // SAFETY: p < line_fill.len() (checked above for the block),
-            // lines has `line` entries per partition, and a line's fill
-            // stays below `line` (it is reset when it reaches it).
-            unsafe {
-                let n = *line_fill.get_unchecked(p) as usize;
-                *lines.get_unchecked_mut(p * line + n) = key;
-                if n + 1 == line {
-                    let full = lines.get_unchecked(p * line..(p + 1) * line);
-                    arrays.flush_line(p, full, key, wide);
-                    *line_fill.get_unchecked_mut(p) = 0;
-                } else {
-                    *line_fill.get_unchecked_mut(p) = (n + 1) as u8;
+            for (&p, &key) in parts[next..end].iter().zip(&keys[next..end]) {
+                let p = p as usize;
+                // SAFETY: p < line_fill.len() (checked above for the
+                // block), lines has `line` entries per partition, and a
+                // line's fill stays below `line` (it is reset when it
+                // reaches it).
+                unsafe {
+                    let n = *line_fill.get_unchecked(p) as usize;
+                    *lines.get_unchecked_mut(p * line + n) = key;
+                    if n + 1 == line {
+                        let full = lines.get_unchecked(p * line..(p + 1) * line);
+                        arrays.flush_line(p, full, key, wide);
+                        *line_fill.get_unchecked_mut(p) = 0;
+                    } else {
+                        *line_fill.get_unchecked_mut(p) = (n + 1) as u8;
+                    }
                 }
             }
+            next = end;
         }
     }
 
@@ -312,47 +333,39 @@ impl<T: Copy> Arrays<T> {
     }
 }
 
-impl<T: Copy> Arrays<T> {
-    /// These arrays as arrays of u32, for T of 4 bytes.
-    #[cfg(target_arch = "x86_64")]
-    fn cast_u32(&mut self) -> &mut Arrays<u32> {
-        assert_eq!(std::mem::size_of::<T>(), 4);
-        // SAFETY: T is a 4-byte plain integer type (checked above), so
-        // Arrays<T> and Arrays<u32> have the same layout and any bits are
-        // a valid u32.
-        unsafe { &mut *(self as *mut Arrays<T>).cast::<Arrays<u32>>() }
-    }
-}
-
-/// [`Scatter::push_block`] for 4-byte records with AVX-512: a full line
-/// goes out in one non-temporal store, inline, its last record from a
-/// register and never stored into the line. The generic path calls out
-/// for every full line (it cannot inline the AVX-512 store into code
-/// built without AVX-512), saving six registers and checking bounds once
-/// every 16 records, and it stored the last record before loading the
-/// line, which perf showed as a stall on the store. In a profile of
-/// phase 1 at k = 32 (`phase1_speed` in `keys.rs`), the scatter's share
-/// against hashing went from 0.121 to 0.106.
+/// The fast path of [`Scatter::push_block`] for 4-byte records with
+/// AVX-512: a full line goes out in one non-temporal store, inline, its
+/// last record from a register and never stored into the line. The
+/// generic path calls out for every full line (it cannot inline the
+/// AVX-512 store into code built without AVX-512), saving six registers
+/// and checking bounds once every 16 records, and it stored the last
+/// record before loading the line, which perf showed as a stall on the
+/// store. In a profile of phase 1 at k = 32 (`phase1_speed` in
+/// `keys.rs`), the scatter's share against hashing went from 0.121 to
+/// 0.106. Returns the records pushed: all of them, or those before the
+/// first that fills a line its partition's array has no room for (left
+/// to the generic path, which moves it to the overflow).
 ///
 /// # Safety
 /// AVX-512F must be present; every partition in `parts` must be below
-/// `line_fill.len()`, and `lines` must hold 16 records per partition.
+/// `line_fill.len()` and `fill.len()`; `lines` must hold 16 records per
+/// partition, and `base` `cap` records per partition.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn push_block_avx512(
-    arrays: &mut Arrays<u32>,
+unsafe fn push_fitting_lines_avx512(
+    base: *mut u32,
+    cap: usize,
+    fill: &mut [usize],
     lines: &mut [u32],
     line_fill: &mut [u8],
     parts: &[u32],
     keys: &[u32],
-) {
+) -> usize {
     use std::arch::x86_64::*;
     const LINE: usize = LINE_BYTES / 4;
-    let cap = arrays.cap;
-    let base = arrays.keys.as_mut_ptr();
-    let fills = arrays.fill.as_mut_ptr();
+    let fills = fill.as_mut_ptr();
     let (lines_at, fill_at) = (lines.as_mut_ptr(), line_fill.as_mut_ptr());
-    for (&p, &key) in parts.iter().zip(keys) {
+    for (i, (&p, &key)) in parts.iter().zip(keys).enumerate() {
         let p = p as usize;
         let n = *fill_at.add(p) as usize;
         let line = lines_at.add(p * LINE);
@@ -361,24 +374,22 @@ unsafe fn push_block_avx512(
             *fill_at.add(p) = (n + 1) as u8;
             continue;
         }
+        let f = *fills.add(p);
+        if f + LINE > cap {
+            return i;
+        }
         // The last record is not stored in the line: a load of the line
         // right after a store into it waits for that store to reach the
         // cache (the mask does not spare the wait), so it comes from a
         // register.
+        let full = _mm512_mask_loadu_epi32(_mm512_set1_epi32(key as i32), 0x7fff, line.cast());
+        // Each partition's array starts on a page and f is a whole number
+        // of lines, so the store is aligned as it must be.
+        _mm512_stream_si512(base.add(p * cap + f).cast(), full);
+        *fills.add(p) = f + LINE;
         *fill_at.add(p) = 0;
-        let f = *fills.add(p);
-        if f + LINE <= cap {
-            let full = _mm512_mask_loadu_epi32(_mm512_set1_epi32(key as i32), 0x7fff, line.cast());
-            // Each partition's array starts on a page and f is a whole
-            // number of lines, so the store is aligned as it must be.
-            _mm512_stream_si512(base.add(p * cap + f).cast(), full);
-            *fills.add(p) = f + LINE;
-        } else {
-            *line.add(n) = key;
-            let full = std::slice::from_raw_parts(line, LINE);
-            arrays.flush_line(p, full, key, false);
-        }
     }
+    parts.len()
 }
 
 /// The largest of `parts` (0 for none). In SSE2, which has no unsigned
