@@ -583,14 +583,9 @@ impl TempSource<'_> {
             ))
         };
         let covered = if shape.has_buckets() {
-            let mut bad = false;
-            let covered = for_each_run(array, extra, first_epoch, epochs, |keys, epoch| {
-                bad |= !windows.file_keys(keys, shape, epoch);
-            });
-            if bad {
-                return Err(damaged());
-            }
-            covered
+            windows
+                .file_keys((array, extra), first_epoch, epochs, shape)
+                .ok_or_else(damaged)?
         } else {
             nonces.clear();
             let covered = for_each_run(array, extra, first_epoch, epochs, |keys, epoch| {

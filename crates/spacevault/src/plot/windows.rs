@@ -15,7 +15,7 @@
 //! keys. Entries of 8 bytes (the whole nonce) made filing, the largest part
 //! of phase 2's work, twice the memory traffic.
 
-use super::keys::KeyShape;
+use super::keys::{for_each_run, KeyShape};
 use super::pack::SlotPlacer;
 
 /// Buckets a window holds at most: their slots and cursors together fit in
@@ -73,14 +73,38 @@ impl Windows {
         self.starts.clear();
     }
 
-    /// Files one run of keys of `shape`, all of epoch `epoch` and in
-    /// ascending nonce order, and counts them by bucket. False when a key's
+    /// Files one thread's keys of the partition, as [`for_each_run`] hands
+    /// them out (`array` then `extra`, `epochs` keys in each epoch from
+    /// `first_epoch` on, ascending by nonce), and counts them by bucket.
+    /// Returns the keys the epoch counts covered, or `None` when a key's
     /// bucket is beyond the partition's (the keys are damaged).
-    pub fn file_keys(&mut self, keys: &[u32], shape: KeyShape, epoch: u64) -> bool {
+    ///
+    /// One call takes a whole segment rather than a run: runs are about 32
+    /// keys at k = 32, and checking and setting up each run on its own cost
+    /// nearly as much as filing its keys.
+    pub fn file_keys(
+        &mut self,
+        (array, extra): (&[u32], &[u32]),
+        first_epoch: u64,
+        epochs: impl Iterator<Item = u32>,
+        shape: KeyShape,
+    ) -> Option<usize> {
         assert!(
             shape.has_buckets() && shape.low_bits <= self.low_bits,
             "a run of keys spans one run of entries"
         );
+        let mut in_range = true;
+        let covered = for_each_run(array, extra, first_epoch, epochs, |keys, epoch| {
+            in_range &= self.file_run(keys, shape, epoch);
+        });
+        in_range.then_some(covered)
+    }
+
+    /// Files one run of keys of `shape`, all of epoch `epoch`; stops at
+    /// the first key whose bucket is beyond the partition's and returns
+    /// false.
+    #[inline(always)]
+    fn file_run(&mut self, keys: &[u32], shape: KeyShape, epoch: u64) -> bool {
         let base = epoch << shape.low_bits;
         self.begin_run(base >> self.low_bits);
         let low_mask = (1u64 << self.low_bits) - 1;
@@ -89,33 +113,33 @@ impl Windows {
         let key_low = shape.low_bits;
         let (window_bits, low_bits) = (self.window_bits, self.low_bits as u64);
         let window_mask = (1u32 << window_bits) - 1;
+        let buckets = self.counts.len() as u32;
         for chunk in keys.chunks(CHUNK) {
-            let top = chunk.iter().map(|&key| key >> key_low).max().unwrap_or(0);
-            if top as usize >= self.counts.len() {
-                return false;
-            }
             self.make_room(chunk.len());
             self.room -= chunk.len();
-            let (buf, ends) = (self.buf.as_mut_ptr(), &mut self.ends[..]);
-            let tally = &mut self.counts[..];
+            let (buf, ends) = (self.buf.as_mut_ptr(), self.ends.as_mut_ptr());
+            let tally = self.counts.as_mut_ptr();
             for (i, &key) in chunk.iter().enumerate() {
                 if i % 16 == 0 {
                     // The keys come from memory the cache has not seen.
                     crate::prefetch::for_read(chunk.as_ptr().wrapping_add(i + 512));
                 }
                 let local = key >> key_low;
+                if local >= buckets {
+                    return false;
+                }
                 let entry = ((((local & window_mask) as u64) << low_bits) as u32)
                     | base_low
                     | (key & key_mask);
-                // SAFETY: local < tally.len() (checked for the chunk), so
-                // its window is below `count`; `make_room` left each window
-                // room for the whole chunk.
+                // SAFETY: local < counts.len() (checked just now), so
+                // its window is below `count`, the length of `ends`;
+                // `make_room` left each window room for the whole chunk.
                 unsafe {
-                    let end = ends.get_unchecked_mut((local >> window_bits) as usize);
+                    let end = &mut *ends.add((local >> window_bits) as usize);
                     *buf.add(*end) = entry;
                     crate::prefetch::for_write(buf.wrapping_add(*end + 64));
                     *end += 1;
-                    let c = tally.get_unchecked_mut(local as usize);
+                    let c = &mut *tally.add(local as usize);
                     *c = c.saturating_add(1);
                 }
             }
@@ -329,6 +353,7 @@ mod tests {
             gaps in proptest::collection::vec(any::<u16>(), 0..3000),
             seeds in proptest::collection::vec(any::<u32>(), 3000),
             expected in 0usize..4000,
+            split in 0usize..3500,
         ) {
             let buckets = (1usize << local_bits) - (seeds[0] as usize % (1 << local_bits)) / 2;
             let buckets = buckets.max(1);
@@ -336,18 +361,18 @@ mod tests {
             let shape = KeyShape { low_bits: 32 - local_bits };
             let mut windows = Windows::default();
             windows.reset(buckets, expected);
-            // Runs of one epoch each, as the temp file gives them.
-            let mut i = 0;
-            while i < records.len() {
-                let epoch = records[i].1 >> shape.low_bits;
-                let run: Vec<u32> = records[i..]
-                    .iter()
-                    .take_while(|r| r.1 >> shape.low_bits == epoch)
-                    .map(|&(b, x)| shape.key(b as u64, x))
-                    .collect();
-                prop_assert!(windows.file_keys(&run, shape, epoch));
-                i += run.len();
-            }
+            // One segment, with its keys' counts epoch by epoch, as the
+            // temp file gives them, split between array and overflow.
+            let keys: Vec<u32> = records.iter().map(|&(b, x)| shape.key(b as u64, x)).collect();
+            let epoch_of = |x: u64| x >> shape.low_bits;
+            let first_epoch = records.first().map_or(0, |r| epoch_of(r.1));
+            let last_epoch = records.last().map_or(0, |r| epoch_of(r.1));
+            let counts: Vec<u32> = (first_epoch..=last_epoch)
+                .map(|e| records.iter().filter(|r| epoch_of(r.1) == e).count() as u32)
+                .collect();
+            let (array, extra) = keys.split_at(split.min(keys.len()));
+            let covered = windows.file_keys((array, extra), first_epoch, counts.into_iter(), shape);
+            prop_assert_eq!(covered, Some(keys.len()));
             check_filed(&windows, &records, buckets)?;
         }
 
@@ -391,18 +416,17 @@ mod tests {
             rng ^= rng << 17;
             rng
         };
-        // Runs of keys epoch by epoch, as the temp file gives them.
+        // One segment of keys with its counts epoch by epoch, as the temp
+        // file gives them.
         let n = n_buckets * 32;
-        let mut runs: Vec<(u64, Vec<u32>)> = Vec::new();
-        let mut x = 0u64;
+        let (mut keys, mut counts) = (Vec::with_capacity(n), Vec::new());
+        let (mut x, first_epoch) = (0u64, 0u64);
         for _ in 0..n {
             x += 1 + next() % 1023;
-            let epoch = x >> shape.low_bits;
-            if runs.last().map(|r| r.0) != Some(epoch) {
-                runs.push((epoch, Vec::new()));
-            }
-            let b = next() % n_buckets as u64;
-            runs.last_mut().unwrap().1.push(shape.key(b, x));
+            let epoch = (x >> shape.low_bits) as usize;
+            counts.resize(epoch + 1, 0u32);
+            counts[epoch] += 1;
+            keys.push(shape.key(next() % n_buckets as u64, x));
         }
         let pool = BufPool::default();
         let mut windows = Windows::default();
@@ -410,9 +434,9 @@ mod tests {
         for _ in 0..5 {
             let t = Instant::now();
             windows.reset(n_buckets, n);
-            for (epoch, keys) in &runs {
-                assert!(windows.file_keys(keys, shape, *epoch));
-            }
+            let covered =
+                windows.file_keys((&keys, &[]), first_epoch, counts.iter().copied(), shape);
+            assert_eq!(covered, Some(n));
             let filed = t.elapsed();
             let mut counts = vec![0u32; n_buckets];
             windows.add_counts(&mut counts);
@@ -446,8 +470,13 @@ mod tests {
         let shape = KeyShape { low_bits: 20 };
         let mut windows = Windows::default();
         windows.reset(100, 10);
-        assert!(windows.file_keys(&[shape.key(99, 5)], shape, 0));
-        assert!(!windows.file_keys(&[shape.key(100, 6)], shape, 0));
+        let file = |w: &mut Windows, keys: &[u32], extra: &[u32]| {
+            let n = (keys.len() + extra.len()) as u32;
+            w.file_keys((keys, extra), 0, [n].into_iter(), shape)
+        };
+        assert_eq!(file(&mut windows, &[shape.key(99, 5)], &[]), Some(1));
+        assert_eq!(file(&mut windows, &[shape.key(100, 6)], &[]), None);
+        assert_eq!(file(&mut windows, &[], &[shape.key(100, 6)]), None);
     }
 
     #[test]
@@ -455,9 +484,17 @@ mod tests {
         let shape = KeyShape { low_bits: 16 };
         let mut windows = Windows::default();
         windows.reset(5000, 3);
-        assert!(windows.file_keys(&[shape.key(4000, 1), shape.key(7, 2)], shape, 3));
+        let two = [shape.key(4000, 1), shape.key(7, 2)];
+        assert_eq!(
+            windows.file_keys((&two, &[]), 3, [2].into_iter(), shape),
+            Some(2)
+        );
         windows.reset(300, 3);
-        assert!(windows.file_keys(&[shape.key(299, 9)], shape, 1));
+        let one = [shape.key(299, 9)];
+        assert_eq!(
+            windows.file_keys((&one, &[]), 1, [1].into_iter(), shape),
+            Some(1)
+        );
         assert_eq!(windows.records(), vec![(299, (1 << 16) | 9)]);
         let mut counts = vec![0u32; 300];
         windows.add_counts(&mut counts);
