@@ -70,3 +70,8 @@ pub(super) unsafe fn prefixes_of_neon(key: &[u32; 8], nonces: &[u64], out: &mut 
 pub(super) unsafe fn hashes_neon(key: &[u32; 8], nonces: &[u64], out: &mut [[u8; 32]]) {
     super::hashes_generic::<Neon>(key, nonces, out)
 }
+
+#[target_feature(enable = "neon")]
+pub(super) unsafe fn top_words_neon(key: &[u32; 8], first: u64, out: &mut [u32]) {
+    super::top_words_generic::<Neon>(key, first, out)
+}

@@ -272,6 +272,30 @@ pub(crate) unsafe fn prefixes_of<V: Vector>(key: &[u32; 8], nonces: &[u64], out:
     }
 }
 
+/// `out[i]` = the first 4 bytes, big-endian, of the hash of nonce
+/// `first + i`, for `V::LANES` consecutive nonces. Only output word 0 is
+/// kept, so the compiler drops the two mixing steps of the last round that
+/// only the other words need.
+///
+/// # Safety
+/// As for [`prefixes_consecutive`]; `out` holds at least `V::LANES`
+/// elements.
+#[inline(always)]
+pub(crate) unsafe fn top_words_consecutive<V: Vector>(key: &[u32; 8], first: u64, out: &mut [u32]) {
+    let mut lo = [0u32; MAX_LANES];
+    let mut hi = [0u32; MAX_LANES];
+    for i in 0..V::LANES {
+        let x = first.wrapping_add(i as u64);
+        lo[i] = x as u32;
+        hi[i] = (x >> 32) as u32;
+    }
+    let h = hash_records(key, V::load(&lo), V::load(&hi));
+    h[0].store(&mut lo);
+    for i in 0..V::LANES {
+        out[i] = lo[i].swap_bytes();
+    }
+}
+
 /// Whole 32-byte hashes of `V::LANES` arbitrary nonces.
 ///
 /// # Safety

@@ -148,6 +148,30 @@ impl Kernel {
         self.backend
     }
 
+    /// `out[i]` = the first 4 bytes, big-endian, of the hash of nonce
+    /// `first + i`: the least a plotter of up to 2^32 buckets needs from
+    /// each hash. The kernel skips what only the other words need (two of
+    /// the last round's eight mixing steps), so this is the hash rate a
+    /// plot's time is measured against.
+    pub fn top_words(&self, first: u64, out: &mut [u32]) {
+        match self.backend {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: a kernel only holds a backend the CPU supports.
+            Backend::Avx512 => unsafe { x86::top_words_avx512(&self.key, first, out) },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: as above.
+            Backend::Avx2 => unsafe { x86::top_words_avx2(&self.key, first, out) },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: as above.
+            Backend::Sse2 => unsafe { x86::top_words_sse2(&self.key, first, out) },
+            #[cfg(target_arch = "aarch64")]
+            // SAFETY: as above.
+            Backend::Neon => unsafe { arm::top_words_neon(&self.key, first, out) },
+            // SAFETY: the portable vector needs no target feature.
+            _ => unsafe { top_words_generic::<Portable>(&self.key, first, out) },
+        }
+    }
+
     /// `out[i]` = the first 8 bytes, big-endian, of the hash of nonce `first + i`.
     pub fn prefixes(&self, first: u64, out: &mut [u64]) {
         match self.backend {
@@ -241,6 +265,26 @@ unsafe fn prefixes_generic<V: Vector>(key: &[u32; 8], first: u64, out: &mut [u64
 /// # Safety
 /// As for [`prefixes_generic`].
 #[inline(always)]
+unsafe fn top_words_generic<V: Vector>(key: &[u32; 8], first: u64, out: &mut [u32]) {
+    let n = V::LANES;
+    let mut chunks = out.chunks_exact_mut(n);
+    let mut x = first;
+    for chunk in &mut chunks {
+        lanes::top_words_consecutive::<V>(key, x, chunk);
+        x = x.wrapping_add(n as u64);
+    }
+    let rest = chunks.into_remainder();
+    if !rest.is_empty() {
+        let mut tmp = [0u32; 16];
+        lanes::top_words_consecutive::<V>(key, x, &mut tmp);
+        let len = rest.len();
+        rest.copy_from_slice(&tmp[..len]);
+    }
+}
+
+/// # Safety
+/// As for [`prefixes_generic`].
+#[inline(always)]
 unsafe fn prefixes_of_generic<V: Vector>(key: &[u32; 8], nonces: &[u64], out: &mut [u64]) {
     let n = V::LANES;
     let mut ins = nonces.chunks_exact(n);
@@ -310,6 +354,10 @@ mod tests {
                     kernel.prefixes_of(&nonces_any, &mut pre_any);
                     pre_any.reverse();
                     assert_eq!(pre_any, pre);
+                    let mut top = vec![0u32; 37];
+                    kernel.top_words(first, &mut top);
+                    let high: Vec<u32> = pre.iter().map(|&p| (p >> 32) as u32).collect();
+                    assert_eq!(top, high, "{backend:?} top words from {first}");
                     let nonces: Vec<u64> = (first..first + 37).collect();
                     let mut full = vec![[0u8; 32]; 37];
                     kernel.hashes(&nonces, &mut full);

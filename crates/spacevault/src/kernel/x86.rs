@@ -214,3 +214,58 @@ pub(super) unsafe fn hashes_sse2(key: &[u32; 8], nonces: &[u64], out: &mut [[u8;
 pub(super) unsafe fn prefixes_of_sse2(key: &[u32; 8], nonces: &[u64], out: &mut [u64]) {
     super::prefixes_of_generic::<Sse2>(key, nonces, out)
 }
+
+#[target_feature(enable = "avx512f,avx512vl")]
+pub(super) unsafe fn top_words_avx512(key: &[u32; 8], first: u64, out: &mut [u32]) {
+    let mut chunks = out.chunks_exact_mut(16);
+    let mut x = first;
+    for chunk in &mut chunks {
+        _mm512_storeu_si512(chunk.as_mut_ptr().cast(), top_words_16(key, x));
+        x = x.wrapping_add(16);
+    }
+    let rest = chunks.into_remainder();
+    if !rest.is_empty() {
+        let mut tmp = [0u32; 16];
+        _mm512_storeu_si512(tmp.as_mut_ptr().cast(), top_words_16(key, x));
+        let len = rest.len();
+        rest.copy_from_slice(&tmp[..len]);
+    }
+}
+
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn top_words_avx2(key: &[u32; 8], first: u64, out: &mut [u32]) {
+    super::top_words_generic::<Avx2>(key, first, out)
+}
+
+#[target_feature(enable = "sse2")]
+pub(super) unsafe fn top_words_sse2(key: &[u32; 8], first: u64, out: &mut [u32]) {
+    super::top_words_generic::<Sse2>(key, first, out)
+}
+
+/// The first 4 bytes, read big-endian, of the hashes of the 16 nonces
+/// `first ..= first + 15`, in a register: the generic lanes would store
+/// the word and swap its bytes one lane at a time.
+///
+/// # Safety
+/// The caller runs with AVX-512F and AVX-512VL enabled.
+#[inline(always)]
+unsafe fn top_words_16(key: &[u32; 8], first: u64) -> __m512i {
+    let base = _mm512_set1_epi32(first as u32 as i32);
+    let lo = _mm512_add_epi32(
+        base,
+        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+    );
+    // Lanes past a multiple of 2^32 carry into the high word.
+    let carried = _mm512_cmplt_epu32_mask(lo, base);
+    let high = _mm512_set1_epi32((first >> 32) as u32 as i32);
+    let hi = _mm512_mask_add_epi32(high, carried, high, _mm512_set1_epi32(1));
+    let h = super::lanes::hash_records(key, Avx512(lo), Avx512(hi));
+    // Byte swap without AVX-512BW's byte shuffle: bytes 3 and 1 from a
+    // rotation right by 8, bytes 2 and 0 from one left by 8.
+    let w = h[0].0;
+    _mm512_ternarylogic_epi32::<0xE4>(
+        _mm512_ror_epi32::<8>(w),
+        _mm512_rol_epi32::<8>(w),
+        _mm512_set1_epi32(0xFF00_FF00u32 as i32),
+    )
+}
