@@ -151,8 +151,8 @@ fn partitioning(layout: &Layout, threads: usize, memory: u64) -> Partitioning {
     let n = layout.record_count();
     let budget = memory.saturating_sub(RESERVED);
     let by_memory = budget / PHASE2_BYTES_PER_RECORD / (threads as u64 + 2);
-    // About 512 partitions keep phase 1's scatter lines in L1 (64 bytes a
-    // partition: 32 KiB a thread) and make phase 2's reads larger: at
+    // About 512 partitions keep phase 1's scatter lines close (128 bytes a
+    // partition: 64 KiB a thread) and make phase 2's reads larger: at
     // k = 32 with 4 GiB, partitions of 2^23 records rather than 2^21 took
     // phase 1 from 28 to 25.6 s and phase 2 from 20 to 18.7 s. But larger
     // partitions take phase 2 memory that could keep rounds out of the

@@ -2,14 +2,20 @@
 //!
 //! Thousands of partitions written one record at a time would touch a
 //! different page for nearly every record. Records are first gathered in a
-//! 64-byte line per partition (all lines together fit in L2) and copied out a
-//! whole line at a time, so the big arrays see sequential full-line writes.
+//! 128-byte line per partition (all lines together fit in L2) and copied out
+//! a whole line at a time, so the big arrays see sequential full-line writes.
 
 use super::{PlotError, Progress, FIRST_TOUCH_PHASE};
 use crate::aligned::{MappedBuf, Pages};
 use std::sync::Mutex;
 
-const LINE_BYTES: usize = 64;
+/// Two cache lines: a partition's line fills half as often as with one, and
+/// each fill is a mispredicted branch and a few loads and stores besides
+/// the store itself. At k = 32 (512 partitions, 64 KiB of lines a thread)
+/// the scatter took 1.97-2.20 ns a record beyond hashing against 2.30-2.33
+/// with 64-byte lines (`phase1_speed`, paired runs; 256 bytes: 1.94-2.02);
+/// at k = 28 (2048 partitions) no change.
+const LINE_BYTES: usize = 128;
 /// Each partition's array starts on a page boundary and spans whole pages,
 /// so it can be written with O_DIRECT straight from here.
 const PAGE_BYTES: usize = 4096;
@@ -334,11 +340,11 @@ impl<T: Copy> Arrays<T> {
 }
 
 /// The fast path of [`Scatter::push_block`] for 4-byte records with
-/// AVX-512: a full line goes out in one non-temporal store, inline, its
-/// last record from a register and never stored into the line. The
+/// AVX-512: a full line goes out in 64-byte non-temporal stores, inline,
+/// its last record from a register and never stored into the line. The
 /// generic path calls out for every full line (it cannot inline the
 /// AVX-512 store into code built without AVX-512), saving six registers
-/// and checking bounds once every 16 records, and it stored the last
+/// and checking bounds once a line, and it stored the last
 /// record before loading the line, which perf showed as a stall on the
 /// store. In a profile of phase 1 at k = 32 (`phase1_speed` in
 /// `keys.rs`), the scatter's share against hashing went from 0.121 to
@@ -348,7 +354,7 @@ impl<T: Copy> Arrays<T> {
 ///
 /// # Safety
 /// AVX-512F must be present; every partition in `parts` must be below
-/// `line_fill.len()` and `fill.len()`; `lines` must hold 16 records per
+/// `line_fill.len()` and `fill.len()`; `lines` must hold a line's records per
 /// partition, and `base` `cap` records per partition.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
@@ -382,10 +388,21 @@ unsafe fn push_fitting_lines_avx512(
         // right after a store into it waits for that store to reach the
         // cache (the mask does not spare the wait), so it comes from a
         // register.
-        let full = _mm512_mask_loadu_epi32(_mm512_set1_epi32(key as i32), 0x7fff, line.cast());
+        let dst = base.add(p * cap + f);
+        for c in 0..LINE / 16 - 1 {
+            _mm512_stream_si512(
+                dst.add(16 * c).cast(),
+                _mm512_loadu_si512(line.add(16 * c).cast()),
+            );
+        }
+        let full = _mm512_mask_loadu_epi32(
+            _mm512_set1_epi32(key as i32),
+            0x7fff,
+            line.add(LINE - 16).cast(),
+        );
         // Each partition's array starts on a page and f is a whole number
         // of lines, so the store is aligned as it must be.
-        _mm512_stream_si512(base.add(p * cap + f).cast(), full);
+        _mm512_stream_si512(dst.add(LINE - 16).cast(), full);
         *fills.add(p) = f + LINE;
         *fill_at.add(p) = 0;
     }
@@ -419,7 +436,7 @@ unsafe fn largest_avx512(parts: &[u32]) -> u32 {
     _mm512_reduce_max_epu32(top).max(rest)
 }
 
-/// Copies one 64-byte line with non-temporal stores: the line goes straight
+/// Copies one line with non-temporal stores: the line goes straight
 /// to memory without first being read into the cache (a plain store would
 /// read every line of the arrays from memory before overwriting it).
 ///
@@ -433,8 +450,8 @@ fn stream_line<T: Copy>(dst: &mut [T], src: &[T], last: T, wide: bool) {
     #[cfg(target_arch = "x86_64")]
     if wide && std::mem::size_of::<T>() == 4 && (dst.as_ptr() as usize).is_multiple_of(LINE_BYTES) {
         // SAFETY: T is 4 bytes, so reading it as a u32 is reading its bytes;
-        // `wide` is only set where AVX-512F is present; dst is a 64-byte
-        // aligned 64-byte slice and src has 16 records.
+        // `wide` is only set where AVX-512F is present; dst is a
+        // line-aligned slice of a line and src has a line's records.
         unsafe {
             let last: u32 = std::mem::transmute_copy(&last);
             stream_line_avx512(dst.as_mut_ptr().cast(), src.as_ptr().cast(), last);
@@ -448,10 +465,10 @@ fn stream_line<T: Copy>(dst: &mut [T], src: &[T], last: T, wide: bool) {
         let d = dst.as_mut_ptr() as *mut __m128i;
         let s = src.as_ptr() as *const __m128i;
         if (d as usize).is_multiple_of(LINE_BYTES) && src.len() == dst.len() {
-            // SAFETY: both are 64-byte slices; d is 64-byte aligned as
-            // _mm_stream_si128 needs (16); SSE2 is part of x86-64.
+            // SAFETY: both are slices of a line; d is line-aligned, more
+            // than _mm_stream_si128 needs (16); SSE2 is part of x86-64.
             unsafe {
-                for i in 0..4 {
+                for i in 0..LINE_BYTES / 16 {
                     _mm_stream_si128(d.add(i), _mm_loadu_si128(s.add(i)));
                 }
             }
@@ -461,14 +478,25 @@ fn stream_line<T: Copy>(dst: &mut [T], src: &[T], last: T, wide: bool) {
     dst.copy_from_slice(src);
 }
 
-/// A line of 16 u32 records, the first 15 read from `src` and the last
-/// given, in one non-temporal 64-byte store.
+/// A line of u32 records, all but the last read from `src` and the last
+/// given, in non-temporal 64-byte stores.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 unsafe fn stream_line_avx512(dst: *mut u32, src: *const u32, last: u32) {
     use std::arch::x86_64::*;
-    let line = _mm512_mask_loadu_epi32(_mm512_set1_epi32(last as i32), 0x7fff, src.cast());
-    _mm512_stream_si512(dst.cast(), line);
+    const LINE: usize = LINE_BYTES / 4;
+    for c in 0..LINE / 16 - 1 {
+        _mm512_stream_si512(
+            dst.add(16 * c).cast(),
+            _mm512_loadu_si512(src.add(16 * c).cast()),
+        );
+    }
+    let line = _mm512_mask_loadu_epi32(
+        _mm512_set1_epi32(last as i32),
+        0x7fff,
+        src.add(LINE - 16).cast(),
+    );
+    _mm512_stream_si512(dst.add(LINE - 16).cast(), line);
 }
 
 #[cfg(test)]
