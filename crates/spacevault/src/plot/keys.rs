@@ -664,7 +664,7 @@ mod tests {
         }
     }
 
-    /// Hashing and locating in one loop (AVX-512) gives what hashing, then
+    /// Hashing first words and locating them (AVX-512) gives what hashing, then
     /// dividing plainly gives, on every backend, for blocks that cross a
     /// multiple of 2^32 nonces and whose length is not a multiple of 16.
     #[test]
