@@ -367,7 +367,6 @@ unsafe fn push_fitting_lines_avx512(
     parts: &[u32],
     keys: &[u32],
 ) -> usize {
-    use std::arch::x86_64::*;
     const LINE: usize = LINE_BYTES / 4;
     let fills = fill.as_mut_ptr();
     let (lines_at, fill_at) = (lines.as_mut_ptr(), line_fill.as_mut_ptr());
@@ -388,21 +387,9 @@ unsafe fn push_fitting_lines_avx512(
         // right after a store into it waits for that store to reach the
         // cache (the mask does not spare the wait), so it comes from a
         // register.
-        let dst = base.add(p * cap + f);
-        for c in 0..LINE / 16 - 1 {
-            _mm512_stream_si512(
-                dst.add(16 * c).cast(),
-                _mm512_loadu_si512(line.add(16 * c).cast()),
-            );
-        }
-        let full = _mm512_mask_loadu_epi32(
-            _mm512_set1_epi32(key as i32),
-            0x7fff,
-            line.add(LINE - 16).cast(),
-        );
         // Each partition's array starts on a page and f is a whole number
-        // of lines, so the store is aligned as it must be.
-        _mm512_stream_si512(dst.add(LINE - 16).cast(), full);
+        // of lines, so the stores are aligned as they must be.
+        stream_line_avx512(base.add(p * cap + f), line, key);
         *fills.add(p) = f + LINE;
         *fill_at.add(p) = 0;
     }
@@ -479,9 +466,11 @@ fn stream_line<T: Copy>(dst: &mut [T], src: &[T], last: T, wide: bool) {
 }
 
 /// A line of u32 records, all but the last read from `src` and the last
-/// given, in non-temporal 64-byte stores.
+/// given, in non-temporal 64-byte stores. Inlined into the AVX-512 push
+/// (a call there would save registers once a line).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
+#[inline]
 unsafe fn stream_line_avx512(dst: *mut u32, src: *const u32, last: u32) {
     use std::arch::x86_64::*;
     const LINE: usize = LINE_BYTES / 4;
