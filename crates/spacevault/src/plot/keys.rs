@@ -609,21 +609,29 @@ mod tests {
         assert_eq!(nonces.nonce(key, 7), 0x7_DEAD_BEEF);
     }
 
+    /// Shapes from the smallest k to the largest, with the partition sizes
+    /// plots of them use, on both sides of k = 36 (buckets of 31 bits).
+    fn partitionings() -> impl Iterator<Item = (u8, Partitioning)> {
+        use crate::format::Layout;
+        let shapes = [
+            (18u8, 4096u64),
+            (28, 1 << 17),
+            (32, 1 << 23),
+            (36, 1 << 23),
+            (40, 1 << 21),
+        ];
+        shapes
+            .into_iter()
+            .map(|(k, target)| (k, Partitioning::new(Layout::for_k(k).unwrap(), target)))
+    }
+
     /// Every backend's locate_block gives what the plain integer division
     /// gives, for random prefixes and for buckets at and around the
     /// partition boundaries, in blocks whose length is not a multiple of
     /// the lanes.
     #[test]
     fn locating_a_block_agrees_with_plain_division_on_every_backend() {
-        use crate::format::Layout;
-        for (k, target) in [
-            (18u8, 4096u64),
-            (28, 1 << 17),
-            (32, 1 << 23),
-            (36, 1 << 23),
-            (40, 1 << 21),
-        ] {
-            let parting = Partitioning::new(Layout::for_k(k).unwrap(), target);
+        for (k, parting) in partitionings() {
             let shape = KeyShape::with_buckets(&parting);
             let bits = parting.layout.bucket_bits as u32;
             let d = parting.buckets_per_part;
@@ -669,15 +677,7 @@ mod tests {
     /// multiple of 2^32 nonces and whose length is not a multiple of 16.
     #[test]
     fn hashing_and_locating_agrees_with_hashing_then_dividing() {
-        use crate::format::Layout;
-        for (k, target) in [
-            (18u8, 4096u64),
-            (28, 1 << 17),
-            (32, 1 << 23),
-            (36, 1 << 23),
-            (40, 1 << 21),
-        ] {
-            let parting = Partitioning::new(Layout::for_k(k).unwrap(), target);
+        for (k, parting) in partitionings() {
             let bits = parting.layout.bucket_bits as u32;
             let d = parting.buckets_per_part;
             for shape in [KeyShape::with_buckets(&parting), KeyShape::nonces_only()] {
