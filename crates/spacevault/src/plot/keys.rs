@@ -300,7 +300,9 @@ unsafe fn locate_top_words_avx512(
 /// given their hash prefixes. Locating first and scattering after, each in
 /// a function of its own, keeps each loop small enough for its values to
 /// stay in registers. With AVX-512 the division is done in floating point
-/// ([`Locator::locate_f64`]), eight lanes at a time.
+/// ([`Locator::locate_f64`]), eight lanes at a time. Up to k = 36
+/// [`hash_and_locate`] takes this way only for the last few nonces of a
+/// range that are not a multiple of 16.
 #[inline(never)]
 fn locate_block(
     locator: &Locator,
@@ -311,15 +313,6 @@ fn locate_block(
     keys: &mut [u32],
     backend: Backend,
 ) {
-    #[cfg(target_arch = "x86_64")]
-    if backend == Backend::Avx512 {
-        if let Some(constants) = locator.multiply_constants() {
-            // SAFETY: the AVX-512 backend is only active on CPUs that have
-            // AVX-512F.
-            unsafe { locate_block_multiply(constants, shape, first, prefixes, parts, keys) };
-            return;
-        }
-    }
     #[cfg(target_arch = "x86_64")]
     if backend == Backend::Avx512
         && std::arch::is_x86_feature_detected!("avx512dq")
@@ -339,29 +332,9 @@ fn locate_block(
     }
 }
 
-/// [`locate_block`] eight lanes at a time, dividing by multiplying
-/// ([`Locator::multiply_constants`]): about half the instructions of the
-/// floating-point division. Hashing and locating a block took 7.27-7.64
-/// ns a record on one core this way against 7.47-7.69 in floating point
-/// (six paired runs, each faster this way), and hashing alone 6.6.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn locate_block_multiply(
-    (shift, multiplier, quotient_shift, divisor): (u32, u64, u32, u64),
-    shape: KeyShape,
-    first: u64,
-    prefixes: &[u64],
-    parts: &mut [u32],
-    keys: &mut [u32],
-) {
-    let divide = lanes::Multiply::new(multiplier, quotient_shift, divisor);
-    lanes::locate(&divide, shift, shape, first, prefixes, parts, keys);
-}
-
 /// [`locate_block`] eight lanes at a time, dividing in floating point as
 /// [`Locator::locate_f64`] does (the compiler does not vectorise its
-/// conversions on its own: they saturate in Rust). For buckets of more
-/// than 31 bits, where the multiply does not fit.
+/// conversions on its own: they saturate in Rust).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512dq")]
 unsafe fn locate_block_avx512(
@@ -377,63 +350,13 @@ unsafe fn locate_block_avx512(
     lanes::locate(&divide, shift, shape, first, prefixes, parts, keys);
 }
 
-/// The AVX-512 loop both ways of dividing share. Everything here is
-/// inlined into the `target_feature` functions above, which is what
-/// lets the intrinsics inline.
+/// The AVX-512 loop of [`locate_block_avx512`]. Everything here is inlined
+/// into that `target_feature` function, which is what lets the intrinsics
+/// inline.
 #[cfg(target_arch = "x86_64")]
 mod lanes {
     use super::{KeyShape, Locator};
     use std::arch::x86_64::*;
-
-    /// Eight buckets (u64 lanes) into eight (partition, bucket within it).
-    pub(super) trait Divide {
-        unsafe fn lanes(&self, bucket: __m512i) -> (__m512i, __m512i);
-        /// The same for one hash prefix, whose bucket is `prefix >> shift`.
-        fn one(&self, prefix: u64, shift: u32) -> (u64, u64);
-    }
-
-    pub(super) struct Multiply {
-        m: u64,
-        s: u32,
-        d: u64,
-        multiplier: __m512i,
-        shift: __m128i,
-        divisor: __m512i,
-    }
-
-    impl Multiply {
-        #[inline(always)]
-        pub unsafe fn new(m: u64, s: u32, d: u64) -> Multiply {
-            Multiply {
-                m,
-                s,
-                d,
-                multiplier: _mm512_set1_epi64(m as i64),
-                shift: _mm_cvtsi64_si128(s as i64),
-                divisor: _mm512_set1_epi64(d as i64),
-            }
-        }
-    }
-
-    impl Divide for Multiply {
-        #[inline(always)]
-        unsafe fn lanes(&self, bucket: __m512i) -> (__m512i, __m512i) {
-            // Buckets and the multiplier are below 2^32: vpmuludq
-            // multiplies each lane's low 32 bits into a 64-bit product.
-            let p = _mm512_srl_epi64(_mm512_mul_epu32(bucket, self.multiplier), self.shift);
-            (
-                p,
-                _mm512_sub_epi64(bucket, _mm512_mul_epu32(p, self.divisor)),
-            )
-        }
-
-        #[inline(always)]
-        fn one(&self, prefix: u64, shift: u32) -> (u64, u64) {
-            let bucket = prefix >> shift;
-            let p = (bucket * self.m) >> self.s;
-            (p, bucket - p * self.d)
-        }
-    }
 
     pub(super) struct Float {
         locator: Locator,
@@ -450,12 +373,11 @@ mod lanes {
                 divisor: _mm512_set1_pd(divisor),
             }
         }
-    }
 
-    impl Divide for Float {
-        /// Every value is an integer below 2^53, so exact in an f64; the
-        /// quotient's estimate is off by at most one, and the remainder's
-        /// sign and size show which way.
+        /// Eight buckets (u64 lanes) into eight (partition, bucket within
+        /// it). Every value is an integer below 2^53, so exact in an f64;
+        /// the quotient's estimate is off by at most one, and the
+        /// remainder's sign and size show which way.
         #[inline(always)]
         unsafe fn lanes(&self, bucket: __m512i) -> (__m512i, __m512i) {
             let (zero, one) = (_mm512_setzero_pd(), _mm512_set1_pd(1.0));
@@ -473,8 +395,9 @@ mod lanes {
             (_mm512_cvttpd_epu64(p), _mm512_cvttpd_epu64(local))
         }
 
+        /// The same for one hash prefix.
         #[inline(always)]
-        fn one(&self, prefix: u64, _: u32) -> (u64, u64) {
+        fn one(&self, prefix: u64) -> (u64, u64) {
             self.locator.locate_f64(prefix)
         }
     }
@@ -482,7 +405,7 @@ mod lanes {
     /// The partition and key of each of a block of nonces from `first` on.
     #[inline(always)]
     pub(super) unsafe fn locate(
-        divide: &impl Divide,
+        divide: &Float,
         shift: u32,
         shape: KeyShape,
         first: u64,
@@ -513,7 +436,7 @@ mod lanes {
             nonces = _mm512_add_epi64(nonces, eight);
         }
         for i in whole..n {
-            let (p, local) = divide.one(prefixes[i], shift);
+            let (p, local) = divide.one(prefixes[i]);
             parts[i] = p as u32;
             keys[i] = shape.key(local, first + i as u64);
         }
