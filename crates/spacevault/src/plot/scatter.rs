@@ -126,7 +126,7 @@ impl<T: Copy + Default> Scatter<T> {
                 // SAFETY: `wide` is only set where AVX-512F is present; T
                 // is 4 bytes (a plain integer), so its slices can be seen
                 // as u32; every partition in `parts` is below
-                // line_fill.len() (checked above), lines has `line` (16)
+                // line_fill.len() (checked above), lines has `line`
                 // entries per partition, and the arrays `cap` records per
                 // partition, one `fill` each.
                 unsafe {
