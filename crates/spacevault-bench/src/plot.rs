@@ -1,10 +1,12 @@
-//! `bench plot`: one plot, timed, with the machine's bounds measured in the
-//! same run and the plot's ratio to them.
+//! `bench plot`: a plot, timed, with the machine's bounds measured in the
+//! same run and the plot's ratio to them; repeated, with the spread of each
+//! figure.
 
 use crate::machine::{
     concurrent_speed, disk_speed, hash_rate, peak_rss, reset_peak_rss, ConcurrentSpeed, DiskSpeed,
     IoCounters,
 };
+use crate::stats::Summary;
 use crate::BenchError;
 use serde::Serialize;
 use spacevault::plot::{Progress, Strategy};
@@ -216,6 +218,66 @@ pub fn run(options: &PlotBenchOptions, progress: &dyn Progress) -> Result<PlotBe
         first_touch_seconds: first_touch,
         design_bound_with_first_touch_seconds: with_touch,
         wall_over_design_bound_with_first_touch: summary.seconds / with_touch,
+    })
+}
+
+/// Several runs of [`run`], each measuring the bounds again just before its
+/// plot, so that each ratio pairs a plot with the machine as it was at the
+/// time: on a shared host the disk's speed swings by a third from one
+/// minute to the next, and one run's ratio says as much about the host as
+/// about the plotter.
+#[derive(Clone, Debug, Serialize)]
+pub struct Repeated {
+    pub runs: Vec<PlotBench>,
+    pub summary: RepeatedSummary,
+}
+
+/// The spread over the runs of the figures that move from run to run.
+#[derive(Clone, Debug, Serialize)]
+pub struct RepeatedSummary {
+    pub wall_seconds: Summary,
+    pub records_per_second: Summary,
+    pub hash_bound_seconds: Summary,
+    pub ratio_to_hash_bound: Summary,
+    pub design_bound_seconds: Summary,
+    pub wall_over_design_bound: Summary,
+    pub wall_over_design_bound_with_first_touch: Summary,
+}
+
+impl RepeatedSummary {
+    pub fn of(runs: &[PlotBench]) -> RepeatedSummary {
+        let over = |f: fn(&PlotBench) -> f64| Summary::of(&runs.iter().map(f).collect::<Vec<_>>());
+        RepeatedSummary {
+            wall_seconds: over(|r| r.wall_seconds),
+            records_per_second: over(|r| r.records_per_second),
+            hash_bound_seconds: over(|r| r.hash_bound_seconds),
+            ratio_to_hash_bound: over(|r| r.ratio_to_hash_bound),
+            design_bound_seconds: over(|r| r.design_bound_seconds),
+            wall_over_design_bound: over(|r| r.wall_over_design_bound),
+            wall_over_design_bound_with_first_touch: over(|r| {
+                r.wall_over_design_bound_with_first_touch
+            }),
+        }
+    }
+}
+
+/// Runs the benchmark `runs` times (at least once); `started(i)` is called
+/// before run i (from 0), for progress.
+pub fn run_repeated(
+    options: &PlotBenchOptions,
+    runs: usize,
+    progress: &dyn Progress,
+    mut started: impl FnMut(usize),
+) -> Result<Repeated, BenchError> {
+    let mut done = Vec::with_capacity(runs.max(1));
+    for i in 0..runs.max(1) {
+        started(i);
+        done.push(run(options, progress)?);
+    }
+    let summary = RepeatedSummary::of(&done);
+    Ok(Repeated {
+        runs: done,
+        summary,
     })
 }
 

@@ -19,10 +19,18 @@ impl Summary {
         let mut s = samples.to_vec();
         s.sort_by(|a, b| a.total_cmp(b));
         let at = |q: f64| s[((s.len() - 1) as f64 * q).round() as usize];
+        // The mean of the middle two when there are an even number: with
+        // the few samples of a repeated plot benchmark, taking either one
+        // would lean the median up or down.
+        let n = s.len();
+        let median = match n % 2 {
+            1 => s[n / 2],
+            _ => (s[n / 2 - 1] + s[n / 2]) / 2.0,
+        };
         Summary {
-            count: s.len(),
+            count: n,
             min: s[0],
-            median: at(0.5),
+            median,
             mean: s.iter().sum::<f64>() / s.len() as f64,
             p99: at(0.99),
             max: s[s.len() - 1],
@@ -41,5 +49,7 @@ mod tests {
         assert_eq!((s.min, s.median, s.p99, s.max), (1.0, 51.0, 100.0, 101.0));
         assert_eq!(s.mean, 51.0);
         assert_eq!(Summary::of(&[3.0]).p99, 3.0);
+        assert_eq!(Summary::of(&[3.0]).median, 3.0);
+        assert_eq!(Summary::of(&[4.0, 1.0, 3.0, 2.0]).median, 2.5);
     }
 }

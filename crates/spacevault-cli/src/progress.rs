@@ -32,6 +32,10 @@ impl Bar {
         self.bar.finish_and_clear();
     }
 
+    pub fn set_prefix(&self, prefix: String) {
+        self.bar.set_prefix(prefix);
+    }
+
     pub fn prefix(&self) -> &str {
         &self.prefix
     }

@@ -431,6 +431,59 @@ fn ctrl_c_stops_the_plot_and_removes_its_files() {
 }
 
 #[test]
+fn bench_plot_runs_repeat_and_summarise() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = sv(dir.path());
+    cmd.args(["bench", "plot", "-k", "16", "--runs", "2", "--json"])
+        .args(["--disk-bytes", "4MiB", "--dir"])
+        .arg(dir.path());
+    let r = json(&mut cmd);
+    let runs = r["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    let walls: Vec<f64> = runs
+        .iter()
+        .map(|run| {
+            // Each run measured its own bounds.
+            assert!(run["bounds"]["hash_records_per_second"].as_f64().unwrap() > 0.0);
+            run["wall_seconds"].as_f64().unwrap()
+        })
+        .collect();
+    let wall = &r["summary"]["wall_seconds"];
+    assert_eq!(wall["count"], 2);
+    assert_eq!(wall["min"].as_f64().unwrap(), walls[0].min(walls[1]));
+    assert_eq!(wall["max"].as_f64().unwrap(), walls[0].max(walls[1]));
+    let median = wall["median"].as_f64().unwrap();
+    assert!((median - (walls[0] + walls[1]) / 2.0).abs() < 1e-12);
+    for key in [
+        "ratio_to_hash_bound",
+        "wall_over_design_bound",
+        "design_bound_seconds",
+    ] {
+        let s = &r["summary"][key];
+        assert!(
+            s["min"].as_f64().unwrap() <= s["max"].as_f64().unwrap(),
+            "{key}"
+        );
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+
+    // Human output: a line a run, then the spread.
+    let mut cmd = sv(dir.path());
+    cmd.args(["bench", "plot", "-k", "16", "--runs", "2"])
+        .args(["--disk-bytes", "4MiB", "--dir"])
+        .arg(dir.path());
+    let out = cmd.assert().success().get_output().stdout.clone();
+    let out = String::from_utf8(out).unwrap();
+    assert!(out.contains("2 runs"), "{out}");
+    assert!(out.lines().any(|l| l.starts_with("wall (s)")), "{out}");
+
+    sv(dir.path())
+        .args(["bench", "plot", "--runs", "0"])
+        .assert()
+        .failure();
+}
+
+#[test]
 fn bench_plot_reports_bounds_and_ratios_for_both_strategies() {
     let dir = tempfile::tempdir().unwrap();
     for (strategy, memory) in [("memory", "1GiB"), ("external", "41MiB")] {

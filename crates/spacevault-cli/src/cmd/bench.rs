@@ -47,6 +47,10 @@ pub struct BenchPlotArgs {
     /// Bytes written to measure the disk's sequential speed.
     #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "1GiB")]
     pub disk_bytes: u64,
+    /// Repeat the whole benchmark (bounds and plot) N times and report the
+    /// spread of each figure.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub runs: u32,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -99,8 +103,12 @@ fn bench_plot(a: BenchPlotArgs) -> Result<()> {
     };
     let plot = super::plot::options_from(&args)?;
     if !a.json {
+        let times = match a.runs {
+            1 => String::new(),
+            n => format!(", {n} times"),
+        };
         eprintln!(
-            "measuring this machine's hash rate and disk speed, then plotting k={} ...",
+            "measuring this machine's hash rate and disk speed, then plotting k={}{times} ...",
             a.k
         );
     }
@@ -112,12 +120,97 @@ fn bench_plot(a: BenchPlotArgs) -> Result<()> {
         hash_seconds: 2.0,
         disk_bytes: a.disk_bytes,
     };
-    let r = plot_bench::run(&options, &bar);
+    let runs = a.runs as usize;
+    let repeated = plot_bench::run_repeated(&options, runs, &bar, |i| {
+        if runs > 1 {
+            bar.set_prefix(format!("[bench {}/{runs}]", i + 1));
+        }
+    });
     bar.finish();
-    let r = r?;
+    let mut repeated = repeated?;
+    if runs > 1 {
+        if a.json {
+            return super::print_json(&repeated);
+        }
+        print_repeated(&repeated);
+        return Ok(());
+    }
+    let r = repeated.runs.pop().expect("one run");
     if a.json {
         return super::print_json(&r);
     }
+    print_plot_bench(r);
+    Ok(())
+}
+
+/// The spread of `bench plot --runs N`: what every run shares, a line a
+/// run, then the least, median and greatest of each figure.
+fn print_repeated(repeated: &plot_bench::Repeated) {
+    let first = &repeated.runs[0];
+    println!(
+        "plot            k={} ({} records), {} strategy, {} threads, memory limit {}, {} runs",
+        first.k,
+        first.records,
+        first.strategy,
+        first.threads,
+        format_size(first.memory_limit),
+        repeated.runs.len()
+    );
+    println!(
+        "file            {} ({:.3} bits a record)",
+        format_size(first.file_bytes),
+        first.file_bytes as f64 * 8.0 / first.records as f64
+    );
+    println!();
+    println!(
+        "{:>3}  {:>8}  {:>10}  {:>10}  {:>9}  {:>9}  {:>9}  {:>12}  phases (s)",
+        "run", "wall s", "M rec/s", "hash ratio", "design s", "x design", "x +touch", "disk w MB/s"
+    );
+    for (i, r) in repeated.runs.iter().enumerate() {
+        let phases: Vec<String> = r.phases.iter().map(|(_, s)| format!("{s:.2}")).collect();
+        println!(
+            "{:>3}  {:>8.3}  {:>10.1}  {:>10.3}  {:>9.3}  {:>9.3}  {:>9.3}  {:>12.0}  {}",
+            i + 1,
+            r.wall_seconds,
+            r.records_per_second / 1e6,
+            r.ratio_to_hash_bound,
+            r.design_bound_seconds,
+            r.wall_over_design_bound,
+            r.wall_over_design_bound_with_first_touch,
+            r.bounds.disk.write_bytes_per_second / 1e6,
+            phases.join(" / ")
+        );
+    }
+    println!();
+    let s = &repeated.summary;
+    println!("{:<34}  {:>10}  {:>10}  {:>10}", "", "min", "median", "max");
+    let row = |name: &str, x: &spacevault_bench::stats::Summary, scale: f64| {
+        println!(
+            "{name:<34}  {:>10.3}  {:>10.3}  {:>10.3}",
+            x.min / scale,
+            x.median / scale,
+            x.max / scale
+        );
+    };
+    row("wall (s)", &s.wall_seconds, 1.0);
+    row("records/s (M)", &s.records_per_second, 1e6);
+    row("hash bound (s)", &s.hash_bound_seconds, 1.0);
+    row("ratio to hash bound", &s.ratio_to_hash_bound, 1.0);
+    row("design bound (s)", &s.design_bound_seconds, 1.0);
+    row("wall / design bound", &s.wall_over_design_bound, 1.0);
+    row(
+        "wall / design bound + first touch",
+        &s.wall_over_design_bound_with_first_touch,
+        1.0,
+    );
+    for r in &repeated.runs {
+        if let Some(p) = &r.path {
+            println!("kept            {}", p.display());
+        }
+    }
+}
+
+fn print_plot_bench(r: plot_bench::PlotBench) {
     let b = &r.bounds;
     println!(
         "plot            k={} ({} records), {} strategy, {} threads, memory limit {}",
@@ -223,7 +316,6 @@ fn bench_plot(a: BenchPlotArgs) -> Result<()> {
     if let Some(p) = r.path {
         println!("kept            {}", p.display());
     }
-    Ok(())
 }
 
 fn bench_lookup(a: BenchLookupArgs) -> Result<()> {
