@@ -31,8 +31,24 @@ pub struct PlotBenchOptions {
     /// How long to measure the hash rate, in all (two measurements, the
     /// better counts).
     pub hash_seconds: f64,
-    /// Bytes for the disk-speed measurement.
+    /// Bytes for the disk-speed measurement (see [`default_disk_bytes`]).
     pub disk_bytes: u64,
+}
+
+/// The disk measurement's size for a plot of 2^k records when none is
+/// given: a quarter of the plot, at least 1 GiB and at most 4 GiB. A bound
+/// must be reachable by the plot's own I/O, and a small scratch file is
+/// not read the way a plot's many gigabytes are: on the development VM,
+/// whose host caches recently written data, a 1 GiB file read back at 1.57
+/// to 2.30 GB/s alone and 0.78 to 1.31 GB/s while writing, a 4 GiB file at
+/// 1.30 to 1.75 and 0.81 to 0.92 (four runs each, taken in turns), and
+/// phase 2 of a k = 32 plot reads its 15 GB temp file at 0.65 to 0.9 GB/s
+/// while writing the plot.
+pub fn default_disk_bytes(k: u8) -> u64 {
+    const GIB: u64 = 1 << 30;
+    // About k + 1 bits a record (docs/FORMAT.md).
+    let plot = (1u64 << k) / 8 * (k as u64 + 1);
+    (plot / 4).clamp(GIB, 4 * GIB) >> 20 << 20
 }
 
 /// The machine's limits, measured in the same run.
@@ -319,6 +335,16 @@ fn same_file_system(a: &std::path::Path, b: &std::path::Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_disk_measurement_grows_with_the_plot_within_limits() {
+        assert_eq!(default_disk_bytes(20), 1 << 30);
+        assert_eq!(default_disk_bytes(28), 1 << 30);
+        // 2^31 records of 32 bits: 8 GiB, a quarter of it.
+        assert_eq!(default_disk_bytes(31), 2 << 30);
+        assert_eq!(default_disk_bytes(32), 4 << 30);
+        assert_eq!(default_disk_bytes(40), 4 << 30);
+    }
 
     #[test]
     fn reading_while_writing_takes_the_best_mix() {

@@ -44,9 +44,10 @@ pub struct BenchPlotArgs {
     /// Keep the plot instead of deleting it.
     #[arg(long)]
     pub keep: bool,
-    /// Bytes written to measure the disk's sequential speed.
-    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "1GiB")]
-    pub disk_bytes: u64,
+    /// Bytes written to measure the disk's sequential speed (default: a
+    /// quarter of the plot's size, at least 1GiB and at most 4GiB).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub disk_bytes: Option<u64>,
     /// Repeat the whole benchmark (bounds and plot) N times and report the
     /// spread of each figure.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
@@ -118,7 +119,9 @@ fn bench_plot(a: BenchPlotArgs) -> Result<()> {
         dir: a.dir,
         keep: a.keep,
         hash_seconds: 2.0,
-        disk_bytes: a.disk_bytes,
+        disk_bytes: a
+            .disk_bytes
+            .unwrap_or_else(|| plot_bench::default_disk_bytes(a.k)),
     };
     let runs = a.runs as usize;
     let repeated = plot_bench::run_repeated(&options, runs, &bar, |i| {
