@@ -1,29 +1,43 @@
-//! A progress bar on stderr, only when stderr is a terminal.
+//! Progress bars on stderr, only when stderr is a terminal.
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 
+#[derive(Clone)]
 pub struct Bar {
     bar: ProgressBar,
     prefix: String,
 }
 
+fn shown(quiet: bool) -> bool {
+    !quiet && std::io::stderr().is_terminal()
+}
+
+fn styled(bar: ProgressBar) -> ProgressBar {
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{prefix} {msg:<24} [{bar:30}] {percent:>3}%  {per_sec:>14}  ETA {eta}",
+        )
+        .expect("valid template")
+        .progress_chars("=> "),
+    );
+    bar
+}
+
 impl Bar {
     /// A bar, hidden unless stderr is a terminal and `quiet` is false.
     pub fn new(prefix: String, quiet: bool) -> Bar {
-        let bar = if quiet || !std::io::stderr().is_terminal() {
-            ProgressBar::hidden()
-        } else {
-            let b = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr_with_hz(8));
-            b.set_style(
-                ProgressStyle::with_template(
-                    "{prefix} {msg:<24} [{bar:30}] {percent:>3}%  {per_sec:>14}  ETA {eta}",
-                )
-                .expect("valid template")
-                .progress_chars("=> "),
-            );
-            b
+        let bar = match shown(quiet) {
+            true => styled(ProgressBar::with_draw_target(
+                Some(0),
+                ProgressDrawTarget::stderr_with_hz(8),
+            )),
+            false => ProgressBar::hidden(),
         };
+        Bar::with_prefix(bar, prefix)
+    }
+
+    fn with_prefix(bar: ProgressBar, prefix: String) -> Bar {
         bar.set_prefix(prefix.clone());
         Bar { bar, prefix }
     }
@@ -53,5 +67,36 @@ impl spacevault::plot::Progress for Bar {
 
     fn advance(&self, records: u64) {
         self.bar.inc(records);
+    }
+}
+
+/// Bars that may be on screen together (plots that overlap), and lines
+/// printed above them.
+pub struct Bars {
+    group: Option<MultiProgress>,
+}
+
+impl Bars {
+    /// Hidden unless stderr is a terminal and `quiet` is false.
+    pub fn new(quiet: bool) -> Bars {
+        let group = shown(quiet)
+            .then(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr_with_hz(8)));
+        Bars { group }
+    }
+
+    pub fn add(&self, prefix: String) -> Bar {
+        let bar = match &self.group {
+            Some(group) => styled(group.add(ProgressBar::new(0))),
+            None => ProgressBar::hidden(),
+        };
+        Bar::with_prefix(bar, prefix)
+    }
+
+    /// Prints `line` on stderr, above the bars.
+    pub fn println(&self, line: &str) {
+        match &self.group {
+            Some(group) if group.println(line).is_ok() => {}
+            _ => eprintln!("{line}"),
+        }
     }
 }

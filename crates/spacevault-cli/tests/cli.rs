@@ -247,6 +247,36 @@ fn count_fills_several_directories_in_turn() {
 }
 
 #[test]
+fn count_overlaps_plots_unless_told_not_to() {
+    // Plots through a temp file overlap (one sorts while the next hashes,
+    // in half the memory each) and are the plots made one after another.
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    let mut made = Vec::new();
+    for (out, extra) in [(&a, None), (&b, Some("--no-overlap"))] {
+        std::fs::create_dir_all(out).unwrap();
+        let mut cmd = plot_cmd(out, "20", SEED, &["--count", "3", "--memory", "84MiB"]);
+        cmd.args(["--strategy", "external"]).args(extra);
+        let output = cmd.assert().success().get_output().clone();
+        let stderr = String::from_utf8_lossy(&output.stderr).to_string();
+        assert!(stderr.contains("[3/3] plotted k=20"), "{stderr}");
+        assert!(stderr.contains("3 plots in"), "{stderr}");
+        let paths: Vec<PathBuf> = String::from_utf8(output.stdout)
+            .unwrap()
+            .lines()
+            .map(PathBuf::from)
+            .collect();
+        assert_eq!(paths.len(), 3);
+        made.push(paths);
+    }
+    for (x, y) in made[0].iter().zip(&made[1]) {
+        assert_eq!(x.file_name(), y.file_name(), "plots in order");
+        let (x, y) = (std::fs::read(x).unwrap(), std::fs::read(y).unwrap());
+        assert!(x[4096..] == y[4096..]);
+    }
+}
+
+#[test]
 fn a_farmer_key_is_made_once_and_kept() {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("config");

@@ -1,14 +1,17 @@
 //! `spacevault plot`: make plots, filling the output directories in turn.
 
 use crate::keys::{parse_hex32, random32, stored_farmer_key};
-use crate::progress::Bar;
+use crate::progress::Bars;
 use crate::size::{format_size, parse_size};
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
 use serde::Serialize;
-use spacevault::plot::Strategy;
+use spacevault::plot::{PlotJob, PlotSummary, Strategy};
 use spacevault::{PlotOptions, MAX_K, MIN_K};
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::path::PathBuf;
+use std::time::Instant;
 
 #[derive(Args, Debug)]
 pub struct PlotArgs {
@@ -42,6 +45,10 @@ pub struct PlotArgs {
     /// How to sort: in memory, through a temp file, or whichever the memory limit allows.
     #[arg(long, value_enum, default_value_t = StrategyArg::Auto)]
     pub strategy: StrategyArg,
+    /// Make the plots strictly one after another. By default a plot larger
+    /// than --memory sorts while the next one hashes, each in half the memory.
+    #[arg(long)]
+    pub no_overlap: bool,
     /// Print a JSON summary instead of paths, and no progress bar.
     #[arg(long)]
     pub json: bool,
@@ -127,47 +134,91 @@ pub fn run(args: PlotArgs) -> Result<()> {
         }
     }
     let base = options_from(&args)?;
+    let jobs: Vec<PlotJob> = (0..args.count)
+        .map(|i| PlotJob {
+            options: PlotOptions {
+                seed: nth_seed(&base.seed, i),
+                ..base.clone()
+            },
+            out_dir: args.out[(i % args.out.len() as u64) as usize].clone(),
+        })
+        .collect();
+    let started = Instant::now();
+    let bars = Bars::new(args.json);
+    let shown = RefCell::new(HashMap::new());
     let mut summaries = Vec::new();
+    let mut failure = None;
     // One plotter for every plot: the plots after the first reuse its memory.
     let plotter = spacevault::Plotter::default();
-    for i in 0..args.count {
-        let mut o = base.clone();
-        o.seed = nth_seed(&base.seed, i);
-        let out = &args.out[(i % args.out.len() as u64) as usize];
-        let bar = Bar::new(format!("[{}/{}]", i + 1, args.count), args.json);
-        let summary = plotter
-            .plot(&o, out, &bar)
-            .with_context(|| format!("plot {} of {} in {}", i + 1, args.count, out.display()));
+    plotter.plot_all(
+        &jobs,
+        !args.no_overlap,
+        |i| {
+            let bar = bars.add(format!("[{}/{}]", i + 1, args.count));
+            shown.borrow_mut().insert(i, bar.clone());
+            bar
+        },
+        |i, result| {
+            let bar = shown.borrow_mut().remove(&i).expect("a bar for every plot");
+            bar.finish();
+            let summary = match result {
+                Ok(summary) => summary,
+                Err(e) => {
+                    let out = jobs[i].out_dir.display();
+                    let e = anyhow::Error::new(e);
+                    failure = Some(e.context(format!("plot {} of {} in {out}", i + 1, args.count)));
+                    return false;
+                }
+            };
+            if args.json {
+                summaries.push(PlotJson::from(&summary));
+            } else {
+                bars.println(&format!(
+                    "{} plotted k={} ({}) in {:.2} s, {:.1} M records/s, {}",
+                    bar.prefix(),
+                    summary.k,
+                    format_size(summary.bytes),
+                    summary.seconds,
+                    summary.records_per_second() / 1e6,
+                    summary.strategy.name()
+                ));
+                println!("{}", summary.path.display());
+            }
+            true
+        },
+    );
+    for bar in shown.borrow().values() {
         bar.finish();
-        let summary = summary?;
-        if args.json {
-            summaries.push(PlotJson {
-                path: summary.path.clone(),
-                k: summary.k,
-                plot_id: hex::encode(summary.plot_id),
-                bytes: summary.bytes,
-                seconds: summary.seconds,
-                records_per_second: summary.records_per_second(),
-                strategy: summary.strategy.name(),
-                temp_bytes_written: summary.temp_bytes_written,
-            });
-        } else {
-            eprintln!(
-                "{} plotted k={} ({}) in {:.2} s, {:.1} M records/s, {}",
-                bar.prefix(),
-                summary.k,
-                format_size(summary.bytes),
-                summary.seconds,
-                summary.records_per_second() / 1e6,
-                summary.strategy.name()
-            );
-            println!("{}", summary.path.display());
-        }
+    }
+    if let Some(e) = failure {
+        return Err(e);
     }
     if args.json {
         crate::cmd::print_json(&summaries)?;
+    } else if args.count > 1 {
+        let seconds = started.elapsed().as_secs_f64();
+        eprintln!(
+            "{} plots in {seconds:.2} s, {:.2} s a plot",
+            args.count,
+            seconds / args.count as f64
+        );
     }
     Ok(())
+}
+
+impl From<&PlotSummary> for PlotJson {
+    fn from(summary: &PlotSummary) -> PlotJson {
+        PlotJson {
+            path: summary.path.clone(),
+            k: summary.k,
+            plot_id: hex::encode(summary.plot_id),
+            bytes: summary.bytes,
+            seconds: summary.seconds,
+            records_per_second: summary.records_per_second(),
+            strategy: summary.strategy.name(),
+            temp_bytes_written: summary.temp_bytes_written,
+        }
+    }
 }
 
 #[cfg(test)]

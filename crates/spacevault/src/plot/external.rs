@@ -76,6 +76,7 @@ fn temp_size_of(plan: &Plan, threads: usize) -> u64 {
 }
 
 /// How the two phases share the memory limit.
+#[derive(Clone)]
 struct Plan {
     parting: Partitioning,
     shape: KeyShape,
@@ -303,48 +304,66 @@ type RoundSegments = Vec<Vec<Segment>>;
 /// One round's buffers: a scatter per thread.
 type RoundBuffers = Vec<ThreadKeys>;
 
-/// Where phase 1 writes and phase 2 writes to, and what closes the temp
-/// file.
-pub(crate) struct Files<'a> {
-    pub tmp_dir: &'a Path,
-    pub out: &'a File,
-    pub closer: &'a Closer,
+/// Phase 1's work, ready for phase 2: the temp file and the round buffers
+/// kept in memory.
+pub(crate) struct Sorted<'a> {
+    plan: Plan,
+    temp: TempFile<'a>,
+    segments: Vec<RoundSegments>,
+    resident: Vec<RoundBuffers>,
+    temp_bytes_written: u64,
+    fresh_bytes: u64,
 }
 
-/// Makes the plot; the round buffers that stay in memory are taken from
-/// and given back to `pool`.
-pub(crate) fn plot(
+/// What phase 1 does with the sets of round buffers that do not stay in
+/// memory for phase 2.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Spares {
+    /// Frees them before phase 2 allocates its own memory: a plot alone
+    /// has the whole limit to itself in each phase.
+    Free,
+    /// Gives them to the pool for the next plot's phase 1, which runs
+    /// beside this plot's phase 2 in the other half of the limit.
+    Pool,
+}
+
+/// Phase 1: hashes every nonce into round buffers taken from `pool` and
+/// writes all but the last rounds to a temp file in `tmp_dir`.
+pub(crate) fn phase_one<'a>(
     layout: &Layout,
     kernel: &Kernel,
     threads: usize,
     memory: u64,
-    files: Files,
+    (tmp_dir, closer): (&Path, &'a Closer),
     progress: &dyn Progress,
-    pool: &ScatterPool,
-) -> Result<ExternalResult, PlotError> {
+    (pool, spares): (&ScatterPool, Spares),
+) -> Result<Sorted<'a>, PlotError> {
     let plan = Plan::new(layout, threads, memory, &Overrides::default())?;
-    plot_with_plan(&plan, kernel, threads, files, progress, pool)
+    hash_to_temp(
+        plan,
+        kernel,
+        threads,
+        (tmp_dir, closer),
+        progress,
+        (pool, spares),
+    )
 }
 
-fn plot_with_plan(
-    plan: &Plan,
+fn hash_to_temp<'a>(
+    plan: Plan,
     kernel: &Kernel,
     threads: usize,
-    Files {
-        tmp_dir,
-        out,
-        closer,
-    }: Files,
+    (tmp_dir, closer): (&Path, &'a Closer),
     progress: &dyn Progress,
-    pool: &ScatterPool,
-) -> Result<ExternalResult, PlotError> {
+    (pool, spares): (&ScatterPool, Spares),
+) -> Result<Sorted<'a>, PlotError> {
     let Plan {
         ref parting,
         shape,
         round,
         cap,
         ..
-    } = *plan;
+    } = plan;
     let layout = &parting.layout;
     let n = layout.record_count();
     let parts = parting.count as usize;
@@ -369,8 +388,8 @@ fn plot_with_plan(
         )
     };
 
-    // Phase 1: hash into one set of buffers while the writer writes another;
-    // the last rounds stay in memory.
+    // Hash into one set of buffers while the writer writes another; the
+    // last rounds stay in memory.
     let rounds: Vec<u64> = (0..plan.rounds).map(|r| r * round).collect();
     let written_rounds = (plan.rounds - plan.resident) as usize;
     pool.keep_only(parts, cap, plan.sets as usize * threads);
@@ -434,10 +453,15 @@ fn plot_with_plan(
                 }
             }
             drop(to_writer);
-            // Surface a write error from the last rounds; sets not kept are
-            // freed here, before phase 2 allocates its own.
-            for r in returned.iter() {
-                r?;
+            // Surface a write error from the last rounds. The sets not kept
+            // are freed here, before phase 2 allocates its own memory, or
+            // handed on to the next plot.
+            let spare = free.into_iter().map(Ok).chain(returned.iter());
+            for buffers in spare {
+                let buffers = buffers?;
+                if spares == Spares::Pool {
+                    buffers.into_iter().for_each(|t| pool.give(t.scatter));
+                }
             }
             let (all, bytes) = writer.join().expect("temp writer panicked");
             if all.len() != written_rounds {
@@ -446,9 +470,42 @@ fn plot_with_plan(
             Ok((all, bytes, kept))
         },
     )?;
+    Ok(Sorted {
+        plan,
+        temp,
+        segments,
+        resident,
+        temp_bytes_written,
+        fresh_bytes,
+    })
+}
 
-    // Phase 2: reader threads read partitions ahead; one more worker than
-    // cores keeps the cores busy while a worker waits for its turn to place.
+/// Phase 2: reads each partition back from the temp file and the rounds
+/// kept in memory, places its records and writes the plot to `out`. The
+/// resident round buffers go back to `pool`.
+pub(crate) fn phase_two(
+    sorted: Sorted,
+    kernel: &Kernel,
+    threads: usize,
+    out: &File,
+    progress: &dyn Progress,
+    pool: &ScatterPool,
+) -> Result<ExternalResult, PlotError> {
+    let Sorted {
+        plan,
+        temp,
+        segments,
+        resident,
+        temp_bytes_written,
+        fresh_bytes,
+    } = sorted;
+    let Plan {
+        ref parting, shape, ..
+    } = plan;
+    let n = parting.layout.record_count();
+
+    // Reader threads read partitions ahead; one more worker than cores
+    // keeps the cores busy while a worker waits for its turn to place.
     progress.phase("sorting and writing", n);
     let mut sink = RegionSink::new(out, parting);
     let ahead = ReadAhead::new(threads + READ_AHEAD_EXTRA);
@@ -474,7 +531,7 @@ fn plot_with_plan(
         end
     })?;
     drop(temp);
-    // Only the resident sets fit beside phase 2, so only they are kept.
+    // The next plot's phase 1 takes them from the pool.
     resident
         .into_iter()
         .flatten()
@@ -776,26 +833,31 @@ mod tests {
         let mut plots = Vec::new();
         let pool = ScatterPool::default();
         let closer = Closer::default();
-        for (memory, shape, resident) in [
-            (42 << 20, None, Some(0)),
-            (42 << 20, None, Some(2)),
-            (42 << 20, None, Some(99)),
-            (42 << 20, nonces, Some(0)),
-            (42 << 20, nonces, Some(1)),
-            (120 << 20, nonces, Some(0)),
-            (120 << 20, None, None),
+        for (memory, shape, resident, spares) in [
+            (42 << 20, None, Some(0), Spares::Free),
+            (42 << 20, None, Some(2), Spares::Free),
+            (42 << 20, None, Some(99), Spares::Free),
+            (42 << 20, nonces, Some(0), Spares::Pool),
+            (42 << 20, nonces, Some(1), Spares::Pool),
+            (120 << 20, nonces, Some(0), Spares::Free),
+            (120 << 20, None, None, Spares::Free),
         ] {
             let out = File::create(dir.path().join("plot")).unwrap();
             let overrides = Overrides { shape, resident };
             let plan = Plan::new(&layout, 2, memory, &overrides).unwrap();
-            let files = Files {
-                tmp_dir: dir.path(),
-                out: &out,
-                closer: &closer,
+            let temp = (dir.path(), &closer);
+            let sorted = hash_to_temp(plan.clone(), &kernel, 2, temp, &NoProgress, (&pool, spares));
+            // Sets that phase 2 does not need are freed or handed on.
+            let spare_sets = plan.sets - plan.resident;
+            let (handed_on, kept) = match spares {
+                Spares::Free => (0, plan.resident),
+                Spares::Pool => (spare_sets, plan.sets),
             };
-            let result = plot_with_plan(&plan, &kernel, 2, files, &NoProgress, &pool).unwrap();
+            assert_eq!(pool.kept() as u64, handed_on * 2);
+            let result = phase_two(sorted.unwrap(), &kernel, 2, &out, &NoProgress, &pool).unwrap();
+            assert_eq!(result.rounds, plan.rounds);
             assert_eq!(result.rounds_in_memory, plan.resident);
-            assert_eq!(pool.kept() as u64, plan.resident.min(plan.rounds) * 2);
+            assert_eq!(pool.kept() as u64, kept * 2);
             let written = plan.rounds - plan.resident;
             assert!(result.temp_bytes_written >= (written * plan.round).min(1 << 20) * 4);
             assert!(result.temp_bytes_written <= temp_size_of(&plan, 2));

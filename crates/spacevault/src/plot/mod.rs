@@ -10,6 +10,7 @@ mod external;
 mod files;
 mod keys;
 mod memory;
+mod overlap;
 mod pack;
 mod partition;
 mod pipeline;
@@ -24,12 +25,14 @@ use crate::format::{FormatError, Header, Layout, HEADER_SIZE};
 use crate::kernel::Kernel;
 use crate::units::human_bytes;
 use closer::Closer;
+use external::Spares;
 use partition::Partitioning;
 use scatter::ScatterPool;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 pub use files::{plot_file_name, PLOT_EXTENSION, TEMP_EXTENSION};
+pub use overlap::PlotJob;
 pub use stop::{request_stop, stop_requested};
 
 /// Why a plot could not be made.
@@ -151,13 +154,23 @@ pub trait Progress: Sync {
     fn advance(&self, _records: u64) {}
 }
 
+impl<T: Progress + ?Sized> Progress for &T {
+    fn phase(&self, name: &str, total: u64) {
+        (**self).phase(name, total);
+    }
+
+    fn advance(&self, records: u64) {
+        (**self).advance(records);
+    }
+}
+
 /// Forwards progress and notes when each phase starts.
-struct PhaseClock<'a> {
-    inner: &'a dyn Progress,
+struct PhaseClock<P> {
+    inner: P,
     marks: std::sync::Mutex<Vec<(String, Instant)>>,
 }
 
-impl Progress for PhaseClock<'_> {
+impl<P: Progress> Progress for PhaseClock<P> {
     fn phase(&self, name: &str, total: u64) {
         self.marks
             .lock()
@@ -171,7 +184,7 @@ impl Progress for PhaseClock<'_> {
     }
 }
 
-impl PhaseClock<'_> {
+impl<P> PhaseClock<P> {
     /// Seconds spent in each phase, the last one ending at `end`.
     fn durations(&self, end: Instant) -> Vec<(String, f64)> {
         let marks = self.marks.lock().unwrap();
@@ -274,7 +287,8 @@ pub fn plot(
 /// Makes plots one after another and keeps its large buffers from one plot
 /// to the next: the plots after the first do not pay for fresh memory
 /// (see `scatter::ScatterPool`). Between plots it holds at most what the
-/// last plot's memory limit allowed.
+/// last plot's memory limit allowed. [`Plotter::plot_all`] also overlaps
+/// one plot's sorting with the next one's hashing.
 ///
 /// A plot is done once its file is durable; a temp file it leaves goes on
 /// being freed in the background (see `closer.rs`), overlapping the next
@@ -293,7 +307,10 @@ impl Plotter {
         out_dir: &Path,
         progress: &dyn Progress,
     ) -> Result<PlotSummary, PlotError> {
-        plot_with(options, out_dir, progress, self)
+        begin(options, out_dir, progress, self, Spares::Free, &mut || {
+            false
+        })?
+        .finish()
     }
 
     /// Waits until the temp files of the plots made so far are closed and
@@ -303,21 +320,46 @@ impl Plotter {
     }
 }
 
-fn plot_with(
+/// A plot whose records are all hashed. What is left: an external plot's
+/// phase 2, then the header and making the file durable.
+struct Begun<'a, P> {
+    started: Instant,
+    clock: PhaseClock<P>,
+    options: PlotOptions,
+    layout: Layout,
+    id: [u8; 32],
+    final_path: PathBuf,
+    file: files::TempPlot,
+    kernel: Kernel,
+    strategy: Strategy,
+    stage: Stage<'a>,
+    plotter: &'a Plotter,
+}
+
+enum Stage<'a> {
+    /// Phase 1 of an external plot is done.
+    Sorted(external::Sorted<'a>),
+    /// The plot's regions are written: they end at `end`.
+    Written { end: u64, fresh_bytes: u64 },
+}
+
+/// Checks the options and the free space, creates the plot's temp file and
+/// hashes every record: a plot in memory is written, an external one has
+/// its phase 1 done. When the disk is too full, `make_room` may wait for
+/// an earlier plot to finish (true when it did).
+fn begin<'a, P: Progress>(
     options: &PlotOptions,
     out_dir: &Path,
-    progress: &dyn Progress,
-    Plotter {
-        scatters: pool,
-        closer,
-    }: &Plotter,
-) -> Result<PlotSummary, PlotError> {
+    progress: P,
+    plotter: &'a Plotter,
+    spares: Spares,
+    make_room: &mut dyn FnMut() -> bool,
+) -> Result<Begun<'a, P>, PlotError> {
     let started = Instant::now();
     let clock = PhaseClock {
         inner: progress,
         marks: Default::default(),
     };
-    let progress: &dyn Progress = &clock;
     let layout = options.layout()?;
     if options.threads == 0 {
         return Err(PlotError::InvalidOptions(
@@ -350,73 +392,107 @@ fn plot_with(
         0
     };
     let check_space = || files::check_space(out_dir, expected_size, &tmp_dir, temp_size);
-    match check_space() {
-        // The last plot's temp file may still be giving its space back.
-        Err(PlotError::NoSpace { .. }) if closer.busy() => {
-            closer.wait();
-            check_space()?
+    let closer = &plotter.closer;
+    loop {
+        match check_space() {
+            // The last plot's temp file may still be giving its space back,
+            // or an earlier plot may still be sorting.
+            Err(PlotError::NoSpace { .. }) if closer.busy() => closer.wait(),
+            Err(PlotError::NoSpace { .. }) if make_room() => {}
+            result => break result?,
         }
-        result => result?,
     }
 
     let temp_path = files::temp_path(&final_path);
     let file = files::TempPlot::create(&temp_path, expected_size)?;
     let kernel = Kernel::new(&id);
-    let mut temp_bytes_written = 0;
-    let mut hashed_twice = false;
-    let (mut rounds, mut rounds_in_memory) = (0, 0);
-    let fresh_memory_bytes;
-    let end = match strategy {
-        Strategy::External => {
-            let ext = external::plot(
-                &layout,
-                &kernel,
-                threads,
-                options.memory,
-                external::Files {
-                    tmp_dir: &tmp_dir,
-                    out: file.file(),
-                    closer,
-                },
-                progress,
-                pool,
-            )?;
-            temp_bytes_written = ext.temp_bytes_written;
-            hashed_twice = ext.hashed_twice;
-            (rounds, rounds_in_memory) = (ext.rounds, ext.rounds_in_memory);
-            fresh_memory_bytes = ext.fresh_bytes;
-            ext.end
-        }
+    let pool = &plotter.scatters;
+    let stage = match strategy {
+        Strategy::External => Stage::Sorted(external::phase_one(
+            &layout,
+            &kernel,
+            threads,
+            options.memory,
+            (&tmp_dir, closer),
+            &clock,
+            (pool, spares),
+        )?),
         _ => {
-            let (end, fresh) =
-                memory::plot(&in_memory, &kernel, threads, file.file(), progress, pool)?;
-            fresh_memory_bytes = fresh;
-            end
+            let (end, fresh_bytes) =
+                memory::plot(&in_memory, &kernel, threads, file.file(), &clock, pool)?;
+            Stage::Written { end, fresh_bytes }
         }
     };
-    let header = Header {
+    Ok(Begun {
+        started,
+        clock,
+        options: options.clone(),
         layout,
-        region_count: layout.region_count(end),
-        created_unix: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs()),
-        farmer_key: options.farmer_key,
-        seed: options.seed,
-        plot_id: id,
-    };
-    let bytes = file.finish(&header, &final_path)?;
-    Ok(PlotSummary {
-        path: final_path,
-        k: options.k,
-        plot_id: id,
-        bytes,
-        seconds: started.elapsed().as_secs_f64(),
+        id,
+        final_path,
+        file,
+        kernel,
         strategy,
-        temp_bytes_written,
-        rounds,
-        rounds_in_memory,
-        hashed_twice,
-        phases: clock.durations(Instant::now()),
-        fresh_memory_bytes,
+        stage,
+        plotter,
     })
+}
+
+impl<P: Progress> Begun<'_, P> {
+    /// Sorts and writes what is left, then seals the plot.
+    fn finish(self) -> Result<PlotSummary, PlotError> {
+        let Begun {
+            started,
+            clock,
+            options,
+            layout,
+            id,
+            final_path,
+            file,
+            kernel,
+            strategy,
+            stage,
+            plotter,
+        } = self;
+        let mut temp_bytes_written = 0;
+        let mut hashed_twice = false;
+        let (mut rounds, mut rounds_in_memory) = (0, 0);
+        let (end, fresh_memory_bytes) = match stage {
+            Stage::Sorted(sorted) => {
+                let pool = &plotter.scatters;
+                let threads = options.threads;
+                let ext = external::phase_two(sorted, &kernel, threads, file.file(), &clock, pool)?;
+                temp_bytes_written = ext.temp_bytes_written;
+                hashed_twice = ext.hashed_twice;
+                (rounds, rounds_in_memory) = (ext.rounds, ext.rounds_in_memory);
+                (ext.end, ext.fresh_bytes)
+            }
+            Stage::Written { end, fresh_bytes } => (end, fresh_bytes),
+        };
+        let header = Header {
+            layout,
+            region_count: layout.region_count(end),
+            created_unix: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            farmer_key: options.farmer_key,
+            seed: options.seed,
+            plot_id: id,
+        };
+        let bytes = file.finish(&header, &final_path)?;
+        Ok(PlotSummary {
+            path: final_path,
+            k: options.k,
+            plot_id: id,
+            bytes,
+            seconds: started.elapsed().as_secs_f64(),
+            strategy,
+            temp_bytes_written,
+            rounds,
+            rounds_in_memory,
+            hashed_twice,
+            phases: clock.durations(Instant::now()),
+            fresh_memory_bytes,
+        })
+    }
 }

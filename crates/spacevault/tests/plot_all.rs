@@ -1,0 +1,142 @@
+//! `Plotter::plot_all`: plots that overlap (one sorting while the next one
+//! hashes, each in half the memory) are the plots each would be alone, are
+//! reported in order, and an error stops the run.
+
+use spacevault::plot::{NoProgress, PlotJob, Strategy};
+use spacevault::{plot, PlotError, PlotOptions, PlotSummary, Plotter};
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+fn options(k: u8, strategy: Strategy, memory: u64, seed: u8) -> PlotOptions {
+    let mut o = PlotOptions::new(k, [0xA5 ^ seed; 32], [seed; 32]);
+    o.strategy = strategy;
+    o.memory = memory;
+    o.threads = 2;
+    o
+}
+
+fn job(options: PlotOptions, out_dir: &Path) -> PlotJob {
+    PlotJob {
+        options,
+        out_dir: out_dir.to_path_buf(),
+    }
+}
+
+/// Each result handed to `done`, with its plot's index.
+type Reported = Vec<(usize, Result<PlotSummary, PlotError>)>;
+
+/// Runs `jobs` and returns what was reported, and how
+/// many progress observers were asked for.
+fn run(jobs: &[PlotJob], overlap: bool) -> (Reported, usize) {
+    let asked = AtomicUsize::new(0);
+    let mut results = Vec::new();
+    Plotter::default().plot_all(
+        jobs,
+        overlap,
+        |_| {
+            asked.fetch_add(1, Ordering::Relaxed);
+            NoProgress
+        },
+        |i, result| {
+            results.push((i, result));
+            true
+        },
+    );
+    (results, asked.into_inner())
+}
+
+#[test]
+fn overlapped_plots_are_the_plots_made_alone() {
+    // k = 20 through a temp file in 84 MiB, or in its half (42 MiB); the
+    // k = 18 plot in the middle is made in memory and does not overlap.
+    let dir = tempfile::tempdir().unwrap();
+    let alone_dir = tempfile::tempdir().unwrap();
+    let ext = Strategy::External;
+    let jobs = [
+        job(options(20, ext, 84 << 20, 1), dir.path()),
+        job(options(20, ext, 84 << 20, 2), dir.path()),
+        job(options(18, Strategy::Auto, 84 << 20, 3), dir.path()),
+        job(options(20, ext, 84 << 20, 4), dir.path()),
+    ];
+    let (results, asked) = run(&jobs, true);
+    assert_eq!(asked, jobs.len());
+    let order: Vec<usize> = results.iter().map(|(i, _)| *i).collect();
+    assert_eq!(order, [0, 1, 2, 3]);
+    for ((_, result), job) in results.into_iter().zip(&jobs) {
+        let overlapped = result.unwrap();
+        let alone = plot(&job.options, alone_dir.path(), &NoProgress).unwrap();
+        assert_eq!(overlapped.strategy, alone.strategy);
+        if job.options.strategy == ext {
+            // Half the memory: smaller rounds, so more of them.
+            assert!(
+                overlapped.rounds > alone.rounds,
+                "seed {}",
+                job.options.seed[0]
+            );
+        }
+        let (a, b) = (
+            std::fs::read(&overlapped.path).unwrap(),
+            std::fs::read(&alone.path).unwrap(),
+        );
+        assert!(a[4096..] == b[4096..], "seed {}", job.options.seed[0]);
+    }
+    // Nothing but the four plots is left.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 4);
+}
+
+#[test]
+fn without_overlap_each_plot_has_the_whole_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let alone_dir = tempfile::tempdir().unwrap();
+    let ext = Strategy::External;
+    let jobs = [
+        job(options(20, ext, 84 << 20, 5), dir.path()),
+        job(options(20, ext, 84 << 20, 6), dir.path()),
+    ];
+    let (results, _) = run(&jobs, false);
+    for ((_, result), job) in results.into_iter().zip(&jobs) {
+        let alone = plot(&job.options, alone_dir.path(), &NoProgress).unwrap();
+        assert_eq!(result.unwrap().rounds, alone.rounds);
+    }
+}
+
+#[test]
+fn an_error_stops_the_run_after_the_plots_before_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let ext = Strategy::External;
+    let taken = options(20, ext, 84 << 20, 8);
+    plot(&taken, dir.path(), &NoProgress).unwrap();
+    let jobs = [
+        job(options(20, ext, 84 << 20, 7), dir.path()),
+        job(taken, dir.path()),
+        job(options(20, ext, 84 << 20, 9), dir.path()),
+    ];
+    let (results, asked) = run(&jobs, true);
+    assert_eq!(asked, 2, "the plot after the error is not started");
+    assert_eq!(results.len(), 2);
+    assert!(results[0].1.is_ok());
+    assert_eq!(results[1].0, 1);
+    assert!(matches!(results[1].1, Err(PlotError::AlreadyExists(_))));
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+}
+
+#[test]
+fn done_returning_false_stops_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let jobs: Vec<PlotJob> = (10..13)
+        .map(|seed| job(options(20, Strategy::External, 84 << 20, seed), dir.path()))
+        .collect();
+    let mut reported = Vec::new();
+    Plotter::default().plot_all(
+        &jobs,
+        true,
+        |_| NoProgress,
+        |i, result| {
+            reported.push(i);
+            result.is_ok() && i < 1
+        },
+    );
+    // Plot 2 was hashing while plot 1 sorted: it is dropped, files and all.
+    assert_eq!(reported, [0, 1]);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+}
