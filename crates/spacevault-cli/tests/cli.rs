@@ -247,16 +247,16 @@ fn count_fills_several_directories_in_turn() {
 }
 
 #[test]
-fn count_overlaps_plots_unless_told_not_to() {
-    // Plots through a temp file overlap (one sorts while the next hashes,
-    // in half the memory each) and are the plots made one after another.
+fn plots_that_overlap_are_the_plots_made_one_after_another() {
+    // Plots through a temp file that overlap (one sorts while the next
+    // hashes, in half the memory each) are the plots made one by one.
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = (dir.path().join("a"), dir.path().join("b"));
     let mut made = Vec::new();
-    for (out, extra) in [(&a, None), (&b, Some("--no-overlap"))] {
+    for (out, overlap) in [(&a, "always"), (&b, "never")] {
         std::fs::create_dir_all(out).unwrap();
         let mut cmd = plot_cmd(out, "20", SEED, &["--count", "3", "--memory", "84MiB"]);
-        cmd.args(["--strategy", "external"]).args(extra);
+        cmd.args(["--strategy", "external", "--overlap", overlap]);
         let output = cmd.assert().success().get_output().clone();
         let stderr = String::from_utf8_lossy(&output.stderr).to_string();
         assert!(stderr.contains("[3/3] plotted k=20"), "{stderr}");

@@ -2,7 +2,7 @@
 //! hashes, each in half the memory) are the plots each would be alone, are
 //! reported in order, and an error stops the run.
 
-use spacevault::plot::{NoProgress, PlotJob, Strategy};
+use spacevault::plot::{NoProgress, Overlap, PlotJob, Strategy};
 use spacevault::{plot, PlotError, PlotOptions, PlotSummary, Plotter};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -27,7 +27,7 @@ type Reported = Vec<(usize, Result<PlotSummary, PlotError>)>;
 
 /// Runs `jobs` and returns what was reported, and how
 /// many progress observers were asked for.
-fn run(jobs: &[PlotJob], overlap: bool) -> (Reported, usize) {
+fn run(jobs: &[PlotJob], overlap: Overlap) -> (Reported, usize) {
     let asked = AtomicUsize::new(0);
     let mut results = Vec::new();
     Plotter::default().plot_all(
@@ -48,7 +48,7 @@ fn run(jobs: &[PlotJob], overlap: bool) -> (Reported, usize) {
 #[test]
 fn overlapped_plots_are_the_plots_made_alone() {
     // k = 20 through a temp file in 84 MiB, or in its half (42 MiB); the
-    // k = 18 plot in the middle is made in memory and does not overlap.
+    // k = 18 plot is made in memory and overlaps neither neighbour.
     let dir = tempfile::tempdir().unwrap();
     let alone_dir = tempfile::tempdir().unwrap();
     let ext = Strategy::External;
@@ -58,34 +58,37 @@ fn overlapped_plots_are_the_plots_made_alone() {
         job(options(18, Strategy::Auto, 84 << 20, 3), dir.path()),
         job(options(20, ext, 84 << 20, 4), dir.path()),
     ];
-    let (results, asked) = run(&jobs, true);
+    let (results, asked) = run(&jobs, Overlap::Always);
     assert_eq!(asked, jobs.len());
     let order: Vec<usize> = results.iter().map(|(i, _)| *i).collect();
     assert_eq!(order, [0, 1, 2, 3]);
-    for ((_, result), job) in results.into_iter().zip(&jobs) {
+    // The first two overlap; the last has no external plot beside it.
+    let halved = [true, true, false, false];
+    for (((_, result), job), halved) in results.into_iter().zip(&jobs).zip(halved) {
         let overlapped = result.unwrap();
         let alone = plot(&job.options, alone_dir.path(), &NoProgress).unwrap();
         assert_eq!(overlapped.strategy, alone.strategy);
-        if job.options.strategy == ext {
+        let seed = job.options.seed[0];
+        if halved {
             // Half the memory: smaller rounds, so more of them.
-            assert!(
-                overlapped.rounds > alone.rounds,
-                "seed {}",
-                job.options.seed[0]
-            );
+            assert!(overlapped.rounds > alone.rounds, "seed {seed}");
+        } else {
+            assert_eq!(overlapped.rounds, alone.rounds, "seed {seed}");
         }
         let (a, b) = (
             std::fs::read(&overlapped.path).unwrap(),
             std::fs::read(&alone.path).unwrap(),
         );
-        assert!(a[4096..] == b[4096..], "seed {}", job.options.seed[0]);
+        assert!(a[4096..] == b[4096..], "seed {seed}");
     }
     // Nothing but the four plots is left.
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 4);
 }
 
 #[test]
-fn without_overlap_each_plot_has_the_whole_limit() {
+fn plots_on_one_drive_do_not_overlap_unless_told_to() {
+    // Both plots and their temp files are on one drive: each plot has the
+    // whole limit, as it would alone.
     let dir = tempfile::tempdir().unwrap();
     let alone_dir = tempfile::tempdir().unwrap();
     let ext = Strategy::External;
@@ -93,10 +96,14 @@ fn without_overlap_each_plot_has_the_whole_limit() {
         job(options(20, ext, 84 << 20, 5), dir.path()),
         job(options(20, ext, 84 << 20, 6), dir.path()),
     ];
-    let (results, _) = run(&jobs, false);
-    for ((_, result), job) in results.into_iter().zip(&jobs) {
-        let alone = plot(&job.options, alone_dir.path(), &NoProgress).unwrap();
-        assert_eq!(result.unwrap().rounds, alone.rounds);
+    for overlap in [Overlap::Auto, Overlap::Never] {
+        let mut jobs = jobs.clone();
+        jobs.iter_mut().for_each(|j| j.options.force = true);
+        let (results, _) = run(&jobs, overlap);
+        for ((_, result), job) in results.into_iter().zip(&jobs) {
+            let alone = plot(&job.options, alone_dir.path(), &NoProgress).unwrap();
+            assert_eq!(result.unwrap().rounds, alone.rounds, "{overlap:?}");
+        }
     }
 }
 
@@ -111,7 +118,7 @@ fn an_error_stops_the_run_after_the_plots_before_it() {
         job(taken, dir.path()),
         job(options(20, ext, 84 << 20, 9), dir.path()),
     ];
-    let (results, asked) = run(&jobs, true);
+    let (results, asked) = run(&jobs, Overlap::Always);
     assert_eq!(asked, 2, "the plot after the error is not started");
     assert_eq!(results.len(), 2);
     assert!(results[0].1.is_ok());
@@ -129,7 +136,7 @@ fn done_returning_false_stops_the_run() {
     let mut reported = Vec::new();
     Plotter::default().plot_all(
         &jobs,
-        true,
+        Overlap::Always,
         |_| NoProgress,
         |i, result| {
             reported.push(i);

@@ -100,7 +100,7 @@ fn bench_plot(a: BenchPlotArgs) -> Result<()> {
         seed: None,
         force: false,
         strategy: a.strategy,
-        no_overlap: true,
+        overlap: super::plot::OverlapArg::Never,
         json: a.json,
     };
     let plot = super::plot::options_from(&args)?;

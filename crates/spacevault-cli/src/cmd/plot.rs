@@ -6,7 +6,7 @@ use crate::size::{format_size, parse_size};
 use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
 use serde::Serialize;
-use spacevault::plot::{PlotJob, PlotSummary, Strategy};
+use spacevault::plot::{Overlap, PlotJob, PlotSummary, Strategy};
 use spacevault::{PlotOptions, MAX_K, MIN_K};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -45,10 +45,11 @@ pub struct PlotArgs {
     /// How to sort: in memory, through a temp file, or whichever the memory limit allows.
     #[arg(long, value_enum, default_value_t = StrategyArg::Auto)]
     pub strategy: StrategyArg,
-    /// Make the plots strictly one after another. By default a plot larger
-    /// than --memory sorts while the next one hashes, each in half the memory.
-    #[arg(long)]
-    pub no_overlap: bool,
+    /// When a plot larger than --memory sorts while the next one hashes, each
+    /// in half the memory: auto does it when the next plot's temp file is on
+    /// another drive.
+    #[arg(long, value_enum, default_value_t = OverlapArg::Auto)]
+    pub overlap: OverlapArg,
     /// Print a JSON summary instead of paths, and no progress bar.
     #[arg(long)]
     pub json: bool,
@@ -59,6 +60,23 @@ pub enum StrategyArg {
     Auto,
     Memory,
     External,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum OverlapArg {
+    Auto,
+    Always,
+    Never,
+}
+
+impl From<OverlapArg> for Overlap {
+    fn from(o: OverlapArg) -> Overlap {
+        match o {
+            OverlapArg::Auto => Overlap::Auto,
+            OverlapArg::Always => Overlap::Always,
+            OverlapArg::Never => Overlap::Never,
+        }
+    }
 }
 
 impl From<StrategyArg> for Strategy {
@@ -152,7 +170,7 @@ pub fn run(args: PlotArgs) -> Result<()> {
     let plotter = spacevault::Plotter::default();
     plotter.plot_all(
         &jobs,
-        !args.no_overlap,
+        args.overlap.into(),
         |i| {
             let bar = bars.add(format!("[{}/{}]", i + 1, args.count));
             shown.borrow_mut().insert(i, bar.clone());

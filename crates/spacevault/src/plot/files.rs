@@ -67,7 +67,7 @@ pub(crate) fn free_space(dir: &Path) -> io::Result<u64> {
     Ok(st.f_bavail as u64 * st.f_frsize as u64)
 }
 
-fn device_of(dir: &Path) -> Option<u64> {
+pub(crate) fn device_of(dir: &Path) -> Option<u64> {
     use std::os::unix::fs::MetadataExt;
     std::fs::metadata(dir).ok().map(|m| m.dev())
 }

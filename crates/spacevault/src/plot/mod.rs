@@ -32,7 +32,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 pub use files::{plot_file_name, PLOT_EXTENSION, TEMP_EXTENSION};
-pub use overlap::PlotJob;
+pub use overlap::{Overlap, PlotJob};
 pub use stop::{request_stop, stop_requested};
 
 /// Why a plot could not be made.
