@@ -1,6 +1,6 @@
 //! Progress bars on stderr, only when stderr is a terminal.
 
-use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 use std::io::IsTerminal;
 
 #[derive(Clone)]
@@ -16,9 +16,18 @@ fn shown(quiet: bool) -> bool {
 fn styled(bar: ProgressBar) -> ProgressBar {
     bar.set_style(
         ProgressStyle::with_template(
-            "{prefix} {msg:<24} [{bar:30}] {percent:>3}%  {per_sec:>14}  ETA {eta}",
+            "{prefix} {msg:<24} [{bar:30}] {percent:>3}%  {rate:>16}  ETA {eta}",
         )
         .expect("valid template")
+        .with_key(
+            "rate",
+            |state: &ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = std::fmt::Write::write_fmt(
+                    w,
+                    format_args!("{:.1} M records/s", state.per_sec() / 1e6),
+                );
+            },
+        )
         .progress_chars("=> "),
     );
     bar
@@ -29,7 +38,7 @@ impl Bar {
     pub fn new(prefix: String, quiet: bool) -> Bar {
         let bar = match shown(quiet) {
             true => styled(ProgressBar::with_draw_target(
-                Some(0),
+                Some(1),
                 ProgressDrawTarget::stderr_with_hz(8),
             )),
             false => ProgressBar::hidden(),
@@ -86,17 +95,17 @@ impl Bars {
 
     pub fn add(&self, prefix: String) -> Bar {
         let bar = match &self.group {
-            Some(group) => styled(group.add(ProgressBar::new(0))),
+            Some(group) => styled(group.add(ProgressBar::new(1))),
             None => ProgressBar::hidden(),
         };
         Bar::with_prefix(bar, prefix)
     }
 
-    /// Prints `line` on stderr, above the bars.
-    pub fn println(&self, line: &str) {
+    /// Runs `f` (which prints) with the bars off the screen.
+    pub fn suspend<R>(&self, f: impl FnOnce() -> R) -> R {
         match &self.group {
-            Some(group) if group.println(line).is_ok() => {}
-            _ => eprintln!("{line}"),
+            Some(group) => group.suspend(f),
+            None => f(),
         }
     }
 }

@@ -191,7 +191,7 @@ pub fn run(args: PlotArgs) -> Result<()> {
             if args.json {
                 summaries.push(PlotJson::from(&summary));
             } else {
-                bars.println(&format!(
+                let line = format!(
                     "{} plotted k={} ({}) in {:.2} s, {:.1} M records/s, {}",
                     bar.prefix(),
                     summary.k,
@@ -199,8 +199,11 @@ pub fn run(args: PlotArgs) -> Result<()> {
                     summary.seconds,
                     summary.records_per_second() / 1e6,
                     summary.strategy.name()
-                ));
-                println!("{}", summary.path.display());
+                );
+                bars.suspend(|| {
+                    eprintln!("{line}");
+                    println!("{}", summary.path.display());
+                });
             }
             true
         },

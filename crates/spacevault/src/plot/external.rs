@@ -882,6 +882,10 @@ mod tests {
         assert_eq!((plan.round, plan.rounds), (1 << 28, 16));
         assert!((510..=515).contains(&plan.parting.count));
         assert_eq!((plan.resident, plan.sets), (2, 2));
+        // With half of that, as plots that overlap get: 19 rounds, one of
+        // them kept.
+        let plan = Plan::new(&layout, 2, 2 << 30, &Overrides::default()).unwrap();
+        assert_eq!((plan.rounds, plan.resident, plan.sets), (19, 1, 2));
         // k = 30 with 1 GiB: two sets of about 490 MiB in phase 1, and
         // one of them fits beside phase 2's 240 MiB.
         let layout = Layout::for_k(30).unwrap();
