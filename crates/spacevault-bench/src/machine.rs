@@ -122,12 +122,19 @@ pub fn concurrent_speed(
         note_first();
         (reader.join().expect("reader panicked"), w)
     });
-    r?;
-    w?;
+    let (read_seconds, write_seconds) = (r?, w?);
     let (seconds, read, written) = first.into_inner().unwrap().expect("noted");
+    // A direction that had not finished a block when the other ended (a
+    // tiny measurement, or a thread that started late) is timed over its
+    // own run: a rate of zero would be no measurement at all.
+    let total = (blocks * BLOCK) as f64;
+    let rate = |bytes: u64, own_seconds: f64| match bytes {
+        0 => total / own_seconds,
+        _ => bytes as f64 / seconds,
+    };
     Ok(ConcurrentSpeed {
-        read_bytes_per_second: read as f64 / seconds,
-        write_bytes_per_second: written as f64 / seconds,
+        read_bytes_per_second: rate(read, read_seconds),
+        write_bytes_per_second: rate(written, write_seconds),
         bytes: (blocks * BLOCK) as u64,
     })
 }
