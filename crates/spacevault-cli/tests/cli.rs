@@ -461,6 +461,55 @@ fn ctrl_c_stops_the_plot_and_removes_its_files() {
 }
 
 #[test]
+fn ctrl_c_during_overlapping_plots_keeps_only_the_finished_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["-k", "26", "--memory", "200MiB", "--strategy", "external"];
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("spacevault"))
+        .env("SPACEVAULT_CONFIG_DIR", dir.path())
+        .arg("plot")
+        .args(args)
+        .args(["--count", "6", "--overlap", "always", "--seed", SEED])
+        .args(["--farmer-key", FARMER, "--out"])
+        .arg(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let stdout = child.stdout.take().unwrap();
+    let out = child.wait_with_output().unwrap();
+    let printed: Vec<String> = std::io::read_to_string(stdout)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let mut left: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path().to_string_lossy().into_owned())
+        .filter(|p| !p.ends_with("farmer.key"))
+        .collect();
+    left.sort();
+    let mut finished = printed.clone();
+    finished.sort();
+    // Every file left is a plot that was reported finished, and every plot
+    // reported is there; nothing half-made remains.
+    assert_eq!(left, finished, "{err}");
+    if out.status.code() != Some(0) {
+        assert_eq!(out.status.code(), Some(130), "{err}");
+        assert!(printed.len() < 6);
+    }
+    for plot in &printed {
+        sv(dir.path()).args(["check", plot]).assert().success();
+    }
+}
+
+#[test]
 fn bench_plot_runs_repeat_and_summarise() {
     let dir = tempfile::tempdir().unwrap();
     let mut cmd = sv(dir.path());
