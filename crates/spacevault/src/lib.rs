@@ -23,7 +23,8 @@
 //! ```
 //!
 //! The modules are named after the jobs: [`construction`], [`kernel`]
-//! (SIMD hashing), [`format`], [`plot`], [`prove`], [`verify`], [`check`].
+//! (SIMD hashing), [`format`](mod@format), [`plot`](mod@plot), [`prove`],
+//! [`verify`](mod@verify), [`check`].
 
 pub mod aligned;
 pub mod check;

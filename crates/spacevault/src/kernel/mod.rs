@@ -2,7 +2,7 @@
 //!
 //! A record's hash is `keyed_hash(plot_id, LE64(nonce) || 56 zero bytes)`:
 //! one BLAKE3 block, so N nonces fill N SIMD lanes with no tree and no
-//! message transposition. The backends share one source ([`lanes`]) compiled
+//! message transposition. The backends share one source (`lanes.rs`) compiled
 //! with different target features; the `blake3` crate is the reference that
 //! the tests hold every backend to.
 //!
