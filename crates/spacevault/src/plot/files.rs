@@ -67,9 +67,43 @@ pub(crate) fn free_space(dir: &Path) -> io::Result<u64> {
     Ok(st.f_bavail as u64 * st.f_frsize as u64)
 }
 
-pub(crate) fn device_of(dir: &Path) -> Option<u64> {
+fn device_of(dir: &Path) -> Option<u64> {
     use std::os::unix::fs::MetadataExt;
     std::fs::metadata(dir).ok().map(|m| m.dev())
+}
+
+/// The drive a directory's file system is on: the whole disk behind a
+/// partition, or behind a device-mapper or md volume built on one device,
+/// as sysfs names it (`nvme0n1`, `sda`); else the file system's device
+/// number (tmpfs, network file systems, volumes over several disks). Two
+/// partitions of one disk share its bandwidth, so they are one drive.
+pub(crate) fn drive_of(dir: &Path) -> Option<String> {
+    let dev = device_of(dir)?;
+    Some(drive_in(Path::new("/sys"), dev).unwrap_or_else(|| format!("device {dev}")))
+}
+
+fn drive_in(sys: &Path, dev: u64) -> Option<String> {
+    // glibc's encoding of a device number (gnu_dev_major and gnu_dev_minor).
+    let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
+    let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
+    let mut path = std::fs::canonicalize(sys.join(format!("dev/block/{major}:{minor}"))).ok()?;
+    // A volume on exactly one device is that device (a few levels at most:
+    // LVM on dm-crypt on a partition).
+    for _ in 0..4 {
+        let slaves: Vec<_> = match std::fs::read_dir(path.join("slaves")) {
+            Ok(entries) => entries.flatten().collect(),
+            Err(_) => break,
+        };
+        match slaves.as_slice() {
+            [one] => path = std::fs::canonicalize(one.path()).ok()?,
+            _ => break,
+        }
+    }
+    if path.join("partition").exists() {
+        path.pop();
+    }
+    path.file_name()
+        .map(|name| name.to_string_lossy().into_owned())
 }
 
 /// Fails before any work when the output (and temp) directories cannot hold
@@ -270,6 +304,42 @@ impl Drop for TempPlot {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn partitions_and_single_device_volumes_are_their_disk() {
+        // A sysfs of sda (partitions 1 and 2), nvme0n1 (whole) and dm-0
+        // over sda2.
+        let sys = tempfile::tempdir().unwrap();
+        let root = sys.path();
+        for dir in ["sda/sda1", "sda/sda2", "nvme0n1", "dm-0/slaves"] {
+            std::fs::create_dir_all(root.join("devices").join(dir)).unwrap();
+        }
+        std::fs::create_dir_all(root.join("dev/block")).unwrap();
+        for part in ["sda/sda1", "sda/sda2"] {
+            std::fs::write(root.join("devices").join(part).join("partition"), "1").unwrap();
+        }
+        let link = |target: &str, at: &str| {
+            std::os::unix::fs::symlink(root.join(target), root.join(at)).unwrap()
+        };
+        link("devices/sda/sda1", "dev/block/8:1");
+        link("devices/sda/sda2", "dev/block/8:2");
+        link("devices/nvme0n1", "dev/block/259:0");
+        link("devices/dm-0", "dev/block/253:0");
+        link("devices/sda/sda2", "devices/dm-0/slaves/sda2");
+        let dev = |major: u64, minor: u64| (major << 8) | minor;
+        let drive = |major, minor| drive_in(root, dev(major, minor));
+        assert_eq!(drive(8, 1).as_deref(), Some("sda"));
+        assert_eq!(drive(8, 2).as_deref(), Some("sda"));
+        assert_eq!(drive(253, 0).as_deref(), Some("sda"));
+        assert_eq!(drive(259, 0).as_deref(), Some("nvme0n1"));
+        assert_eq!(drive(1, 1), None);
+        // Large numbers use the upper bits: major 259, minor 300000.
+        let big = (259 << 8) | (300_000 & 0xff) | ((300_000 & !0xff) << 12);
+        link("devices/nvme0n1", "dev/block/259:300000");
+        assert_eq!(drive_in(root, big).as_deref(), Some("nvme0n1"));
+        // This machine's directories are on some drive.
+        assert!(drive_of(root).is_some());
+    }
 
     #[test]
     fn vectored_writes_land_in_order() {

@@ -13,7 +13,7 @@
 //! asked to.
 
 use super::external::{self, Spares};
-use super::files::device_of;
+use super::files::drive_of;
 use super::{
     begin, strategy_for, PlotError, PlotOptions, PlotSummary, Plotter, Progress, Strategy,
 };
@@ -64,7 +64,7 @@ impl Plotter {
         mut progress_for: impl FnMut(usize) -> P,
         mut done: impl FnMut(usize, Result<PlotSummary, PlotError>) -> bool,
     ) {
-        let overlaps = overlapping_pairs(jobs, overlap, device_of);
+        let overlaps = overlapping_pairs(jobs, overlap, drive_of);
         std::thread::scope(|s| {
             let mut running: Running = None;
             let mut stopped = false;
@@ -114,20 +114,20 @@ impl Plotter {
 /// Whether each plot sorts while the next one hashes (false for the last):
 /// both must be external plots that fit in half their memory limits, and
 /// with [`Overlap::Auto`], the next plot's temp file must be on another
-/// device than this plot's files.
+/// drive than this plot's files.
 fn overlapping_pairs(
     jobs: &[PlotJob],
     overlap: Overlap,
-    device_of: impl Fn(&Path) -> Option<u64>,
+    drive_of: impl Fn(&Path) -> Option<String>,
 ) -> Vec<bool> {
     let halves: Vec<bool> = jobs
         .iter()
         .map(|j| halved(&j.options).1 == Spares::Pool)
         .collect();
     let apart = |this: &PlotJob, next: &PlotJob| {
-        let devices = [device_of(&this.out_dir), device_of(this.tmp_dir())];
-        let next = device_of(next.tmp_dir());
-        next.is_some() && devices.iter().all(|d| d.is_some() && *d != next)
+        let drives = [drive_of(&this.out_dir), drive_of(this.tmp_dir())];
+        let next = drive_of(next.tmp_dir());
+        next.is_some() && drives.iter().all(|d| d.is_some() && *d != next)
     };
     (0..jobs.len())
         .map(|i| {
@@ -216,7 +216,7 @@ mod tests {
     #[test]
     fn plots_overlap_when_the_next_temp_file_is_on_another_drive() {
         // Drives by the directory's first letter: a/, b/ and c/.
-        let device = |dir: &Path| dir.to_str().and_then(|d| d.bytes().next()).map(u64::from);
+        let drive = |dir: &Path| dir.to_str().and_then(|d| d.get(..1)).map(String::from);
         let external = options(20, Strategy::External, 84 << 20);
         let job = |out: &str, tmp: Option<&str>| PlotJob {
             options: PlotOptions {
@@ -225,7 +225,7 @@ mod tests {
             },
             out_dir: PathBuf::from(out),
         };
-        let pairs = |jobs: &[PlotJob], overlap| overlapping_pairs(jobs, overlap, device);
+        let pairs = |jobs: &[PlotJob], overlap| overlapping_pairs(jobs, overlap, drive);
         // Plots (and their temp files) alternating between two drives.
         let two_drives = [job("a/1", None), job("b/1", None), job("a/2", None)];
         assert_eq!(pairs(&two_drives, Overlap::Auto), [true, true, false]);
