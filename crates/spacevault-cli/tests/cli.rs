@@ -56,6 +56,15 @@ fn spawn_plot(dir: &Path, args: &[&str]) -> std::process::Child {
         .unwrap()
 }
 
+/// Sends SIGINT to `child`, as Ctrl-C does.
+fn interrupt(child: &std::process::Child) {
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
 fn json(cmd: &mut Command) -> Value {
     let out = cmd.assert().get_output().stdout.clone();
     serde_json::from_slice(&out)
@@ -439,11 +448,7 @@ fn ctrl_c_stops_the_plot_and_removes_its_files() {
             &["-k", "26", "--memory", "1GiB", "--strategy", strategy],
         );
         std::thread::sleep(std::time::Duration::from_millis(200));
-        let status = std::process::Command::new("kill")
-            .args(["-INT", &child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(status.success());
+        interrupt(&child);
         let out = child.wait_with_output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         if out.status.code() == Some(0) {
@@ -476,11 +481,7 @@ fn ctrl_c_during_overlapping_plots_keeps_only_the_finished_ones() {
         .spawn()
         .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(1200));
-    let status = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    interrupt(&child);
     let stdout = child.stdout.take().unwrap();
     let out = child.wait_with_output().unwrap();
     let printed: Vec<String> = std::io::read_to_string(stdout)
