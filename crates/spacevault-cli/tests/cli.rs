@@ -209,6 +209,28 @@ fn a_finished_plot_is_not_overwritten_without_force() {
 }
 
 #[test]
+fn a_failed_count_run_still_lists_the_plots_it_made() {
+    // Plot 2 of the run (seed + 1) exists already: plot 1 is made, and
+    // the JSON says so before the run fails.
+    let dir = tempfile::tempdir().unwrap();
+    let second = format!("23{}", &SEED[2..]);
+    plot_k16_seeded(dir.path(), &second);
+    let output = plot_cmd(dir.path(), "16", SEED, &["--count", "3", "--json"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("plot 2 of 3"))
+        .stderr(predicate::str::contains("already exists"))
+        .get_output()
+        .clone();
+    let made: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let made = made.as_array().unwrap();
+    assert_eq!(made.len(), 1);
+    assert!(Path::new(made[0]["path"].as_str().unwrap()).exists());
+    // The plot that was there and plot 1, nothing else.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+}
+
+#[test]
 fn count_fills_several_directories_in_turn() {
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = (dir.path().join("a"), dir.path().join("b"));

@@ -211,12 +211,15 @@ pub fn run(args: PlotArgs) -> Result<()> {
     for bar in shown.borrow().values() {
         bar.finish();
     }
+    // The plots made before a failure are whole: a script still learns of
+    // them.
+    if args.json {
+        crate::cmd::print_json(&summaries)?;
+    }
     if let Some(e) = failure {
         return Err(e);
     }
-    if args.json {
-        crate::cmd::print_json(&summaries)?;
-    } else if args.count > 1 {
+    if !args.json && args.count > 1 {
         let seconds = started.elapsed().as_secs_f64();
         eprintln!(
             "{} plots in {seconds:.2} s, {:.2} s a plot",
