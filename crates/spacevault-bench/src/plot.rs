@@ -3,8 +3,8 @@
 //! figure.
 
 use crate::machine::{
-    concurrent_speed, disk_speed, hash_rate, peak_rss, reset_peak_rss, ConcurrentSpeed, DiskSpeed,
-    IoCounters,
+    blake3_rate, concurrent_speed, disk_speed, hash_rate, peak_rss, reset_peak_rss,
+    ConcurrentSpeed, DiskSpeed, IoCounters,
 };
 use crate::stats::Summary;
 use crate::BenchError;
@@ -54,8 +54,13 @@ pub fn default_disk_bytes(k: u8) -> u64 {
 /// The machine's limits, measured in the same run.
 #[derive(Clone, Debug, Serialize)]
 pub struct Bounds {
+    /// spacevault's own kernel, computing only the hash bytes a plot needs
+    /// ([`hash_rate`]).
     pub hash_records_per_second: f64,
     pub kernel_backend: &'static str,
+    /// The `blake3` crate's SIMD `hash_many`, whole 32-byte hashes
+    /// ([`blake3_rate`]): the machine's BLAKE3 hash rate.
+    pub blake3_records_per_second: f64,
     /// The output directory's disk.
     pub disk: DiskSpeed,
     /// The temp directory's disk, when it is another file system.
@@ -103,6 +108,10 @@ pub struct PlotBench {
     pub hash_bound_seconds: f64,
     /// `hash_bound_seconds / wall_seconds`.
     pub ratio_to_hash_bound: f64,
+    /// Hashing all 2^k records with the `blake3` crate's `hash_many` on
+    /// every core, and `blake3_bound_seconds / wall_seconds`.
+    pub blake3_bound_seconds: f64,
+    pub ratio_to_blake3_bound: f64,
     /// The floor of this strategy: hashing and the I/O it needs, overlapped
     /// where the data allows (see docs/DESIGN.md).
     pub design_bound_seconds: f64,
@@ -133,6 +142,7 @@ pub fn run(options: &PlotBenchOptions, progress: &dyn Progress) -> Result<PlotBe
     // flatter the plot.
     let hash_time = Duration::from_secs_f64(options.hash_seconds / 2.0);
     let first_hash = hash_rate(threads, hash_time);
+    let first_blake3 = blake3_rate(threads, hash_time);
     let disk = disk_speed(&options.dir, options.disk_bytes)?;
     let tmp_dir = options.plot.tmp_dir.as_deref().unwrap_or(&options.dir);
     let temp_disk = match same_file_system(tmp_dir, &options.dir) {
@@ -144,6 +154,7 @@ pub fn run(options: &PlotBenchOptions, progress: &dyn Progress) -> Result<PlotBe
         false => None,
     };
     let hash = first_hash.max(hash_rate(threads, hash_time));
+    let blake3 = first_blake3.max(blake3_rate(threads, hash_time));
 
     let rss_reset = reset_peak_rss();
     let io_before = IoCounters::now();
@@ -164,6 +175,7 @@ pub fn run(options: &PlotBenchOptions, progress: &dyn Progress) -> Result<PlotBe
     let bounds = Bounds {
         hash_records_per_second: hash,
         kernel_backend: spacevault::kernel::Backend::active().name(),
+        blake3_records_per_second: blake3,
         disk,
         temp_disk,
         concurrent,
@@ -229,6 +241,8 @@ pub fn run(options: &PlotBenchOptions, progress: &dyn Progress) -> Result<PlotBe
         bounds,
         hash_bound_seconds: hash_bound,
         ratio_to_hash_bound: hash_bound / summary.seconds,
+        blake3_bound_seconds: records as f64 / blake3,
+        ratio_to_blake3_bound: records as f64 / blake3 / summary.seconds,
         design_bound_seconds: design,
         wall_over_design_bound: summary.seconds / design,
         first_touch_seconds: first_touch,
@@ -255,6 +269,7 @@ pub struct RepeatedSummary {
     pub records_per_second: Summary,
     pub hash_bound_seconds: Summary,
     pub ratio_to_hash_bound: Summary,
+    pub ratio_to_blake3_bound: Summary,
     pub design_bound_seconds: Summary,
     pub wall_over_design_bound: Summary,
     pub wall_over_design_bound_with_first_touch: Summary,
@@ -268,6 +283,7 @@ impl RepeatedSummary {
             records_per_second: over(|r| r.records_per_second),
             hash_bound_seconds: over(|r| r.hash_bound_seconds),
             ratio_to_hash_bound: over(|r| r.ratio_to_hash_bound),
+            ratio_to_blake3_bound: over(|r| r.ratio_to_blake3_bound),
             design_bound_seconds: over(|r| r.design_bound_seconds),
             wall_over_design_bound: over(|r| r.wall_over_design_bound),
             wall_over_design_bound_with_first_touch: over(|r| {

@@ -558,6 +558,7 @@ fn bench_plot_runs_repeat_and_summarise() {
     assert!((median - (walls[0] + walls[1]) / 2.0).abs() < 1e-12);
     for key in [
         "ratio_to_hash_bound",
+        "ratio_to_blake3_bound",
         "wall_over_design_bound",
         "design_bound_seconds",
     ] {
@@ -599,6 +600,15 @@ fn bench_plot_reports_bounds_and_ratios_for_both_strategies() {
         assert!(r["wall_seconds"].as_f64().unwrap() > 0.0);
         let design = r["design_bound_seconds"].as_f64().unwrap();
         assert!(design >= r["hash_bound_seconds"].as_f64().unwrap() && design > 0.0);
+        // The BLAKE3 bound is hashing every record at the blake3 crate's
+        // measured rate, and its ratio is that bound over the wall.
+        let records = r["records"].as_f64().unwrap();
+        let blake3 = r["bounds"]["blake3_records_per_second"].as_f64().unwrap();
+        let blake3_bound = r["blake3_bound_seconds"].as_f64().unwrap();
+        assert!((blake3_bound - records / blake3).abs() < 1e-9);
+        let wall = r["wall_seconds"].as_f64().unwrap();
+        let ratio = r["ratio_to_blake3_bound"].as_f64().unwrap();
+        assert!((ratio - blake3_bound / wall).abs() < 1e-9);
         // A fresh process's plot first brings its buffers into use, as a
         // phase of its own, whose time adds to the bound.
         assert_eq!(r["phases"][0][0], "bringing memory into use");
