@@ -115,6 +115,10 @@ pub struct PlotBench {
     /// The floor of this strategy: hashing and the I/O it needs, overlapped
     /// where the data allows (see docs/DESIGN.md).
     pub design_bound_seconds: f64,
+    /// Whether an I/O term of the design bound came from the plot's own
+    /// phase, because the disk measured before it was slower than what the
+    /// phase then did.
+    pub design_io_capped_by_plot: bool,
     /// `wall_seconds / design_bound_seconds`.
     pub wall_over_design_bound: f64,
     /// The plot's time bringing its new sort buffers into use before
@@ -185,30 +189,8 @@ pub fn run(options: &PlotBenchOptions, progress: &dyn Progress) -> Result<PlotBe
     let records = 1u64 << options.plot.k;
     let file = summary.bytes as f64;
     let hash_bound = records as f64 / hash;
-    // Hashing and bringing memory into use take the same cores, so a plot
-    // that must do both takes at least the sum.
-    let design_bound = |first_touch: f64| match (summary.strategy, concurrent) {
-        (Strategy::External, Some(both)) => {
-            let temp = summary.temp_bytes_written as f64;
-            let temp_disk = temp_disk.unwrap_or(disk);
-            let rehash = if summary.hashed_twice {
-                hash_bound
-            } else {
-                0.0
-            };
-            (hash_bound + first_touch).max(temp / temp_disk.write_bytes_per_second)
-                + rehash.max(read_while_writing_seconds(
-                    temp,
-                    file,
-                    (temp_disk.read_bytes_per_second, disk.write_bytes_per_second),
-                    (both.read_bytes_per_second, both.write_bytes_per_second),
-                ))
-        }
-        // Every byte of the plot depends on every record (bucket 0 may hold
-        // the last nonce hashed), so no write can start before the last
-        // hash: the whole file is written after hashing, not during it.
-        _ => hash_bound + first_touch + file / disk.write_bytes_per_second,
-    };
+    let design_io = DesignIo::of(&summary, disk, temp_disk, concurrent);
+    let design_bound = |first_touch: f64| design_io.bound(&summary, hash_bound, first_touch);
     let design = design_bound(0.0);
     let with_touch = design_bound(first_touch);
     let path = if options.keep {
@@ -244,11 +226,100 @@ pub fn run(options: &PlotBenchOptions, progress: &dyn Progress) -> Result<PlotBe
         blake3_bound_seconds: records as f64 / blake3,
         ratio_to_blake3_bound: records as f64 / blake3 / summary.seconds,
         design_bound_seconds: design,
+        design_io_capped_by_plot: design_io.capped_by_plot,
         wall_over_design_bound: summary.seconds / design,
         first_touch_seconds: first_touch,
         design_bound_with_first_touch_seconds: with_touch,
         wall_over_design_bound_with_first_touch: summary.seconds / with_touch,
     })
+}
+
+/// The I/O a plot's design bound counts, seconds at the disk's measured
+/// speeds: what must be written while hashing (the temp file), and what
+/// must be read and written after it (the plot file, and the temp file
+/// read back).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct DesignIo {
+    during_hashing: f64,
+    after_hashing: f64,
+    /// Whether a term is the plot's own phase instead (see [`Self::of`]).
+    capped_by_plot: bool,
+}
+
+impl DesignIo {
+    /// The measurements are taken minutes before the plot, and on a shared
+    /// host the disk's speed swings by half from one minute to the next: a
+    /// measurement slower than what the plot's own phase then did is no
+    /// bound (the disk did that I/O in the phase's time) and would flatter
+    /// the plot, so each term is capped by the phase that did its I/O.
+    fn of(
+        summary: &spacevault::PlotSummary,
+        disk: DiskSpeed,
+        temp_disk: Option<DiskSpeed>,
+        concurrent: Option<ConcurrentSpeed>,
+    ) -> DesignIo {
+        let capped = |measured: f64, phase: &str| match summary.phase_seconds(phase) {
+            Some(done_in) if done_in < measured => (done_in, true),
+            _ => (measured, false),
+        };
+        let file = summary.bytes as f64;
+        match (summary.strategy, concurrent) {
+            (Strategy::External, Some(both)) => {
+                let temp = summary.temp_bytes_written as f64;
+                let temp_disk = temp_disk.unwrap_or(disk);
+                let (during, capped_during) = capped(
+                    temp / temp_disk.write_bytes_per_second,
+                    spacevault::plot::TEMP_PHASE,
+                );
+                let (after, capped_after) = capped(
+                    read_while_writing_seconds(
+                        temp,
+                        file,
+                        (temp_disk.read_bytes_per_second, disk.write_bytes_per_second),
+                        (both.read_bytes_per_second, both.write_bytes_per_second),
+                    ),
+                    spacevault::plot::WRITING_PHASE,
+                );
+                DesignIo {
+                    during_hashing: during,
+                    after_hashing: after,
+                    capped_by_plot: capped_during || capped_after,
+                }
+            }
+            _ => {
+                let (after, capped_after) = capped(
+                    file / disk.write_bytes_per_second,
+                    spacevault::plot::WRITING_PHASE,
+                );
+                DesignIo {
+                    during_hashing: 0.0,
+                    after_hashing: after,
+                    capped_by_plot: capped_after,
+                }
+            }
+        }
+    }
+
+    /// The design bound: hashing (plus `first_touch`, which takes the same
+    /// cores) overlapped with the temp file's writing, then the I/O after
+    /// hashing, overlapped with hashing again where the plot hashes twice.
+    fn bound(&self, summary: &spacevault::PlotSummary, hash_bound: f64, first_touch: f64) -> f64 {
+        match summary.strategy {
+            Strategy::External => {
+                let rehash = if summary.hashed_twice {
+                    hash_bound
+                } else {
+                    0.0
+                };
+                (hash_bound + first_touch).max(self.during_hashing) + rehash.max(self.after_hashing)
+            }
+            // Every byte of the plot depends on every record (bucket 0 may
+            // hold the last nonce hashed), so no write can start before the
+            // last hash: the whole file is written after hashing, not
+            // during it.
+            _ => hash_bound + first_touch + self.after_hashing,
+        }
+    }
 }
 
 /// Several runs of [`run`], each measuring the bounds again just before its
@@ -377,5 +448,80 @@ mod tests {
         assert!((got - 12.0).abs() < 1e-9, "{got}");
         // Nothing to read: the writes alone.
         assert!((t(0.0, 20.0, (1.0, 4.0), (0.5, 2.0)) - 5.0).abs() < 1e-9);
+    }
+
+    fn summary(strategy: Strategy, phases: &[(&str, f64)]) -> spacevault::PlotSummary {
+        spacevault::PlotSummary {
+            path: PathBuf::new(),
+            k: 20,
+            plot_id: [0; 32],
+            bytes: 1000,
+            seconds: phases.iter().map(|p| p.1).sum(),
+            strategy,
+            temp_bytes_written: if strategy == Strategy::External {
+                800
+            } else {
+                0
+            },
+            rounds: 0,
+            rounds_in_memory: 0,
+            hashed_twice: false,
+            phases: phases.iter().map(|&(n, s)| (n.to_string(), s)).collect(),
+            fresh_memory_bytes: 0,
+        }
+    }
+
+    fn disk(write: f64, read: f64) -> DiskSpeed {
+        DiskSpeed {
+            write_bytes_per_second: write,
+            read_bytes_per_second: read,
+            direct: true,
+            bytes: 0,
+        }
+    }
+
+    #[test]
+    fn the_bound_in_memory_is_hashing_then_writing_the_file() {
+        use spacevault::plot::WRITING_PHASE;
+        let plot = summary(Strategy::Memory, &[("hashing", 3.0), (WRITING_PHASE, 2.0)]);
+        // 1000 bytes at 1000 a second: 1 s, faster than the plot's phase.
+        let io = DesignIo::of(&plot, disk(1000.0, 1000.0), None, None);
+        assert_eq!(io.after_hashing, 1.0);
+        assert!(!io.capped_by_plot);
+        assert_eq!(io.bound(&plot, 2.5, 0.0), 3.5);
+        assert_eq!(io.bound(&plot, 2.5, 0.5), 4.0);
+    }
+
+    #[test]
+    fn a_disk_measured_slower_than_the_plot_ran_gives_way_to_the_plot() {
+        use spacevault::plot::{TEMP_PHASE, WRITING_PHASE};
+        // 1000 bytes at 100 a second would take 10 s; the plot wrote them
+        // in 2 s, so the disk can do at least that.
+        let plot = summary(Strategy::Memory, &[("hashing", 3.0), (WRITING_PHASE, 2.0)]);
+        let io = DesignIo::of(&plot, disk(100.0, 100.0), None, None);
+        assert_eq!(io.after_hashing, 2.0);
+        assert!(io.capped_by_plot);
+
+        let plot = summary(
+            Strategy::External,
+            &[(TEMP_PHASE, 5.0), (WRITING_PHASE, 4.0)],
+        );
+        let both = ConcurrentSpeed {
+            read_bytes_per_second: 100.0,
+            write_bytes_per_second: 100.0,
+            bytes: 0,
+        };
+        // A fast disk: the temp file's 800 bytes in 0.8 s while hashing
+        // (3 s), then 800 read and 1000 written at 1000 a second, one after
+        // the other being best: 1.8 s.
+        let fast = DesignIo::of(&plot, disk(1000.0, 1000.0), None, Some(both));
+        assert!(!fast.capped_by_plot);
+        assert!((fast.bound(&plot, 3.0, 0.0) - 4.8).abs() < 1e-9);
+        // A slow one: 8 s of temp writes and 18 s after hashing, each
+        // capped by the phase that did them.
+        let slow = DesignIo::of(&plot, disk(100.0, 100.0), None, Some(both));
+        assert!(slow.capped_by_plot);
+        assert_eq!((slow.during_hashing, slow.after_hashing), (5.0, 4.0));
+        assert_eq!(slow.bound(&plot, 3.0, 0.0), 9.0);
     }
 }

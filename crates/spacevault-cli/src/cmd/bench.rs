@@ -167,7 +167,7 @@ fn print_repeated(repeated: &plot_bench::Repeated) {
     );
     println!();
     println!(
-        "{:>3}  {:>8}  {:>10}  {:>10}  {:>10}  {:>9}  {:>9}  {:>9}  {:>12}  phases (s)",
+        "{:>3}  {:>8}  {:>10}  {:>10}  {:>10}  {:>10}  {:>9}  {:>9}  {:>12}  phases (s)",
         "run",
         "wall s",
         "M rec/s",
@@ -181,18 +181,25 @@ fn print_repeated(repeated: &plot_bench::Repeated) {
     for (i, r) in repeated.runs.iter().enumerate() {
         let phases: Vec<String> = r.phases.iter().map(|(_, s)| format!("{s:.2}")).collect();
         println!(
-            "{:>3}  {:>8.3}  {:>10.1}  {:>10.3}  {:>10.3}  {:>9.3}  {:>9.3}  {:>9.3}  {:>12.0}  {}",
+            "{:>3}  {:>8.3}  {:>10.1}  {:>10.3}  {:>10.3}  {:>10}  {:>9.3}  {:>9.3}  {:>12.0}  {}",
             i + 1,
             r.wall_seconds,
             r.records_per_second / 1e6,
             r.ratio_to_blake3_bound,
             r.ratio_to_hash_bound,
-            r.design_bound_seconds,
+            format!(
+                "{:.3}{}",
+                r.design_bound_seconds,
+                if r.design_io_capped_by_plot { "*" } else { " " }
+            ),
             r.wall_over_design_bound,
             r.wall_over_design_bound_with_first_touch,
             r.bounds.disk.write_bytes_per_second / 1e6,
             phases.join(" / ")
         );
+    }
+    if repeated.runs.iter().any(|r| r.design_io_capped_by_plot) {
+        println!("  * the disk measured slower than the plot's own I/O then ran: the bound takes the plot's phase for that I/O");
     }
     println!();
     let s = &repeated.summary;
@@ -321,8 +328,14 @@ fn print_plot_bench(r: plot_bench::PlotBench) {
         r.hash_bound_seconds, r.ratio_to_hash_bound
     );
     println!(
-        "design bound    {:.3} s   wall is {:.2}x the bound of this strategy (hashing and its I/O)",
-        r.design_bound_seconds, r.wall_over_design_bound
+        "design bound    {:.3} s   wall is {:.2}x the bound of this strategy (hashing and its I/O){}",
+        r.design_bound_seconds,
+        r.wall_over_design_bound,
+        if r.design_io_capped_by_plot {
+            "; the disk measured slower than the plot's own I/O ran, so the bound takes the plot's phase for it"
+        } else {
+            ""
+        }
     );
     if r.first_touch_seconds > 0.0 {
         println!(

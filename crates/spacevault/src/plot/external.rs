@@ -408,7 +408,7 @@ fn hash_to_temp<'a>(
     }
     let scatters = sets.iter_mut().flatten().map(|t| &mut t.scatter).collect();
     let fresh_bytes = bring_into_use(scatters, threads, progress);
-    progress.phase("hashing to temp file", n);
+    progress.phase(super::TEMP_PHASE, n);
     let (segments, temp_bytes_written, resident) = std::thread::scope(
         |s| -> Result<(Vec<RoundSegments>, u64, Vec<RoundBuffers>), PlotError> {
             let (to_writer, writer_rx) = mpsc::sync_channel::<RoundBuffers>(1);
@@ -506,7 +506,7 @@ pub(crate) fn phase_two(
 
     // Reader threads read partitions ahead; one more worker than cores
     // keeps the cores busy while a worker waits for its turn to place.
-    progress.phase("sorting and writing", n);
+    progress.phase(super::WRITING_PHASE, n);
     let mut sink = RegionSink::new(out, parting);
     let ahead = ReadAhead::new(threads + READ_AHEAD_EXTRA);
     let source = TempSource {

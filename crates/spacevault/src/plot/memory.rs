@@ -126,7 +126,7 @@ pub(crate) fn plot(
         return Err(PlotError::Interrupted);
     }
 
-    progress.phase("sorting and writing", n);
+    progress.phase(super::WRITING_PHASE, n);
     let mut sink = RegionSink::new(file, parting);
     let keys = Keys { per_thread, shape };
     let end = pack_and_write(parting, threads, &mut sink, progress, &keys);

@@ -235,6 +235,15 @@ pub struct PlotSummary {
 /// large share of a fresh plot's time.
 pub const FIRST_TOUCH_PHASE: &str = "bringing memory into use";
 
+/// The external plotter's first phase: hashing every record and writing
+/// the rounds that do not stay in memory to the temp file.
+pub const TEMP_PHASE: &str = "hashing to temp file";
+
+/// Every plot's last phase: sorting each partition's records into their
+/// buckets and writing the plot file (reading the temp file as it goes, for
+/// an external plot), then making the file durable.
+pub const WRITING_PHASE: &str = "sorting and writing";
+
 impl PlotSummary {
     pub fn records_per_second(&self) -> f64 {
         (1u64 << self.k) as f64 / self.seconds
@@ -242,11 +251,13 @@ impl PlotSummary {
 
     /// Seconds of the [`FIRST_TOUCH_PHASE`] (0 when there was none).
     pub fn first_touch_seconds(&self) -> f64 {
-        let touch = self
-            .phases
-            .iter()
-            .find(|(name, _)| name == FIRST_TOUCH_PHASE);
-        touch.map_or(0.0, |(_, seconds)| *seconds)
+        self.phase_seconds(FIRST_TOUCH_PHASE).unwrap_or(0.0)
+    }
+
+    /// Seconds of the phase named `name`, if the plot had one.
+    pub fn phase_seconds(&self, name: &str) -> Option<f64> {
+        let phase = self.phases.iter().find(|(n, _)| n == name);
+        phase.map(|(_, seconds)| *seconds)
     }
 }
 
