@@ -56,7 +56,23 @@ fn try_lock(f: &File) -> bool {
     unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
 }
 
+/// Free space in a directory, as a test pretends it to be.
+#[cfg(test)]
+pub(crate) type FreeSpace = Box<dyn Fn(&Path) -> u64>;
+
+#[cfg(test)]
+thread_local! {
+    /// Free space as a test on this thread sees it, in place of the file
+    /// system's: a nearly full disk without one.
+    pub(crate) static FAKE_FREE_SPACE: std::cell::RefCell<Option<FreeSpace>> =
+        std::cell::RefCell::new(None);
+}
+
 pub(crate) fn free_space(dir: &Path) -> io::Result<u64> {
+    #[cfg(test)]
+    if let Some(free) = FAKE_FREE_SPACE.with(|f| f.borrow().as_ref().map(|free| free(dir))) {
+        return Ok(free);
+    }
     let c = CString::new(dir.as_os_str().as_bytes())
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
     // SAFETY: statvfs writes into the struct we pass and reads the C string.

@@ -246,4 +246,90 @@ mod tests {
         small[1].options.memory = 42 << 20;
         assert_eq!(pairs(&small, Overlap::Always), [false, false, false]);
     }
+
+    /// What happened, in order: each plot's phases and each result.
+    #[derive(Default)]
+    struct Log(std::sync::Mutex<Vec<String>>);
+
+    struct Logged<'a>(&'a Log, usize);
+
+    impl Progress for Logged<'_> {
+        fn phase(&self, name: &str, _total: u64) {
+            self.0 .0.lock().unwrap().push(format!("{} {name}", self.1));
+        }
+    }
+
+    /// Two k = 20 plots that would overlap, on a disk whose free space is
+    /// `free(dir)`; returns the log and the results.
+    fn two_plots_on(
+        free: impl Fn(&Path) -> u64 + 'static,
+    ) -> (Vec<String>, Vec<Result<PlotSummary, PlotError>>) {
+        let dir = tempfile::tempdir().unwrap();
+        let jobs: Vec<PlotJob> = [1u8, 2]
+            .map(|seed| {
+                let mut options = options(20, Strategy::External, 84 << 20);
+                options.seed = [seed; 32];
+                PlotJob {
+                    options,
+                    out_dir: dir.path().to_path_buf(),
+                }
+            })
+            .into();
+        crate::plot::files::FAKE_FREE_SPACE.with(|f| *f.borrow_mut() = Some(Box::new(free)));
+        let log = Log::default();
+        let mut results = Vec::new();
+        Plotter::default().plot_all(
+            &jobs,
+            Overlap::Always,
+            |i| Logged(&log, i),
+            |i, result| {
+                log.0.lock().unwrap().push(format!("{i} done"));
+                results.push(result);
+                true
+            },
+        );
+        crate::plot::files::FAKE_FREE_SPACE.with(|f| *f.borrow_mut() = None);
+        (log.0.into_inner().unwrap(), results)
+    }
+
+    fn holds(dir: &Path, suffix: &str) -> bool {
+        let names = std::fs::read_dir(dir).unwrap().flatten();
+        names
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .any(|name| name.ends_with(suffix))
+    }
+
+    #[test]
+    fn a_disk_too_full_for_two_plots_makes_the_next_wait_for_the_earlier() {
+        // Room for one plot's files at a time: none while a temp file of
+        // sort keys is there.
+        let (log, results) = two_plots_on(|dir| if holds(dir, ".sort.tmp") { 0 } else { 1 << 40 });
+        assert!(results.iter().all(|r| r.is_ok()), "{results:?}");
+        // The second plot hashed only once the first was done.
+        let done = log.iter().position(|e| e == "0 done").unwrap();
+        let hashing = log.iter().position(|e| e == "1 hashing to temp file");
+        assert!(hashing.unwrap() > done, "{log:?}");
+        // In half the memory all the same: the plan was made for overlap.
+        assert!(results[1].as_ref().unwrap().rounds > 1);
+    }
+
+    #[test]
+    fn a_disk_still_too_full_after_the_wait_stops_the_run() {
+        // No room beside a sorting plot, nor beside a finished one.
+        let (log, results) = two_plots_on(|dir| {
+            if holds(dir, ".sort.tmp") || holds(dir, ".plot") {
+                0
+            } else {
+                1 << 40
+            }
+        });
+        assert_eq!(results.len(), 2, "{log:?}");
+        assert!(results[0].is_ok());
+        assert!(
+            matches!(results[1], Err(PlotError::NoSpace { .. })),
+            "{:?}",
+            results[1]
+        );
+        assert!(!log.iter().any(|e| e.starts_with("1 hashing")), "{log:?}");
+    }
 }
