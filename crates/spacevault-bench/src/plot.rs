@@ -33,6 +33,10 @@ pub struct PlotBenchOptions {
     pub hash_seconds: f64,
     /// Bytes for the disk-speed measurement (see [`default_disk_bytes`]).
     pub disk_bytes: u64,
+    /// One [`spacevault::Plotter`] for every run of [`run_repeated`], as
+    /// `plot --count` has: the runs after the first reuse its sort buffers
+    /// instead of bringing fresh memory into use.
+    pub reuse_memory: bool,
 }
 
 /// The disk measurement's size for a plot of 2^k records when none is
@@ -131,8 +135,12 @@ pub struct PlotBench {
     pub wall_over_design_bound_with_first_touch: f64,
 }
 
-/// Measures the bounds, then plots once.
-pub fn run(options: &PlotBenchOptions, progress: &dyn Progress) -> Result<PlotBench, BenchError> {
+/// Measures the bounds, then plots once with `plotter`.
+pub fn run(
+    options: &PlotBenchOptions,
+    plotter: &spacevault::Plotter,
+    progress: &dyn Progress,
+) -> Result<PlotBench, BenchError> {
     let threads = options.plot.threads;
     let external = spacevault::plot::strategy_for(&options.plot)? == Strategy::External;
     // Memory an earlier process freed just now would come back ready to the
@@ -162,7 +170,6 @@ pub fn run(options: &PlotBenchOptions, progress: &dyn Progress) -> Result<PlotBe
 
     let rss_reset = reset_peak_rss();
     let io_before = IoCounters::now();
-    let plotter = spacevault::Plotter::default();
     let summary = plotter.plot(&options.plot, &options.dir, progress)?;
     let io = io_before.and_then(|b| IoCounters::now().map(|a| a.since(&b)));
     let closing = Instant::now();
@@ -329,6 +336,9 @@ impl DesignIo {
 /// about the plotter.
 #[derive(Clone, Debug, Serialize)]
 pub struct Repeated {
+    /// Whether the runs shared one plotter's memory (see
+    /// [`PlotBenchOptions::reuse_memory`]).
+    pub reuse_memory: bool,
     pub runs: Vec<PlotBench>,
     pub summary: RepeatedSummary,
 }
@@ -373,12 +383,22 @@ pub fn run_repeated(
     mut started: impl FnMut(usize),
 ) -> Result<Repeated, BenchError> {
     let mut done = Vec::with_capacity(runs.max(1));
+    let shared = spacevault::Plotter::default();
     for i in 0..runs.max(1) {
         started(i);
-        done.push(run(options, progress)?);
+        let fresh;
+        let plotter = match options.reuse_memory {
+            true => &shared,
+            false => {
+                fresh = spacevault::Plotter::default();
+                &fresh
+            }
+        };
+        done.push(run(options, plotter, progress)?);
     }
     let summary = RepeatedSummary::of(&done);
     Ok(Repeated {
+        reuse_memory: options.reuse_memory,
         runs: done,
         summary,
     })

@@ -540,6 +540,7 @@ fn bench_plot_runs_repeat_and_summarise() {
         .args(["--disk-bytes", "4MiB", "--dir"])
         .arg(dir.path());
     let r = json(&mut cmd);
+    assert_eq!(r["reuse_memory"], false);
     let runs = r["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 2);
     let walls: Vec<f64> = runs
@@ -584,6 +585,25 @@ fn bench_plot_runs_repeat_and_summarise() {
         .args(["bench", "plot", "--runs", "0"])
         .assert()
         .failure();
+}
+
+#[test]
+fn bench_plot_runs_can_share_the_plotters_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = sv(dir.path());
+    cmd.args(["bench", "plot", "-k", "18", "--runs", "2", "--json"])
+        .args(["--disk-bytes", "4MiB", "--reuse-memory", "--dir"])
+        .arg(dir.path());
+    let r = json(&mut cmd);
+    assert_eq!(r["reuse_memory"], true);
+    let touch: Vec<f64> = r["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|run| run["first_touch_seconds"].as_f64().unwrap())
+        .collect();
+    // The first run brings the buffers into use, the second reuses them.
+    assert!(touch[0] > 0.0 && touch[1] == 0.0, "{touch:?}");
 }
 
 #[test]

@@ -52,6 +52,10 @@ pub struct BenchPlotArgs {
     /// spread of each figure.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub runs: u32,
+    /// Keep the plotter's memory from run to run, as `plot --count` does:
+    /// the runs after the first reuse its sort buffers.
+    #[arg(long)]
+    pub reuse_memory: bool,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -123,6 +127,7 @@ fn bench_plot(a: BenchPlotArgs) -> Result<()> {
         disk_bytes: a
             .disk_bytes
             .unwrap_or_else(|| plot_bench::default_disk_bytes(a.k)),
+        reuse_memory: a.reuse_memory,
     };
     let runs = a.runs as usize;
     let repeated = plot_bench::run_repeated(&options, runs, &bar, |i| {
@@ -152,13 +157,18 @@ fn bench_plot(a: BenchPlotArgs) -> Result<()> {
 fn print_repeated(repeated: &plot_bench::Repeated) {
     let first = &repeated.runs[0];
     println!(
-        "plot            k={} ({} records), {} strategy, {} threads, memory limit {}, {} runs",
+        "plot            k={} ({} records), {} strategy, {} threads, memory limit {}, {} runs{}",
         first.k,
         first.records,
         first.strategy,
         first.threads,
         format_size(first.memory_limit),
-        repeated.runs.len()
+        repeated.runs.len(),
+        if repeated.reuse_memory {
+            ", memory kept from run to run"
+        } else {
+            ", each in fresh memory"
+        }
     );
     println!(
         "file            {} ({:.3} bits a record)",
