@@ -143,9 +143,11 @@ pub fn run(
 ) -> Result<PlotBench, BenchError> {
     let threads = options.plot.threads;
     let external = spacevault::plot::strategy_for(&options.plot)? == Strategy::External;
-    // Memory an earlier process freed just now would come back ready to the
-    // plot; settle first.
-    std::thread::sleep(FRESH_MEMORY_SETTLE);
+    // Memory an earlier process freed just now would come back ready to a
+    // plot that brings fresh memory into use; settle first.
+    if plotter.holds_no_buffers() {
+        std::thread::sleep(FRESH_MEMORY_SETTLE);
+    }
     // The hash rate is the best of two measurements, one before the
     // disk measurements and one after: on the development
     // VM, a one-second measurement now and then came out 15 to 20% below

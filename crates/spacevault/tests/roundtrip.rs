@@ -166,8 +166,13 @@ fn a_plotter_reusing_its_buffers_makes_the_same_plots_as_fresh_ones() {
         Some(false),
         Some(false),
     ];
+    assert!(plotter.holds_no_buffers());
     for (o, reuses) in runs.into_iter().zip(reuses) {
         let reused = plotter.plot(&o, dir.path(), &NoProgress).unwrap();
+        // A plot in memory leaves its buffers for the next.
+        if o.strategy == Strategy::Memory {
+            assert!(!plotter.holds_no_buffers(), "seed {}", o.seed[0]);
+        }
         let fresh = plot(&o, fresh_dir.path(), &NoProgress).unwrap();
         // Only new buffers are brought into use, in a phase of their own.
         assert!(fresh.fresh_memory_bytes > 0);

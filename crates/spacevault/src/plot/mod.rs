@@ -311,6 +311,12 @@ pub struct Plotter {
 }
 
 impl Plotter {
+    /// Whether this plotter keeps no sort buffers from an earlier plot, so
+    /// that its next plot brings fresh memory into use.
+    pub fn holds_no_buffers(&self) -> bool {
+        self.scatters.is_empty()
+    }
+
     /// Makes one plot in `out_dir`.
     pub fn plot(
         &self,

@@ -265,6 +265,10 @@ impl ScatterPool {
         }
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.0.lock().unwrap().is_empty()
+    }
+
     pub fn give(&self, scatter: Scatter<u32>) {
         self.0.lock().unwrap().push(scatter);
     }
