@@ -19,27 +19,39 @@ use std::time::{Duration, Instant};
 /// prefixes, so the bound is a little stricter than it must be).
 pub fn hash_rate(threads: usize, duration: Duration) -> f64 {
     let kernel = Kernel::new(&[0x5A; 32]);
+    rate_on_threads(threads, duration, |t, keep_going| {
+        let mut out = vec![0u32; 4096];
+        let mut x = (t as u64) << 36;
+        let mut done = 0u64;
+        let mut sink = 0u64;
+        while keep_going() {
+            for _ in 0..64 {
+                kernel.top_words(x, &mut out);
+                sink ^= out[7] as u64;
+                x += out.len() as u64;
+                done += out.len() as u64;
+            }
+        }
+        std::hint::black_box(sink);
+        done
+    })
+}
+
+/// Records a second that `threads` threads hash together in about
+/// `duration`: each runs `hash(thread, keep_going)`, which hashes while
+/// `keep_going()` and returns how many records it hashed.
+fn rate_on_threads(
+    threads: usize,
+    duration: Duration,
+    hash: impl Fn(usize, &dyn Fn() -> bool) -> u64 + Sync,
+) -> f64 {
     let started = Instant::now();
+    let keep_going = || started.elapsed() < duration;
     let total: u64 = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
-                let kernel = kernel.clone();
-                s.spawn(move || {
-                    let mut out = vec![0u32; 4096];
-                    let mut x = (t as u64) << 36;
-                    let mut done = 0u64;
-                    let mut sink = 0u64;
-                    while started.elapsed() < duration {
-                        for _ in 0..64 {
-                            kernel.top_words(x, &mut out);
-                            sink ^= out[7] as u64;
-                            x += out.len() as u64;
-                            done += out.len() as u64;
-                        }
-                    }
-                    std::hint::black_box(sink);
-                    done
-                })
+                let hash = &hash;
+                s.spawn(move || hash(t, &keep_going))
             })
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).sum()
@@ -66,31 +78,22 @@ const BLAKE3_BATCH: usize = 1024;
 pub fn blake3_rate(threads: usize, duration: Duration) -> f64 {
     let platform = blake3_platform();
     let key = key_words(&[0x5A; 32]);
-    let started = Instant::now();
-    let total: u64 = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|t| {
-                s.spawn(move || {
-                    let messages = record_messages((t as u64) << 36, BLAKE3_BATCH);
-                    let refs: Vec<&[u8; 64]> = messages.iter().collect();
-                    let mut out = vec![0u8; 32 * BLAKE3_BATCH];
-                    let mut done = 0u64;
-                    let mut sink = 0u8;
-                    while started.elapsed() < duration {
-                        for _ in 0..16 {
-                            hash_records(platform, &key, &refs, &mut out);
-                            sink ^= out[7];
-                            done += BLAKE3_BATCH as u64;
-                        }
-                    }
-                    std::hint::black_box(sink);
-                    done
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).sum()
-    });
-    total as f64 / started.elapsed().as_secs_f64()
+    rate_on_threads(threads, duration, |t, keep_going| {
+        let messages = record_messages((t as u64) << 36, BLAKE3_BATCH);
+        let refs: Vec<&[u8; 64]> = messages.iter().collect();
+        let mut out = vec![0u8; 32 * BLAKE3_BATCH];
+        let mut done = 0u64;
+        let mut sink = 0u8;
+        while keep_going() {
+            for _ in 0..16 {
+                hash_records(platform, &key, &refs, &mut out);
+                sink ^= out[7];
+                done += BLAKE3_BATCH as u64;
+            }
+        }
+        std::hint::black_box(sink);
+        done
+    })
 }
 
 fn blake3_platform() -> blake3::platform::Platform {

@@ -307,7 +307,9 @@ mod tests {
         assert!(results.iter().all(|r| r.is_ok()), "{results:?}");
         // The second plot hashed only once the first was done.
         let done = log.iter().position(|e| e == "0 done").unwrap();
-        let hashing = log.iter().position(|e| e == "1 hashing to temp file");
+        let hashing = log
+            .iter()
+            .position(|e| *e == format!("1 {}", crate::plot::TEMP_PHASE));
         assert!(hashing.unwrap() > done, "{log:?}");
         // In half the memory all the same: the plan was made for overlap.
         assert!(results[1].as_ref().unwrap().rounds > 1);
