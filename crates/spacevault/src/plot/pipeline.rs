@@ -6,7 +6,7 @@
 
 use super::pack::{place, BufPool, Packed, SlotPlacer};
 use super::partition::Partitioning;
-use super::sink::RegionSink;
+use super::sink::{seal_settled, RegionSink};
 use super::windows::Windows;
 use super::{stop_requested, PlotError, Progress};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -99,7 +99,8 @@ pub(crate) fn pack_and_write(
                             std::mem::take(&mut cursors),
                         )?;
                         source.fill(p, &mut scratch, &mut placer);
-                        let (packed, reused) = placer.finish(parting, &counts, &placement)?;
+                        let (mut packed, reused) = placer.finish(parting, &counts, &placement)?;
+                        seal_settled(parting, &mut packed);
                         cursors = reused;
                         progress.advance(counts.iter().map(|&c| c as u64).sum());
                         Ok(packed)
