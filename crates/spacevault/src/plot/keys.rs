@@ -655,7 +655,6 @@ mod tests {
             (n / parting.count + 8 * ((n / parting.count) as f64).sqrt() as u64 + 64) as usize;
         let mut scatter = Scatter::new(parting.count as usize, cap).unwrap();
         scatter.prefault();
-        let mut marks = EpochMarks::default();
         let mut prefixes = vec![0u64; BLOCK];
         let mut tops = vec![0u32; BLOCK];
         let (mut best_top, mut best_prefix, mut best_all) = (f64::MAX, f64::MAX, f64::MAX);
@@ -672,7 +671,7 @@ mod tests {
             }
             best_prefix = best_prefix.min(ns(t.elapsed()));
             scatter.clear();
-            marks = EpochMarks::default();
+            let mut marks = EpochMarks::default();
             let t = Instant::now();
             hash_range(
                 &kernel,
