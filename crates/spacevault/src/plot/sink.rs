@@ -149,9 +149,8 @@ mod tests {
     /// and sealed as the pipeline seals them, give the same file as ORing
     /// every partition's regions into place and sealing each region once at
     /// the end.
-    fn sink_matches_merging_everything_first(spills: &[u64], seed: u64) {
-        let layout = Layout::for_k(16).unwrap();
-        let parting = Partitioning::new(layout, 1 << 12);
+    fn sink_matches_merging_everything_first(parting: &Partitioning, spills: &[u64], seed: u64) {
+        let layout = parting.layout;
         assert_eq!(
             parting.count as usize,
             spills.len(),
@@ -196,7 +195,7 @@ mod tests {
         let path = dir.path().join("plot");
         let file = File::create(&path).unwrap();
         let pool = BufPool::default();
-        let mut sink = RegionSink::new(&file, &parting);
+        let mut sink = RegionSink::new(&file, parting);
         let mut order: Vec<Packed> = packed;
         // Out of order: pairs swapped, the last first.
         order.rotate_right(1);
@@ -204,7 +203,7 @@ mod tests {
             pair.reverse();
         }
         for mut p in order {
-            seal_settled(&parting, &mut p);
+            seal_settled(parting, &mut p);
             sink.accept(p, &pool).unwrap();
         }
         assert!(sink.is_complete());
@@ -222,21 +221,20 @@ mod tests {
 
     #[test]
     fn the_sink_writes_what_merging_every_spill_first_gives() {
-        let count = Partitioning::new(Layout::for_k(16).unwrap(), 1 << 12).count as usize;
+        let parting = Partitioning::new(Layout::for_k(16).unwrap(), 1 << 12);
+        let count = parting.count as usize;
         assert!(count >= 4, "several partitions");
         // No spills; a one-region spill out of every partition; spills of
         // two regions (into the next partition's second region); a spill
         // longer than the whole next partition; and tail regions after the
         // last.
-        let groups_per_part =
-            Partitioning::new(Layout::for_k(16).unwrap(), 1 << 12).groups_per_part;
         let mut cases = vec![vec![0; count], vec![1; count], vec![2; count]];
         let mut long = vec![0; count];
-        long[1] = groups_per_part + 2;
+        long[1] = parting.groups_per_part + 2;
         long[count - 1] = 3;
         cases.push(long);
         for (i, spills) in cases.iter().enumerate() {
-            sink_matches_merging_everything_first(spills, 0x9E37_79B9 + i as u64);
+            sink_matches_merging_everything_first(&parting, spills, 0x9E37_79B9 + i as u64);
         }
     }
 }
