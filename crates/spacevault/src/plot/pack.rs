@@ -311,7 +311,7 @@ impl SlotPlacer {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     #[test]
@@ -387,7 +387,9 @@ mod tests {
         buf
     }
 
-    fn xorshift(state: &mut u64) -> u64 {
+    /// A cheap deterministic stream of test bytes (the sink's tests use it
+    /// too).
+    pub(in crate::plot) fn xorshift(state: &mut u64) -> u64 {
         *state ^= *state << 13;
         *state ^= *state >> 7;
         *state ^= *state << 17;

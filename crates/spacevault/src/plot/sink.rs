@@ -135,13 +135,7 @@ pub(crate) fn seal_settled(parting: &Partitioning, packed: &mut Packed) {
 mod tests {
     use super::*;
     use crate::format::Layout;
-
-    fn xorshift(state: &mut u64) -> u64 {
-        *state ^= *state << 13;
-        *state ^= *state >> 7;
-        *state ^= *state << 17;
-        *state
-    }
+    use crate::plot::pack::tests::xorshift;
 
     /// Partitions of random bytes in their checksum-free parts, each
     /// reaching `spills[p]` regions past its own groups (the last one's
