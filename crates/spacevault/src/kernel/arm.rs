@@ -4,7 +4,7 @@
 //! (on aarch64 most of that code stays scalar), so the four lanes are
 //! spelled out here with NEON intrinsics.
 
-use super::lanes::Vector;
+use super::lanes::{Start, Vector};
 use std::arch::aarch64::*;
 
 #[derive(Clone, Copy)]
@@ -57,21 +57,21 @@ impl Vector for Neon {
 }
 
 #[target_feature(enable = "neon")]
-pub(super) unsafe fn prefixes_neon(key: &[u32; 8], first: u64, out: &mut [u64]) {
-    super::prefixes_generic::<Neon>(key, first, out)
+pub(super) unsafe fn prefixes_neon(start: &Start, first: u64, out: &mut [u64]) {
+    super::prefixes_generic::<Neon>(start, first, out)
 }
 
 #[target_feature(enable = "neon")]
-pub(super) unsafe fn prefixes_of_neon(key: &[u32; 8], nonces: &[u64], out: &mut [u64]) {
-    super::prefixes_of_generic::<Neon>(key, nonces, out)
+pub(super) unsafe fn prefixes_of_neon(start: &Start, nonces: &[u64], out: &mut [u64]) {
+    super::prefixes_of_generic::<Neon>(start, nonces, out)
 }
 
 #[target_feature(enable = "neon")]
-pub(super) unsafe fn hashes_neon(key: &[u32; 8], nonces: &[u64], out: &mut [[u8; 32]]) {
-    super::hashes_generic::<Neon>(key, nonces, out)
+pub(super) unsafe fn hashes_neon(start: &Start, nonces: &[u64], out: &mut [[u8; 32]]) {
+    super::hashes_generic::<Neon>(start, nonces, out)
 }
 
 #[target_feature(enable = "neon")]
-pub(super) unsafe fn top_words_neon(key: &[u32; 8], first: u64, out: &mut [u32]) {
-    super::top_words_generic::<Neon>(key, first, out)
+pub(super) unsafe fn top_words_neon(start: &Start, first: u64, out: &mut [u32]) {
+    super::top_words_generic::<Neon>(start, first, out)
 }

@@ -191,35 +191,88 @@ unsafe fn round<V: Vector>(v: &mut [V; 16], m: &[Word<V>; 16], s: &[usize; 16]) 
     g(v, 1, 5, 9, 13, m[s[2]], m[s[3]]);
     g(v, 2, 6, 10, 14, m[s[4]], m[s[5]]);
     g(v, 3, 7, 11, 15, m[s[6]], m[s[7]]);
+    diagonals(v, m, s);
+}
+
+#[inline(always)]
+unsafe fn diagonals<V: Vector>(v: &mut [V; 16], m: &[Word<V>; 16], s: &[usize; 16]) {
     g(v, 0, 5, 10, 15, m[s[8]], m[s[9]]);
     g(v, 1, 6, 11, 12, m[s[10]], m[s[11]]);
     g(v, 2, 7, 8, 13, m[s[12]], m[s[13]]);
     g(v, 3, 4, 9, 14, m[s[14]], m[s[15]]);
 }
 
+/// What every record of a plot has in common before its nonce comes in.
+///
+/// The first round mixes the state's four columns; the nonce (message words
+/// 0 and 1) enters only column 0, so columns 1 to 3 come out the same for
+/// every record and are mixed once here, when the kernel is made: 3 of the
+/// 56 mixing steps of a hash. The compiler already hoisted them out of the
+/// plotter's long loops (phase 1 timed the same), but it cannot across
+/// calls, and proving and checking hash one bucket (about 32 records) a
+/// call. Column 0 is kept as it starts, with its first addition (`v0 +
+/// v4`, both the key's) done.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Start([u32; 16]);
+
+impl Start {
+    pub fn new(key: &[u32; 8]) -> Start {
+        let mut v = [0u32; 16];
+        v[..8].copy_from_slice(key);
+        v[8..12].copy_from_slice(&IV[..4]);
+        // Counter 0 (v[12], v[13] stay zero), one full block, record flags.
+        v[14] = BLOCK_LEN;
+        v[15] = RECORD_FLAGS;
+        // In the first round every message word is at its own position,
+        // so the columns' words 2 to 7 are all zero.
+        for (a, b, c, d) in [(1, 5, 9, 13), (2, 6, 10, 14), (3, 7, 11, 15)] {
+            g_scalar(&mut v, a, b, c, d);
+        }
+        v[0] = v[0].wrapping_add(v[4]);
+        Start(v)
+    }
+}
+
+/// The mixing function on plain words, with zero message words.
+fn g_scalar(v: &mut [u32; 16], a: usize, b: usize, c: usize, d: usize) {
+    v[a] = v[a].wrapping_add(v[b]);
+    v[d] = (v[d] ^ v[a]).rotate_right(16);
+    v[c] = v[c].wrapping_add(v[d]);
+    v[b] = (v[b] ^ v[c]).rotate_right(12);
+    v[a] = v[a].wrapping_add(v[b]);
+    v[d] = (v[d] ^ v[a]).rotate_right(8);
+    v[c] = v[c].wrapping_add(v[d]);
+    v[b] = (v[b] ^ v[c]).rotate_right(7);
+}
+
 /// The 8 output words of `keyed_hash(key, LE64(nonce) || 56 zero bytes)`
-/// for a register of nonces, lane i holding nonce i. Word j of lane i is
-/// bytes 4j..4j+4 of that hash, little-endian.
+/// for a register of nonces, lane i holding nonce i, the key given as its
+/// [`Start`]. Word j of lane i is bytes 4j..4j+4 of that hash,
+/// little-endian.
 ///
 /// # Safety
 /// The caller runs with `V`'s target features enabled.
 #[inline(always)]
-pub(crate) unsafe fn hash_records<V: Vector>(key: &[u32; 8], nonce_lo: V, nonce_hi: V) -> [V; 8] {
+pub(crate) unsafe fn hash_records<V: Vector>(start: &Start, nonce_lo: V, nonce_hi: V) -> [V; 8] {
     let z = V::splat(0);
     let mut v = [z; 16];
-    for i in 0..8 {
-        v[i] = V::splat(key[i]);
+    for (word, &shared) in v.iter_mut().zip(&start.0) {
+        *word = V::splat(shared);
     }
-    for i in 0..4 {
-        v[8 + i] = V::splat(IV[i]);
-    }
-    // Counter 0 (v[12], v[13] stay zero), one full block, record flags.
-    v[14] = V::splat(BLOCK_LEN);
-    v[15] = V::splat(RECORD_FLAGS);
     let mut m = [Word::Zero; 16];
     m[0] = Word::Lanes(nonce_lo);
     m[1] = Word::Lanes(nonce_hi);
-    round(&mut v, &m, &SCHEDULE[0]);
+    // The first round's column 0, the one the nonce enters: `g` with
+    // `v0 + v4` already added and v12 known to be zero.
+    v[0] = v[0].add(nonce_lo);
+    v[12] = v[0].rotr16();
+    v[8] = v[8].add(v[12]);
+    v[4] = v[4].xor(v[8]).rotr12();
+    v[0] = v[0].add(v[4]).add(nonce_hi);
+    v[12] = v[12].xor(v[0]).rotr8();
+    v[8] = v[8].add(v[12]);
+    v[4] = v[4].xor(v[8]).rotr7();
+    diagonals(&mut v, &m, &SCHEDULE[0]);
     round(&mut v, &m, &SCHEDULE[1]);
     round(&mut v, &m, &SCHEDULE[2]);
     round(&mut v, &m, &SCHEDULE[3]);
@@ -242,12 +295,12 @@ const MAX_LANES: usize = 16;
 /// The caller runs with `V`'s target features enabled; `out` holds at least
 /// `V::LANES` elements.
 #[inline(always)]
-pub(crate) unsafe fn prefixes_consecutive<V: Vector>(key: &[u32; 8], first: u64, out: &mut [u64]) {
+pub(crate) unsafe fn prefixes_consecutive<V: Vector>(start: &Start, first: u64, out: &mut [u64]) {
     let mut nonces = [0u64; MAX_LANES];
     for (i, x) in nonces.iter_mut().enumerate().take(V::LANES) {
         *x = first.wrapping_add(i as u64);
     }
-    prefixes_of::<V>(key, &nonces, out)
+    prefixes_of::<V>(start, &nonces, out)
 }
 
 /// `out[i]` = the first 8 bytes, big-endian, of the hash of `nonces[i]`, for
@@ -257,14 +310,14 @@ pub(crate) unsafe fn prefixes_consecutive<V: Vector>(key: &[u32; 8], first: u64,
 /// # Safety
 /// As for [`prefixes_consecutive`]; `nonces` holds at least `V::LANES` elements.
 #[inline(always)]
-pub(crate) unsafe fn prefixes_of<V: Vector>(key: &[u32; 8], nonces: &[u64], out: &mut [u64]) {
+pub(crate) unsafe fn prefixes_of<V: Vector>(start: &Start, nonces: &[u64], out: &mut [u64]) {
     let mut lo = [0u32; MAX_LANES];
     let mut hi = [0u32; MAX_LANES];
     for i in 0..V::LANES {
         lo[i] = nonces[i] as u32;
         hi[i] = (nonces[i] >> 32) as u32;
     }
-    let h = hash_records(key, V::load(&lo), V::load(&hi));
+    let h = hash_records(start, V::load(&lo), V::load(&hi));
     h[0].store(&mut lo);
     h[1].store(&mut hi);
     for i in 0..V::LANES {
@@ -281,7 +334,7 @@ pub(crate) unsafe fn prefixes_of<V: Vector>(key: &[u32; 8], nonces: &[u64], out:
 /// As for [`prefixes_consecutive`]; `out` holds at least `V::LANES`
 /// elements.
 #[inline(always)]
-pub(crate) unsafe fn top_words_consecutive<V: Vector>(key: &[u32; 8], first: u64, out: &mut [u32]) {
+pub(crate) unsafe fn top_words_consecutive<V: Vector>(start: &Start, first: u64, out: &mut [u32]) {
     let mut lo = [0u32; MAX_LANES];
     let mut hi = [0u32; MAX_LANES];
     for i in 0..V::LANES {
@@ -289,7 +342,7 @@ pub(crate) unsafe fn top_words_consecutive<V: Vector>(key: &[u32; 8], first: u64
         lo[i] = x as u32;
         hi[i] = (x >> 32) as u32;
     }
-    let h = hash_records(key, V::load(&lo), V::load(&hi));
+    let h = hash_records(start, V::load(&lo), V::load(&hi));
     h[0].store(&mut lo);
     for i in 0..V::LANES {
         out[i] = lo[i].swap_bytes();
@@ -302,14 +355,14 @@ pub(crate) unsafe fn top_words_consecutive<V: Vector>(key: &[u32; 8], first: u64
 /// As for [`prefixes_consecutive`]; `nonces` and `out` hold at least
 /// `V::LANES` elements.
 #[inline(always)]
-pub(crate) unsafe fn hashes<V: Vector>(key: &[u32; 8], nonces: &[u64], out: &mut [[u8; 32]]) {
+pub(crate) unsafe fn hashes<V: Vector>(start: &Start, nonces: &[u64], out: &mut [[u8; 32]]) {
     let mut lo = [0u32; MAX_LANES];
     let mut hi = [0u32; MAX_LANES];
     for i in 0..V::LANES {
         lo[i] = nonces[i] as u32;
         hi[i] = (nonces[i] >> 32) as u32;
     }
-    let h = hash_records(key, V::load(&lo), V::load(&hi));
+    let h = hash_records(start, V::load(&lo), V::load(&hi));
     let mut words = [[0u32; MAX_LANES]; 8];
     for j in 0..8 {
         h[j].store(&mut words[j]);

@@ -18,7 +18,7 @@ mod lanes;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
-use lanes::{Portable, Vector};
+use lanes::{Portable, Start, Vector};
 
 use std::sync::OnceLock;
 
@@ -119,7 +119,7 @@ impl Backend {
 /// The key of one plot, ready to hash its records.
 #[derive(Clone)]
 pub struct Kernel {
-    key: [u32; 8],
+    start: Start,
     backend: Backend,
 }
 
@@ -141,7 +141,10 @@ impl Kernel {
         for (i, w) in key.iter_mut().enumerate() {
             *w = u32::from_le_bytes(plot_id[4 * i..4 * i + 4].try_into().unwrap());
         }
-        Kernel { key, backend }
+        Kernel {
+            start: Start::new(&key),
+            backend,
+        }
     }
 
     pub fn backend(&self) -> Backend {
@@ -157,18 +160,18 @@ impl Kernel {
         match self.backend {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: a kernel only holds a backend the CPU supports.
-            Backend::Avx512 => unsafe { x86::top_words_avx512(&self.key, first, out) },
+            Backend::Avx512 => unsafe { x86::top_words_avx512(&self.start, first, out) },
             #[cfg(target_arch = "x86_64")]
             // SAFETY: as above.
-            Backend::Avx2 => unsafe { x86::top_words_avx2(&self.key, first, out) },
+            Backend::Avx2 => unsafe { x86::top_words_avx2(&self.start, first, out) },
             #[cfg(target_arch = "x86_64")]
             // SAFETY: as above.
-            Backend::Sse2 => unsafe { x86::top_words_sse2(&self.key, first, out) },
+            Backend::Sse2 => unsafe { x86::top_words_sse2(&self.start, first, out) },
             #[cfg(target_arch = "aarch64")]
             // SAFETY: as above.
-            Backend::Neon => unsafe { arm::top_words_neon(&self.key, first, out) },
+            Backend::Neon => unsafe { arm::top_words_neon(&self.start, first, out) },
             // SAFETY: the portable vector needs no target feature.
-            _ => unsafe { top_words_generic::<Portable>(&self.key, first, out) },
+            _ => unsafe { top_words_generic::<Portable>(&self.start, first, out) },
         }
     }
 
@@ -177,18 +180,18 @@ impl Kernel {
         match self.backend {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: a kernel only holds a backend the CPU supports.
-            Backend::Avx512 => unsafe { x86::prefixes_avx512(&self.key, first, out) },
+            Backend::Avx512 => unsafe { x86::prefixes_avx512(&self.start, first, out) },
             #[cfg(target_arch = "x86_64")]
             // SAFETY: as above.
-            Backend::Avx2 => unsafe { x86::prefixes_avx2(&self.key, first, out) },
+            Backend::Avx2 => unsafe { x86::prefixes_avx2(&self.start, first, out) },
             #[cfg(target_arch = "x86_64")]
             // SAFETY: as above.
-            Backend::Sse2 => unsafe { x86::prefixes_sse2(&self.key, first, out) },
+            Backend::Sse2 => unsafe { x86::prefixes_sse2(&self.start, first, out) },
             #[cfg(target_arch = "aarch64")]
             // SAFETY: as above.
-            Backend::Neon => unsafe { arm::prefixes_neon(&self.key, first, out) },
+            Backend::Neon => unsafe { arm::prefixes_neon(&self.start, first, out) },
             // SAFETY: the portable vector needs no target feature.
-            _ => unsafe { prefixes_generic::<Portable>(&self.key, first, out) },
+            _ => unsafe { prefixes_generic::<Portable>(&self.start, first, out) },
         }
     }
 
@@ -198,18 +201,18 @@ impl Kernel {
         match self.backend {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: a kernel only holds a backend the CPU supports.
-            Backend::Avx512 => unsafe { x86::prefixes_of_avx512(&self.key, nonces, out) },
+            Backend::Avx512 => unsafe { x86::prefixes_of_avx512(&self.start, nonces, out) },
             #[cfg(target_arch = "x86_64")]
             // SAFETY: as above.
-            Backend::Avx2 => unsafe { x86::prefixes_of_avx2(&self.key, nonces, out) },
+            Backend::Avx2 => unsafe { x86::prefixes_of_avx2(&self.start, nonces, out) },
             #[cfg(target_arch = "x86_64")]
             // SAFETY: as above.
-            Backend::Sse2 => unsafe { x86::prefixes_of_sse2(&self.key, nonces, out) },
+            Backend::Sse2 => unsafe { x86::prefixes_of_sse2(&self.start, nonces, out) },
             #[cfg(target_arch = "aarch64")]
             // SAFETY: as above.
-            Backend::Neon => unsafe { arm::prefixes_of_neon(&self.key, nonces, out) },
+            Backend::Neon => unsafe { arm::prefixes_of_neon(&self.start, nonces, out) },
             // SAFETY: the portable vector needs no target feature.
-            _ => unsafe { prefixes_of_generic::<Portable>(&self.key, nonces, out) },
+            _ => unsafe { prefixes_of_generic::<Portable>(&self.start, nonces, out) },
         }
     }
 
@@ -219,18 +222,18 @@ impl Kernel {
         match self.backend {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: a kernel only holds a backend the CPU supports.
-            Backend::Avx512 => unsafe { x86::hashes_avx512(&self.key, nonces, out) },
+            Backend::Avx512 => unsafe { x86::hashes_avx512(&self.start, nonces, out) },
             #[cfg(target_arch = "x86_64")]
             // SAFETY: as above.
-            Backend::Avx2 => unsafe { x86::hashes_avx2(&self.key, nonces, out) },
+            Backend::Avx2 => unsafe { x86::hashes_avx2(&self.start, nonces, out) },
             #[cfg(target_arch = "x86_64")]
             // SAFETY: as above.
-            Backend::Sse2 => unsafe { x86::hashes_sse2(&self.key, nonces, out) },
+            Backend::Sse2 => unsafe { x86::hashes_sse2(&self.start, nonces, out) },
             #[cfg(target_arch = "aarch64")]
             // SAFETY: as above.
-            Backend::Neon => unsafe { arm::hashes_neon(&self.key, nonces, out) },
+            Backend::Neon => unsafe { arm::hashes_neon(&self.start, nonces, out) },
             // SAFETY: as above.
-            _ => unsafe { hashes_generic::<Portable>(&self.key, nonces, out) },
+            _ => unsafe { hashes_generic::<Portable>(&self.start, nonces, out) },
         }
     }
 
@@ -245,18 +248,18 @@ impl Kernel {
 /// # Safety
 /// The caller runs with `V`'s target features enabled.
 #[inline(always)]
-unsafe fn prefixes_generic<V: Vector>(key: &[u32; 8], first: u64, out: &mut [u64]) {
+unsafe fn prefixes_generic<V: Vector>(start: &Start, first: u64, out: &mut [u64]) {
     let n = V::LANES;
     let mut chunks = out.chunks_exact_mut(n);
     let mut x = first;
     for chunk in &mut chunks {
-        lanes::prefixes_consecutive::<V>(key, x, chunk);
+        lanes::prefixes_consecutive::<V>(start, x, chunk);
         x = x.wrapping_add(n as u64);
     }
     let rest = chunks.into_remainder();
     if !rest.is_empty() {
         let mut tmp = [0u64; 16];
-        lanes::prefixes_consecutive::<V>(key, x, &mut tmp);
+        lanes::prefixes_consecutive::<V>(start, x, &mut tmp);
         let len = rest.len();
         rest.copy_from_slice(&tmp[..len]);
     }
@@ -265,18 +268,18 @@ unsafe fn prefixes_generic<V: Vector>(key: &[u32; 8], first: u64, out: &mut [u64
 /// # Safety
 /// As for [`prefixes_generic`].
 #[inline(always)]
-unsafe fn top_words_generic<V: Vector>(key: &[u32; 8], first: u64, out: &mut [u32]) {
+unsafe fn top_words_generic<V: Vector>(start: &Start, first: u64, out: &mut [u32]) {
     let n = V::LANES;
     let mut chunks = out.chunks_exact_mut(n);
     let mut x = first;
     for chunk in &mut chunks {
-        lanes::top_words_consecutive::<V>(key, x, chunk);
+        lanes::top_words_consecutive::<V>(start, x, chunk);
         x = x.wrapping_add(n as u64);
     }
     let rest = chunks.into_remainder();
     if !rest.is_empty() {
         let mut tmp = [0u32; 16];
-        lanes::top_words_consecutive::<V>(key, x, &mut tmp);
+        lanes::top_words_consecutive::<V>(start, x, &mut tmp);
         let len = rest.len();
         rest.copy_from_slice(&tmp[..len]);
     }
@@ -285,19 +288,19 @@ unsafe fn top_words_generic<V: Vector>(key: &[u32; 8], first: u64, out: &mut [u3
 /// # Safety
 /// As for [`prefixes_generic`].
 #[inline(always)]
-unsafe fn prefixes_of_generic<V: Vector>(key: &[u32; 8], nonces: &[u64], out: &mut [u64]) {
+unsafe fn prefixes_of_generic<V: Vector>(start: &Start, nonces: &[u64], out: &mut [u64]) {
     let n = V::LANES;
     let mut ins = nonces.chunks_exact(n);
     let mut outs = out.chunks_exact_mut(n);
     for (i, o) in (&mut ins).zip(&mut outs) {
-        lanes::prefixes_of::<V>(key, i, o);
+        lanes::prefixes_of::<V>(start, i, o);
     }
     let (i, o) = (ins.remainder(), outs.into_remainder());
     if !i.is_empty() {
         let mut nonces = [0u64; 16];
         nonces[..i.len()].copy_from_slice(i);
         let mut tmp = [0u64; 16];
-        lanes::prefixes_of::<V>(key, &nonces, &mut tmp);
+        lanes::prefixes_of::<V>(start, &nonces, &mut tmp);
         let len = o.len();
         o.copy_from_slice(&tmp[..len]);
     }
@@ -306,19 +309,19 @@ unsafe fn prefixes_of_generic<V: Vector>(key: &[u32; 8], nonces: &[u64], out: &m
 /// # Safety
 /// As for [`prefixes_generic`].
 #[inline(always)]
-unsafe fn hashes_generic<V: Vector>(key: &[u32; 8], nonces: &[u64], out: &mut [[u8; 32]]) {
+unsafe fn hashes_generic<V: Vector>(start: &Start, nonces: &[u64], out: &mut [[u8; 32]]) {
     let n = V::LANES;
     let mut ins = nonces.chunks_exact(n);
     let mut outs = out.chunks_exact_mut(n);
     for (i, o) in (&mut ins).zip(&mut outs) {
-        lanes::hashes::<V>(key, i, o);
+        lanes::hashes::<V>(start, i, o);
     }
     let (i, o) = (ins.remainder(), outs.into_remainder());
     if !i.is_empty() {
         let mut nonces = [0u64; 16];
         nonces[..i.len()].copy_from_slice(i);
         let mut tmp = [[0u8; 32]; 16];
-        lanes::hashes::<V>(key, &nonces, &mut tmp);
+        lanes::hashes::<V>(start, &nonces, &mut tmp);
         let len = o.len();
         o.copy_from_slice(&tmp[..len]);
     }

@@ -1,6 +1,6 @@
 //! AVX-512 and AVX2 registers for the shared kernel in [`super::lanes`].
 
-use super::lanes::Vector;
+use super::lanes::{Start, Vector};
 use std::arch::x86_64::*;
 
 #[derive(Clone, Copy)]
@@ -171,75 +171,75 @@ impl Vector for Sse2 {
 }
 
 #[target_feature(enable = "avx512f,avx512vl")]
-pub(super) unsafe fn prefixes_avx512(key: &[u32; 8], first: u64, out: &mut [u64]) {
-    super::prefixes_generic::<Avx512>(key, first, out)
+pub(super) unsafe fn prefixes_avx512(start: &Start, first: u64, out: &mut [u64]) {
+    super::prefixes_generic::<Avx512>(start, first, out)
 }
 
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn prefixes_avx2(key: &[u32; 8], first: u64, out: &mut [u64]) {
-    super::prefixes_generic::<Avx2>(key, first, out)
+pub(super) unsafe fn prefixes_avx2(start: &Start, first: u64, out: &mut [u64]) {
+    super::prefixes_generic::<Avx2>(start, first, out)
 }
 
 #[target_feature(enable = "avx512f,avx512vl")]
-pub(super) unsafe fn hashes_avx512(key: &[u32; 8], nonces: &[u64], out: &mut [[u8; 32]]) {
-    super::hashes_generic::<Avx512>(key, nonces, out)
+pub(super) unsafe fn hashes_avx512(start: &Start, nonces: &[u64], out: &mut [[u8; 32]]) {
+    super::hashes_generic::<Avx512>(start, nonces, out)
 }
 
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn hashes_avx2(key: &[u32; 8], nonces: &[u64], out: &mut [[u8; 32]]) {
-    super::hashes_generic::<Avx2>(key, nonces, out)
+pub(super) unsafe fn hashes_avx2(start: &Start, nonces: &[u64], out: &mut [[u8; 32]]) {
+    super::hashes_generic::<Avx2>(start, nonces, out)
 }
 
 #[target_feature(enable = "avx512f,avx512vl")]
-pub(super) unsafe fn prefixes_of_avx512(key: &[u32; 8], nonces: &[u64], out: &mut [u64]) {
-    super::prefixes_of_generic::<Avx512>(key, nonces, out)
+pub(super) unsafe fn prefixes_of_avx512(start: &Start, nonces: &[u64], out: &mut [u64]) {
+    super::prefixes_of_generic::<Avx512>(start, nonces, out)
 }
 
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn prefixes_of_avx2(key: &[u32; 8], nonces: &[u64], out: &mut [u64]) {
-    super::prefixes_of_generic::<Avx2>(key, nonces, out)
+pub(super) unsafe fn prefixes_of_avx2(start: &Start, nonces: &[u64], out: &mut [u64]) {
+    super::prefixes_of_generic::<Avx2>(start, nonces, out)
 }
 
 #[target_feature(enable = "sse2")]
-pub(super) unsafe fn prefixes_sse2(key: &[u32; 8], first: u64, out: &mut [u64]) {
-    super::prefixes_generic::<Sse2>(key, first, out)
+pub(super) unsafe fn prefixes_sse2(start: &Start, first: u64, out: &mut [u64]) {
+    super::prefixes_generic::<Sse2>(start, first, out)
 }
 
 #[target_feature(enable = "sse2")]
-pub(super) unsafe fn hashes_sse2(key: &[u32; 8], nonces: &[u64], out: &mut [[u8; 32]]) {
-    super::hashes_generic::<Sse2>(key, nonces, out)
+pub(super) unsafe fn hashes_sse2(start: &Start, nonces: &[u64], out: &mut [[u8; 32]]) {
+    super::hashes_generic::<Sse2>(start, nonces, out)
 }
 
 #[target_feature(enable = "sse2")]
-pub(super) unsafe fn prefixes_of_sse2(key: &[u32; 8], nonces: &[u64], out: &mut [u64]) {
-    super::prefixes_of_generic::<Sse2>(key, nonces, out)
+pub(super) unsafe fn prefixes_of_sse2(start: &Start, nonces: &[u64], out: &mut [u64]) {
+    super::prefixes_of_generic::<Sse2>(start, nonces, out)
 }
 
 #[target_feature(enable = "avx512f,avx512vl")]
-pub(super) unsafe fn top_words_avx512(key: &[u32; 8], first: u64, out: &mut [u32]) {
+pub(super) unsafe fn top_words_avx512(start: &Start, first: u64, out: &mut [u32]) {
     let mut chunks = out.chunks_exact_mut(16);
     let mut x = first;
     for chunk in &mut chunks {
-        _mm512_storeu_si512(chunk.as_mut_ptr().cast(), top_words_16(key, x));
+        _mm512_storeu_si512(chunk.as_mut_ptr().cast(), top_words_16(start, x));
         x = x.wrapping_add(16);
     }
     let rest = chunks.into_remainder();
     if !rest.is_empty() {
         let mut tmp = [0u32; 16];
-        _mm512_storeu_si512(tmp.as_mut_ptr().cast(), top_words_16(key, x));
+        _mm512_storeu_si512(tmp.as_mut_ptr().cast(), top_words_16(start, x));
         let len = rest.len();
         rest.copy_from_slice(&tmp[..len]);
     }
 }
 
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn top_words_avx2(key: &[u32; 8], first: u64, out: &mut [u32]) {
-    super::top_words_generic::<Avx2>(key, first, out)
+pub(super) unsafe fn top_words_avx2(start: &Start, first: u64, out: &mut [u32]) {
+    super::top_words_generic::<Avx2>(start, first, out)
 }
 
 #[target_feature(enable = "sse2")]
-pub(super) unsafe fn top_words_sse2(key: &[u32; 8], first: u64, out: &mut [u32]) {
-    super::top_words_generic::<Sse2>(key, first, out)
+pub(super) unsafe fn top_words_sse2(start: &Start, first: u64, out: &mut [u32]) {
+    super::top_words_generic::<Sse2>(start, first, out)
 }
 
 /// The first 4 bytes, read big-endian, of the hashes of the 16 nonces
@@ -249,7 +249,7 @@ pub(super) unsafe fn top_words_sse2(key: &[u32; 8], first: u64, out: &mut [u32])
 /// # Safety
 /// The caller runs with AVX-512F and AVX-512VL enabled.
 #[inline(always)]
-unsafe fn top_words_16(key: &[u32; 8], first: u64) -> __m512i {
+unsafe fn top_words_16(start: &Start, first: u64) -> __m512i {
     let base = _mm512_set1_epi32(first as u32 as i32);
     let lo = _mm512_add_epi32(
         base,
@@ -259,7 +259,7 @@ unsafe fn top_words_16(key: &[u32; 8], first: u64) -> __m512i {
     let carried = _mm512_cmplt_epu32_mask(lo, base);
     let high = _mm512_set1_epi32((first >> 32) as u32 as i32);
     let hi = _mm512_mask_add_epi32(high, carried, high, _mm512_set1_epi32(1));
-    let h = super::lanes::hash_records(key, Avx512(lo), Avx512(hi));
+    let h = super::lanes::hash_records(start, Avx512(lo), Avx512(hi));
     // Byte swap without AVX-512BW's byte shuffle: bytes 3 and 1 from a
     // rotation right by 8, bytes 2 and 0 from one left by 8.
     let w = h[0].0;
