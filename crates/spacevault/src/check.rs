@@ -184,7 +184,7 @@ pub fn check(path: &Path, options: CheckOptions) -> CheckReport {
         Err(e) => {
             report.problems.push(Problem {
                 region: None,
-                what: e.to_string(),
+                what: e.reason(),
             });
             return report;
         }
@@ -193,7 +193,7 @@ pub fn check(path: &Path, options: CheckOptions) -> CheckReport {
     if let Err(e) = check_regions(&plot, options, &mut report) {
         report.problems.push(Problem {
             region: None,
-            what: e.to_string(),
+            what: e.reason(),
         });
     }
     report

@@ -25,6 +25,20 @@ pub enum ReadError {
     },
 }
 
+impl ReadError {
+    /// What went wrong, without the file's name: for reports that name the
+    /// file already.
+    pub fn reason(&self) -> String {
+        match self {
+            ReadError::Io { source, .. } => source.to_string(),
+            ReadError::Format { source, .. } => source.to_string(),
+            ReadError::Damaged { region, what, .. } => {
+                format!("region {region} is damaged ({what})")
+            }
+        }
+    }
+}
+
 /// How lookups read the file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum ReadMode {

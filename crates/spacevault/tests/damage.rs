@@ -90,8 +90,11 @@ fn truncated_foreign_and_future_files_are_refused() {
 
     let foreign = dir.path().join("foreign.plot");
     std::fs::write(&foreign, b"hello, this is not a plot").unwrap();
-    let e = PlotFile::open(&foreign).err().unwrap().to_string();
-    assert!(e.contains("not a spacevault plot"), "{e}");
+    let e = PlotFile::open(&foreign).err().unwrap();
+    assert!(e.to_string().contains("not a spacevault plot"), "{e}");
+    // Reports that name the file already take the reason alone.
+    assert!(e.to_string().contains("foreign.plot"), "{e}");
+    assert!(e.reason().starts_with("not a spacevault plot"), "{e}");
 
     let empty = dir.path().join("empty.plot");
     std::fs::write(&empty, b"").unwrap();

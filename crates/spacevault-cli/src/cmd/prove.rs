@@ -131,7 +131,7 @@ pub fn run(args: ProveArgs) -> Result<()> {
             }
             Err(e) => errors.push(PlotFailure {
                 path,
-                error: e.to_string(),
+                error: e.reason(),
             }),
         }
     }
