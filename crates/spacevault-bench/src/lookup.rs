@@ -1,7 +1,7 @@
 //! `bench lookup`: lookup latency of a plot, warm and cold, against the
 //! disk's own random 4 KiB read latency, and proof verification time.
 
-use crate::machine::{drop_page_cache, random_read_latency, SplitMix};
+use crate::machine::{drop_page_cache, random_read_latency, Machine, SplitMix};
 use crate::stats::Summary;
 use crate::BenchError;
 use serde::Serialize;
@@ -27,6 +27,7 @@ pub struct LookupRun {
 
 #[derive(Clone, Debug, Serialize)]
 pub struct LookupBench {
+    pub machine: Machine,
     pub path: PathBuf,
     pub k: u8,
     pub lookups: usize,
@@ -112,6 +113,7 @@ pub fn run(options: &LookupOptions) -> Result<LookupBench, BenchError> {
 
     let verify_micros = time_verify(&proofs, &challenges);
     Ok(LookupBench {
+        machine: Machine::this(),
         path: options.path.clone(),
         k: plot.header().k(),
         lookups: options.lookups,

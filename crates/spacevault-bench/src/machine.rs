@@ -12,6 +12,66 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+/// What the figures were measured on. A ratio to the machine's own bounds
+/// travels between machines; a raw figure does not, and a VM's host can
+/// change under it (the development VM ran on an Intel Xeon in one
+/// session and on an AMD EPYC, whose kernel rate was 30% lower, in the
+/// next).
+#[derive(Clone, Debug, Serialize)]
+pub struct Machine {
+    /// The CPU's model name (`/proc/cpuinfo`), or the architecture.
+    pub cpu: String,
+    /// Threads this process may run at once.
+    pub cores: usize,
+    /// Physical memory (`/proc/meminfo`), where known.
+    pub memory_bytes: Option<u64>,
+    /// The kernel backend spacevault hashes with.
+    pub simd: &'static str,
+    /// The operating system's kernel release, where known.
+    pub os_release: Option<String>,
+}
+
+impl Machine {
+    pub fn this() -> Machine {
+        let cpu = std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(|t| {
+                t.lines()
+                    .find(|l| l.starts_with("model name"))
+                    .and_then(|l| l.split(':').nth(1))
+                    .map(|s| s.trim().to_string())
+            })
+            .unwrap_or_else(|| std::env::consts::ARCH.to_string());
+        let memory_bytes = std::fs::read_to_string("/proc/meminfo").ok().and_then(|t| {
+            let line = t.lines().find(|l| l.starts_with("MemTotal:"))?;
+            let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(kib * 1024)
+        });
+        let os_release = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .ok()
+            .map(|s| s.trim().to_string());
+        Machine {
+            cpu,
+            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            memory_bytes,
+            simd: spacevault::kernel::Backend::active().name(),
+            os_release,
+        }
+    }
+
+    /// One line for a report's head.
+    pub fn describe(&self) -> String {
+        let memory = self
+            .memory_bytes
+            .map(|b| format!(", {:.0} GiB", b as f64 / (1u64 << 30) as f64))
+            .unwrap_or_default();
+        format!(
+            "{} ({} cores{memory}, {} kernel)",
+            self.cpu, self.cores, self.simd
+        )
+    }
+}
+
 /// Records per second the plotter's own kernel hashes on `threads` threads,
 /// measured for about `duration`: the first 4 bytes of each hash
 /// ([`Kernel::top_words`]), the least any plot needs (at k <= 36 with

@@ -4,7 +4,7 @@
 
 use crate::machine::{
     blake3_rate, concurrent_speed, disk_speed, hash_rate, peak_rss, reset_peak_rss,
-    ConcurrentSpeed, DiskSpeed, IoCounters,
+    ConcurrentSpeed, DiskSpeed, IoCounters, Machine,
 };
 use crate::stats::Summary;
 use crate::BenchError;
@@ -80,6 +80,7 @@ pub struct Bounds {
 
 #[derive(Clone, Debug, Serialize)]
 pub struct PlotBench {
+    pub machine: Machine,
     pub k: u8,
     pub records: u64,
     pub strategy: &'static str,
@@ -210,6 +211,7 @@ pub fn run(
         None
     };
     Ok(PlotBench {
+        machine: Machine::this(),
         k: options.plot.k,
         records,
         strategy: summary.strategy.name(),

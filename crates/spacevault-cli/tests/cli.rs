@@ -548,6 +548,7 @@ fn bench_plot_runs_repeat_and_summarise() {
         .map(|run| {
             // Each run measured its own bounds.
             assert!(run["bounds"]["hash_records_per_second"].as_f64().unwrap() > 0.0);
+            assert!(run["machine"]["cores"].as_u64().unwrap() >= 1);
             run["wall_seconds"].as_f64().unwrap()
         })
         .collect();
@@ -660,4 +661,40 @@ fn bench_plot_reports_bounds_and_ratios_for_both_strategies() {
         let left = std::fs::read_dir(dir.path()).unwrap().count();
         assert_eq!(left, 0, "bench plot left files behind");
     }
+}
+
+#[test]
+fn bench_lookup_times_lookups_of_one_read_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = plot_k16(dir.path());
+    let r = json(
+        sv(dir.path())
+            .args(["bench", "lookup", "-n", "300", "--json"])
+            .arg(&path),
+    );
+    assert_eq!(r["lookups"], 300);
+    assert_eq!(r["k"], 16);
+    assert!(!r["machine"]["cpu"].as_str().unwrap().is_empty());
+    let warm = &r["warm"];
+    assert_eq!(warm["reads_per_lookup"].as_f64().unwrap(), 1.0);
+    assert_eq!(warm["micros"]["count"], 300);
+    let (min, median) = (&warm["micros"]["min"], &warm["micros"]["median"]);
+    assert!(min.as_f64().unwrap() <= median.as_f64().unwrap());
+    assert!(r["verify_micros"]["median"].as_f64().unwrap() > 0.0);
+    assert!(r["cold"].is_null());
+
+    sv(dir.path())
+        .args(["bench", "lookup", "-n", "20"])
+        .arg(&path)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("warm").and(predicate::str::contains("reads/lookup")));
+    let foreign = dir.path().join("foreign.plot");
+    std::fs::write(&foreign, b"not a plot").unwrap();
+    sv(dir.path())
+        .args(["bench", "lookup"])
+        .arg(&foreign)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("not a spacevault plot"));
 }

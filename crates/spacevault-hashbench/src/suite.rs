@@ -80,12 +80,7 @@ pub struct MemoryFigure {
     pub baseline_rss_bytes: u64,
 }
 
-#[derive(Clone, Debug, Serialize)]
-pub struct Machine {
-    pub cpu: String,
-    pub cores: usize,
-    pub simd: &'static str,
-}
+pub use spacevault_bench::machine::Machine;
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
@@ -272,7 +267,7 @@ pub fn run(
     }
     Ok(Report {
         settings,
-        machine: machine(),
+        machine: Machine::this(),
         checks,
         measurements,
         memory,
@@ -357,22 +352,5 @@ fn fill_efficiency(ms: &mut [Measurement]) {
         {
             m.scaling_efficiency = Some(m.hashes_per_second.median / workers / one);
         }
-    }
-}
-
-fn machine() -> Machine {
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|s| s.trim().to_string())
-        })
-        .unwrap_or_else(|| std::env::consts::ARCH.to_string());
-    Machine {
-        cpu,
-        cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
-        simd: spacevault::kernel::Backend::active().name(),
     }
 }

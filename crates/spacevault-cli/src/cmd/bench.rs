@@ -156,6 +156,7 @@ fn bench_plot(a: BenchPlotArgs) -> Result<()> {
 /// run, then the least, median and greatest of each figure.
 fn print_repeated(repeated: &plot_bench::Repeated) {
     let first = &repeated.runs[0];
+    println!("machine         {}", first.machine.describe());
     println!(
         "plot            k={} ({} records), {} strategy, {} threads, memory limit {}, {} runs{}",
         first.k,
@@ -243,6 +244,7 @@ fn print_repeated(repeated: &plot_bench::Repeated) {
 
 fn print_plot_bench(r: plot_bench::PlotBench) {
     let b = &r.bounds;
+    println!("machine         {}", r.machine.describe());
     println!(
         "plot            k={} ({} records), {} strategy, {} threads, memory limit {}",
         r.k,
@@ -370,6 +372,7 @@ fn bench_lookup(a: BenchLookupArgs) -> Result<()> {
     if a.json {
         return super::print_json(&r);
     }
+    println!("machine     {}", r.machine.describe());
     println!(
         "plot        {} (k={}), {} random challenges",
         r.path.display(),
