@@ -17,7 +17,7 @@ pub enum ReadError {
     },
     #[error("{path}: {source}")]
     Format { path: PathBuf, source: FormatError },
-    #[error("{path}: region {region} is damaged ({what})")]
+    #[error("{path}: {}", damage(*.region, .what))]
     Damaged {
         path: PathBuf,
         region: u64,
@@ -32,11 +32,13 @@ impl ReadError {
         match self {
             ReadError::Io { source, .. } => source.to_string(),
             ReadError::Format { source, .. } => source.to_string(),
-            ReadError::Damaged { region, what, .. } => {
-                format!("region {region} is damaged ({what})")
-            }
+            ReadError::Damaged { region, what, .. } => damage(*region, what),
         }
     }
+}
+
+fn damage(region: u64, what: &str) -> String {
+    format!("region {region} is damaged ({what})")
 }
 
 /// How lookups read the file.
@@ -189,4 +191,23 @@ fn read_up_to(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usize
         }
     }
     Ok(done)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_names_its_file_and_its_reason_does_not() {
+        let e = ReadError::Damaged {
+            path: PathBuf::from("a/x.plot"),
+            region: 3,
+            what: "checksum mismatch",
+        };
+        assert_eq!(e.reason(), "region 3 is damaged (checksum mismatch)");
+        assert_eq!(
+            e.to_string(),
+            "a/x.plot: region 3 is damaged (checksum mismatch)"
+        );
+    }
 }
