@@ -217,32 +217,24 @@ pub(crate) struct Start([u32; 16]);
 
 impl Start {
     pub fn new(key: &[u32; 8]) -> Start {
-        let mut v = [0u32; 16];
-        v[..8].copy_from_slice(key);
-        v[8..12].copy_from_slice(&IV[..4]);
+        let mut words = [0u32; 16];
+        words[..8].copy_from_slice(key);
+        words[8..12].copy_from_slice(&IV[..4]);
         // Counter 0 (v[12], v[13] stay zero), one full block, record flags.
-        v[14] = BLOCK_LEN;
-        v[15] = RECORD_FLAGS;
+        words[14] = BLOCK_LEN;
+        words[15] = RECORD_FLAGS;
+        // SAFETY: the portable vector needs no target feature.
+        let mut v = words.map(|w| unsafe { Portable::splat(w) });
         // In the first round every message word is at its own position,
         // so the columns' words 2 to 7 are all zero.
         for (a, b, c, d) in [(1, 5, 9, 13), (2, 6, 10, 14), (3, 7, 11, 15)] {
-            g_scalar(&mut v, a, b, c, d);
+            // SAFETY: as above.
+            unsafe { g(&mut v, a, b, c, d, Word::Zero, Word::Zero) };
         }
+        let mut v = v.map(|lanes| lanes.0[0]);
         v[0] = v[0].wrapping_add(v[4]);
         Start(v)
     }
-}
-
-/// The mixing function on plain words, with zero message words.
-fn g_scalar(v: &mut [u32; 16], a: usize, b: usize, c: usize, d: usize) {
-    v[a] = v[a].wrapping_add(v[b]);
-    v[d] = (v[d] ^ v[a]).rotate_right(16);
-    v[c] = v[c].wrapping_add(v[d]);
-    v[b] = (v[b] ^ v[c]).rotate_right(12);
-    v[a] = v[a].wrapping_add(v[b]);
-    v[d] = (v[d] ^ v[a]).rotate_right(8);
-    v[c] = v[c].wrapping_add(v[d]);
-    v[b] = (v[b] ^ v[c]).rotate_right(7);
 }
 
 /// The 8 output words of `keyed_hash(key, LE64(nonce) || 56 zero bytes)`
