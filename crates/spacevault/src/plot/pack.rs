@@ -387,8 +387,8 @@ pub(super) mod tests {
         buf
     }
 
-    /// A cheap deterministic stream of test bytes (the sink's tests use it
-    /// too).
+    /// A cheap deterministic stream of test bytes (the sink's tests and
+    /// `phase2_speed` use it too).
     pub(in crate::plot) fn xorshift(state: &mut u64) -> u64 {
         *state ^= *state << 13;
         *state ^= *state >> 7;

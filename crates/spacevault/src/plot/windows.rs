@@ -411,12 +411,7 @@ mod tests {
         let n_buckets = (buckets.end - buckets.start) as usize;
         let shape = KeyShape::with_buckets(&parting);
         let mut rng = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = || {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng
-        };
+        let mut next = || crate::plot::pack::tests::xorshift(&mut rng);
         // One segment of keys with its counts epoch by epoch, as the temp
         // file gives them.
         let n = n_buckets * 32;
