@@ -135,3 +135,89 @@ pub(crate) fn plot(
         .for_each(|t| pool.give(t.scatter));
     Ok((end?, fresh_bytes))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The last phase's CPU work on one thread, without the disk: counting,
+    /// placing (and zeroing the slots) and filling every partition of a
+    /// k = 28 plot hashed as two threads would: `cargo test --release -p
+    /// spacevault last_phase_speed -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn last_phase_speed() {
+        use crate::format::Layout;
+        use crate::plot::pack::{place, BufPool, SlotPlacer};
+        use crate::plot::NoProgress;
+        use std::time::{Duration, Instant};
+        let threads = 2;
+        let parting = Partitioning::new(Layout::for_k(28).unwrap(), PARTITION_RECORDS);
+        let shape = KeyShape::with_buckets(&parting);
+        let kernel = Kernel::new(&[7; 32]);
+        let n = parting.layout.record_count();
+        let cap = slot_capacity(&parting, threads) as usize;
+        let per_thread = (0..threads as u64)
+            .map(|t| {
+                let mut scatter = Scatter::new(parting.count as usize, cap).unwrap();
+                let mut marks = EpochMarks::default();
+                let range = n * t / threads as u64..n * (t + 1) / threads as u64;
+                hash_range(
+                    &kernel,
+                    &parting,
+                    shape,
+                    range,
+                    &mut scatter,
+                    &mut marks,
+                    &NoProgress,
+                )
+                .unwrap();
+                ThreadKeys { scatter, marks }
+            })
+            .collect();
+        let keys = Keys { per_thread, shape };
+        let pool = BufPool::default();
+        let (mut scratch, mut cursors, mut counts) = (Scratch::default(), Vec::new(), Vec::new());
+        for _ in 0..3 {
+            let (mut counting, mut opening, mut filling) =
+                (Duration::ZERO, Duration::ZERO, Duration::ZERO);
+            let mut end = 0;
+            for p in 0..parting.count {
+                let buckets = parting.buckets(p);
+                counts.clear();
+                counts.resize((buckets.end - buckets.start) as usize, 0u32);
+                let t = Instant::now();
+                keys.count(p, &mut scratch, &mut counts).unwrap();
+                counting += t.elapsed();
+                let t = Instant::now();
+                let placement = place(&parting, p, &counts, end);
+                end = placement.end;
+                let mut placer = SlotPlacer::new(
+                    &parting,
+                    p,
+                    &counts,
+                    &placement,
+                    &pool,
+                    std::mem::take(&mut cursors),
+                )
+                .unwrap();
+                placer.open_all();
+                opening += t.elapsed();
+                let t = Instant::now();
+                keys.fill(p, &mut scratch, &mut placer);
+                let (packed, reused) = placer.finish(&parting, &counts, &placement).unwrap();
+                filling += t.elapsed();
+                cursors = reused;
+                pool.give(packed.buf);
+            }
+            let ns = |d: Duration| d.as_secs_f64() * 1e9 / n as f64;
+            println!(
+                "k = 28 on one thread, ns a record: counting {:.2}, placing and zeroing {:.2}, \
+                 filling {:.2}",
+                ns(counting),
+                ns(opening),
+                ns(filling)
+            );
+        }
+    }
+}
