@@ -103,6 +103,13 @@ pub struct PlotBench {
     pub temp_close_seconds: f64,
     /// Seconds in each phase of the plotter.
     pub phases: Vec<(String, f64)>,
+    /// Seconds the plotter spent in the write calls that put the plot's
+    /// regions in its file (all in its last phase), and the plot's bytes
+    /// over them: the rate the disk gave the plot's own writes, to set
+    /// beside `bounds.disk`'s. When the seconds come close to the last
+    /// phase's, the disk set that phase's pace.
+    pub file_write_seconds: f64,
+    pub file_write_bytes_per_second: f64,
     /// Storage I/O of the plotting, from /proc/self/io.
     pub io: Option<IoCounters>,
     pub bytes_written_per_plot_byte: Option<f64>,
@@ -227,6 +234,8 @@ pub fn run(
         rounds_in_memory: summary.rounds_in_memory,
         temp_close_seconds,
         phases: summary.phases.clone(),
+        file_write_seconds: summary.file_write_seconds,
+        file_write_bytes_per_second: file / summary.file_write_seconds.max(1e-9),
         io,
         bytes_written_per_plot_byte: io.map(|i| i.write_bytes as f64 / file),
         bytes_read_per_plot_byte: io.map(|i| i.read_bytes as f64 / file),
@@ -492,6 +501,7 @@ mod tests {
             hashed_twice: false,
             phases: phases.iter().map(|&(n, s)| (n.to_string(), s)).collect(),
             fresh_memory_bytes: 0,
+            file_write_seconds: 0.0,
         }
     }
 

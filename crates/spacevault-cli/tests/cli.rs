@@ -642,6 +642,18 @@ fn bench_plot_reports_bounds_and_ratios_for_both_strategies() {
                 .unwrap()
                 > 0.0
         );
+        // The plot's own writes happen in its last phase, and their rate is
+        // the file's bytes over them.
+        let writes = r["file_write_seconds"].as_f64().unwrap();
+        let phases = r["phases"].as_array().unwrap();
+        let last_phase = phases.last().unwrap()[1].as_f64().unwrap();
+        assert!(
+            writes > 0.0 && writes <= last_phase,
+            "{writes} of {last_phase}"
+        );
+        let rate = r["file_write_bytes_per_second"].as_f64().unwrap();
+        let bytes = r["file_bytes"].as_f64().unwrap();
+        assert!((rate * writes / bytes - 1.0).abs() < 1e-9);
         let with_touch = r["design_bound_with_first_touch_seconds"].as_f64().unwrap();
         assert!(with_touch >= design);
         if strategy == "memory" {

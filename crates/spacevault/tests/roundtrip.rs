@@ -1,7 +1,7 @@
 //! Plots made by every strategy hold every nonce exactly once, and prove
 //! finds what a brute-force search over all nonces finds.
 
-use spacevault::plot::{NoProgress, Strategy, FIRST_TOUCH_PHASE};
+use spacevault::plot::{NoProgress, Strategy, FIRST_TOUCH_PHASE, WRITING_PHASE};
 use spacevault::{brute_force_best, plot, PlotFile, PlotOptions, Plotter};
 
 fn options(k: u8, strategy: Strategy, seed: u8) -> PlotOptions {
@@ -176,6 +176,13 @@ fn a_plotter_reusing_its_buffers_makes_the_same_plots_as_fresh_ones() {
         let fresh = plot(&o, fresh_dir.path(), &NoProgress).unwrap();
         // Only new buffers are brought into use, in a phase of their own.
         assert!(fresh.fresh_memory_bytes > 0);
+        // Both plots write their regions, in their last phase.
+        for summary in [&reused, &fresh] {
+            let last = summary.phases.last().unwrap();
+            assert_eq!(last.0, WRITING_PHASE);
+            assert!(summary.file_write_seconds > 0.0);
+            assert!(summary.file_write_seconds <= last.1);
+        }
         assert_eq!(fresh.phases[0].0, FIRST_TOUCH_PHASE);
         if let Some(reuses) = reuses {
             assert_eq!(reused.fresh_memory_bytes == 0, reuses, "seed {}", o.seed[0]);

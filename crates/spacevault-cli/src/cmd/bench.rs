@@ -178,7 +178,7 @@ fn print_repeated(repeated: &plot_bench::Repeated) {
     );
     println!();
     println!(
-        "{:>3}  {:>8}  {:>10}  {:>10}  {:>10}  {:>10}  {:>9}  {:>9}  {:>12}  phases (s)",
+        "{:>3}  {:>8}  {:>10}  {:>10}  {:>10}  {:>10}  {:>9}  {:>9}  {:>12}  {:>12}  phases (s)",
         "run",
         "wall s",
         "M rec/s",
@@ -187,12 +187,13 @@ fn print_repeated(repeated: &plot_bench::Repeated) {
         "design s",
         "x design",
         "x +touch",
-        "disk w MB/s"
+        "disk w MB/s",
+        "plot w MB/s"
     );
     for (i, r) in repeated.runs.iter().enumerate() {
         let phases: Vec<String> = r.phases.iter().map(|(_, s)| format!("{s:.2}")).collect();
         println!(
-            "{:>3}  {:>8.3}  {:>10.1}  {:>10.3}  {:>10.3}  {:>10}  {:>9.3}  {:>9.3}  {:>12.0}  {}",
+            "{:>3}  {:>8.3}  {:>10.1}  {:>10.3}  {:>10.3}  {:>10}  {:>9.3}  {:>9.3}  {:>12.0}  {:>12.0}  {}",
             i + 1,
             r.wall_seconds,
             r.records_per_second / 1e6,
@@ -206,6 +207,7 @@ fn print_repeated(repeated: &plot_bench::Repeated) {
             r.wall_over_design_bound,
             r.wall_over_design_bound_with_first_touch,
             r.bounds.disk.write_bytes_per_second / 1e6,
+            r.file_write_bytes_per_second / 1e6,
             phases.join(" / ")
         );
     }
@@ -267,6 +269,14 @@ fn print_plot_bench(r: plot_bench::PlotBench) {
         .collect();
     println!("phases          {}", phases.join(", "));
     println!("file MB/s       {:.0}", r.file_mb_per_second);
+    let last_phase = r.phases.last().map_or(0.0, |p| p.1);
+    println!(
+        "plot writes     {:.0} MB/s: {:.3} s in the plot file's write calls, {:.0}% of the last phase's {:.3} s",
+        r.file_write_bytes_per_second / 1e6,
+        r.file_write_seconds,
+        100.0 * r.file_write_seconds / last_phase.max(1e-9),
+        last_phase
+    );
     if let Some(io) = r.io {
         println!(
             "disk I/O        {} written ({:.2} per plot byte), {} read ({:.2} per plot byte), {} cancelled",

@@ -177,6 +177,8 @@ pub(crate) struct ExternalResult {
     pub rounds_in_memory: u64,
     /// Bytes of fresh memory brought into use for the round buffers.
     pub fresh_bytes: u64,
+    /// Time in the plot file's write calls.
+    pub write_time: std::time::Duration,
 }
 
 /// One round's keys of one partition from one thread: the thread's array,
@@ -543,6 +545,7 @@ pub(crate) fn phase_two(
         rounds: plan.rounds,
         rounds_in_memory: plan.resident,
         fresh_bytes,
+        write_time: sink.write_time,
     })
 }
 

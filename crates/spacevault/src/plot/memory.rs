@@ -70,9 +70,18 @@ impl PartitionSource for Keys {
     }
 }
 
+/// What an in-memory plot (or an external plot's phase 2) leaves.
+pub(crate) struct Written {
+    /// The slot after the last record.
+    pub end: u64,
+    /// Bytes of fresh memory brought into use for the sort buffers.
+    pub fresh_bytes: u64,
+    /// Time in the plot file's write calls.
+    pub write_time: std::time::Duration,
+}
+
 /// Runs the whole in-memory plot, its scatters taken from and given back to
-/// `pool`; returns the slot after the last record and the bytes of fresh
-/// memory it brought into use.
+/// `pool`.
 pub(crate) fn plot(
     parting: &Partitioning,
     kernel: &Kernel,
@@ -80,7 +89,7 @@ pub(crate) fn plot(
     file: &File,
     progress: &dyn Progress,
     pool: &ScatterPool,
-) -> Result<(u64, u64), PlotError> {
+) -> Result<Written, PlotError> {
     let layout = parting.layout;
     let n = layout.record_count();
     let parts = parting.count as usize;
@@ -133,7 +142,11 @@ pub(crate) fn plot(
     keys.per_thread
         .into_iter()
         .for_each(|t| pool.give(t.scatter));
-    Ok((end?, fresh_bytes))
+    Ok(Written {
+        end: end?,
+        fresh_bytes,
+        write_time: sink.write_time,
+    })
 }
 
 #[cfg(test)]

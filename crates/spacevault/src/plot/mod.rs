@@ -228,6 +228,10 @@ pub struct PlotSummary {
     /// plot reused an earlier plot's buffers), in the phase named
     /// [`FIRST_TOUCH_PHASE`].
     pub fresh_memory_bytes: u64,
+    /// Seconds spent in the write calls that put the plot's regions in its
+    /// file, all in the [`WRITING_PHASE`]: close to that phase's length,
+    /// the disk set its pace; well below it, the workers did.
+    pub file_write_seconds: f64,
 }
 
 /// The phase in which a plot brings the pages of its new sort buffers into
@@ -356,8 +360,8 @@ struct Begun<'a, P> {
 enum Stage<'a> {
     /// Phase 1 of an external plot is done.
     Sorted(external::Sorted<'a>),
-    /// The plot's regions are written: they end at `end`.
-    Written { end: u64, fresh_bytes: u64 },
+    /// The plot's regions are written.
+    Written(memory::Written),
 }
 
 /// Checks the options and the free space, creates the plot's temp file and
@@ -434,11 +438,14 @@ fn begin<'a, P: Progress>(
             &clock,
             (pool, spares),
         )?),
-        _ => {
-            let (end, fresh_bytes) =
-                memory::plot(&in_memory, &kernel, threads, file.file(), &clock, pool)?;
-            Stage::Written { end, fresh_bytes }
-        }
+        _ => Stage::Written(memory::plot(
+            &in_memory,
+            &kernel,
+            threads,
+            file.file(),
+            &clock,
+            pool,
+        )?),
     };
     Ok(Begun {
         started,
@@ -474,7 +481,7 @@ impl<P: Progress> Begun<'_, P> {
         let mut temp_bytes_written = 0;
         let mut hashed_twice = false;
         let (mut rounds, mut rounds_in_memory) = (0, 0);
-        let (end, fresh_memory_bytes) = match stage {
+        let written = match stage {
             Stage::Sorted(sorted) => {
                 let pool = &plotter.scatters;
                 let threads = options.threads;
@@ -482,10 +489,15 @@ impl<P: Progress> Begun<'_, P> {
                 temp_bytes_written = ext.temp_bytes_written;
                 hashed_twice = ext.hashed_twice;
                 (rounds, rounds_in_memory) = (ext.rounds, ext.rounds_in_memory);
-                (ext.end, ext.fresh_bytes)
+                memory::Written {
+                    end: ext.end,
+                    fresh_bytes: ext.fresh_bytes,
+                    write_time: ext.write_time,
+                }
             }
-            Stage::Written { end, fresh_bytes } => (end, fresh_bytes),
+            Stage::Written(written) => written,
         };
+        let end = written.end;
         let header = Header {
             layout,
             region_count: layout.region_count(end),
@@ -509,7 +521,8 @@ impl<P: Progress> Begun<'_, P> {
             rounds_in_memory,
             hashed_twice,
             phases: clock.durations(Instant::now()),
-            fresh_memory_bytes,
+            fresh_memory_bytes: written.fresh_bytes,
+            file_write_seconds: written.write_time.as_secs_f64(),
         })
     }
 }

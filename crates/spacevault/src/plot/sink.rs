@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
+use std::time::{Duration, Instant};
 
 pub(crate) struct RegionSink<'a> {
     file: &'a File,
@@ -25,6 +26,9 @@ pub(crate) struct RegionSink<'a> {
     parting: Partitioning,
     pub regions_written: u64,
     pub bytes_written: u64,
+    /// Time spent in the plot file's write calls: set beside the phase's
+    /// length, it says whether the disk or the workers set the pace.
+    pub write_time: Duration,
 }
 
 impl<'a> RegionSink<'a> {
@@ -38,6 +42,7 @@ impl<'a> RegionSink<'a> {
             parting: parting.clone(),
             regions_written: 0,
             bytes_written: 0,
+            write_time: Duration::ZERO,
         }
     }
 
@@ -48,7 +53,9 @@ impl<'a> RegionSink<'a> {
         while let Some(packed) = self.waiting.remove(&self.next_partition) {
             let offset = HEADER_SIZE as u64 + packed.first_region * self.layout.region_size as u64;
             let (buf, len) = self.settle(packed);
+            let writing = Instant::now();
             self.file.write_all_at(&buf[..len], offset)?;
+            self.write_time += writing.elapsed();
             self.regions_written += (len / self.layout.region_size as usize) as u64;
             self.bytes_written += len as u64;
             pool.give(buf);
