@@ -189,6 +189,40 @@ fn damage_is_reported_and_other_plots_still_answer() {
 }
 
 #[test]
+fn a_directory_without_plots_names_the_subdirectories_that_hold_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let disk = dir.path().join("disk1");
+    std::fs::create_dir(&disk).unwrap();
+    plot_k16(&disk);
+    std::fs::create_dir(dir.path().join("empty")).unwrap();
+    for command in ["prove", "check"] {
+        sv(dir.path())
+            .arg(command)
+            .arg(dir.path())
+            .assert()
+            .failure()
+            .stderr(predicate::str::contains("not searched recursively"))
+            .stderr(predicate::str::contains(disk.display().to_string()))
+            .stderr(predicate::str::contains("empty").not())
+            .stderr(predicate::str::contains("panicked").not());
+    }
+    // A directory with no plots below it either gets the plain message.
+    sv(dir.path())
+        .arg("check")
+        .arg(dir.path().join("empty"))
+        .assert()
+        .failure()
+        .stderr(predicate::str::starts_with("error: no plots found in"))
+        .stderr(predicate::str::contains("recursively").not());
+    // Named, the subdirectory answers.
+    sv(dir.path())
+        .args(["prove", "--challenge", CHALLENGE])
+        .arg(&disk)
+        .assert()
+        .success();
+}
+
+#[test]
 fn a_finished_plot_is_not_overwritten_without_force() {
     let dir = tempfile::tempdir().unwrap();
     let path = plot_k16(dir.path());

@@ -3,6 +3,7 @@ pub mod check;
 pub mod hash;
 pub mod info;
 pub mod plot;
+pub mod plot_paths;
 pub mod prove;
 pub mod verify;
 

@@ -1,7 +1,8 @@
 //! `spacevault prove`: each plot's best proof for a challenge, and the best of all.
 
+use super::plot_paths::collect_plots;
 use crate::keys::parse_hex32;
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::Args;
 use serde::{Deserialize, Serialize};
 use spacevault::PlotFile;
@@ -62,41 +63,12 @@ struct ProveOutput {
     best: Option<ProofJson>,
 }
 
-/// Plot files under the paths: files as given, directories scanned (not
-/// recursively) for `*.plot`.
-pub fn collect_plots(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
-    let mut out = Vec::new();
-    for p in paths {
-        if p.is_dir() {
-            let mut found: Vec<PathBuf> = std::fs::read_dir(p)
-                .with_context(|| format!("reading the directory {}", p.display()))?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|f| {
-                    f.extension()
-                        .is_some_and(|x| x == spacevault::plot::PLOT_EXTENSION)
-                        && f.is_file()
-                })
-                .collect();
-            found.sort();
-            out.extend(found);
-        } else if p.exists() {
-            out.push(p.clone());
-        } else {
-            bail!("{} does not exist", p.display());
-        }
-    }
-    Ok(out)
-}
-
 pub fn run(args: ProveArgs) -> Result<()> {
     let challenge = match &args.challenge {
         Some(c) => parse_hex32("--challenge", c)?,
         None => crate::keys::random32()?,
     };
     let plots = collect_plots(&args.paths)?;
-    if plots.is_empty() {
-        bail!("no plots found in {}", display_list(&args.paths));
-    }
     let mut answers = Vec::new();
     let mut errors = Vec::new();
     let mut best: Option<(spacevault::Candidate, ProofJson)> = None;
@@ -170,12 +142,4 @@ pub fn run(args: ProveArgs) -> Result<()> {
         bail!("no plot could answer the challenge: every plot failed (see above)");
     }
     Ok(())
-}
-
-fn display_list(paths: &[PathBuf]) -> String {
-    paths
-        .iter()
-        .map(|p| p.display().to_string())
-        .collect::<Vec<_>>()
-        .join(", ")
 }
