@@ -167,7 +167,9 @@ fn partitioning(layout: &Layout, threads: usize, memory: u64) -> Partitioning {
 }
 
 pub(crate) struct ExternalResult {
-    pub end: u64,
+    /// The end of the last record, the round buffers' fresh memory and the
+    /// time in the plot file's writes.
+    pub written: super::Written,
     pub temp_bytes_written: u64,
     /// Whether phase 2 hashed the records again.
     pub hashed_twice: bool,
@@ -175,10 +177,6 @@ pub(crate) struct ExternalResult {
     /// file.
     pub rounds: u64,
     pub rounds_in_memory: u64,
-    /// Bytes of fresh memory brought into use for the round buffers.
-    pub fresh_bytes: u64,
-    /// Time in the plot file's write calls.
-    pub write_time: std::time::Duration,
 }
 
 /// One round's keys of one partition from one thread: the thread's array,
@@ -539,13 +537,15 @@ pub(crate) fn phase_two(
         .flatten()
         .for_each(|t| pool.give(t.scatter));
     Ok(ExternalResult {
-        end,
+        written: super::Written {
+            end,
+            fresh_bytes,
+            write_time: sink.write_time,
+        },
         temp_bytes_written,
         hashed_twice: !shape.has_buckets(),
         rounds: plan.rounds,
         rounds_in_memory: plan.resident,
-        fresh_bytes,
-        write_time: sink.write_time,
     })
 }
 
@@ -864,7 +864,10 @@ mod tests {
             let written = plan.rounds - plan.resident;
             assert!(result.temp_bytes_written >= (written * plan.round).min(1 << 20) * 4);
             assert!(result.temp_bytes_written <= temp_size_of(&plan, 2));
-            plots.push((result.end, std::fs::read(dir.path().join("plot")).unwrap()));
+            plots.push((
+                result.written.end,
+                std::fs::read(dir.path().join("plot")).unwrap(),
+            ));
         }
         let plan = Plan::new(&layout, 2, 42 << 20, &Overrides::default()).unwrap();
         assert!(plan.shape.has_buckets());

@@ -9,7 +9,7 @@ use super::partition::Partitioning;
 use super::pipeline::{pack_and_write, PartitionSource, Scratch};
 use super::scatter::{bring_into_use, Scatter, ScatterPool};
 use super::sink::RegionSink;
-use super::{stop_requested, PlotError, Progress};
+use super::{stop_requested, PlotError, Progress, Written};
 use crate::kernel::Kernel;
 use std::fs::File;
 
@@ -68,16 +68,6 @@ impl PartitionSource for Keys {
             });
         }
     }
-}
-
-/// What an in-memory plot (or an external plot's phase 2) leaves.
-pub(crate) struct Written {
-    /// The slot after the last record.
-    pub end: u64,
-    /// Bytes of fresh memory brought into use for the sort buffers.
-    pub fresh_bytes: u64,
-    /// Time in the plot file's write calls.
-    pub write_time: std::time::Duration,
 }
 
 /// Runs the whole in-memory plot, its scatters taken from and given back to

@@ -357,11 +357,22 @@ struct Begun<'a, P> {
     plotter: &'a Plotter,
 }
 
+/// What a plot whose regions are all written leaves, whichever its
+/// strategy.
+pub(crate) struct Written {
+    /// The slot after the last record.
+    pub end: u64,
+    /// Bytes of fresh memory brought into use for the sort buffers.
+    pub fresh_bytes: u64,
+    /// Time in the plot file's write calls.
+    pub write_time: std::time::Duration,
+}
+
 enum Stage<'a> {
     /// Phase 1 of an external plot is done.
     Sorted(external::Sorted<'a>),
     /// The plot's regions are written.
-    Written(memory::Written),
+    Written(Written),
 }
 
 /// Checks the options and the free space, creates the plot's temp file and
@@ -489,11 +500,7 @@ impl<P: Progress> Begun<'_, P> {
                 temp_bytes_written = ext.temp_bytes_written;
                 hashed_twice = ext.hashed_twice;
                 (rounds, rounds_in_memory) = (ext.rounds, ext.rounds_in_memory);
-                memory::Written {
-                    end: ext.end,
-                    fresh_bytes: ext.fresh_bytes,
-                    write_time: ext.write_time,
-                }
+                ext.written
             }
             Stage::Written(written) => written,
         };
