@@ -367,6 +367,10 @@ pub struct RepeatedSummary {
     pub design_bound_seconds: Summary,
     pub wall_over_design_bound: Summary,
     pub wall_over_design_bound_with_first_touch: Summary,
+    /// The disk's measured write rate, and the rate the plot's own writes
+    /// got: their spread shows how much of a ratio's spread is the disk's.
+    pub disk_write_bytes_per_second: Summary,
+    pub file_write_bytes_per_second: Summary,
 }
 
 impl RepeatedSummary {
@@ -383,6 +387,8 @@ impl RepeatedSummary {
             wall_over_design_bound_with_first_touch: over(|r| {
                 r.wall_over_design_bound_with_first_touch
             }),
+            disk_write_bytes_per_second: over(|r| r.bounds.disk.write_bytes_per_second),
+            file_write_bytes_per_second: over(|r| r.file_write_bytes_per_second),
         }
     }
 }

@@ -597,6 +597,8 @@ fn bench_plot_runs_repeat_and_summarise() {
         "ratio_to_blake3_bound",
         "wall_over_design_bound",
         "design_bound_seconds",
+        "disk_write_bytes_per_second",
+        "file_write_bytes_per_second",
     ] {
         let s = &r["summary"][key];
         assert!(
@@ -615,6 +617,10 @@ fn bench_plot_runs_repeat_and_summarise() {
     let out = String::from_utf8(out).unwrap();
     assert!(out.contains("2 runs"), "{out}");
     assert!(out.lines().any(|l| l.starts_with("wall (s)")), "{out}");
+    assert!(
+        out.lines().any(|l| l.starts_with("plot's writes (MB/s)")),
+        "{out}"
+    );
 
     sv(dir.path())
         .args(["bench", "plot", "--runs", "0"])

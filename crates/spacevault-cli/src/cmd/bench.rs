@@ -237,6 +237,8 @@ fn print_repeated(repeated: &plot_bench::Repeated) {
         &s.wall_over_design_bound_with_first_touch,
         1.0,
     );
+    row("disk write (MB/s)", &s.disk_write_bytes_per_second, 1e6);
+    row("plot's writes (MB/s)", &s.file_write_bytes_per_second, 1e6);
     for r in &repeated.runs {
         if let Some(p) = &r.path {
             println!("kept            {}", p.display());
