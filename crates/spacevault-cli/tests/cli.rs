@@ -313,15 +313,21 @@ fn count_fills_several_directories_in_turn() {
 
 #[test]
 fn plots_that_overlap_are_the_plots_made_one_after_another() {
-    // Plots through a temp file that overlap (one sorts while the next
-    // hashes, in half the memory each) are the plots made one by one.
+    // Plots that overlap (one sorts while the next hashes: through a temp
+    // file in half the memory each, or in memory side by side) are the
+    // plots made one by one.
     let dir = tempfile::tempdir().unwrap();
-    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    let runs = [
+        ("a", "always", "external", "84MiB"),
+        ("b", "never", "external", "84MiB"),
+        ("c", "auto", "memory", "256MiB"),
+    ];
     let mut made = Vec::new();
-    for (out, overlap) in [(&a, "always"), (&b, "never")] {
+    for (out, overlap, strategy, memory) in runs {
+        let out = &dir.path().join(out);
         std::fs::create_dir_all(out).unwrap();
-        let mut cmd = plot_cmd(out, "20", SEED, &["--count", "3", "--memory", "84MiB"]);
-        cmd.args(["--strategy", "external", "--overlap", overlap]);
+        let mut cmd = plot_cmd(out, "20", SEED, &["--count", "3", "--memory", memory]);
+        cmd.args(["--strategy", strategy, "--overlap", overlap]);
         let output = cmd.assert().success().get_output().clone();
         let stderr = String::from_utf8_lossy(&output.stderr).to_string();
         assert!(stderr.contains("[3/3] plotted k=20"), "{stderr}");
@@ -334,10 +340,12 @@ fn plots_that_overlap_are_the_plots_made_one_after_another() {
         assert_eq!(paths.len(), 3);
         made.push(paths);
     }
-    for (x, y) in made[0].iter().zip(&made[1]) {
-        assert_eq!(x.file_name(), y.file_name(), "plots in order");
-        let (x, y) = (std::fs::read(x).unwrap(), std::fs::read(y).unwrap());
-        assert!(x[4096..] == y[4096..]);
+    for other in &made[1..] {
+        for (x, y) in made[0].iter().zip(other) {
+            assert_eq!(x.file_name(), y.file_name(), "plots in order");
+            let (x, y) = (std::fs::read(x).unwrap(), std::fs::read(y).unwrap());
+            assert!(x[4096..] == y[4096..]);
+        }
     }
 }
 
@@ -523,46 +531,50 @@ fn ctrl_c_stops_the_plot_and_removes_its_files() {
 
 #[test]
 fn ctrl_c_during_overlapping_plots_keeps_only_the_finished_ones() {
-    let dir = tempfile::tempdir().unwrap();
-    let args = ["-k", "26", "--memory", "200MiB", "--strategy", "external"];
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("spacevault"))
-        .env("SPACEVAULT_CONFIG_DIR", dir.path())
-        .arg("plot")
-        .args(args)
-        .args(["--count", "6", "--overlap", "always", "--seed", SEED])
-        .args(["--farmer-key", FARMER, "--out"])
-        .arg(dir.path())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1200));
-    interrupt(&child);
-    let stdout = child.stdout.take().unwrap();
-    let out = child.wait_with_output().unwrap();
-    let printed: Vec<String> = std::io::read_to_string(stdout)
-        .unwrap()
-        .lines()
-        .map(String::from)
-        .collect();
-    let err = String::from_utf8_lossy(&out.stderr);
-    let mut left: Vec<String> = std::fs::read_dir(dir.path())
-        .unwrap()
-        .map(|e| e.unwrap().path().to_string_lossy().into_owned())
-        .filter(|p| !p.ends_with("farmer.key"))
-        .collect();
-    left.sort();
-    let mut finished = printed.clone();
-    finished.sort();
-    // Every file left is a plot that was reported finished, and every plot
-    // reported is there; nothing half-made remains.
-    assert_eq!(left, finished, "{err}");
-    if out.status.code() != Some(0) {
-        assert_eq!(out.status.code(), Some(130), "{err}");
-        assert!(printed.len() < 6);
-    }
-    for plot in &printed {
-        sv(dir.path()).args(["check", plot]).assert().success();
+    // Through temp files, each in half the memory; in memory, two at once.
+    let external = ["--memory", "200MiB", "--strategy", "external"];
+    let in_memory = ["--memory", "1GiB", "--strategy", "memory"];
+    for args in [external, in_memory] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("spacevault"))
+            .env("SPACEVAULT_CONFIG_DIR", dir.path())
+            .args(["plot", "-k", "26"])
+            .args(args)
+            .args(["--count", "6", "--overlap", "always", "--seed", SEED])
+            .args(["--farmer-key", FARMER, "--out"])
+            .arg(dir.path())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(1200));
+        interrupt(&child);
+        let stdout = child.stdout.take().unwrap();
+        let out = child.wait_with_output().unwrap();
+        let printed: Vec<String> = std::io::read_to_string(stdout)
+            .unwrap()
+            .lines()
+            .map(String::from)
+            .collect();
+        let err = String::from_utf8_lossy(&out.stderr);
+        let mut left: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().path().to_string_lossy().into_owned())
+            .filter(|p| !p.ends_with("farmer.key"))
+            .collect();
+        left.sort();
+        let mut finished = printed.clone();
+        finished.sort();
+        // Every file left is a plot that was reported finished, and every
+        // plot reported is there; nothing half-made remains.
+        assert_eq!(left, finished, "{args:?}: {err}");
+        if out.status.code() != Some(0) {
+            assert_eq!(out.status.code(), Some(130), "{args:?}: {err}");
+            assert!(printed.len() < 6);
+        }
+        for plot in &printed {
+            sv(dir.path()).args(["check", plot]).assert().success();
+        }
     }
 }
 

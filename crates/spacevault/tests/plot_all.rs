@@ -1,8 +1,9 @@
 //! `Plotter::plot_all`: plots that overlap (one sorting while the next one
-//! hashes, each in half the memory) are the plots each would be alone, are
-//! reported in order, and an error stops the run.
+//! hashes: external plots each in half the memory, plots in memory side by
+//! side) are the plots each would be alone, are reported in order, and an
+//! error stops the run.
 
-use spacevault::plot::{NoProgress, Overlap, PlotJob, Strategy};
+use spacevault::plot::{NoProgress, Overlap, PlotJob, Progress, Strategy};
 use spacevault::{plot, PlotError, PlotOptions, PlotSummary, Plotter};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -146,4 +147,73 @@ fn done_returning_false_stops_the_run() {
     // Plot 2 was hashing while plot 1 sorted: it is dropped, files and all.
     assert_eq!(reported, [0, 1]);
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+}
+
+/// What happened, in order: each plot's phases and each result.
+#[derive(Default)]
+struct Log(std::sync::Mutex<Vec<String>>);
+
+impl Log {
+    fn push(&self, event: String) {
+        self.0.lock().unwrap().push(event);
+    }
+
+    fn position(&self, event: &str) -> usize {
+        let events = self.0.lock().unwrap();
+        let found = events.iter().position(|e| e == event);
+        found.unwrap_or_else(|| panic!("no {event:?} in {events:?}"))
+    }
+}
+
+struct Logged<'a>(&'a Log, usize);
+
+impl Progress for Logged<'_> {
+    fn phase(&self, name: &str, _total: u64) {
+        self.0.push(format!("{} {name}", self.1));
+    }
+}
+
+#[test]
+fn plots_in_memory_hash_while_the_one_before_is_written() {
+    // Three k = 18 plots in memory: 256 MiB holds two at once.
+    let dir = tempfile::tempdir().unwrap();
+    let alone_dir = tempfile::tempdir().unwrap();
+    let jobs: Vec<PlotJob> = (20..23)
+        .map(|seed| job(options(18, Strategy::Auto, 256 << 20, seed), dir.path()))
+        .collect();
+    for overlap in [Overlap::Auto, Overlap::Never] {
+        let log = Log::default();
+        let mut results = Vec::new();
+        let mut jobs = jobs.clone();
+        jobs.iter_mut().for_each(|j| j.options.force = true);
+        Plotter::default().plot_all(
+            &jobs,
+            overlap,
+            |i| Logged(&log, i),
+            |i, result| {
+                log.push(format!("{i} done"));
+                results.push(result);
+                true
+            },
+        );
+        for i in 1..jobs.len() {
+            let hashing = log.position(&format!("{i} hashing"));
+            let done = log.position(&format!("{} done", i - 1));
+            // Overlapped, plot i hashes while plot i - 1 is written, and
+            // plot i - 1 is reported once plot i is hashed.
+            assert_eq!(hashing < done, overlap == Overlap::Auto, "{overlap:?}");
+        }
+        assert_eq!(results.len(), jobs.len());
+        for (result, job) in results.into_iter().zip(&jobs) {
+            let made = result.unwrap();
+            assert_eq!(made.strategy, Strategy::Memory);
+            let alone = plot(&job.options, alone_dir.path(), &NoProgress).unwrap();
+            let (a, b) = (
+                std::fs::read(&made.path).unwrap(),
+                std::fs::read(&alone.path).unwrap(),
+            );
+            assert!(a[4096..] == b[4096..], "seed {}", job.options.seed[0]);
+        }
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 3);
 }

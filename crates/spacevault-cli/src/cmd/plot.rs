@@ -45,9 +45,10 @@ pub struct PlotArgs {
     /// How to sort: in memory, through a temp file, or whichever the memory limit allows.
     #[arg(long, value_enum, default_value_t = StrategyArg::Auto)]
     pub strategy: StrategyArg,
-    /// When a plot larger than --memory sorts while the next one hashes, each
-    /// in half the memory: auto does it when the next plot's temp file is on
-    /// another drive.
+    /// When a plot sorts while the next one hashes: auto does it for plots in
+    /// memory when two fit in --memory, and for plots larger than --memory
+    /// (each in half of it) when the next plot's temp file is on another
+    /// drive.
     #[arg(long, value_enum, default_value_t = OverlapArg::Auto)]
     pub overlap: OverlapArg,
     /// Print a JSON summary instead of paths, and no progress bar.

@@ -70,18 +70,24 @@ impl PartitionSource for Keys {
     }
 }
 
-/// Runs the whole in-memory plot, its scatters taken from and given back to
-/// `pool`.
-pub(crate) fn plot(
+/// An in-memory plot whose records are all hashed: its keys, ready for the
+/// last phase. Its scatters go back to the pool once it is written.
+pub(crate) struct Hashed<'a> {
+    parting: Partitioning,
+    keys: Keys,
+    fresh_bytes: u64,
+    pool: &'a ScatterPool,
+}
+
+/// Hashes every record of the plot into scatters taken from `pool`.
+pub(crate) fn hash<'a>(
     parting: &Partitioning,
     kernel: &Kernel,
     threads: usize,
-    file: &File,
     progress: &dyn Progress,
-    pool: &ScatterPool,
-) -> Result<Written, PlotError> {
-    let layout = parting.layout;
-    let n = layout.record_count();
+    pool: &'a ScatterPool,
+) -> Result<Hashed<'a>, PlotError> {
+    let n = parting.layout.record_count();
     let parts = parting.count as usize;
     let cap = slot_capacity(parting, threads);
     let shape = KeyShape::with_buckets(parting);
@@ -124,19 +130,40 @@ pub(crate) fn plot(
     if stop_requested() {
         return Err(PlotError::Interrupted);
     }
-
-    progress.phase(super::WRITING_PHASE, n);
-    let mut sink = RegionSink::new(file, parting);
-    let keys = Keys { per_thread, shape };
-    let end = pack_and_write(parting, threads, &mut sink, progress, &keys);
-    keys.per_thread
-        .into_iter()
-        .for_each(|t| pool.give(t.scatter));
-    Ok(Written {
-        end: end?,
+    Ok(Hashed {
+        parting: parting.clone(),
+        keys: Keys { per_thread, shape },
         fresh_bytes,
-        write_time: sink.write_time,
+        pool,
     })
+}
+
+impl Hashed<'_> {
+    /// The last phase: counts, places, fills and writes every partition.
+    pub fn write(
+        self,
+        threads: usize,
+        file: &File,
+        progress: &dyn Progress,
+    ) -> Result<Written, PlotError> {
+        let Hashed {
+            parting,
+            keys,
+            fresh_bytes,
+            pool,
+        } = self;
+        progress.phase(super::WRITING_PHASE, parting.layout.record_count());
+        let mut sink = RegionSink::new(file, &parting);
+        let end = pack_and_write(&parting, threads, &mut sink, progress, &keys);
+        keys.per_thread
+            .into_iter()
+            .for_each(|t| pool.give(t.scatter));
+        Ok(Written {
+            end: end?,
+            fresh_bytes,
+            write_time: sink.write_time,
+        })
+    }
 }
 
 #[cfg(test)]

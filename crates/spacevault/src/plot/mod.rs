@@ -268,14 +268,19 @@ impl PlotSummary {
 /// Memory the plotter keeps for itself beyond its sort keys.
 const FIXED_OVERHEAD: u64 = 48 << 20;
 
+/// The memory a plot made in memory with these options needs.
+fn memory_needed_in_memory(options: &PlotOptions) -> Result<u64, PlotError> {
+    let layout = options.layout()?;
+    let in_memory = Partitioning::new(layout, memory::PARTITION_RECORDS);
+    Ok(memory::memory_needed(&in_memory, options.threads.max(1)) + FIXED_OVERHEAD)
+}
+
 /// The strategy [`plot`] takes with these options: `options.strategy`, or
 /// for [`Strategy::Auto`] in memory when the sort keys fit the memory
 /// limit. An error when the in-memory strategy is asked for and does not
 /// fit.
 pub fn strategy_for(options: &PlotOptions) -> Result<Strategy, PlotError> {
-    let layout = options.layout()?;
-    let in_memory = Partitioning::new(layout, memory::PARTITION_RECORDS);
-    let memory_needed = memory::memory_needed(&in_memory, options.threads.max(1)) + FIXED_OVERHEAD;
+    let memory_needed = memory_needed_in_memory(options)?;
     let strategy = match options.strategy {
         Strategy::Auto if memory_needed <= options.memory => Strategy::Memory,
         Strategy::Auto => Strategy::External,
@@ -341,8 +346,8 @@ impl Plotter {
     }
 }
 
-/// A plot whose records are all hashed. What is left: an external plot's
-/// phase 2, then the header and making the file durable.
+/// A plot whose records are all hashed. What is left: the last phase
+/// (sorting and writing), then the header and making the file durable.
 struct Begun<'a, P> {
     started: Instant,
     clock: PhaseClock<P>,
@@ -371,13 +376,13 @@ pub(crate) struct Written {
 enum Stage<'a> {
     /// Phase 1 of an external plot is done.
     Sorted(external::Sorted<'a>),
-    /// The plot's regions are written.
-    Written(Written),
+    /// Every record of an in-memory plot is hashed.
+    Hashed(memory::Hashed<'a>),
 }
 
 /// Checks the options and the free space, creates the plot's temp file and
-/// hashes every record: a plot in memory is written, an external one has
-/// its phase 1 done. When the disk is too full, `make_room` may wait for
+/// hashes every record (an external plot's phase 1, which also writes its
+/// temp file). When the disk is too full, `make_room` may wait for
 /// an earlier plot to finish (true when it did).
 fn begin<'a, P: Progress>(
     options: &PlotOptions,
@@ -449,14 +454,7 @@ fn begin<'a, P: Progress>(
             &clock,
             (pool, spares),
         )?),
-        _ => Stage::Written(memory::plot(
-            &in_memory,
-            &kernel,
-            threads,
-            file.file(),
-            &clock,
-            pool,
-        )?),
+        _ => Stage::Hashed(memory::hash(&in_memory, &kernel, threads, &clock, pool)?),
     };
     Ok(Begun {
         started,
@@ -502,7 +500,7 @@ impl<P: Progress> Begun<'_, P> {
                 (rounds, rounds_in_memory) = (ext.rounds, ext.rounds_in_memory);
                 ext.written
             }
-            Stage::Written(written) => written,
+            Stage::Hashed(hashed) => hashed.write(options.threads, file.file(), &clock)?,
         };
         let end = written.end;
         let header = Header {

@@ -11,11 +11,16 @@
 //! file: on the development VM two k = 32 plots took 75.7 s overlapped
 //! against 75.0 s one after the other, so there they do not overlap unless
 //! asked to.
+//!
+//! A plot made in memory writes its file in its last phase, bound by the
+//! drive, and the next one's hashing needs no drive: when two fit in the
+//! memory limit at once, they overlap whatever the drives.
 
 use super::external::{self, Spares};
 use super::files::drive_of;
 use super::{
-    begin, strategy_for, PlotError, PlotOptions, PlotSummary, Plotter, Progress, Strategy,
+    begin, memory_needed_in_memory, strategy_for, PlotError, PlotOptions, PlotSummary, Plotter,
+    Progress, Strategy,
 };
 use std::path::{Path, PathBuf};
 use std::thread::ScopedJoinHandle;
@@ -36,7 +41,8 @@ impl PlotJob {
 /// When a plot sorts while the next one hashes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Overlap {
-    /// When the next plot's temp file is on another drive than this plot's
+    /// Plots in memory when two fit in the limit; plots larger than it
+    /// when the next plot's temp file is on another drive than this plot's
     /// temp file and plot.
     #[default]
     Auto,
@@ -50,9 +56,9 @@ type Running<'s> = Option<(usize, ScopedJoinHandle<'s, Result<PlotSummary, PlotE
 impl Plotter {
     /// Makes `jobs` in order, giving each its progress from `progress_for`
     /// and handing each result to `done` as soon as it is known, in order;
-    /// `done` returns false to stop the run. A plot larger than its memory
-    /// limit may sort while the next one hashes, each in half of the limit
-    /// (see [`Overlap`]).
+    /// `done` returns false to stop the run. A plot may sort while the next
+    /// one hashes (see [`Overlap`]): two plots in memory when both fit in
+    /// the limit, two larger than it each in half of the limit.
     ///
     /// An error stops the run: a plot that fails while the next one hashes
     /// is reported once that hashing is done, and the next plot is dropped
@@ -111,19 +117,39 @@ impl Plotter {
     }
 }
 
-/// Whether each plot sorts while the next one hashes (false for the last):
-/// both must be external plots that fit in half their memory limits, and
-/// with [`Overlap::Auto`], the next plot's temp file must be on another
-/// drive than this plot's files.
+/// How a plot can run beside another.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Beside {
+    /// It cannot.
+    No,
+    /// An external plot, in half its memory limit.
+    Halved,
+    /// A plot in memory that needs this much memory.
+    InMemory(u64),
+}
+
+fn beside(options: &PlotOptions) -> Beside {
+    if halved(options).1 == Spares::Pool {
+        return Beside::Halved;
+    }
+    match (strategy_for(options), memory_needed_in_memory(options)) {
+        (Ok(Strategy::Memory), Ok(needed)) => Beside::InMemory(needed),
+        _ => Beside::No,
+    }
+}
+
+/// Whether each plot sorts while the next one hashes (false for the last).
+/// Two external plots must fit in half their memory limits, and with
+/// [`Overlap::Auto`], the next plot's temp file must be on another drive
+/// than this plot's files. Two plots in memory must fit in the smaller of
+/// their limits together; they overlap unless told not to, since hashing
+/// uses no drive.
 fn overlapping_pairs(
     jobs: &[PlotJob],
     overlap: Overlap,
     drive_of: impl Fn(&Path) -> Option<String>,
 ) -> Vec<bool> {
-    let halves: Vec<bool> = jobs
-        .iter()
-        .map(|j| halved(&j.options).1 == Spares::Pool)
-        .collect();
+    let sides: Vec<Beside> = jobs.iter().map(|j| beside(&j.options)).collect();
     let apart = |this: &PlotJob, next: &PlotJob| {
         let drives = [drive_of(&this.out_dir), drive_of(this.tmp_dir())];
         let next = drive_of(next.tmp_dir());
@@ -134,12 +160,16 @@ fn overlapping_pairs(
             let Some(next) = jobs.get(i + 1) else {
                 return false;
             };
-            let allowed = match overlap {
-                Overlap::Always => true,
-                Overlap::Never => false,
-                Overlap::Auto => apart(&jobs[i], next),
-            };
-            allowed && halves[i] && halves[i + 1]
+            let this = &jobs[i];
+            match (sides[i], sides[i + 1], overlap) {
+                (_, _, Overlap::Never) => false,
+                (Beside::Halved, Beside::Halved, Overlap::Always) => true,
+                (Beside::Halved, Beside::Halved, Overlap::Auto) => apart(this, next),
+                (Beside::InMemory(a), Beside::InMemory(b), _) => {
+                    a + b <= this.options.memory.min(next.options.memory)
+                }
+                _ => false,
+            }
         })
         .collect()
 }
@@ -245,6 +275,45 @@ mod tests {
         let mut small = two_drives.clone();
         small[1].options.memory = 42 << 20;
         assert_eq!(pairs(&small, Overlap::Always), [false, false, false]);
+    }
+
+    #[test]
+    fn plots_in_memory_overlap_when_two_fit_in_the_limit() {
+        // Every directory on one drive: hashing in memory uses none.
+        let one_drive = |_: &Path| Some("a".to_string());
+        let in_memory = options(20, Strategy::Auto, 1 << 30);
+        let needed = memory_needed_in_memory(&in_memory).unwrap();
+        let jobs = |memory: u64| {
+            let options = PlotOptions {
+                memory,
+                ..in_memory.clone()
+            };
+            vec![
+                PlotJob {
+                    options,
+                    out_dir: PathBuf::from("a/1"),
+                };
+                3
+            ]
+        };
+        let pairs = |jobs: &[PlotJob], overlap| overlapping_pairs(jobs, overlap, one_drive);
+        let two_fit = jobs(2 * needed);
+        assert_eq!(strategy_for(&two_fit[0].options).unwrap(), Strategy::Memory);
+        assert_eq!(pairs(&two_fit, Overlap::Auto), [true, true, false]);
+        assert_eq!(pairs(&two_fit, Overlap::Always), [true, true, false]);
+        assert_eq!(pairs(&two_fit, Overlap::Never), [false; 3]);
+        // One fits, two do not: each plot in memory, one after the other.
+        let one_fits = jobs(2 * needed - 1);
+        assert_eq!(
+            strategy_for(&one_fits[0].options).unwrap(),
+            Strategy::Memory
+        );
+        assert_eq!(pairs(&one_fits, Overlap::Always), [false; 3]);
+        // Beside an external plot, a plot in memory runs alone.
+        let mut mixed = two_fit.clone();
+        mixed[1].options.strategy = Strategy::External;
+        assert_eq!(beside(&mixed[1].options), Beside::Halved);
+        assert_eq!(pairs(&mixed, Overlap::Always), [false; 3]);
     }
 
     /// What happened, in order: each plot's phases and each result.
