@@ -9,7 +9,7 @@ use crate::machine::{
 use crate::stats::Summary;
 use crate::BenchError;
 use serde::Serialize;
-use spacevault::plot::{Progress, Strategy};
+use spacevault::plot::{Progress, Strategy, WRITING_PHASE};
 use spacevault::PlotOptions;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -110,6 +110,12 @@ pub struct PlotBench {
     /// phase's, the disk set that phase's pace.
     pub file_write_seconds: f64,
     pub file_write_bytes_per_second: f64,
+    /// CPU time the process used in the plotter's last phase, and its share
+    /// of the time the plotter's threads' cores had in that phase: how busy
+    /// writing the plot kept the cores (`plot --count` overlaps plots made
+    /// in memory when that share is low).
+    pub last_phase_cpu_seconds: f64,
+    pub last_phase_cores_busy: f64,
     /// Storage I/O of the plotting, from /proc/self/io.
     pub io: Option<IoCounters>,
     pub bytes_written_per_plot_byte: Option<f64>,
@@ -236,6 +242,9 @@ pub fn run(
         phases: summary.phases.clone(),
         file_write_seconds: summary.file_write_seconds,
         file_write_bytes_per_second: file / summary.file_write_seconds.max(1e-9),
+        last_phase_cpu_seconds: summary.last_phase_cpu_seconds,
+        last_phase_cores_busy: summary.last_phase_cpu_seconds
+            / (summary.phase_seconds(WRITING_PHASE).unwrap_or(0.0) * threads as f64).max(1e-9),
         io,
         bytes_written_per_plot_byte: io.map(|i| i.write_bytes as f64 / file),
         bytes_read_per_plot_byte: io.map(|i| i.read_bytes as f64 / file),
@@ -508,6 +517,7 @@ mod tests {
             phases: phases.iter().map(|&(n, s)| (n.to_string(), s)).collect(),
             fresh_memory_bytes: 0,
             file_write_seconds: 0.0,
+            last_phase_cpu_seconds: 0.0,
         }
     }
 

@@ -706,6 +706,12 @@ fn bench_plot_reports_bounds_and_ratios_for_both_strategies() {
         let rate = r["file_write_bytes_per_second"].as_f64().unwrap();
         let bytes = r["file_bytes"].as_f64().unwrap();
         assert!((rate * writes / bytes - 1.0).abs() < 1e-9);
+        // The last phase took CPU time, its share of the threads' cores.
+        let cpu = r["last_phase_cpu_seconds"].as_f64().unwrap();
+        let threads = r["threads"].as_f64().unwrap();
+        let busy = r["last_phase_cores_busy"].as_f64().unwrap();
+        assert!(cpu > 0.0);
+        assert!((busy * last_phase * threads / cpu - 1.0).abs() < 1e-9);
         let with_touch = r["design_bound_with_first_touch_seconds"].as_f64().unwrap();
         assert!(with_touch >= design);
         if strategy == "memory" {

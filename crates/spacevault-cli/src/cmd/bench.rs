@@ -279,6 +279,11 @@ fn print_plot_bench(r: plot_bench::PlotBench) {
         100.0 * r.file_write_seconds / last_phase.max(1e-9),
         last_phase
     );
+    println!(
+        "last phase CPU  {:.3} s, the cores {:.0}% busy",
+        r.last_phase_cpu_seconds,
+        100.0 * r.last_phase_cores_busy
+    );
     if let Some(io) = r.io {
         println!(
             "disk I/O        {} written ({:.2} per plot byte), {} read ({:.2} per plot byte), {} cancelled",

@@ -46,7 +46,8 @@ pub struct PlotArgs {
     #[arg(long, value_enum, default_value_t = StrategyArg::Auto)]
     pub strategy: StrategyArg,
     /// When a plot sorts while the next one hashes: auto does it for plots in
-    /// memory when two fit in --memory, and for plots larger than --memory
+    /// memory when two fit in --memory and writing one alone left the cores
+    /// idle a quarter of the time or more, and for plots larger than --memory
     /// (each in half of it) when the next plot's temp file is on another
     /// drive.
     #[arg(long, value_enum, default_value_t = OverlapArg::Auto)]

@@ -232,6 +232,11 @@ pub struct PlotSummary {
     /// file, all in the [`WRITING_PHASE`]: close to that phase's length,
     /// the disk set its pace; well below it, the workers did.
     pub file_write_seconds: f64,
+    /// CPU time the whole process used (all its threads) during the
+    /// [`WRITING_PHASE`]: against that phase's length times the threads,
+    /// how busy the plotter kept the cores while it wrote (anything else
+    /// the process ran then counts too).
+    pub last_phase_cpu_seconds: f64,
 }
 
 /// The phase in which a plot brings the pages of its new sort buffers into
@@ -487,6 +492,7 @@ impl<P: Progress> Begun<'_, P> {
             stage,
             plotter,
         } = self;
+        let cpu_before = process_cpu_time();
         let mut temp_bytes_written = 0;
         let mut hashed_twice = false;
         let (mut rounds, mut rounds_in_memory) = (0, 0);
@@ -514,6 +520,7 @@ impl<P: Progress> Begun<'_, P> {
             plot_id: id,
         };
         let bytes = file.finish(&header, &final_path)?;
+        let last_phase_cpu_seconds = (process_cpu_time() - cpu_before).as_secs_f64();
         Ok(PlotSummary {
             path: final_path,
             k: options.k,
@@ -528,6 +535,21 @@ impl<P: Progress> Begun<'_, P> {
             phases: clock.durations(Instant::now()),
             fresh_memory_bytes: written.fresh_bytes,
             file_write_seconds: written.write_time.as_secs_f64(),
+            last_phase_cpu_seconds,
         })
     }
+}
+
+/// CPU time the process has used so far, all threads together.
+fn process_cpu_time() -> std::time::Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid timespec for the call to fill.
+    let status = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    if status != 0 {
+        return std::time::Duration::ZERO;
+    }
+    std::time::Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }

@@ -12,9 +12,10 @@
 //! against 75.0 s one after the other, so there they do not overlap unless
 //! asked to.
 //!
-//! A plot made in memory writes its file in its last phase, bound by the
-//! drive, and the next one's hashing needs no drive: when two fit in the
-//! memory limit at once, they overlap whatever the drives.
+//! A plot made in memory writes its file in its last phase, and the next
+//! one's hashing needs no drive: when two fit in the memory limit at once,
+//! they overlap whatever the drives, if writing leaves the cores enough
+//! idle time for the hashing (see [`BUSY_ENOUGH_ALONE`]).
 
 use super::external::{self, Spares};
 use super::files::drive_of;
@@ -70,7 +71,10 @@ impl Plotter {
         mut progress_for: impl FnMut(usize) -> P,
         mut done: impl FnMut(usize, Result<PlotSummary, PlotError>) -> bool,
     ) {
-        let overlaps = overlapping_pairs(jobs, overlap, drive_of);
+        let pairings = overlapping_pairs(jobs, overlap, drive_of);
+        let overlaps: Vec<bool> = pairings.iter().map(|&p| p != Pairing::Apart).collect();
+        // How busy the last plot that sorted alone kept the cores then.
+        let mut busy = None;
         std::thread::scope(|s| {
             let mut running: Running = None;
             let mut stopped = false;
@@ -99,12 +103,23 @@ impl Plotter {
                 if stopped {
                     return;
                 }
+                let together = match pairings[i] {
+                    Pairing::Apart => false,
+                    Pairing::Together => true,
+                    Pairing::WhenCoresIdle => busy.is_some_and(|b| b < BUSY_ENOUGH_ALONE),
+                };
                 let result = match begun {
-                    Ok(begun) if overlaps[i] => {
+                    Ok(begun) if together => {
                         running = Some((i, s.spawn(move || begun.finish())));
                         continue;
                     }
-                    Ok(begun) => begun.finish(),
+                    Ok(begun) => {
+                        let result = begun.finish();
+                        if let Ok(summary) = &result {
+                            busy = last_phase_busy(summary, options.threads);
+                        }
+                        result
+                    }
                     Err(e) => Err(e),
                 };
                 let failed = result.is_err();
@@ -138,17 +153,46 @@ fn beside(options: &PlotOptions) -> Beside {
     }
 }
 
-/// Whether each plot sorts while the next one hashes (false for the last).
+/// Whether a plot sorts while the next one hashes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pairing {
+    Apart,
+    Together,
+    /// When the last plot that sorted alone left the cores idle enough
+    /// (see [`BUSY_ENOUGH_ALONE`]).
+    WhenCoresIdle,
+}
+
+/// A plot in memory sorts while the next one hashes only when the last one
+/// that sorted alone kept its threads' cores busy less than this share of
+/// that phase: the hashing beside it needs the cores the writing leaves
+/// idle. On the development VM's two cores (k = 28, `plot --count 4`, the
+/// disk's writes throttled with a blkio cgroup), a last phase alone kept
+/// the cores 31 to 33% busy at 500 MB/s, where overlapping made the plots
+/// 22 to 26% faster; 72 to 85% at 1 GB/s, 9% faster; 87 to 92% at
+/// 1.5 GB/s, no faster (three pairs of runs, either way); 89 to 99% at
+/// the disk's own 2 GB/s, 3 to 9% slower.
+const BUSY_ENOUGH_ALONE: f64 = 0.75;
+
+/// The share of `threads` cores the process kept busy in a plot's last
+/// phase.
+fn last_phase_busy(summary: &PlotSummary, threads: usize) -> Option<f64> {
+    let wall = summary.phase_seconds(super::WRITING_PHASE)?;
+    (wall > 0.0 && threads > 0).then(|| summary.last_phase_cpu_seconds / (wall * threads as f64))
+}
+
+/// Whether each plot sorts while the next one hashes (apart for the last).
 /// Two external plots must fit in half their memory limits, and with
 /// [`Overlap::Auto`], the next plot's temp file must be on another drive
 /// than this plot's files. Two plots in memory must fit in the smaller of
-/// their limits together; they overlap unless told not to, since hashing
-/// uses no drive.
+/// their limits together; hashing uses no drive, so with
+/// [`Overlap::Auto`] they overlap when the cores have time to spare while
+/// a plot is written.
 fn overlapping_pairs(
     jobs: &[PlotJob],
     overlap: Overlap,
     drive_of: impl Fn(&Path) -> Option<String>,
-) -> Vec<bool> {
+) -> Vec<Pairing> {
     let sides: Vec<Beside> = jobs.iter().map(|j| beside(&j.options)).collect();
     let apart = |this: &PlotJob, next: &PlotJob| {
         let drives = [drive_of(&this.out_dir), drive_of(this.tmp_dir())];
@@ -158,17 +202,26 @@ fn overlapping_pairs(
     (0..jobs.len())
         .map(|i| {
             let Some(next) = jobs.get(i + 1) else {
-                return false;
+                return Pairing::Apart;
             };
             let this = &jobs[i];
-            match (sides[i], sides[i + 1], overlap) {
+            let together = match (sides[i], sides[i + 1], overlap) {
                 (_, _, Overlap::Never) => false,
                 (Beside::Halved, Beside::Halved, Overlap::Always) => true,
                 (Beside::Halved, Beside::Halved, Overlap::Auto) => apart(this, next),
-                (Beside::InMemory(a), Beside::InMemory(b), _) => {
-                    a + b <= this.options.memory.min(next.options.memory)
+                (Beside::InMemory(a), Beside::InMemory(b), overlap) => {
+                    let fit = a + b <= this.options.memory.min(next.options.memory);
+                    if fit && overlap == Overlap::Auto {
+                        return Pairing::WhenCoresIdle;
+                    }
+                    fit
                 }
                 _ => false,
+            };
+            if together {
+                Pairing::Together
+            } else {
+                Pairing::Apart
             }
         })
         .collect()
@@ -255,7 +308,10 @@ mod tests {
             },
             out_dir: PathBuf::from(out),
         };
-        let pairs = |jobs: &[PlotJob], overlap| overlapping_pairs(jobs, overlap, drive);
+        let pairs = |jobs: &[PlotJob], overlap| -> Vec<bool> {
+            let pairings = overlapping_pairs(jobs, overlap, drive);
+            pairings.iter().map(|&p| p == Pairing::Together).collect()
+        };
         // Plots (and their temp files) alternating between two drives.
         let two_drives = [job("a/1", None), job("b/1", None), job("a/2", None)];
         assert_eq!(pairs(&two_drives, Overlap::Auto), [true, true, false]);
@@ -297,23 +353,54 @@ mod tests {
             ]
         };
         let pairs = |jobs: &[PlotJob], overlap| overlapping_pairs(jobs, overlap, one_drive);
+        use Pairing::{Apart, Together, WhenCoresIdle};
         let two_fit = jobs(2 * needed);
         assert_eq!(strategy_for(&two_fit[0].options).unwrap(), Strategy::Memory);
-        assert_eq!(pairs(&two_fit, Overlap::Auto), [true, true, false]);
-        assert_eq!(pairs(&two_fit, Overlap::Always), [true, true, false]);
-        assert_eq!(pairs(&two_fit, Overlap::Never), [false; 3]);
+        let auto = pairs(&two_fit, Overlap::Auto);
+        assert_eq!(auto, [WhenCoresIdle, WhenCoresIdle, Apart]);
+        let always = pairs(&two_fit, Overlap::Always);
+        assert_eq!(always, [Together, Together, Apart]);
+        assert_eq!(pairs(&two_fit, Overlap::Never), [Apart; 3]);
         // One fits, two do not: each plot in memory, one after the other.
         let one_fits = jobs(2 * needed - 1);
-        assert_eq!(
-            strategy_for(&one_fits[0].options).unwrap(),
-            Strategy::Memory
-        );
-        assert_eq!(pairs(&one_fits, Overlap::Always), [false; 3]);
+        let strategy = strategy_for(&one_fits[0].options).unwrap();
+        assert_eq!(strategy, Strategy::Memory);
+        assert_eq!(pairs(&one_fits, Overlap::Always), [Apart; 3]);
         // Beside an external plot, a plot in memory runs alone.
         let mut mixed = two_fit.clone();
         mixed[1].options.strategy = Strategy::External;
         assert_eq!(beside(&mixed[1].options), Beside::Halved);
-        assert_eq!(pairs(&mixed, Overlap::Always), [false; 3]);
+        assert_eq!(pairs(&mixed, Overlap::Always), [Apart; 3]);
+    }
+
+    #[test]
+    fn busy_is_the_last_phase_cpu_time_over_its_cores_time() {
+        let summary = PlotSummary {
+            path: PathBuf::new(),
+            k: 20,
+            plot_id: [0; 32],
+            bytes: 0,
+            seconds: 3.0,
+            strategy: Strategy::Memory,
+            temp_bytes_written: 0,
+            rounds: 0,
+            rounds_in_memory: 0,
+            hashed_twice: false,
+            phases: vec![
+                ("hashing".into(), 1.0),
+                (crate::plot::WRITING_PHASE.into(), 2.0),
+            ],
+            fresh_memory_bytes: 0,
+            file_write_seconds: 1.5,
+            last_phase_cpu_seconds: 1.0,
+        };
+        assert_eq!(last_phase_busy(&summary, 2), Some(0.25));
+        assert_eq!(last_phase_busy(&summary, 0), None);
+        let unfinished = PlotSummary {
+            phases: vec![("hashing".into(), 1.0)],
+            ..summary
+        };
+        assert_eq!(last_phase_busy(&unfinished, 2), None);
     }
 
     /// What happened, in order: each plot's phases and each result.
