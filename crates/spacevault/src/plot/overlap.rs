@@ -42,7 +42,8 @@ impl PlotJob {
 /// When a plot sorts while the next one hashes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Overlap {
-    /// Plots in memory when two fit in the limit; plots larger than it
+    /// Plots in memory when two fit in the limit and writing the last one
+    /// made alone left the cores idle enough; plots larger than the limit
     /// when the next plot's temp file is on another drive than this plot's
     /// temp file and plot.
     #[default]
@@ -59,7 +60,9 @@ impl Plotter {
     /// and handing each result to `done` as soon as it is known, in order;
     /// `done` returns false to stop the run. A plot may sort while the next
     /// one hashes (see [`Overlap`]): two plots in memory when both fit in
-    /// the limit, two larger than it each in half of the limit.
+    /// the limit, two larger than it each in half of the limit. With
+    /// [`Overlap::Auto`], the first plot in memory is written alone, to
+    /// see how busy writing keeps the cores.
     ///
     /// An error stops the run: a plot that fails while the next one hashes
     /// is reported once that hashing is done, and the next plot is dropped
