@@ -47,9 +47,10 @@ pub struct PlotArgs {
     pub strategy: StrategyArg,
     /// When a plot sorts while the next one hashes: auto does it for plots in
     /// memory when two fit in --memory and writing one alone left the cores
-    /// idle a quarter of the time or more, and for plots larger than --memory
-    /// (each in half of it) when the next plot's temp file is on another
-    /// drive.
+    /// idle a quarter of the time or more (then one plot per --out drive is
+    /// written at once, as many as --memory holds), and for plots larger
+    /// than --memory (each in half of it) when the next plot's temp file is
+    /// on another drive.
     #[arg(long, value_enum, default_value_t = OverlapArg::Auto)]
     pub overlap: OverlapArg,
     /// Print a JSON summary instead of paths, and no progress bar.

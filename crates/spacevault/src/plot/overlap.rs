@@ -23,6 +23,7 @@ use super::{
     begin, memory_needed_in_memory, strategy_for, PlotError, PlotOptions, PlotSummary, Plotter,
     Progress, Strategy,
 };
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::thread::ScopedJoinHandle;
 
@@ -52,17 +53,28 @@ pub enum Overlap {
     Never,
 }
 
-/// The plot whose phase 2 runs in the background, by its index.
-type Running<'s> = Option<(usize, ScopedJoinHandle<'s, Result<PlotSummary, PlotError>>)>;
+/// A plot whose last phase runs in the background.
+struct Background<'s> {
+    index: usize,
+    /// The drive its file is written to (None: not known).
+    drive: Option<String>,
+    /// The memory it holds until it is done.
+    memory: u64,
+    handle: ScopedJoinHandle<'s, Result<PlotSummary, PlotError>>,
+}
+
+/// The plots being written in the background, oldest first.
+type Running<'s> = VecDeque<Background<'s>>;
 
 impl Plotter {
     /// Makes `jobs` in order, giving each its progress from `progress_for`
     /// and handing each result to `done` as soon as it is known, in order;
-    /// `done` returns false to stop the run. A plot may sort while the next
-    /// one hashes (see [`Overlap`]): two plots in memory when both fit in
-    /// the limit, two larger than it each in half of the limit. With
-    /// [`Overlap::Auto`], the first plot in memory is written alone, to
-    /// see how busy writing keeps the cores.
+    /// `done` returns false to stop the run (plots already being written
+    /// are still reported). A plot may sort while the next one hashes (see
+    /// [`Overlap`]): plots larger than the memory limit each in half of it,
+    /// plots in memory as many at once as the limit holds, one per drive.
+    /// With [`Overlap::Auto`], the first plot in memory is written alone,
+    /// to see how busy writing keeps the cores.
     ///
     /// An error stops the run: a plot that fails while the next one hashes
     /// is reported once that hashing is done, and the next plot is dropped
@@ -71,15 +83,28 @@ impl Plotter {
         &self,
         jobs: &[PlotJob],
         overlap: Overlap,
+        progress_for: impl FnMut(usize) -> P,
+        done: impl FnMut(usize, Result<PlotSummary, PlotError>) -> bool,
+    ) {
+        self.plot_all_on(jobs, overlap, drive_of, progress_for, done);
+    }
+
+    /// [`plot_all`](Self::plot_all) with the drives a directory is on
+    /// given by `drive_of`.
+    fn plot_all_on<P: Progress + Send>(
+        &self,
+        jobs: &[PlotJob],
+        overlap: Overlap,
+        drive_of: impl Fn(&Path) -> Option<String>,
         mut progress_for: impl FnMut(usize) -> P,
         mut done: impl FnMut(usize, Result<PlotSummary, PlotError>) -> bool,
     ) {
-        let pairings = overlapping_pairs(jobs, overlap, drive_of);
+        let pairings = overlapping_pairs(jobs, overlap, &drive_of);
         let overlaps: Vec<bool> = pairings.iter().map(|&p| p != Pairing::Apart).collect();
         // How busy the last plot that sorted alone kept the cores then.
         let mut busy = None;
         std::thread::scope(|s| {
-            let mut running: Running = None;
+            let mut running = Running::new();
             let mut stopped = false;
             for (i, job) in jobs.iter().enumerate() {
                 let before = i > 0 && overlaps[i - 1];
@@ -88,6 +113,19 @@ impl Plotter {
                     (true, false) => (halved(&job.options).0, Spares::Free),
                     (_, true) => halved(&job.options),
                 };
+                let side = beside(&options);
+                let memory = match side {
+                    Beside::InMemory(needed) => needed,
+                    _ => options.memory,
+                };
+                // The plots being written and this one stay within the
+                // limit together.
+                while running.iter().map(|b| b.memory).sum::<u64>() + memory > job.options.memory
+                    && report_oldest(&mut running, &mut stopped, &mut done)
+                {}
+                if stopped {
+                    break;
+                }
                 let begun = begin(
                     &options,
                     &job.out_dir,
@@ -96,27 +134,52 @@ impl Plotter {
                     spares,
                     // A disk too full for two plots at once waits for the
                     // earlier one.
-                    &mut || {
-                        let waited = running.is_some();
-                        report(&mut running, &mut stopped, &mut done);
-                        waited && !stopped
-                    },
+                    &mut || report_oldest(&mut running, &mut stopped, &mut done) && !stopped,
                 );
-                report(&mut running, &mut stopped, &mut done);
-                if stopped {
-                    return;
-                }
-                let together = match pairings[i] {
-                    Pairing::Apart => false,
-                    Pairing::Together => true,
-                    Pairing::WhenCoresIdle => busy.is_some_and(|b| b < BUSY_ENOUGH_ALONE),
+                // Its file is written once the plots before it on its drive
+                // are; an external plot's, once every plot before it is.
+                let drive = drive_of(&job.out_dir);
+                let last_on_drive = match side {
+                    Beside::InMemory(_) => running
+                        .iter()
+                        .rposition(|b| drive.is_none() || b.drive.is_none() || b.drive == drive),
+                    _ => running.len().checked_sub(1),
                 };
+                if let Some(last) = last_on_drive {
+                    for _ in 0..=last {
+                        report_oldest(&mut running, &mut stopped, &mut done);
+                    }
+                }
+                if stopped {
+                    break;
+                }
+                // A plot in memory written while earlier ones are (on other
+                // drives) is written in the background too, the last one
+                // included: its turn to be reported comes after theirs.
+                let beside_earlier = matches!(side, Beside::InMemory(_)) && !running.is_empty();
+                let together = beside_earlier
+                    || match pairings[i] {
+                        Pairing::Apart => false,
+                        Pairing::Together => true,
+                        Pairing::WhenCoresIdle => busy.is_some_and(|b| b < BUSY_ENOUGH_ALONE),
+                    };
                 let result = match begun {
                     Ok(begun) if together => {
-                        running = Some((i, s.spawn(move || begun.finish())));
+                        let handle = s.spawn(move || begun.finish());
+                        let index = i;
+                        running.push_back(Background {
+                            index,
+                            drive,
+                            memory,
+                            handle,
+                        });
                         continue;
                     }
                     Ok(begun) => {
+                        while report_oldest(&mut running, &mut stopped, &mut done) {}
+                        if stopped {
+                            break;
+                        }
                         let result = begun.finish();
                         if let Ok(summary) = &result {
                             busy = last_phase_busy(summary, options.threads);
@@ -125,12 +188,14 @@ impl Plotter {
                     }
                     Err(e) => Err(e),
                 };
+                while report_oldest(&mut running, &mut stopped, &mut done) {}
                 let failed = result.is_err();
                 if !done(i, result) || failed {
-                    return;
+                    stopped = true;
+                    break;
                 }
             }
-            report(&mut running, &mut stopped, &mut done);
+            while report_oldest(&mut running, &mut stopped, &mut done) {}
         });
     }
 }
@@ -194,7 +259,7 @@ fn last_phase_busy(summary: &PlotSummary, threads: usize) -> Option<f64> {
 fn overlapping_pairs(
     jobs: &[PlotJob],
     overlap: Overlap,
-    drive_of: impl Fn(&Path) -> Option<String>,
+    drive_of: &impl Fn(&Path) -> Option<String>,
 ) -> Vec<Pairing> {
     let sides: Vec<Beside> = jobs.iter().map(|j| beside(&j.options)).collect();
     let apart = |this: &PlotJob, next: &PlotJob| {
@@ -230,20 +295,24 @@ fn overlapping_pairs(
         .collect()
 }
 
-/// Waits for the plot sorting in the background, if any, and reports it;
-/// notes in `stopped` when the run goes no further.
-fn report(
+/// Waits for the oldest plot being written in the background, if any, and
+/// reports it (true when there was one); notes in `stopped` when the run
+/// goes no further.
+fn report_oldest(
     running: &mut Running,
     stopped: &mut bool,
     done: &mut impl FnMut(usize, Result<PlotSummary, PlotError>) -> bool,
-) {
-    if let Some((i, handle)) = running.take() {
-        let result = handle
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        let failed = result.is_err();
-        *stopped |= !done(i, result) || failed;
-    }
+) -> bool {
+    let Some(oldest) = running.pop_front() else {
+        return false;
+    };
+    let result = oldest
+        .handle
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+    let failed = result.is_err();
+    *stopped |= !done(oldest.index, result) || failed;
+    true
 }
 
 /// The options a plot runs with beside another: half the memory limit for
@@ -312,7 +381,7 @@ mod tests {
             out_dir: PathBuf::from(out),
         };
         let pairs = |jobs: &[PlotJob], overlap| -> Vec<bool> {
-            let pairings = overlapping_pairs(jobs, overlap, drive);
+            let pairings = overlapping_pairs(jobs, overlap, &drive);
             pairings.iter().map(|&p| p == Pairing::Together).collect()
         };
         // Plots (and their temp files) alternating between two drives.
@@ -355,7 +424,7 @@ mod tests {
                 3
             ]
         };
-        let pairs = |jobs: &[PlotJob], overlap| overlapping_pairs(jobs, overlap, one_drive);
+        let pairs = |jobs: &[PlotJob], overlap| overlapping_pairs(jobs, overlap, &one_drive);
         use Pairing::{Apart, Together, WhenCoresIdle};
         let two_fit = jobs(2 * needed);
         assert_eq!(strategy_for(&two_fit[0].options).unwrap(), Strategy::Memory);
@@ -449,6 +518,63 @@ mod tests {
         );
         crate::plot::files::FAKE_FREE_SPACE.with(|f| *f.borrow_mut() = None);
         (log.0.into_inner().unwrap(), results)
+    }
+
+    /// Runs three k = 18 plots in memory in `memory`, in directories `a`,
+    /// `b` and `a` (`a` and `b` are drives of their own, or one drive), and
+    /// returns the log.
+    fn three_in_memory(memory: u64, two_drives: bool) -> Vec<String> {
+        let dir = tempfile::tempdir().unwrap();
+        let jobs: Vec<PlotJob> = ["a", "b", "a"]
+            .iter()
+            .zip(1u8..)
+            .map(|(sub, seed)| {
+                let out_dir = dir.path().join(sub);
+                std::fs::create_dir_all(&out_dir).unwrap();
+                let mut options = options(18, Strategy::Auto, memory);
+                options.seed = [seed; 32];
+                PlotJob { options, out_dir }
+            })
+            .collect();
+        let drive = |path: &Path| {
+            let name = path.file_name()?.to_string_lossy().into_owned();
+            Some(if two_drives { name } else { "a".into() })
+        };
+        let log = Log::default();
+        Plotter::default().plot_all_on(
+            &jobs,
+            Overlap::Always,
+            drive,
+            |i| Logged(&log, i),
+            |i, result| {
+                assert!(result.is_ok(), "{result:?}");
+                log.0.lock().unwrap().push(format!("{i} done"));
+                true
+            },
+        );
+        log.0.into_inner().unwrap()
+    }
+
+    #[test]
+    fn plots_in_memory_are_written_side_by_side_one_per_drive() {
+        let at = |log: &[String], event: &str| log.iter().position(|e| e == event).unwrap();
+        let needed = memory_needed_in_memory(&options(18, Strategy::Auto, 1 << 30)).unwrap();
+        // On two drives, plots 0 and 1 are written at once while plot 2
+        // hashes: plot 0 is reported only after that.
+        let log = three_in_memory(3 * needed, true);
+        assert!(at(&log, "2 hashing") < at(&log, "0 done"), "{log:?}");
+        // On one drive, plot 1 is written after plot 0, so plot 0 is done
+        // before plot 2 hashes.
+        let log = three_in_memory(3 * needed, false);
+        assert!(at(&log, "0 done") < at(&log, "2 hashing"), "{log:?}");
+        // Two drives, but memory for two plots only: plot 2 waits for
+        // plot 0's memory.
+        let log = three_in_memory(2 * needed, true);
+        assert!(at(&log, "0 done") < at(&log, "2 hashing"), "{log:?}");
+        assert!(at(&log, "1 hashing") < at(&log, "0 done"), "{log:?}");
+        // Reported in order all the same.
+        let done: Vec<&String> = log.iter().filter(|e| e.ends_with("done")).collect();
+        assert_eq!(done, ["0 done", "1 done", "2 done"]);
     }
 
     fn holds(dir: &Path, suffix: &str) -> bool {
