@@ -9,7 +9,7 @@ use crate::machine::{
 use crate::stats::Summary;
 use crate::BenchError;
 use serde::Serialize;
-use spacevault::plot::{Progress, Strategy, WRITING_PHASE};
+use spacevault::plot::{Progress, Strategy};
 use spacevault::PlotOptions;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -243,8 +243,7 @@ pub fn run(
         file_write_seconds: summary.file_write_seconds,
         file_write_bytes_per_second: file / summary.file_write_seconds.max(1e-9),
         last_phase_cpu_seconds: summary.last_phase_cpu_seconds,
-        last_phase_cores_busy: summary.last_phase_cpu_seconds
-            / (summary.phase_seconds(WRITING_PHASE).unwrap_or(0.0) * threads as f64).max(1e-9),
+        last_phase_cores_busy: summary.last_phase_cores_busy(threads).unwrap_or(0.0),
         io,
         bytes_written_per_plot_byte: io.map(|i| i.write_bytes as f64 / file),
         bytes_read_per_plot_byte: io.map(|i| i.read_bytes as f64 / file),

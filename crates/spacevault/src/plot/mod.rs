@@ -268,6 +268,13 @@ impl PlotSummary {
         let phase = self.phases.iter().find(|(n, _)| n == name);
         phase.map(|(_, seconds)| *seconds)
     }
+
+    /// The share of `threads` cores the process kept busy in the
+    /// [`WRITING_PHASE`] (none for a plot without one, or no threads).
+    pub fn last_phase_cores_busy(&self, threads: usize) -> Option<f64> {
+        let wall = self.phase_seconds(WRITING_PHASE)?;
+        (wall > 0.0 && threads > 0).then(|| self.last_phase_cpu_seconds / (wall * threads as f64))
+    }
 }
 
 /// Memory the plotter keeps for itself beyond its sort keys.

@@ -182,7 +182,7 @@ impl Plotter {
                         }
                         let result = begun.finish();
                         if let Ok(summary) = &result {
-                            busy = last_phase_busy(summary, options.threads);
+                            busy = summary.last_phase_cores_busy(options.threads);
                         }
                         result
                     }
@@ -241,13 +241,6 @@ enum Pairing {
 /// 1.5 GB/s, no faster (three pairs of runs, either way); 89 to 99% at
 /// the disk's own 2 GB/s, 3 to 9% slower.
 const BUSY_ENOUGH_ALONE: f64 = 0.75;
-
-/// The share of `threads` cores the process kept busy in a plot's last
-/// phase.
-fn last_phase_busy(summary: &PlotSummary, threads: usize) -> Option<f64> {
-    let wall = summary.phase_seconds(super::WRITING_PHASE)?;
-    (wall > 0.0 && threads > 0).then(|| summary.last_phase_cpu_seconds / (wall * threads as f64))
-}
 
 /// Whether each plot sorts while the next one hashes (apart for the last).
 /// Two external plots must fit in half their memory limits, and with
@@ -466,13 +459,13 @@ mod tests {
             file_write_seconds: 1.5,
             last_phase_cpu_seconds: 1.0,
         };
-        assert_eq!(last_phase_busy(&summary, 2), Some(0.25));
-        assert_eq!(last_phase_busy(&summary, 0), None);
+        assert_eq!(summary.last_phase_cores_busy(2), Some(0.25));
+        assert_eq!(summary.last_phase_cores_busy(0), None);
         let unfinished = PlotSummary {
             phases: vec![("hashing".into(), 1.0)],
             ..summary
         };
-        assert_eq!(last_phase_busy(&unfinished, 2), None);
+        assert_eq!(unfinished.last_phase_cores_busy(2), None);
     }
 
     /// What happened, in order: each plot's phases and each result.
