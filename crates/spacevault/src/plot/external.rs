@@ -42,11 +42,20 @@ const TEMP_RECORD: u64 = 4;
 const PAGE: u64 = 4096;
 /// Memory set aside for everything but the round buffers and partitions.
 const RESERVED: u64 = 40 << 20;
-/// Records a round hashes at most. Larger rounds make fewer, larger temp
+/// Records a round hashes at most, for each hashing thread (and never
+/// fewer than for two: 2^28). Larger rounds make fewer, larger temp
 /// segments, but round buffers beyond this only cost the time to fault in
 /// their pages (about 2.5 CPU-seconds a GiB on the development VM) and phase 2
-/// reads fine from segments of this size.
-const MAX_ROUND: u64 = 1 << 28;
+/// reads fine from segments of this size. The limit grows with the threads
+/// because a round's keys are split into a segment per thread and
+/// partition, each padded to whole pages: with 2^28 records a round, 192
+/// threads would leave about 2700 keys a segment at k = 32, and the padding
+/// would be a third of the temp file.
+const MAX_ROUND_PER_THREAD: u64 = 1 << 27;
+
+fn max_round(threads: usize) -> u64 {
+    MAX_ROUND_PER_THREAD * threads.max(2) as u64
+}
 /// Threads reading the temp file in phase 2.
 const READERS: usize = 2;
 /// Partitions read ahead in phase 2 beyond one per worker. Four rather
@@ -90,6 +99,9 @@ struct Plan {
     resident: u64,
     /// Sets of round buffers phase 1 allocates.
     sets: u64,
+    /// Phase 2's share of the threads: each has a partition in flight (and
+    /// one worker more, see [`phase_two`]).
+    workers: usize,
 }
 
 /// Choices tests force to cover every path at small k.
@@ -97,16 +109,66 @@ struct Plan {
 struct Overrides {
     shape: Option<KeyShape>,
     resident: Option<u64>,
+    workers: Option<usize>,
 }
 
 impl Plan {
+    /// The plan for `threads` hashing threads within `memory`, or an error
+    /// that says the least memory that would do.
     fn new(
         layout: &Layout,
         threads: usize,
         memory: u64,
         overrides: &Overrides,
     ) -> Result<Plan, PlotError> {
-        let parting = partitioning(layout, threads, memory);
+        Plan::choose(layout, threads, memory, overrides).ok_or_else(|| PlotError::MemoryTooSmall {
+            given: memory,
+            needed: least_memory(layout, threads, overrides),
+        })
+    }
+
+    /// Phase 2 with one partition in flight for each thread, unless that
+    /// makes partitions so small that the padding of phase 1's segments
+    /// (one a round, partition and hashing thread, each padded to whole
+    /// pages) becomes a noticeable part of the temp file: many threads
+    /// with little memory. Fewer phase 2 workers leave room for larger
+    /// partitions, hence fewer and larger segments, so then the most
+    /// workers that keep the padding small, or failing that the fewest
+    /// bytes of padding and marks for each key: a machine with that many
+    /// threads for its memory waits for its disk in phase 2 anyway.
+    fn choose(layout: &Layout, threads: usize, memory: u64, overrides: &Overrides) -> Option<Plan> {
+        let threads = threads.max(1);
+        if let Some(workers) = overrides.workers {
+            return Plan::with_workers(layout, threads, workers, memory, overrides);
+        }
+        let mut least: Option<(Plan, f64)> = None;
+        let mut workers = threads;
+        loop {
+            if let Some(plan) = Plan::with_workers(layout, threads, workers, memory, overrides) {
+                let overhead = temp_overhead(&plan, threads);
+                if overhead <= MAX_TEMP_OVERHEAD {
+                    return Some(plan);
+                }
+                // Ties go to the plan with more workers, tried first.
+                if least.as_ref().is_none_or(|(_, o)| overhead < *o) {
+                    least = Some((plan, overhead));
+                }
+            }
+            if workers == 1 {
+                return least.map(|(plan, _)| plan);
+            }
+            workers /= 2;
+        }
+    }
+
+    fn with_workers(
+        layout: &Layout,
+        threads: usize,
+        workers: usize,
+        memory: u64,
+        overrides: &Overrides,
+    ) -> Option<Plan> {
+        let parting = partitioning(layout, workers, memory);
         let shape = overrides.shape.unwrap_or_else(|| temp_shape(&parting));
         let (round, cap) = rounds_plan(layout, &parting, shape, threads, memory)?;
         // Rounds of equal size: a short last round would make keeping the
@@ -116,10 +178,10 @@ impl Plan {
         // Every set of round buffers that phase 2 can keep beside its own
         // working memory saves writing and reading a round of keys.
         let set = round_set_bytes(&parting, shape, round, cap, threads);
-        let phase2 = (threads as u64 + 2) * parting.records_per_part() * PHASE2_BYTES_PER_RECORD;
+        let phase2 = (workers as u64 + 2) * parting.records_per_part() * PHASE2_BYTES_PER_RECORD;
         let fits = memory.saturating_sub(RESERVED).saturating_sub(phase2) / set;
         let resident = overrides.resident.unwrap_or(fits).min(rounds);
-        Ok(Plan {
+        Some(Plan {
             parting,
             shape,
             round,
@@ -127,8 +189,51 @@ impl Plan {
             cap,
             resident,
             sets: resident.max(2).min(rounds),
+            workers,
         })
     }
+}
+
+/// The temp file's bytes beyond its keys (page padding and epoch marks),
+/// as a share of the keys. With two threads and 1 GiB or more at k = 32 it
+/// is below 3%.
+fn temp_overhead(plan: &Plan, threads: usize) -> f64 {
+    let written = plan.rounds - plan.resident;
+    let keys = (written * plan.round).min(plan.parting.layout.record_count()) * TEMP_RECORD;
+    let size = temp_size_of(plan, threads);
+    if keys == 0 {
+        return 0.0;
+    }
+    (size - keys) as f64 / keys as f64
+}
+
+/// Beyond this share of padding and marks in the temp file, phase 2 gives
+/// up workers for larger partitions.
+const MAX_TEMP_OVERHEAD: f64 = 1.0 / 16.0;
+
+/// The least memory limit, to a MiB, for which there is a plan: phase 1
+/// needs two sets of round buffers, and a round buffer at least a few
+/// pages for each partition and thread.
+fn least_memory(layout: &Layout, threads: usize, overrides: &Overrides) -> u64 {
+    const MIB: u64 = 1 << 20;
+    let works = |mib: u64| Plan::choose(layout, threads, mib * MIB, overrides).is_some();
+    let (mut fails, mut enough) = (0u64, 1u64 << 10);
+    while !works(enough) {
+        if enough >= 1 << 30 {
+            return enough * MIB;
+        }
+        fails = enough;
+        enough *= 2;
+    }
+    while enough - fails > 1 {
+        let mid = fails + (enough - fails) / 2;
+        if works(mid) {
+            enough = mid;
+        } else {
+            fails = mid;
+        }
+    }
+    enough * MIB
 }
 
 /// Bytes of temp file an epoch mark takes.
@@ -252,30 +357,26 @@ impl Drop for TempFile<'_> {
 }
 
 /// Nonces per round and room per (thread, partition), for two sets of round
-/// buffers within the memory limit.
+/// buffers within the memory limit; none when the limit leaves too little
+/// room for even small rounds.
 fn rounds_plan(
     layout: &Layout,
     parting: &Partitioning,
     shape: KeyShape,
     threads: usize,
     memory: u64,
-) -> Result<(u64, usize), PlotError> {
+) -> Option<(u64, usize)> {
     let budget = memory.saturating_sub(RESERVED) / 2;
     let n = layout.record_count();
-    let mut round = (budget / TEMP_RECORD).min(n).min(MAX_ROUND);
+    let mut round = (budget / TEMP_RECORD).min(n).min(max_round(threads));
     loop {
         let cap = slot_capacity(round, parting.count, threads);
         if round_set_bytes(parting, shape, round, cap, threads) <= budget {
-            return Ok((round, cap));
+            return Some((round, cap));
         }
         round = round * 9 / 10;
         if round < parting.count * threads as u64 * 64 {
-            let needed =
-                RESERVED + 2 * threads as u64 * Scatter::<u32>::bytes(parting.count as usize, 1024);
-            return Err(PlotError::MemoryTooSmall {
-                given: memory,
-                needed,
-            });
+            return None;
         }
     }
 }
@@ -486,7 +587,6 @@ fn hash_to_temp<'a>(
 pub(crate) fn phase_two(
     sorted: Sorted,
     kernel: &Kernel,
-    threads: usize,
     out: &File,
     progress: &dyn Progress,
     pool: &ScatterPool,
@@ -504,11 +604,12 @@ pub(crate) fn phase_two(
     } = plan;
     let n = parting.layout.record_count();
 
-    // Reader threads read partitions ahead; one more worker than cores
-    // keeps the cores busy while a worker waits for its turn to place.
+    // Reader threads read partitions ahead; one more worker than the plan's
+    // share of the cores keeps them busy while a worker waits for its turn
+    // to place.
     progress.phase(super::WRITING_PHASE, n);
     let mut sink = RegionSink::new(out, parting);
-    let ahead = ReadAhead::new(threads + READ_AHEAD_EXTRA);
+    let ahead = ReadAhead::new(plan.workers + READ_AHEAD_EXTRA);
     let source = TempSource {
         segments: &segments,
         resident: &resident,
@@ -526,7 +627,7 @@ pub(crate) fn phase_two(
                 })
             });
         }
-        let end = pack_and_write(parting, threads + 1, &mut sink, progress, &source);
+        let end = pack_and_write(parting, plan.workers + 1, &mut sink, progress, &source);
         ahead.close();
         end
     })?;
@@ -824,7 +925,8 @@ mod tests {
 
     /// Keys with buckets and keys that make phase 2 hash again give the
     /// same plot, whether every round goes through the temp file, some
-    /// stay in memory or all do: in many rounds and partitions with 42 MiB,
+    /// stay in memory or all do, and with one phase 2 worker or more (which
+    /// changes the partitions): in many rounds and partitions with 42 MiB,
     /// in one round with 120 MiB. Buffers kept from one plot are reused by
     /// the next, as they are for `--count`.
     #[test]
@@ -836,17 +938,22 @@ mod tests {
         let mut plots = Vec::new();
         let pool = ScatterPool::default();
         let closer = Closer::default();
-        for (memory, shape, resident, spares) in [
-            (42 << 20, None, Some(0), Spares::Free),
-            (42 << 20, None, Some(2), Spares::Free),
-            (42 << 20, None, Some(99), Spares::Free),
-            (42 << 20, nonces, Some(0), Spares::Pool),
-            (42 << 20, nonces, Some(1), Spares::Pool),
-            (120 << 20, nonces, Some(0), Spares::Free),
-            (120 << 20, None, None, Spares::Free),
+        for (memory, shape, resident, workers, spares) in [
+            (42 << 20, None, Some(0), None, Spares::Free),
+            (42 << 20, None, Some(2), None, Spares::Free),
+            (42 << 20, None, Some(99), None, Spares::Free),
+            (42 << 20, None, Some(1), Some(1), Spares::Free),
+            (42 << 20, nonces, Some(0), None, Spares::Pool),
+            (42 << 20, nonces, Some(1), None, Spares::Pool),
+            (120 << 20, nonces, Some(0), None, Spares::Free),
+            (120 << 20, None, None, None, Spares::Free),
         ] {
             let out = File::create(dir.path().join("plot")).unwrap();
-            let overrides = Overrides { shape, resident };
+            let overrides = Overrides {
+                shape,
+                resident,
+                workers,
+            };
             let plan = Plan::new(&layout, 2, memory, &overrides).unwrap();
             let temp = (dir.path(), &closer);
             let sorted = hash_to_temp(plan.clone(), &kernel, 2, temp, &NoProgress, (&pool, spares));
@@ -857,7 +964,7 @@ mod tests {
                 Spares::Pool => (spare_sets, plan.sets),
             };
             assert_eq!(pool.kept() as u64, handed_on * 2);
-            let result = phase_two(sorted.unwrap(), &kernel, 2, &out, &NoProgress, &pool).unwrap();
+            let result = phase_two(sorted.unwrap(), &kernel, &out, &NoProgress, &pool).unwrap();
             assert_eq!(result.rounds, plan.rounds);
             assert_eq!(result.rounds_in_memory, plan.resident);
             assert_eq!(pool.kept() as u64, kept * 2);
@@ -885,7 +992,7 @@ mod tests {
         // stay in memory.
         let layout = Layout::for_k(32).unwrap();
         let plan = Plan::new(&layout, 2, 4 << 30, &Overrides::default()).unwrap();
-        assert_eq!((plan.round, plan.rounds), (1 << 28, 16));
+        assert_eq!((plan.round, plan.rounds, plan.workers), (1 << 28, 16, 2));
         assert!((510..=515).contains(&plan.parting.count));
         assert_eq!((plan.resident, plan.sets), (2, 2));
         // With half of that, as plots that overlap get: 19 rounds, one of
@@ -909,6 +1016,58 @@ mod tests {
             2,
         );
         assert!(temp_size(&Layout::for_k(32).unwrap(), 2, 4 << 30).unwrap() < full * 4);
+    }
+
+    #[test]
+    fn a_limit_too_small_says_the_least_that_works() {
+        // Checked against the planner itself, to the MiB: machines from
+        // one thread to many, plots from small to large.
+        for (k, threads) in [(20u8, 1usize), (26, 2), (32, 2), (32, 4), (34, 64)] {
+            let layout = Layout::for_k(k).unwrap();
+            let plan = |memory| Plan::new(&layout, threads, memory, &Overrides::default());
+            let Err(PlotError::MemoryTooSmall { given, needed }) = plan(1 << 20) else {
+                panic!("k {k}, {threads} threads: 1 MiB was enough");
+            };
+            assert_eq!(given, 1 << 20);
+            assert!(plan(needed).is_ok(), "k {k}, {threads} threads: {needed}");
+            assert!(
+                plan(needed - (1 << 20)).is_err(),
+                "k {k}, {threads} threads"
+            );
+            // Not the figure of a partitioning for 1 MiB (65536 partitions
+            // at k = 32, 2.1 GiB with four threads): at most a few hundred
+            // MiB up to k = 32, on up to four threads.
+            if threads <= 4 {
+                assert!(needed <= 320 << 20, "k {k}, {threads} threads: {needed}");
+            }
+        }
+    }
+
+    #[test]
+    fn many_threads_keep_the_temp_files_padding_small() {
+        // Every round, partition and hashing thread has a page-padded
+        // segment. With one phase 2 worker a thread and rounds of 2^28,
+        // k = 34 on 192 threads with 64 GiB wrote 3.8 bytes of temp file a
+        // plot byte, k = 36 15.5; larger rounds and fewer workers, when
+        // that is what keeps partitions large, bring both below 1.
+        for (k, threads, memory_gib) in [(34u8, 192usize, 64u64), (36, 192, 64), (34, 64, 64)] {
+            let layout = Layout::for_k(k).unwrap();
+            let plan =
+                Plan::new(&layout, threads, memory_gib << 30, &Overrides::default()).unwrap();
+            let overhead = temp_overhead(&plan, threads);
+            assert!(overhead <= MAX_TEMP_OVERHEAD, "k {k}: {overhead}");
+            let plot_bytes = layout.record_count() * (k as u64 + 1) / 8;
+            assert!(temp_size_of(&plan, threads) < plot_bytes, "k {k}");
+            assert!(plan.workers >= 8, "k {k}: {} workers", plan.workers);
+        }
+        // Where padding is small, every thread is a phase 2 worker.
+        let plan = Plan::new(
+            &Layout::for_k(32).unwrap(),
+            16,
+            16 << 30,
+            &Overrides::default(),
+        );
+        assert_eq!(plan.unwrap().workers, 16);
     }
 
     #[test]

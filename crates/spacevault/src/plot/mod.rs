@@ -506,8 +506,7 @@ impl<P: Progress> Begun<'_, P> {
         let written = match stage {
             Stage::Sorted(sorted) => {
                 let pool = &plotter.scatters;
-                let threads = options.threads;
-                let ext = external::phase_two(sorted, &kernel, threads, file.file(), &clock, pool)?;
+                let ext = external::phase_two(sorted, &kernel, file.file(), &clock, pool)?;
                 temp_bytes_written = ext.temp_bytes_written;
                 hashed_twice = ext.hashed_twice;
                 (rounds, rounds_in_memory) = (ext.rounds, ext.rounds_in_memory);
