@@ -332,6 +332,9 @@ fn plots_that_overlap_are_the_plots_made_one_after_another() {
         let stderr = String::from_utf8_lossy(&output.stderr).to_string();
         assert!(stderr.contains("[3/3] plotted k=20"), "{stderr}");
         assert!(stderr.contains("3 plots in"), "{stderr}");
+        // A plot through a temp file says how much it wrote there.
+        let through_temp = stderr.contains(" through its temp file");
+        assert_eq!(through_temp, strategy == "external", "{stderr}");
         let paths: Vec<PathBuf> = String::from_utf8(output.stdout)
             .unwrap()
             .lines()

@@ -194,8 +194,14 @@ pub fn run(args: PlotArgs) -> Result<()> {
             if args.json {
                 summaries.push(PlotJson::from(&summary));
             } else {
+                // What went through the temp file is the SSD wear beyond
+                // the plot itself.
+                let temp = match summary.temp_bytes_written {
+                    0 => String::new(),
+                    bytes => format!(", {} through its temp file", format_size(bytes)),
+                };
                 let line = format!(
-                    "{} plotted k={} ({}) in {:.2} s, {:.1} M records/s, {}",
+                    "{} plotted k={} ({}) in {:.2} s, {:.1} M records/s, {}{temp}",
                     bar.prefix(),
                     summary.k,
                     format_size(summary.bytes),
