@@ -24,7 +24,7 @@ use super::pack::SlotPlacer;
 use super::partition::Partitioning;
 use super::pipeline::{pack_and_write, PartitionSource, Scratch};
 use super::readahead::ReadAhead;
-use super::scatter::{bring_into_use, Scatter, ScatterPool};
+use super::scatter::{bring_into_use, Room, Scatter, ScatterPool};
 use super::sink::RegionSink;
 use super::windows::Windows;
 use super::{stop_requested, PlotError, Progress};
@@ -391,7 +391,7 @@ fn round_set_bytes(
     threads: usize,
 ) -> u64 {
     let marks = shape.epochs(round / threads as u64 + 1) * parting.count * 4;
-    threads as u64 * (Scatter::<u32>::bytes(parting.count as usize, cap) + marks)
+    threads as u64 * (Scatter::<u32>::bytes(parting.count as usize, cap, Room::Pages) + marks)
 }
 
 fn slot_capacity(round: u64, parts: u64, threads: usize) -> usize {
@@ -493,16 +493,17 @@ fn hash_to_temp<'a>(
     // last rounds stay in memory.
     let rounds: Vec<u64> = (0..plan.rounds).map(|r| r * round).collect();
     let written_rounds = (plan.rounds - plan.resident) as usize;
-    pool.keep_only(parts, cap, plan.sets as usize * threads);
+    pool.keep_only(parts, cap, Room::Pages, plan.sets as usize * threads);
     let mut sets: Vec<RoundBuffers> = Vec::new();
     for _ in 0..plan.sets {
         sets.push(
             (0..threads)
                 .map(|_| {
-                    pool.take(parts, cap).map(|scatter| ThreadKeys {
-                        scatter,
-                        marks: EpochMarks::default(),
-                    })
+                    pool.take(parts, cap, Room::Pages)
+                        .map(|scatter| ThreadKeys {
+                            scatter,
+                            marks: EpochMarks::default(),
+                        })
                 })
                 .collect::<Result<_, _>>()?,
         );

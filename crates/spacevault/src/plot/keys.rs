@@ -645,6 +645,7 @@ mod tests {
 
     fn phase1_speed_of(k: u8, partition_records: u64) {
         use crate::format::Layout;
+        use crate::plot::scatter::Room;
         use crate::plot::NoProgress;
         use std::time::Instant;
         let parting = Partitioning::new(Layout::for_k(k).unwrap(), partition_records);
@@ -653,7 +654,7 @@ mod tests {
         let n = 1u64 << 26;
         let cap =
             (n / parting.count + 8 * ((n / parting.count) as f64).sqrt() as u64 + 64) as usize;
-        let mut scatter = Scatter::new(parting.count as usize, cap).unwrap();
+        let mut scatter = Scatter::new(parting.count as usize, cap, Room::Lines).unwrap();
         scatter.prefault();
         let mut prefixes = vec![0u64; BLOCK];
         let mut tops = vec![0u32; BLOCK];

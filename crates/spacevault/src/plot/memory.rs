@@ -7,7 +7,7 @@ use super::keys::{each_key_prefetched, hash_range, EpochMarks, KeyShape, ThreadK
 use super::pack::SlotPlacer;
 use super::partition::Partitioning;
 use super::pipeline::{pack_and_write, PartitionSource, Scratch};
-use super::scatter::{bring_into_use, Scatter, ScatterPool};
+use super::scatter::{bring_into_use, Room, Scatter, ScatterPool};
 use super::sink::RegionSink;
 use super::{stop_requested, PlotError, Progress, Written};
 use crate::kernel::Kernel;
@@ -23,7 +23,7 @@ pub(crate) fn memory_needed(parting: &Partitioning, threads: usize) -> u64 {
     let cap = slot_capacity(parting, threads);
     let epochs =
         KeyShape::with_buckets(parting).epochs(parting.layout.record_count()) + threads as u64;
-    threads as u64 * Scatter::<u32>::bytes(parting.count as usize, cap as usize)
+    threads as u64 * Scatter::<u32>::bytes(parting.count as usize, cap as usize, Room::Lines)
         + epochs * parting.count * 4
 }
 
@@ -91,9 +91,9 @@ pub(crate) fn hash<'a>(
     let parts = parting.count as usize;
     let cap = slot_capacity(parting, threads);
     let shape = KeyShape::with_buckets(parting);
-    pool.keep_only(parts, cap as usize, threads);
+    pool.keep_only(parts, cap as usize, Room::Lines, threads);
     let mut scatters = (0..threads)
-        .map(|_| pool.take(parts, cap as usize))
+        .map(|_| pool.take(parts, cap as usize, Room::Lines))
         .collect::<Result<Vec<_>, _>>()?;
     let fresh_bytes = bring_into_use(scatters.iter_mut().collect(), threads, progress);
 
@@ -189,7 +189,7 @@ mod tests {
         let cap = slot_capacity(&parting, threads) as usize;
         let per_thread = (0..threads as u64)
             .map(|t| {
-                let mut scatter = Scatter::new(parting.count as usize, cap).unwrap();
+                let mut scatter = Scatter::new(parting.count as usize, cap, Room::Lines).unwrap();
                 let mut marks = EpochMarks::default();
                 let range = n * t / threads as u64..n * (t + 1) / threads as u64;
                 hash_range(

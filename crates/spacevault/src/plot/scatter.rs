@@ -20,12 +20,37 @@ const LINE_BYTES: usize = 128;
 /// so it can be written with O_DIRECT straight from here.
 const PAGE_BYTES: usize = 4096;
 
+/// What each partition's room in the arrays is rounded up to. Whole pages
+/// where the arrays are written to the temp file with O_DIRECT straight
+/// from memory; whole lines where they are only read back in memory: with
+/// many threads a thread's share of a partition is a few thousand keys
+/// (about 2000 at 64 threads for an in-memory plot's 2^17-record
+/// partitions), and rounding it to pages would cost a quarter or more of
+/// the memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Room {
+    Pages,
+    Lines,
+}
+
+impl Room {
+    /// Room for `cap` records of `T`, rounded up.
+    fn round<T>(self, cap: usize) -> usize {
+        let unit = match self {
+            Room::Pages => PAGE_BYTES,
+            Room::Lines => LINE_BYTES,
+        } / std::mem::size_of::<T>();
+        cap.div_ceil(unit) * unit
+    }
+}
+
 pub(crate) struct Scatter<T: Copy + Default> {
     arrays: Arrays<T>,
     lines: Vec<T>,
     line_fill: Vec<u8>,
     /// Whether the arrays' pages may not all be in use yet.
     fresh: bool,
+    room: Room,
 }
 
 /// Every partition's array, and the records that did not fit.
@@ -42,9 +67,10 @@ impl<T: Copy + Default> Scatter<T> {
     const LINE: usize = LINE_BYTES / std::mem::size_of::<T>();
     const PAGE: usize = PAGE_BYTES / std::mem::size_of::<T>();
 
-    /// Room for at least `cap` records in each of `parts` partitions.
-    pub fn new(parts: usize, cap: usize) -> Result<Scatter<T>, PlotError> {
-        let cap = cap.div_ceil(Self::PAGE) * Self::PAGE;
+    /// Room for at least `cap` records in each of `parts` partitions,
+    /// rounded up as `room` says.
+    pub fn new(parts: usize, cap: usize, room: Room) -> Result<Scatter<T>, PlotError> {
+        let cap = room.round::<T>(cap);
         let keys = MappedBuf::zeroed(parts * cap, Pages::Base)
             .map_err(|e| PlotError::io("allocating sort buffers", e))?;
         Ok(Scatter {
@@ -58,6 +84,7 @@ impl<T: Copy + Default> Scatter<T> {
             lines: vec![T::default(); parts * Self::LINE],
             line_fill: vec![0; parts],
             fresh: true,
+            room,
         })
     }
 
@@ -80,14 +107,16 @@ impl<T: Copy + Default> Scatter<T> {
         }
     }
 
-    /// Whether this scatter was made by `new(parts, cap)`.
-    fn has_shape(&self, parts: usize, cap: usize) -> bool {
-        self.arrays.fill.len() == parts && self.arrays.cap == cap.div_ceil(Self::PAGE) * Self::PAGE
+    /// Whether this scatter was made by `new(parts, cap, room)`.
+    fn has_shape(&self, parts: usize, cap: usize, room: Room) -> bool {
+        self.arrays.fill.len() == parts
+            && self.room == room
+            && self.arrays.cap == room.round::<T>(cap)
     }
 
     /// Memory a scatter of this shape takes.
-    pub fn bytes(parts: usize, cap: usize) -> u64 {
-        let cap = cap.div_ceil(Self::PAGE) * Self::PAGE;
+    pub fn bytes(parts: usize, cap: usize, room: Room) -> u64 {
+        let cap = room.round::<T>(cap);
         ((parts * cap + parts * Self::LINE) * std::mem::size_of::<T>()) as u64
     }
 
@@ -213,6 +242,7 @@ impl<T: Copy + Default> Scatter<T> {
     /// Partition p's array as bytes, padded with whatever follows to whole
     /// pages, and the number of records in it. Call after `finish`.
     pub fn page_padded_bytes(&self, p: u64) -> (&[u8], usize) {
+        assert_eq!(self.room, Room::Pages, "arrays padded to pages");
         let start = p as usize * self.arrays.cap;
         let fill = self.arrays.fill[p as usize];
         let padded = fill.div_ceil(Self::PAGE) * Self::PAGE;
@@ -250,10 +280,10 @@ pub(crate) struct ScatterPool(Mutex<Vec<Scatter<u32>>>);
 impl ScatterPool {
     /// An empty scatter of room `cap` in each of `parts` partitions: a kept
     /// one of that shape, or a new one.
-    pub fn take(&self, parts: usize, cap: usize) -> Result<Scatter<u32>, PlotError> {
+    pub fn take(&self, parts: usize, cap: usize, room: Room) -> Result<Scatter<u32>, PlotError> {
         let kept = {
             let mut kept = self.0.lock().unwrap();
-            let found = kept.iter().position(|s| s.has_shape(parts, cap));
+            let found = kept.iter().position(|s| s.has_shape(parts, cap, room));
             found.map(|i| kept.swap_remove(i))
         };
         match kept {
@@ -261,7 +291,7 @@ impl ScatterPool {
                 scatter.clear();
                 Ok(scatter)
             }
-            None => Scatter::new(parts, cap),
+            None => Scatter::new(parts, cap, room),
         }
     }
 
@@ -276,9 +306,9 @@ impl ScatterPool {
     /// Frees every kept scatter of another shape, and any beyond the
     /// `most` a plot is about to take: a plot's memory limit counts only
     /// its own buffers.
-    pub fn keep_only(&self, parts: usize, cap: usize, most: usize) {
+    pub fn keep_only(&self, parts: usize, cap: usize, room: Room, most: usize) {
         let mut kept = self.0.lock().unwrap();
-        kept.retain(|s| s.has_shape(parts, cap));
+        kept.retain(|s| s.has_shape(parts, cap, room));
         kept.truncate(most);
     }
 
@@ -499,7 +529,7 @@ mod tests {
     #[test]
     fn records_come_back_in_order_even_past_capacity() {
         let parts = 5;
-        let mut s = Scatter::<u64>::new(parts, 10).unwrap();
+        let mut s = Scatter::<u64>::new(parts, 10, Room::Lines).unwrap();
         let mut want = vec![Vec::new(); parts];
         for i in 0..400u64 {
             let p = (i * 7 + i / 3) % parts as u64;
@@ -543,8 +573,9 @@ mod tests {
         for (&p, &key) in to.iter().zip(&keys) {
             want[p as usize].push(key);
         }
-        for wide in [false, wide] {
-            let mut s = Scatter::<u32>::new(parts, 3000).unwrap();
+        let ways = [false, wide].map(|wide| [Room::Pages, Room::Lines].map(|room| (wide, room)));
+        for (wide, room) in ways.into_iter().flatten() {
+            let mut s = Scatter::<u32>::new(parts, 3000, room).unwrap();
             for (p, k) in to.chunks(999).zip(keys.chunks(999)) {
                 s.push_block(p, k, wide);
             }
@@ -552,7 +583,7 @@ mod tests {
             for (p, want) in want.iter().enumerate() {
                 let (slice, extra) = s.records(p as u64);
                 let got: Vec<u32> = slice.iter().copied().chain(extra).collect();
-                assert_eq!(&got, want, "partition {p}, wide {wide}");
+                assert_eq!(&got, want, "partition {p}, wide {wide}, {room:?}");
             }
         }
     }
@@ -577,20 +608,30 @@ mod tests {
     #[test]
     fn the_pool_gives_back_only_empty_scatters_of_the_shape_asked_for() {
         let pool = ScatterPool::default();
-        let mut s = pool.take(4, 100).unwrap();
+        let mut s = pool.take(4, 100, Room::Pages).unwrap();
         s.push(2, 9);
         s.finish();
         pool.give(s);
-        let s = pool.take(4, 100).unwrap();
+        let s = pool.take(4, 100, Room::Pages).unwrap();
         assert_eq!(s.pushed_counts(), [0; 4]);
         pool.give(s);
         // Another shape is a new scatter; keep_only frees the old one.
-        assert!(pool.take(4, 5000).unwrap().has_shape(4, 5000));
+        let other = pool.take(4, 5000, Room::Pages).unwrap();
+        assert!(other.has_shape(4, 5000, Room::Pages));
         assert_eq!(pool.kept(), 1);
-        pool.keep_only(4, 5000, 9);
+        pool.keep_only(4, 5000, Room::Pages, 9);
         assert_eq!(pool.kept(), 0);
-        (0..3).for_each(|_| pool.give(Scatter::new(4, 100).unwrap()));
-        pool.keep_only(4, 100, 2);
+        (0..3).for_each(|_| pool.give(Scatter::new(4, 100, Room::Pages).unwrap()));
+        pool.keep_only(4, 100, Room::Pages, 2);
         assert_eq!(pool.kept(), 2);
+        // Room rounded to lines is another shape, and takes less memory.
+        let lines = pool.take(4, 100, Room::Lines).unwrap();
+        assert!(lines.has_shape(4, 100, Room::Lines) && !lines.has_shape(4, 100, Room::Pages));
+        assert_eq!(pool.kept(), 2);
+        let bytes = |room| Scatter::<u32>::bytes(4, 100, room);
+        assert_eq!(
+            (bytes(Room::Lines), bytes(Room::Pages)),
+            (4 * 512 + 512, 4 * 4096 + 512)
+        );
     }
 }
