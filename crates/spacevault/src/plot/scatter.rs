@@ -16,8 +16,9 @@ use std::sync::Mutex;
 /// with 64-byte lines (`phase1_speed`, paired runs; 256 bytes: 1.94-2.02);
 /// at k = 28 (2048 partitions) no change.
 const LINE_BYTES: usize = 128;
-/// Each partition's array starts on a page boundary and spans whole pages,
-/// so it can be written with O_DIRECT straight from here.
+/// With [`Room::Pages`] each partition's array starts on a page boundary
+/// and spans whole pages, so it can be written with O_DIRECT straight from
+/// here.
 const PAGE_BYTES: usize = 4096;
 
 /// What each partition's room in the arrays is rounded up to. Whole pages
