@@ -312,6 +312,46 @@ fn count_fills_several_directories_in_turn() {
 }
 
 #[test]
+fn a_memory_limit_near_its_floor_warns_of_the_temp_file_and_still_plots() {
+    // k = 20 on two threads plans from 42 MiB on; there its temp file may
+    // take twice the 4 MiB of keys, with 64 MiB about the keys alone.
+    let dir = tempfile::tempdir().unwrap();
+    for (memory, warns) in [("42MiB", true), ("64MiB", false)] {
+        let args = [
+            "--memory",
+            memory,
+            "--threads",
+            "2",
+            "--strategy",
+            "external",
+        ];
+        let out = plot_cmd(dir.path(), "20", SEED, &args)
+            .arg("--force")
+            .assert()
+            .success()
+            .get_output()
+            .clone();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let warned = stderr.contains("warning: with --memory") && stderr.contains("temp file");
+        assert_eq!(warned, warns, "{memory}: {stderr}");
+    }
+    // Below the floor, the error names it.
+    let dir = tempfile::tempdir().unwrap();
+    let out = plot_cmd(
+        dir.path(),
+        "20",
+        SEED,
+        &["--memory", "1MiB", "--threads", "2"],
+    )
+    .assert()
+    .failure()
+    .get_output()
+    .clone();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("needs at least 42.00 MiB"), "{stderr}");
+}
+
+#[test]
 fn plots_that_overlap_are_the_plots_made_one_after_another() {
     // Plots that overlap (one sorts while the next hashes: through a temp
     // file in half the memory each, or in memory side by side) are the

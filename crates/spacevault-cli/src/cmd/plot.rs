@@ -155,6 +155,7 @@ pub fn run(args: PlotArgs) -> Result<()> {
         }
     }
     let base = options_from(&args)?;
+    warn_of_a_large_temp_file(&base);
     let jobs: Vec<PlotJob> = (0..args.count)
         .map(|i| PlotJob {
             options: PlotOptions {
@@ -237,6 +238,26 @@ pub fn run(args: PlotArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// A memory limit near its floor makes small rounds and a temp file several
+/// times the sort keys it holds: worth knowing before the SSD writes it.
+/// (An error here is left to the plot itself, which reports it.)
+fn warn_of_a_large_temp_file(options: &PlotOptions) {
+    let Ok(temp) = spacevault::plot::temp_bytes_at_most(options) else {
+        return;
+    };
+    let keys = 4u64 << options.k;
+    if temp > keys / 2 * 3 {
+        eprintln!(
+            "warning: with --memory {} a plot may write up to {} to its temp file, {:.1} times \
+             the {} of sort keys that a larger limit writes at most",
+            format_size(options.memory),
+            format_size(temp),
+            temp as f64 / keys as f64,
+            format_size(keys)
+        );
+    }
 }
 
 impl From<&PlotSummary> for PlotJson {

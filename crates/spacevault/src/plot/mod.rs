@@ -307,6 +307,19 @@ pub fn strategy_for(options: &PlotOptions) -> Result<Strategy, PlotError> {
     Ok(strategy)
 }
 
+/// The most bytes a plot with these options writes to its temp file: 0
+/// when it is made in memory. Known before any work (it is what the
+/// free-space check asks for); near the memory limit's floor it is several
+/// times the 4 bytes a record of keys that a roomier limit writes at most.
+pub fn temp_bytes_at_most(options: &PlotOptions) -> Result<u64, PlotError> {
+    match strategy_for(options)? {
+        Strategy::External => {
+            external::temp_size(&options.layout()?, options.threads, options.memory)
+        }
+        Strategy::Memory | Strategy::Auto => Ok(0),
+    }
+}
+
 /// Makes one plot in `out_dir`. To make several, a [`Plotter`] is faster.
 pub fn plot(
     options: &PlotOptions,
@@ -435,11 +448,7 @@ fn begin<'a, P: Progress>(
         .tmp_dir
         .clone()
         .unwrap_or_else(|| out_dir.to_path_buf());
-    let temp_size = if strategy == Strategy::External {
-        external::temp_size(&layout, threads, options.memory)?
-    } else {
-        0
-    };
+    let temp_size = temp_bytes_at_most(options)?;
     let check_space = || files::check_space(out_dir, expected_size, &tmp_dir, temp_size);
     let closer = &plotter.closer;
     loop {
