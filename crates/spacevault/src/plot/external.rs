@@ -76,12 +76,16 @@ pub(crate) fn temp_size(layout: &Layout, threads: usize, memory: u64) -> Result<
 }
 
 fn temp_size_of(plan: &Plan, threads: usize) -> u64 {
-    let layout = &plan.parting.layout;
     let written = plan.rounds - plan.resident;
     let segments = written * plan.parting.count * threads as u64;
     let marks = segments * plan.shape.epochs(plan.round / threads as u64 + 1) * MARK;
-    let keys = (written * plan.round).min(layout.record_count()) * TEMP_RECORD;
-    keys + marks + segments * 2 * PAGE
+    temp_key_bytes(plan) + marks + segments * 2 * PAGE
+}
+
+/// The keys of the rounds that go through the temp file.
+fn temp_key_bytes(plan: &Plan) -> u64 {
+    let written = plan.rounds - plan.resident;
+    (written * plan.round).min(plan.parting.layout.record_count()) * TEMP_RECORD
 }
 
 /// How the two phases share the memory limit.
@@ -198,13 +202,11 @@ impl Plan {
 /// as a share of the keys: about 4% at k = 32 with two threads and 1 to
 /// 4 GiB.
 fn temp_overhead(plan: &Plan, threads: usize) -> f64 {
-    let written = plan.rounds - plan.resident;
-    let keys = (written * plan.round).min(plan.parting.layout.record_count()) * TEMP_RECORD;
-    let size = temp_size_of(plan, threads);
+    let keys = temp_key_bytes(plan);
     if keys == 0 {
         return 0.0;
     }
-    (size - keys) as f64 / keys as f64
+    (temp_size_of(plan, threads) - keys) as f64 / keys as f64
 }
 
 /// Beyond this share of padding and marks in the temp file, phase 2 gives
