@@ -175,6 +175,21 @@ impl Kernel {
         }
     }
 
+    /// The first 4 bytes, big-endian, of the hashes of the 16 nonces
+    /// `first ..= first + 15`, in a register: for loops that do more with
+    /// each register than store it (the plotter's hash, locate and scatter
+    /// loop, `plot/keys.rs`).
+    ///
+    /// # Safety
+    /// The kernel's backend is [`Backend::Avx512`], and the caller runs with
+    /// AVX-512F and AVX-512VL enabled.
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    pub(crate) unsafe fn top_words_16(&self, first: u64) -> std::arch::x86_64::__m512i {
+        debug_assert_eq!(self.backend, Backend::Avx512);
+        x86::top_words_16(&self.start, first)
+    }
+
     /// `out[i]` = the first 8 bytes, big-endian, of the hash of nonce `first + i`.
     pub fn prefixes(&self, first: u64, out: &mut [u64]) {
         match self.backend {

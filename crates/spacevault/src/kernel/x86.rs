@@ -249,7 +249,7 @@ pub(super) unsafe fn top_words_sse2(start: &Start, first: u64, out: &mut [u32]) 
 /// # Safety
 /// The caller runs with AVX-512F and AVX-512VL enabled.
 #[inline(always)]
-unsafe fn top_words_16(start: &Start, first: u64) -> __m512i {
+pub(super) unsafe fn top_words_16(start: &Start, first: u64) -> __m512i {
     let base = _mm512_set1_epi32(first as u32 as i32);
     let lo = _mm512_add_epi32(
         base,

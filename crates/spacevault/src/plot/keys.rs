@@ -8,6 +8,8 @@
 //! by hashing.
 
 use super::partition::{Locator, Partitioning};
+#[cfg(target_arch = "x86_64")]
+use super::scatter::LinePusher;
 use super::scatter::Scatter;
 use super::{stop_requested, PlotError, Progress};
 use crate::aligned::{MappedBuf, Pages};
@@ -172,7 +174,7 @@ pub(crate) fn hash_range(
         }
         let epoch_end = (epoch + 1) << shape.low_bits;
         let len = (range.end.min(epoch_end) - x).min(prefixes.len() as u64) as usize;
-        hash_and_locate(
+        let pushed = hash_locate_and_push(
             kernel,
             &locator,
             shape,
@@ -180,8 +182,9 @@ pub(crate) fn hash_range(
             &mut prefixes[..len],
             &mut parts[..len],
             &mut keys[..len],
+            scatter,
         );
-        scatter.push_block(&parts[..len], &keys[..len], wide);
+        scatter.push_block(&parts[pushed..len], &keys[pushed..len], wide);
         x += len as u64;
         progress.advance(len as u64);
     }
@@ -189,6 +192,60 @@ pub(crate) fn hash_range(
     marks.mark(epochs as usize, scatter);
     marks.finish();
     Ok(())
+}
+
+/// [`hash_and_locate`], pushing as many of the records as it can to
+/// `scatter` on the way where it has a loop that does (AVX-512); returns how
+/// many it pushed, in order from the first.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn hash_locate_and_push(
+    kernel: &Kernel,
+    locator: &Locator,
+    shape: KeyShape,
+    first: u64,
+    prefixes: &mut [u64],
+    parts: &mut [u32],
+    keys: &mut [u32],
+    scatter: &mut Scatter<u32>,
+) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    if kernel.backend() == Backend::Avx512 {
+        if let Some(constants) = locator.multiply_constants() {
+            let done = parts.len().min(keys.len()) / 16 * 16;
+            // SAFETY: the AVX-512 backend is only active on CPUs that have
+            // AVX-512F and AVX-512VL.
+            let pushed = unsafe {
+                hash_locate_and_push_avx512(
+                    kernel,
+                    constants,
+                    shape,
+                    first,
+                    &mut parts[..done],
+                    &mut keys[..done],
+                    &mut scatter.line_pusher(),
+                )
+            };
+            if done < parts.len() {
+                let rest = first + done as u64;
+                let prefixes = &mut prefixes[done..];
+                kernel.prefixes(rest, prefixes);
+                locate_block(
+                    locator,
+                    shape,
+                    rest,
+                    prefixes,
+                    &mut parts[done..],
+                    &mut keys[done..],
+                    kernel.backend(),
+                );
+            }
+            return pushed;
+        }
+    }
+    let _ = scatter;
+    hash_and_locate(kernel, locator, shape, first, prefixes, parts, keys);
+    0
 }
 
 /// The partition and key of each of a block of nonces from `first` on,
@@ -246,6 +303,88 @@ fn hash_and_locate(
     );
 }
 
+/// What [`Locator::multiply_constants`] gives and a key's shape needs, in
+/// registers: the partition and key of 16 hashes' first words at a time.
+#[cfg(target_arch = "x86_64")]
+#[derive(Clone, Copy)]
+struct Locate16 {
+    bucket_shift: std::arch::x86_64::__m128i,
+    quotient_shift: std::arch::x86_64::__m128i,
+    multiplier: std::arch::x86_64::__m512i,
+    divisor: std::arch::x86_64::__m512i,
+    low_bits: std::arch::x86_64::__m128i,
+    low_mask: std::arch::x86_64::__m512i,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Locate16 {
+    /// # Safety
+    /// The caller runs with AVX-512F enabled.
+    #[inline(always)]
+    unsafe fn new(
+        (shift, multiplier, quotient_shift, divisor): (u32, u64, u32, u64),
+        shape: KeyShape,
+    ) -> Locate16 {
+        use std::arch::x86_64::*;
+        // The bucket is the prefix's top 64 - shift <= 31 bits: all in the
+        // first word.
+        assert!(shift >= 32);
+        Locate16 {
+            bucket_shift: _mm_cvtsi64_si128((shift - 32) as i64),
+            quotient_shift: _mm_cvtsi64_si128(quotient_shift as i64),
+            multiplier: _mm512_set1_epi64(multiplier as i64),
+            divisor: _mm512_set1_epi32(divisor as i32),
+            low_bits: _mm_cvtsi64_si128(shape.low_bits as i64),
+            low_mask: _mm512_set1_epi32((shape.epoch_len() - 1) as u32 as i32),
+        }
+    }
+
+    /// The partitions and keys of 16 hashes whose first words are `top`
+    /// and whose nonces' low 32 bits are `nonces` (only a nonce's low bits
+    /// go into a key; they wrap as the nonces do).
+    ///
+    /// # Safety
+    /// As for [`new`](Self::new).
+    #[inline(always)]
+    unsafe fn locate(
+        &self,
+        top: std::arch::x86_64::__m512i,
+        nonces: std::arch::x86_64::__m512i,
+    ) -> (std::arch::x86_64::__m512i, std::arch::x86_64::__m512i) {
+        use std::arch::x86_64::*;
+        let bucket = _mm512_srl_epi32(top, self.bucket_shift);
+        // vpmuludq multiplies the even 32-bit lanes into 64-bit products;
+        // the odd lanes are shifted down to be multiplied the same way.
+        let even = _mm512_srl_epi64(
+            _mm512_mul_epu32(bucket, self.multiplier),
+            self.quotient_shift,
+        );
+        let odd = _mm512_mul_epu32(_mm512_srli_epi64::<32>(bucket), self.multiplier);
+        let odd = _mm512_slli_epi64::<32>(_mm512_srl_epi64(odd, self.quotient_shift));
+        let p = _mm512_mask_blend_epi32(0xAAAA, even, odd);
+        let local = _mm512_sub_epi32(bucket, _mm512_mullo_epi32(p, self.divisor));
+        let key = _mm512_or_si512(
+            _mm512_sll_epi32(local, self.low_bits),
+            _mm512_and_si512(nonces, self.low_mask),
+        );
+        (p, key)
+    }
+}
+
+/// The low 32 bits of the 16 nonces `first ..= first + 15`.
+///
+/// # Safety
+/// The caller runs with AVX-512F enabled.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn nonces_16(first: u64) -> std::arch::x86_64::__m512i {
+    use std::arch::x86_64::*;
+    _mm512_add_epi32(
+        _mm512_set1_epi32(first as u32 as i32),
+        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+    )
+}
+
 /// Replaces each hash's first word in `parts` (nonces from `first` on) by
 /// its partition, and writes its key, 16 lanes at a time (`parts` and
 /// `keys` hold a multiple of 16), dividing by multiplying as
@@ -253,47 +392,78 @@ fn hash_and_locate(
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 unsafe fn locate_top_words_avx512(
-    (shift, multiplier, quotient_shift, divisor): (u32, u64, u32, u64),
+    constants: (u32, u64, u32, u64),
     shape: KeyShape,
     first: u64,
     parts: &mut [u32],
     keys: &mut [u32],
 ) {
     use std::arch::x86_64::*;
-    assert!(shift >= 32 && parts.len() == keys.len() && parts.len().is_multiple_of(16));
-    // The bucket is the prefix's top 64 - shift <= 31 bits: all in the
-    // first word.
-    let bucket_shift = _mm_cvtsi64_si128((shift - 32) as i64);
-    let quotient_shift = _mm_cvtsi64_si128(quotient_shift as i64);
-    let multiplier = _mm512_set1_epi64(multiplier as i64);
-    let divisor = _mm512_set1_epi32(divisor as i32);
-    let low_bits = _mm_cvtsi64_si128(shape.low_bits as i64);
-    let low_mask = _mm512_set1_epi32((shape.epoch_len() - 1) as u32 as i32);
-    // Only the nonces' low bits go into a key; they wrap as the nonces do.
-    let mut nonces = _mm512_add_epi32(
-        _mm512_set1_epi32(first as u32 as i32),
-        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-    );
+    assert!(parts.len() == keys.len() && parts.len().is_multiple_of(16));
+    let locate = Locate16::new(constants, shape);
+    let mut nonces = nonces_16(first);
     let sixteen = _mm512_set1_epi32(16);
     for i in (0..parts.len()).step_by(16) {
         // SAFETY: i + 16 <= the length of both slices.
         let top = _mm512_loadu_si512(parts.as_ptr().add(i).cast());
-        let bucket = _mm512_srl_epi32(top, bucket_shift);
-        // vpmuludq multiplies the even 32-bit lanes into 64-bit products;
-        // the odd lanes are shifted down to be multiplied the same way.
-        let even = _mm512_srl_epi64(_mm512_mul_epu32(bucket, multiplier), quotient_shift);
-        let odd = _mm512_mul_epu32(_mm512_srli_epi64::<32>(bucket), multiplier);
-        let odd = _mm512_slli_epi64::<32>(_mm512_srl_epi64(odd, quotient_shift));
-        let p = _mm512_mask_blend_epi32(0xAAAA, even, odd);
-        let local = _mm512_sub_epi32(bucket, _mm512_mullo_epi32(p, divisor));
-        let key = _mm512_or_si512(
-            _mm512_sll_epi32(local, low_bits),
-            _mm512_and_si512(nonces, low_mask),
-        );
+        let (p, key) = locate.locate(top, nonces);
         _mm512_storeu_si512(parts.as_mut_ptr().add(i).cast(), p);
         _mm512_storeu_si512(keys.as_mut_ptr().add(i).cast(), key);
         nonces = _mm512_add_epi32(nonces, sixteen);
     }
+}
+
+/// Hashes, locates and pushes 16 nonces at a time from `first` on, as
+/// [`hash_and_locate`] then [`Scatter::push_block`] would, but in one loop:
+/// each step pushes the previous step's 16 records while hashing the next
+/// 16. Hashing keeps the vector units busy and pushing the loads and
+/// stores, and the CPU runs the two side by side; called one after the
+/// other, each loop left the other's units idle. Writes every record's
+/// partition and key to `parts` and `keys` (which hold a multiple of 16)
+/// and returns how many it pushed: all of them, or those before the first
+/// that fills a line its partition's array has no room for.
+///
+/// # Safety
+/// The kernel's backend is AVX-512, whose features the CPU has.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vl")]
+unsafe fn hash_locate_and_push_avx512(
+    kernel: &Kernel,
+    constants: (u32, u64, u32, u64),
+    shape: KeyShape,
+    first: u64,
+    parts: &mut [u32],
+    keys: &mut [u32],
+    pusher: &mut LinePusher<'_>,
+) -> usize {
+    use std::arch::x86_64::*;
+    let n = parts.len();
+    assert!(keys.len() == n && n.is_multiple_of(16));
+    let locate = Locate16::new(constants, shape);
+    let limit = _mm512_set1_epi32(pusher.parts() as i32);
+    let (mut pushed, mut blocked) = (0, false);
+    for i in (0..n).step_by(16) {
+        let x = first.wrapping_add(i as u64);
+        let (p, key) = locate.locate(kernel.top_words_16(x), nonces_16(x));
+        // The pusher's safety rests on this, which the division's proof
+        // (beside `Locator::multiply_constants`) promises.
+        assert_eq!(
+            _mm512_cmpge_epu32_mask(p, limit),
+            0,
+            "partition out of range"
+        );
+        _mm512_storeu_si512(parts.as_mut_ptr().add(i).cast(), p);
+        _mm512_storeu_si512(keys.as_mut_ptr().add(i).cast(), key);
+        if i > 0 && !blocked {
+            let got = pusher.push_fitting(&parts[i - 16..i], &keys[i - 16..i]);
+            pushed += got;
+            blocked = got < 16;
+        }
+    }
+    if n > 0 && !blocked {
+        pushed += pusher.push_fitting(&parts[n - 16..], &keys[n - 16..]);
+    }
+    pushed
 }
 
 /// The partition and key of each of a block of nonces from `first` on,
@@ -626,6 +796,53 @@ mod tests {
                         let got: Vec<(u32, u32)> = parts.into_iter().zip(keys).collect();
                         assert_eq!(got, want, "k {k}, {backend:?}, from {first}, {shape:?}");
                     }
+                }
+            }
+        }
+    }
+
+    /// Hashing a range into a scatter gives every partition the same keys,
+    /// in the same order, and the same epoch counts on every backend: the
+    /// AVX-512 loop that pushes as it hashes against the portable kernel,
+    /// which locates and pushes one block after the other. Arrays with room
+    /// for the mean make the fast loop stop at a full array halfway through
+    /// blocks, and ranges start and end off the multiples of 16.
+    #[test]
+    fn hashing_into_a_scatter_agrees_on_every_backend() {
+        use crate::plot::scatter::Room;
+        use crate::plot::NoProgress;
+        for (k, parting) in partitionings().filter(|(k, _)| *k <= 32) {
+            let shape = KeyShape::with_buckets(&parting);
+            let parts = parting.count as usize;
+            let range = 977u64..977 + (64 << 10).min(parting.layout.record_count());
+            let mean = (range.end - range.start) as usize / parts;
+            for cap in [mean + 8 * (mean as f64).sqrt() as usize + 64, mean.max(1)] {
+                let hashed = |backend: Backend| {
+                    let kernel = Kernel::with_backend(&[k ^ 0x5A; 32], backend);
+                    let mut scatter = Scatter::new(parts, cap, Room::Lines).unwrap();
+                    let mut marks = EpochMarks::default();
+                    hash_range(
+                        &kernel,
+                        &parting,
+                        shape,
+                        range.clone(),
+                        &mut scatter,
+                        &mut marks,
+                        &NoProgress,
+                    )
+                    .unwrap();
+                    (0..parting.count)
+                        .map(|p| {
+                            let (slice, extra) = scatter.records(p);
+                            let keys: Vec<u32> = slice.iter().copied().chain(extra).collect();
+                            let (first, counts) = marks.counts(p);
+                            (keys, first, counts.collect::<Vec<_>>())
+                        })
+                        .collect::<Vec<_>>()
+                };
+                let want = hashed(Backend::Portable);
+                for backend in Backend::ALL.into_iter().filter(|b| b.is_supported()) {
+                    assert!(hashed(backend) == want, "k {k}, room {cap}, {backend:?}");
                 }
             }
         }

@@ -155,24 +155,21 @@ impl<T: Copy + Default> Scatter<T> {
             if wide && std::mem::size_of::<T>() == 4 {
                 // SAFETY: `wide` is only set where AVX-512F is present; T
                 // is 4 bytes (a plain integer), so its slices can be seen
-                // as u32; every partition in `parts` is below
-                // line_fill.len() (checked above), lines has `line`
-                // entries per partition, and the arrays `cap` records per
-                // partition, one `fill` each.
+                // as u32 and the scatter as a Scatter<u32>; every
+                // partition in `parts` is below line_fill.len() (checked
+                // above).
                 unsafe {
-                    let lines =
-                        std::slice::from_raw_parts_mut(lines.as_mut_ptr().cast(), lines.len());
                     let keys = std::slice::from_raw_parts(keys.as_ptr().cast(), keys.len());
-                    let base = arrays.keys.as_mut_ptr().cast();
-                    next += push_fitting_lines_avx512(
-                        base,
-                        arrays.cap,
-                        &mut arrays.fill,
-                        lines,
-                        line_fill,
-                        &parts[next..],
-                        &keys[next..],
-                    );
+                    let mut pusher = LinePusher {
+                        base: arrays.keys.as_mut_ptr().cast(),
+                        cap: arrays.cap,
+                        fills: arrays.fill.as_mut_ptr(),
+                        lines: lines.as_mut_ptr().cast(),
+                        line_fill: line_fill.as_mut_ptr(),
+                        parts: line_fill.len(),
+                        _scatter: std::marker::PhantomData,
+                    };
+                    next += push_fitting_lines_avx512(&mut pusher, &parts[next..], &keys[next..]);
                 }
                 // The record there, if any, fills a line its array has no
                 // room for: the loop below takes it to the overflow.
@@ -374,61 +371,111 @@ impl<T: Copy> Arrays<T> {
     }
 }
 
-/// The fast path of [`Scatter::push_block`] for 4-byte records with
-/// AVX-512: a full line goes out in 64-byte non-temporal stores, inline,
-/// its last record from a register and never stored into the line. The
-/// generic path calls out for every full line (it cannot inline the
-/// AVX-512 store into code built without AVX-512), saving six registers
-/// and checking bounds once a line, and it stored the last
-/// record before loading the line, which perf showed as a stall on the
-/// store. In a profile of phase 1 at k = 32 (`phase1_speed` in
-/// `keys.rs`), the scatter's share against hashing went from 0.121 to
-/// 0.106. Returns the records pushed: all of them, or those before the
-/// first that fills a line its partition's array has no room for (left
-/// to the generic path, which moves it to the overflow).
+/// A scatter of 4-byte records seen through raw pointers, for loops that
+/// push records from between their own AVX-512 steps: [`Scatter::push_block`]'s
+/// fast path, and the plotter's loop that hashes, locates and pushes 16
+/// records at a time (`plot/keys.rs`).
+#[cfg(target_arch = "x86_64")]
+pub(crate) struct LinePusher<'a> {
+    base: *mut u32,
+    cap: usize,
+    fills: *mut usize,
+    lines: *mut u32,
+    line_fill: *mut u8,
+    parts: usize,
+    _scatter: std::marker::PhantomData<&'a mut Scatter<u32>>,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Scatter<u32> {
+    pub(crate) fn line_pusher(&mut self) -> LinePusher<'_> {
+        let Scatter {
+            arrays,
+            lines,
+            line_fill,
+            ..
+        } = self;
+        assert_eq!(lines.len(), line_fill.len() * Self::LINE);
+        assert_eq!(arrays.fill.len(), line_fill.len());
+        LinePusher {
+            base: arrays.keys.as_mut_ptr(),
+            cap: arrays.cap,
+            fills: arrays.fill.as_mut_ptr(),
+            lines: lines.as_mut_ptr(),
+            line_fill: line_fill.as_mut_ptr(),
+            parts: line_fill.len(),
+            _scatter: std::marker::PhantomData,
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+impl LinePusher<'_> {
+    /// Partitions of the scatter.
+    pub fn parts(&self) -> usize {
+        self.parts
+    }
+
+    /// Appends `keys[i]` to partition `parts[i]`, in turn: a full line goes
+    /// out in 64-byte non-temporal stores, inline, its last record from a
+    /// register and never stored into the line. The generic path calls out
+    /// for every full line (it cannot inline the AVX-512 store into code
+    /// built without AVX-512), saving six registers and checking bounds
+    /// once a line, and it stored the last record before loading the line,
+    /// which perf showed as a stall on the store. In a profile of phase 1
+    /// at k = 32 (`phase1_speed` in `keys.rs`), the scatter's share against
+    /// hashing went from 0.121 to 0.106. Returns the records pushed: all of
+    /// them, or those before the first that fills a line its partition's
+    /// array has no room for (left to [`Scatter::push_block`], which moves
+    /// it to the overflow).
+    ///
+    /// # Safety
+    /// AVX-512F must be present and enabled in the caller; every partition
+    /// in `parts` must be below [`parts`](Self::parts).
+    #[inline(always)]
+    pub unsafe fn push_fitting(&mut self, parts: &[u32], keys: &[u32]) -> usize {
+        const LINE: usize = LINE_BYTES / 4;
+        for (i, (&p, &key)) in parts.iter().zip(keys).enumerate() {
+            let p = p as usize;
+            let n = *self.line_fill.add(p) as usize;
+            let line = self.lines.add(p * LINE);
+            if n + 1 < LINE {
+                *line.add(n) = key;
+                *self.line_fill.add(p) = (n + 1) as u8;
+                continue;
+            }
+            let f = *self.fills.add(p);
+            if f + LINE > self.cap {
+                return i;
+            }
+            // The last record is not stored in the line: a load of the line
+            // right after a store into it waits for that store to reach the
+            // cache (the mask does not spare the wait), so it comes from a
+            // register.
+            // Each partition's array starts on a line and f is a whole
+            // number of lines, so the stores are aligned as they must be.
+            stream_line_avx512(self.base.add(p * self.cap + f), line, key);
+            *self.fills.add(p) = f + LINE;
+            *self.line_fill.add(p) = 0;
+        }
+        parts.len()
+    }
+}
+
+/// [`LinePusher::push_fitting`] as a function of its own, for
+/// [`Scatter::push_block`].
 ///
 /// # Safety
 /// AVX-512F must be present; every partition in `parts` must be below
-/// `line_fill.len()` and `fill.len()`; `lines` must hold a line's records per
-/// partition, and `base` `cap` records per partition.
+/// `pusher.parts()`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 unsafe fn push_fitting_lines_avx512(
-    base: *mut u32,
-    cap: usize,
-    fill: &mut [usize],
-    lines: &mut [u32],
-    line_fill: &mut [u8],
+    pusher: &mut LinePusher<'_>,
     parts: &[u32],
     keys: &[u32],
 ) -> usize {
-    const LINE: usize = LINE_BYTES / 4;
-    let fills = fill.as_mut_ptr();
-    let (lines_at, fill_at) = (lines.as_mut_ptr(), line_fill.as_mut_ptr());
-    for (i, (&p, &key)) in parts.iter().zip(keys).enumerate() {
-        let p = p as usize;
-        let n = *fill_at.add(p) as usize;
-        let line = lines_at.add(p * LINE);
-        if n + 1 < LINE {
-            *line.add(n) = key;
-            *fill_at.add(p) = (n + 1) as u8;
-            continue;
-        }
-        let f = *fills.add(p);
-        if f + LINE > cap {
-            return i;
-        }
-        // The last record is not stored in the line: a load of the line
-        // right after a store into it waits for that store to reach the
-        // cache (the mask does not spare the wait), so it comes from a
-        // register.
-        // Each partition's array starts on a page and f is a whole number
-        // of lines, so the stores are aligned as they must be.
-        stream_line_avx512(base.add(p * cap + f), line, key);
-        *fills.add(p) = f + LINE;
-        *fill_at.add(p) = 0;
-    }
-    parts.len()
+    pusher.push_fitting(parts, keys)
 }
 
 /// The largest of `parts` (0 for none). In SSE2, which has no unsigned
