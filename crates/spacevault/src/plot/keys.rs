@@ -226,20 +226,7 @@ fn hash_locate_and_push(
                     &mut scatter.line_pusher(),
                 )
             };
-            if done < parts.len() {
-                let rest = first + done as u64;
-                let prefixes = &mut prefixes[done..];
-                kernel.prefixes(rest, prefixes);
-                locate_block(
-                    locator,
-                    shape,
-                    rest,
-                    prefixes,
-                    &mut parts[done..],
-                    &mut keys[done..],
-                    kernel.backend(),
-                );
-            }
+            hash_then_locate_from(done, kernel, locator, shape, first, prefixes, parts, keys);
             return pushed;
         }
     }
@@ -289,6 +276,23 @@ fn hash_and_locate(
             };
         }
     }
+    hash_then_locate_from(done, kernel, locator, shape, first, prefixes, parts, keys);
+}
+
+/// The block's nonces from index `done` on, hashed to prefixes and then
+/// located: what the AVX-512 loops leave (fewer than 16), or all of them.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn hash_then_locate_from(
+    done: usize,
+    kernel: &Kernel,
+    locator: &Locator,
+    shape: KeyShape,
+    first: u64,
+    prefixes: &mut [u64],
+    parts: &mut [u32],
+    keys: &mut [u32],
+) {
     let rest = first + done as u64;
     let prefixes = &mut prefixes[done..];
     kernel.prefixes(rest, prefixes);
