@@ -630,6 +630,8 @@ fn bench_plot_runs_repeat_and_summarise() {
         .arg(dir.path());
     let r = json(&mut cmd);
     assert_eq!(r["reuse_memory"], false);
+    // Every run had fresh memory: there are no reused runs to set apart.
+    assert!(r["reused_summary"].is_null());
     let runs = r["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 2);
     let walls: Vec<f64> = runs
@@ -700,6 +702,29 @@ fn bench_plot_runs_can_share_the_plotters_memory() {
         .collect();
     // The first run brings the buffers into use, the second reuses them.
     assert!(touch[0] > 0.0 && touch[1] == 0.0, "{touch:?}");
+    // The runs that reused memory get a spread of their own.
+    let second_wall = r["runs"][1]["wall_seconds"].as_f64().unwrap();
+    let reused = &r["reused_summary"]["wall_seconds"];
+    assert_eq!(reused["count"], 1);
+    assert_eq!(reused["min"].as_f64().unwrap(), second_wall);
+    assert_eq!(r["summary"]["wall_seconds"]["count"], 2);
+
+    let mut cmd = sv(dir.path());
+    cmd.args(["bench", "plot", "-k", "16", "--runs", "2"])
+        .args(["--disk-bytes", "4MiB", "--reuse-memory", "--dir"])
+        .arg(dir.path());
+    let out = cmd.assert().success().get_output().stdout.clone();
+    let out = String::from_utf8(out).unwrap();
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("runs 2 to 2, memory reused")),
+        "{out}"
+    );
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("wall (s)")).count(),
+        2,
+        "{out}"
+    );
 }
 
 #[test]

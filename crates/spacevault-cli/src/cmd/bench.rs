@@ -215,8 +215,27 @@ fn print_repeated(repeated: &plot_bench::Repeated) {
         println!("  * the disk measured slower than the plot's own I/O then ran: the bound takes the plot's phase for that I/O");
     }
     println!();
-    let s = &repeated.summary;
-    println!("{:<34}  {:>10}  {:>10}  {:>10}", "", "min", "median", "max");
+    print_spread("all runs", &repeated.summary);
+    if let Some(reused) = &repeated.reused_summary {
+        println!();
+        print_spread(
+            &format!("runs 2 to {}, memory reused", repeated.runs.len()),
+            reused,
+        );
+    }
+    for r in &repeated.runs {
+        if let Some(p) = &r.path {
+            println!("kept            {}", p.display());
+        }
+    }
+}
+
+/// Least, median and greatest of each figure that moves from run to run.
+fn print_spread(title: &str, s: &plot_bench::RepeatedSummary) {
+    println!(
+        "{title:<34}  {:>10}  {:>10}  {:>10}",
+        "min", "median", "max"
+    );
     let row = |name: &str, x: &spacevault_bench::stats::Summary, scale: f64| {
         println!(
             "{name:<34}  {:>10.3}  {:>10.3}  {:>10.3}",
@@ -239,11 +258,6 @@ fn print_repeated(repeated: &plot_bench::Repeated) {
     );
     row("disk write (MB/s)", &s.disk_write_bytes_per_second, 1e6);
     row("plot's writes (MB/s)", &s.file_write_bytes_per_second, 1e6);
-    for r in &repeated.runs {
-        if let Some(p) = &r.path {
-            println!("kept            {}", p.display());
-        }
-    }
 }
 
 fn print_plot_bench(r: plot_bench::PlotBench) {
