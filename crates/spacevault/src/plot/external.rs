@@ -611,7 +611,8 @@ pub(crate) fn phase_two(
     // share of the cores keeps them busy while a worker waits for its turn
     // to place.
     progress.phase(super::WRITING_PHASE, n);
-    let mut sink = RegionSink::new(out, parting);
+    let mut sink = RegionSink::new(out, parting)
+        .map_err(|e| PlotError::io("starting the plot's writer", e))?;
     let ahead = ReadAhead::new(plan.workers + READ_AHEAD_EXTRA);
     let source = TempSource {
         segments: &segments,

@@ -153,7 +153,8 @@ impl Hashed<'_> {
             pool,
         } = self;
         progress.phase(super::WRITING_PHASE, parting.layout.record_count());
-        let mut sink = RegionSink::new(file, &parting);
+        let mut sink = RegionSink::new(file, &parting)
+            .map_err(|e| PlotError::io("starting the plot's writer", e))?;
         let end = pack_and_write(&parting, threads, &mut sink, progress, &keys);
         keys.per_thread
             .into_iter()

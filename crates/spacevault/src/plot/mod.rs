@@ -5,6 +5,7 @@
 //! its final name, so an interrupted run never leaves a file that looks
 //! finished. The header goes last: even a renamed partial file is refused.
 
+mod behind;
 mod closer;
 mod external;
 mod files;

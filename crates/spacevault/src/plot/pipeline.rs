@@ -144,6 +144,8 @@ pub(crate) fn pack_and_write(
         if failed.load(Ordering::Relaxed) {
             return Err(PlotError::Aborted);
         }
+        sink.finish(&pool)
+            .map_err(|e| PlotError::io("writing the plot", e))?;
         assert!(sink.is_complete(), "every partition was written");
         Ok(turn.lock().unwrap().1)
     })
