@@ -94,6 +94,9 @@ pub(crate) struct SlotPlacer {
     /// Bytes before this are zeroed, ready for slots; see
     /// [`SlotPlacer::open_buckets`].
     zeroed: usize,
+    /// The bytes of `buf` the partition uses: its regions and the slack
+    /// of the last slot's word. A buffer from the pool may be longer.
+    used: usize,
     cursors: Vec<u64>,
     slots: u64,
     region_size_log2: u32,
@@ -164,7 +167,8 @@ impl SlotPlacer {
             last_touched + 1
         };
         let regions = end_region - first_region;
-        let buf = pool.take(regions as usize * region_size + WORD_SLACK);
+        let used = regions as usize * region_size + WORD_SLACK;
+        let buf = pool.take(used);
         let base = first_region * slots;
 
         let mut placer = SlotPlacer {
@@ -173,6 +177,7 @@ impl SlotPlacer {
             regions,
             buf,
             zeroed: 0,
+            used,
             cursors: Vec::new(),
             slots,
             region_size_log2: layout.region_size.trailing_zeros(),
@@ -216,7 +221,7 @@ impl SlotPlacer {
             // Through the byte that bucket `end` starts in: the last slot of
             // bucket `end - 1` may end there.
             Some(&cursor) => ((cursor >> LEFT_BITS) / 8 + 1) as usize,
-            None => self.buf.len(),
+            None => self.used,
         };
         if upto > self.zeroed {
             self.buf[self.zeroed..upto].fill(0);
