@@ -54,7 +54,6 @@ pub(crate) struct RegionSink {
     staging: Option<AlignedBuf>,
     /// Staging buffers back from the writer.
     spare: Vec<AlignedBuf>,
-    staging_made: usize,
     /// [`STAGING_BYTES`], less in tests.
     staging_bytes: usize,
     staged: usize,
@@ -79,7 +78,6 @@ impl RegionSink {
             parting: parting.clone(),
             staging: None,
             spare: Vec::new(),
-            staging_made: 0,
             staging_bytes: STAGING_BYTES,
             staged: 0,
             staged_at: 0,
@@ -111,7 +109,7 @@ impl RegionSink {
                         self.staged_at = offset;
                     }
                     let at = self.staged;
-                    self.staging_buffer(pool)[at..at + len].copy_from_slice(&buf[..len]);
+                    self.staging_buffer()[at..at + len].copy_from_slice(&buf[..len]);
                     self.staged += len;
                 }
                 pool.give(buf);
@@ -133,24 +131,14 @@ impl RegionSink {
         self.failed.take().map_or(Ok(()), Err)
     }
 
-    /// The buffer being staged into: one back from the writer, or a new one
-    /// while fewer than one more than [`IN_FLIGHT`] exist.
-    fn staging_buffer(&mut self, pool: &BufPool) -> &mut AlignedBuf {
-        if self.staging.is_none() {
-            while self.spare.is_empty() && self.staging_made > IN_FLIGHT {
-                let done = self
-                    .writer
-                    .wait()
-                    .expect("every staging buffer is in flight");
-                self.take_back(done, pool);
-            }
-            let buf = self.spare.pop().unwrap_or_else(|| {
-                self.staging_made += 1;
-                AlignedBuf::zeroed(self.staging_bytes)
-            });
-            self.staging = Some(buf);
-        }
-        self.staging.as_mut().expect("just set")
+    /// The buffer being staged into: one back from the writer, or a new one.
+    /// At most [`IN_FLIGHT`] are being written and one is being filled, so
+    /// no more than that are ever made.
+    fn staging_buffer(&mut self) -> &mut AlignedBuf {
+        let bytes = self.staging_bytes;
+        let spare = &mut self.spare;
+        self.staging
+            .get_or_insert_with(|| spare.pop().unwrap_or_else(|| AlignedBuf::zeroed(bytes)))
     }
 
     fn hand_out_staged(&mut self, pool: &BufPool) {
