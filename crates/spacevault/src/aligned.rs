@@ -70,20 +70,7 @@ impl AlignedBuf {
         // One huge page more than needed, so that an aligned start lies
         // inside; the unaligned head and the rest of the tail go back.
         let over = bytes.checked_add(HUGE_PAGE)?;
-        // SAFETY: an anonymous private mapping; checked for failure below.
-        let raw = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                over,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if raw == libc::MAP_FAILED {
-            return None;
-        }
+        let raw = map_anonymous(over).ok()?;
         let head = (raw as usize).next_multiple_of(HUGE_PAGE) - raw as usize;
         // SAFETY: both ranges lie inside the mapping just made and outside
         // the part kept; `raw + head` is aligned, so the kept part is whole
@@ -157,6 +144,26 @@ pub fn open_read(path: &std::path::Path, direct: bool) -> std::io::Result<(std::
     Ok((std::fs::File::open(path)?, false))
 }
 
+/// A new private anonymous mapping of `bytes` (zeroed, readable and
+/// writable), to be unmapped by its owner.
+fn map_anonymous(bytes: usize) -> std::io::Result<*mut libc::c_void> {
+    // SAFETY: an anonymous private mapping; checked for failure below.
+    let ptr = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            bytes,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if ptr == libc::MAP_FAILED {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(ptr)
+}
+
 /// How a [`MappedBuf`] asks the kernel to back it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Pages {
@@ -192,20 +199,7 @@ impl<T: Copy> MappedBuf<T> {
     /// `len` zeroed elements; T must be an integer type (all-zero is valid).
     pub fn zeroed(len: usize, pages: Pages) -> std::io::Result<MappedBuf<T>> {
         let bytes = (len * std::mem::size_of::<T>()).max(1);
-        // SAFETY: an anonymous private mapping; checked for failure below.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                bytes,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(std::io::Error::last_os_error());
-        }
+        let ptr = map_anonymous(bytes)?;
         if pages == Pages::Huge {
             // SAFETY: advice on our own mapping; failure only loses speed.
             unsafe { libc::madvise(ptr, bytes, libc::MADV_HUGEPAGE) };
