@@ -18,9 +18,9 @@ const HUGE_FROM: usize = 1 << 20;
 pub struct AlignedBuf {
     ptr: NonNull<u8>,
     len: usize,
-    /// Bytes of the buffer's own mapping, or 0 when it came from the
-    /// allocator.
-    mapped: usize,
+    /// Whether the buffer is a mapping of its own (`len` bytes of it)
+    /// rather than memory from the allocator.
+    mapped: bool,
 }
 
 // SAFETY: the buffer owns its memory exclusively, like a Vec<u8>.
@@ -38,9 +38,9 @@ impl AlignedBuf {
     /// so that a buffer kept for reuse serves any request up to it (with
     /// lengths to the page, buffers a page too short were mapped and
     /// faulted in afresh over and over: a ninth of an external plot's CPU
-    /// time went to zeroing new huge pages). Such buffers are for O_DIRECT I/O,
-    /// and a buffer that is contiguous in physical memory is a few long
-    /// segments for the block layer rather than one segment a 4 KiB page:
+    /// time went to zeroing new huge pages). Such buffers are for O_DIRECT
+    /// I/O, and a buffer that is contiguous in physical memory is a few
+    /// long segments for the block layer rather than one a 4 KiB page:
     /// on the development VM (a virtio disk) 8 MiB writes from huge pages
     /// ran at 3.3 to 4.2 GB/s against 1.9 to 2.2 from base pages, reads at
     /// 2.8 against 1.1, with a sixth of the system time. Where huge pages
@@ -59,7 +59,7 @@ impl AlignedBuf {
         AlignedBuf {
             ptr,
             len,
-            mapped: 0,
+            mapped: false,
         }
     }
 
@@ -88,7 +88,7 @@ impl AlignedBuf {
             Some(AlignedBuf {
                 ptr: NonNull::new(start).expect("mmap never returns null"),
                 len: bytes,
-                mapped: bytes,
+                mapped: true,
             })
         }
     }
@@ -111,9 +111,9 @@ impl DerefMut for AlignedBuf {
 
 impl Drop for AlignedBuf {
     fn drop(&mut self) {
-        if self.mapped > 0 {
+        if self.mapped {
             // SAFETY: unmapping exactly what `in_huge_pages` kept.
-            unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.mapped) };
+            unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
             return;
         }
         // SAFETY: allocated in `zeroed` with this very layout.
