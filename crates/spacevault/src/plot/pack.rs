@@ -76,6 +76,12 @@ pub(crate) struct Packed {
 /// written as whole little-endian u64 words.
 const WORD_SLACK: usize = 8;
 
+/// Cursors come in whole windows of buckets (or the partition's bucket
+/// count rounded up to a power of two, when that is less), so that a run of
+/// a window's entries, whose bucket is `first + (entry >> shift)`, needs
+/// one bounds check, not one per record (see [`SlotPlacer::put_entries`]).
+const CURSOR_RUN: usize = 1 << super::windows::WINDOW_BUCKETS_LOG2;
+
 /// Writes a placed partition's records straight into their slots.
 ///
 /// Each bucket has a cursor, its next free slot; [`SlotPlacer::put`] stores a
@@ -86,6 +92,15 @@ const WORD_SLACK: usize = 8;
 /// [`LEFT_BITS`]) and the slots left in its region (below), so that moving
 /// to the next slot is an addition and only a move to the next region
 /// needs more.
+///
+/// Slot writes are not bounds-checked one by one (the checks cost a sixth
+/// of the placing time in `phase2_speed`); instead every cursor always
+/// points at a slot of one of the partition's regions or of one more, the
+/// *landing* region after them, which is in the buffer but never written
+/// out. Cursors are made that way, advance within their region, and one
+/// that would move past the landing region stays on its first slot. A
+/// bucket that gets more records than it counted thus writes only within
+/// the buffer, and [`SlotPlacer::finish`] refuses the partition.
 pub(crate) struct SlotPlacer {
     index: u64,
     first_region: u64,
@@ -94,10 +109,14 @@ pub(crate) struct SlotPlacer {
     /// Bytes before this are zeroed, ready for slots; see
     /// [`SlotPlacer::open_buckets`].
     zeroed: usize,
-    /// The bytes of `buf` the partition uses: its regions and the slack
-    /// of the last slot's word. A buffer from the pool may be longer.
+    /// The bytes of `buf` the partition uses: its regions, the landing
+    /// region and the slack of the last slot's word. A buffer from the pool
+    /// may be longer.
     used: usize,
+    /// One for each bucket, then as many padding cursors (pointing into
+    /// the landing region) as make whole runs of [`CURSOR_RUN`].
     cursors: Vec<u64>,
+    buckets: usize,
     slots: u64,
     region_size_log2: u32,
     area: usize,
@@ -167,7 +186,7 @@ impl SlotPlacer {
             last_touched + 1
         };
         let regions = end_region - first_region;
-        let used = regions as usize * region_size + WORD_SLACK;
+        let used = (regions as usize + 1) * region_size + WORD_SLACK;
         let buf = pool.take(used);
         let base = first_region * slots;
 
@@ -179,14 +198,19 @@ impl SlotPlacer {
             zeroed: 0,
             used,
             cursors: Vec::new(),
+            buckets: counts.len(),
             slots,
             region_size_log2: layout.region_size.trailing_zeros(),
             area: layout.slot_area_offset(),
             k: layout.k as u32,
             mask: (1u64 << layout.k) - 1,
         };
+        let padded = counts
+            .len()
+            .next_multiple_of(counts.len().next_power_of_two().min(CURSOR_RUN));
         cursors.clear();
-        cursors.reserve(counts.len());
+        cursors.reserve(padded);
+        let mut last = SlotWalk { region: 0, j: 0 };
         for (i, &start) in placement.group_starts.iter().enumerate() {
             let group_counts = &counts[i * bpg..((i + 1) * bpg).min(counts.len())];
             let mut next = SlotWalk::at(start - base, slots);
@@ -200,9 +224,34 @@ impl SlotPlacer {
                 cursors.push(placer.cursor_of(next));
                 next.advance(c as u64, slots);
             }
+            last = next;
         }
+        // Slots only move forward, so the last bucket's end is the furthest
+        // any cursor points: an empty bucket at the very end may start in
+        // the landing region, none beyond it.
+        assert!(
+            last.region <= regions,
+            "partition {index}'s slots reach past its regions"
+        );
+        assert_eq!(cursors.len(), counts.len(), "a cursor for every bucket");
+        cursors.resize(padded, placer.landing_cursor());
         placer.cursors = cursors;
         Ok(placer)
+    }
+
+    /// The first slot of the landing region.
+    fn landing_cursor(&self) -> u64 {
+        self.cursor_of(SlotWalk {
+            region: self.regions,
+            j: 0,
+        })
+    }
+
+    fn miscounted(&self) -> PlotError {
+        PlotError::Inconsistent(format!(
+            "partition {} received a different number of records than it counted",
+            self.index
+        ))
     }
 
     /// The cursor of a slot.
@@ -217,7 +266,7 @@ impl SlotPlacer {
     /// so that a run's bytes are zeroed while they are about to be used and
     /// still in cache. Buckets must be opened in order.
     pub fn open_buckets(&mut self, end: usize) {
-        let upto = match self.cursors.get(end) {
+        let upto = match self.cursors[..self.buckets].get(end) {
             // Through the byte that bucket `end` starts in: the last slot of
             // bucket `end - 1` may end there.
             Some(&cursor) => ((cursor >> LEFT_BITS) / 8 + 1) as usize,
@@ -238,23 +287,71 @@ impl SlotPlacer {
     /// the partition), which must be open.
     #[inline(always)]
     pub fn put(&mut self, local: usize, nonce: u64) {
-        let cursor = self.cursors[local];
+        assert!(local < self.cursors.len(), "bucket {local} has no cursor");
+        // SAFETY: checked just now.
+        unsafe { self.put_unchecked(local, nonce & self.mask) }
+    }
+
+    /// Stores each of `entries` in the next slot of its bucket, `first +
+    /// entry / 2^shift`, its nonce being `high | (entry % 2^shift)`: a run
+    /// of [`Windows`](super::windows::Windows) entries. Every bucket that
+    /// can be named must be within the cursors (padded to whole runs).
+    #[inline(always)]
+    pub fn put_entries(&mut self, first: usize, entries: &[u32], shift: u32, high: u64) {
+        assert!(
+            shift <= 32 && first + (1 << (32 - shift)) <= self.cursors.len(),
+            "a run of entries names buckets {first}.. beyond the cursors"
+        );
+        // Masked once here so that every nonce is below 2^k.
+        let (low_mask, high) = (((1u64 << shift) - 1) & self.mask, high & self.mask);
+        for &entry in entries {
+            let entry = entry as u64;
+            // SAFETY: entry >> shift < 2^(32 - shift), checked above.
+            unsafe {
+                self.put_unchecked(first + (entry >> shift) as usize, high | (entry & low_mask))
+            }
+        }
+    }
+
+    /// Stores `nonce`, which must be below 2^k (or it spills into the
+    /// next slot), in the next slot of bucket `local`.
+    ///
+    /// # Safety
+    /// `local` must be below `self.cursors.len()`.
+    #[inline(always)]
+    unsafe fn put_unchecked(&mut self, local: usize, nonce: u64) {
+        let cursor = *self.cursors.get_unchecked(local);
         let bit = cursor >> LEFT_BITS;
         let byte = (bit >> 3) as usize;
         debug_assert!(byte < self.zeroed, "bucket {local} is not open");
+        debug_assert!(byte + 8 <= self.used, "cursor {cursor:#x} is out of bounds");
         // k <= 40 bits shifted by at most 7 stay within one u64; the bits
         // around the slot are ORed with zeros and so kept.
-        let word = &mut self.buf[byte..byte + 8];
-        let value =
-            u64::from_le_bytes(word.try_into().unwrap()) | ((nonce & self.mask) << (bit & 7));
-        word.copy_from_slice(&value.to_le_bytes());
-        self.cursors[local] = if cursor & LEFT_MASK > 1 {
+        // SAFETY: the cursor points at a slot of a region up to the landing
+        // one (see the type's comment), whose word ends within `used`
+        // (WORD_SLACK), and `used <= buf.len()`.
+        let word = self.buf.as_mut_ptr().add(byte).cast::<u64>();
+        let value = u64::from_le(word.read_unaligned()) | (nonce << (bit & 7));
+        word.write_unaligned(value.to_le());
+        *self.cursors.get_unchecked_mut(local) = if cursor & LEFT_MASK > 1 {
             cursor + ((self.k as u64) << LEFT_BITS) - 1
         } else {
-            // The region is full: on to the first slot of the next.
-            let next = ((byte >> self.region_size_log2) + 1) << self.region_size_log2;
-            (((next + self.area) as u64 * 8) << LEFT_BITS) | self.slots
+            self.next_region(byte)
         };
+    }
+
+    /// The region is full: on to the first slot of the next, and never
+    /// past the landing region.
+    #[inline(always)]
+    fn next_region(&self, byte: usize) -> u64 {
+        let next = (byte >> self.region_size_log2) + 1;
+        let region = next.min(self.regions as usize);
+        // Past the landing region, a cursor stays on its first slot with
+        // one slot left, which no cursor made from a count has there:
+        // `finish` sees it. (Arithmetic rather than a call: a call on this
+        // rare path made the placing loop keep fewer values in registers.)
+        let left = if next > region { 1 } else { self.slots };
+        ((((region << self.region_size_log2) + self.area) as u64 * 8) << LEFT_BITS) | left
     }
 
     /// The packed regions, once every bucket got exactly its count of
@@ -274,12 +371,13 @@ impl SlotPlacer {
             for (&c, &cursor) in counts[range.clone()].iter().zip(&self.cursors[range]) {
                 next.advance(c as u64, self.slots);
                 if cursor != self.cursor_of(next) {
-                    return Err(PlotError::Inconsistent(format!(
-                        "partition {} received a different number of records than it counted",
-                        self.index
-                    )));
+                    return Err(self.miscounted());
                 }
             }
+        }
+        let landing = self.landing_cursor();
+        if self.cursors[self.buckets..].iter().any(|&c| c != landing) {
+            return Err(self.miscounted());
         }
         // Regions past the last slot, then the headers: slot writes only
         // ever ORed zeros into header bytes.
@@ -494,5 +592,58 @@ pub(super) mod tests {
                 Err(PlotError::Inconsistent(_))
             ));
         }
+    }
+
+    /// Slot writes are not bounds-checked one by one: a bucket given far
+    /// more records than it counted, or records for the padding cursors,
+    /// must still write only within the buffer (the debug build checks
+    /// every write) and be refused.
+    #[test]
+    fn records_beyond_the_counts_stay_in_the_buffer_and_are_refused() {
+        let layout = Layout::for_k(18).unwrap();
+        let parting = Partitioning::new(layout, 3000);
+        let slots = layout.slots_per_region as usize;
+        let pool = BufPool::default();
+        for index in [0, parting.count - 1] {
+            let buckets = parting.buckets(index);
+            let n_buckets = (buckets.end - buckets.start) as usize;
+            let counts = vec![1u32; n_buckets];
+            let placement = place(&parting, index, &counts, 0);
+            let new = || SlotPlacer::new(&parting, index, &counts, &placement, &pool, Vec::new());
+            let mut placer = new().unwrap();
+            assert!(placer.cursors.len() > n_buckets, "the cursors are padded");
+            placer.open_all();
+            for _ in 0..3 * slots {
+                placer.put(n_buckets - 1, u64::MAX);
+            }
+            assert!(placer.finish(&parting, &counts, &placement).is_err());
+
+            let mut placer = new().unwrap();
+            placer.open_all();
+            (0..n_buckets).for_each(|b| placer.put(b, b as u64));
+            // Entries of no bucket bits: all for the last padding cursor.
+            let last = placer.cursors.len() - 1;
+            placer.put_entries(last, &vec![5; 2 * slots], 32, 0);
+            assert!(matches!(
+                placer.finish(&parting, &counts, &placement),
+                Err(PlotError::Inconsistent(_))
+            ));
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "beyond the cursors")]
+    fn a_run_of_entries_naming_buckets_past_the_cursors_is_refused() {
+        let layout = Layout::for_k(18).unwrap();
+        let parting = Partitioning::new(layout, 3000);
+        let buckets = parting.buckets(0);
+        let counts = vec![1u32; (buckets.end - buckets.start) as usize];
+        let placement = place(&parting, 0, &counts, 0);
+        let pool = BufPool::default();
+        let mut placer =
+            SlotPlacer::new(&parting, 0, &counts, &placement, &pool, Vec::new()).unwrap();
+        // Entries of 4 bucket bits name 16 buckets from the last cursor on.
+        let last = placer.cursors.len() - 1;
+        placer.put_entries(last, &[0], 28, 0);
     }
 }

@@ -187,7 +187,6 @@ impl Windows {
     /// zeroed while in cache), records of a window in the order filed.
     #[inline(always)]
     pub fn place(&self, placer: &mut impl Placer) {
-        let low_mask = (1u64 << self.low_bits) - 1;
         let runs = self.highs.len();
         for w in 0..self.count {
             placer.open_buckets((w + 1) << self.window_bits);
@@ -199,14 +198,12 @@ impl Windows {
                 } else {
                     self.ends[w]
                 };
-                let high = high << self.low_bits;
-                for &entry in &self.buf[start..end] {
-                    let entry = entry as u64;
-                    placer.put(
-                        first_bucket | (entry >> self.low_bits) as usize,
-                        high | (entry & low_mask),
-                    );
-                }
+                placer.put_entries(
+                    first_bucket,
+                    &self.buf[start..end],
+                    self.low_bits,
+                    high << self.low_bits,
+                );
             }
         }
     }
@@ -276,7 +273,9 @@ impl Windows {
 pub(crate) trait Placer {
     /// Makes buckets `..end` ready to receive records.
     fn open_buckets(&mut self, end: usize);
-    fn put(&mut self, bucket: usize, nonce: u64);
+    /// Puts each entry's nonce, `high | (entry & (2^shift - 1))`, into
+    /// bucket `first + (entry >> shift)`.
+    fn put_entries(&mut self, first: usize, entries: &[u32], shift: u32, high: u64);
 }
 
 impl Placer for SlotPlacer {
@@ -286,8 +285,8 @@ impl Placer for SlotPlacer {
     }
 
     #[inline(always)]
-    fn put(&mut self, bucket: usize, nonce: u64) {
-        SlotPlacer::put(self, bucket, nonce)
+    fn put_entries(&mut self, first: usize, entries: &[u32], shift: u32, high: u64) {
+        SlotPlacer::put_entries(self, first, entries, shift, high)
     }
 }
 
@@ -295,8 +294,12 @@ impl Placer for SlotPlacer {
 impl Placer for Vec<(usize, u64)> {
     fn open_buckets(&mut self, _: usize) {}
 
-    fn put(&mut self, bucket: usize, nonce: u64) {
-        self.push((bucket, nonce));
+    fn put_entries(&mut self, first: usize, entries: &[u32], shift: u32, high: u64) {
+        let low_mask = (1u64 << shift) - 1;
+        self.extend(entries.iter().map(|&e| {
+            let e = e as u64;
+            (first + (e >> shift) as usize, high | (e & low_mask))
+        }));
     }
 }
 
