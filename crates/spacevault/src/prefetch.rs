@@ -21,8 +21,10 @@ pub(crate) fn for_read<T>(p: *const T) {
     let _ = p;
 }
 
-/// Asks for the line holding `p` to be brought into L1 ready to be
-/// written (PREFETCHW on x86-64, a no-op on CPUs older than Broadwell).
+/// Asks for the line holding `p` to be brought into L1 to be written. On
+/// x86-64 the intrinsic becomes PREFETCHT0 unless the build enables the
+/// `prfchw` feature (ours does not); a PREFETCHW made phase 2's filing,
+/// its only user, slower (2.5 to 2.7 ns a record against 2.35 to 2.4).
 #[inline(always)]
 pub(crate) fn for_write<T>(p: *const T) {
     #[cfg(target_arch = "x86_64")]
