@@ -853,23 +853,25 @@ mod tests {
     }
 
     /// Phase 1's CPU work on one thread, without the disk, against hashing
-    /// alone, for the two shapes plots take: an external k = 32 plot (512
-    /// partitions) and an in-memory k = 28 plot (2048): `cargo test
-    /// --release -p spacevault phase1_speed -- --ignored --nocapture`.
+    /// alone, for the shapes plots take: an external k = 32 plot (512
+    /// partitions) and in-memory k = 28 and k = 30 plots (1024 each):
+    /// `cargo test --release -p spacevault phase1_speed -- --ignored
+    /// --nocapture`.
     #[test]
     #[ignore]
     fn phase1_speed() {
-        use crate::plot::memory::PARTITION_RECORDS;
-        phase1_speed_of(32, 1 << 23);
-        phase1_speed_of(28, PARTITION_RECORDS);
+        use crate::format::Layout;
+        use crate::plot::memory::partitioning;
+        phase1_speed_of(Partitioning::new(Layout::for_k(32).unwrap(), 1 << 23));
+        phase1_speed_of(partitioning(Layout::for_k(28).unwrap()));
+        phase1_speed_of(partitioning(Layout::for_k(30).unwrap()));
     }
 
-    fn phase1_speed_of(k: u8, partition_records: u64) {
-        use crate::format::Layout;
+    fn phase1_speed_of(parting: Partitioning) {
         use crate::plot::scatter::Room;
         use crate::plot::NoProgress;
         use std::time::Instant;
-        let parting = Partitioning::new(Layout::for_k(k).unwrap(), partition_records);
+        let k = parting.layout.k;
         let shape = KeyShape::with_buckets(&parting);
         let kernel = Kernel::new(&[7; 32]);
         let n = 1u64 << 26;

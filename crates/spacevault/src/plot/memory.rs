@@ -10,21 +10,49 @@ use super::pipeline::{pack_and_write, PartitionSource, Scratch};
 use super::scatter::{bring_into_use, Room, Scatter, ScatterPool};
 use super::sink::RegionSink;
 use super::{stop_requested, PlotError, Progress, Written};
+use crate::format::Layout;
 use crate::kernel::Kernel;
 use std::fs::File;
 
-/// Records a partition holds: small enough that its slots stay in L2 while
-/// they are filled.
+/// Records a partition holds at least: small enough that its slots stay in
+/// L2 while they are filled.
 pub(crate) const PARTITION_RECORDS: u64 = 1 << 17;
 
+/// Partitions the hashing threads scatter into, at most. Each partition is
+/// a stream of line writes into its own pages, and with more streams than
+/// the TLB holds pages every line written missed it: at k = 30, 8201
+/// partitions of 2^17 records took the hashing phase to 8.3-9.8 s against
+/// 5.2-6.0 s with 2051 and 4.6-5.0 s with 1026 (`bench plot -k 30
+/// --reuse-memory`, runs in turns), for a hash bound of 4.1 s. Larger
+/// partitions fill more slowly (their slots spill from L2: 1.85 ns a
+/// record at 2^17 records, 3.6 at 2^20, `last_phase_speed`), which costs
+/// the last phase a fraction of that.
+const MAX_PARTITIONS: u64 = 1 << 10;
+
+/// The in-memory plotter's partitions for `layout`: of [`PARTITION_RECORDS`]
+/// records, or larger where that would make more than [`MAX_PARTITIONS`].
+pub(crate) fn partitioning(layout: Layout) -> Partitioning {
+    let records = PARTITION_RECORDS.max(layout.record_count() / MAX_PARTITIONS);
+    Partitioning::new(layout, records)
+}
+
+/// Bytes a record of a partition in flight in the last phase takes at
+/// most: its slot (k <= 40 bits and the regions' headers) and its share of
+/// the counts.
+const LAST_PHASE_BYTES_PER_RECORD: u64 = 8;
+
 /// Bytes of memory the in-memory plotter needs for 2^k records, beyond a
-/// few tens of MiB of buffers.
+/// few tens of MiB of buffers: the keys, their epoch marks, and the
+/// partitions in flight in the last phase (one in each worker, as many
+/// waiting for the writer, and the writer's).
 pub(crate) fn memory_needed(parting: &Partitioning, threads: usize) -> u64 {
     let cap = slot_capacity(parting, threads);
     let epochs =
         KeyShape::with_buckets(parting).epochs(parting.layout.record_count()) + threads as u64;
+    let in_flight = 2 * threads as u64 + 1;
     threads as u64 * Scatter::<u32>::bytes(parting.count as usize, cap as usize, Room::Lines)
         + epochs * parting.count * 4
+        + in_flight * parting.records_per_part() * LAST_PHASE_BYTES_PER_RECORD
 }
 
 /// Room for one thread's keys of one partition: the mean plus six standard
@@ -170,6 +198,54 @@ impl Hashed<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plot::NoProgress;
+
+    /// Up to k = 27 partitions of 2^17 records; beyond, the fewest that
+    /// keep at most about a thousand.
+    #[test]
+    fn partitions_grow_only_past_a_thousand() {
+        for k in 16..=40 {
+            let layout = Layout::for_k(k).unwrap();
+            let parting = partitioning(layout);
+            if k <= 27 {
+                let small = Partitioning::new(layout, PARTITION_RECORDS);
+                assert_eq!(parting.groups_per_part, small.groups_per_part, "k = {k}");
+            } else {
+                // Whole groups round the count up a little.
+                assert!(parting.count > MAX_PARTITIONS / 2, "k = {k}");
+                assert!(parting.count <= MAX_PARTITIONS + 8, "k = {k}");
+            }
+        }
+    }
+
+    /// The partitions' size changes how the records are sorted, not where
+    /// they go: small, default and one partition for the whole plot make
+    /// the same file.
+    #[test]
+    fn any_partition_size_makes_the_same_plot() {
+        let layout = Layout::for_k(20).unwrap();
+        let kernel = Kernel::new(&[9; 32]);
+        let dir = tempfile::tempdir().unwrap();
+        let pool = ScatterPool::default();
+        let mut plots = Vec::new();
+        for parting in [
+            Partitioning::new(layout, 1 << 12),
+            partitioning(layout),
+            Partitioning::new(layout, 2 * layout.record_count()),
+        ] {
+            let path = dir.path().join(format!("plot-{}", parting.count));
+            let file = File::create(&path).unwrap();
+            let hashed = hash(&parting, &kernel, 2, &NoProgress, &pool).unwrap();
+            let written = hashed.write(2, &file, &NoProgress).unwrap();
+            plots.push((parting.count, written.end, std::fs::read(&path).unwrap()));
+        }
+        assert!(plots[0].0 > 100);
+        assert_eq!(plots[2].0, 1);
+        for (count, end, bytes) in &plots[1..] {
+            assert_eq!(*end, plots[0].1, "{count} partitions");
+            assert!(*bytes == plots[0].2, "{count} partitions make another file");
+        }
+    }
 
     /// The last phase's CPU work on one thread, without the disk: counting,
     /// placing (and zeroing the slots) and filling every partition of a
@@ -178,12 +254,11 @@ mod tests {
     #[test]
     #[ignore]
     fn last_phase_speed() {
-        use crate::format::Layout;
         use crate::plot::pack::{place, BufPool, SlotPlacer};
         use crate::plot::NoProgress;
         use std::time::{Duration, Instant};
         let threads = 2;
-        let parting = Partitioning::new(Layout::for_k(28).unwrap(), PARTITION_RECORDS);
+        let parting = partitioning(Layout::for_k(28).unwrap());
         let shape = KeyShape::with_buckets(&parting);
         let kernel = Kernel::new(&[7; 32]);
         let n = parting.layout.record_count();

@@ -27,7 +27,6 @@ use crate::kernel::Kernel;
 use crate::units::human_bytes;
 use closer::Closer;
 use external::Spares;
-use partition::Partitioning;
 use scatter::ScatterPool;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -284,7 +283,7 @@ const FIXED_OVERHEAD: u64 = 48 << 20;
 /// The memory a plot made in memory with these options needs.
 fn memory_needed_in_memory(options: &PlotOptions) -> Result<u64, PlotError> {
     let layout = options.layout()?;
-    let in_memory = Partitioning::new(layout, memory::PARTITION_RECORDS);
+    let in_memory = memory::partitioning(layout);
     Ok(memory::memory_needed(&in_memory, options.threads.max(1)) + FIXED_OVERHEAD)
 }
 
@@ -440,7 +439,7 @@ fn begin<'a, P: Progress>(
     }
 
     let threads = options.threads;
-    let in_memory = Partitioning::new(layout, memory::PARTITION_RECORDS);
+    let in_memory = memory::partitioning(layout);
     let strategy = strategy_for(options)?;
 
     // Expected size plus a few regions of spill at the end.
