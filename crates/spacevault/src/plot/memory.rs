@@ -249,16 +249,21 @@ mod tests {
 
     /// The last phase's CPU work on one thread, without the disk: counting,
     /// placing (and zeroing the slots) and filling every partition of a
-    /// k = 28 plot hashed as two threads would: `cargo test --release -p
+    /// k = 28 plot hashed as two threads would, in its partitions and in
+    /// partitions of 2^20 records (k = 30's): `cargo test --release -p
     /// spacevault last_phase_speed -- --ignored --nocapture`.
     #[test]
     #[ignore]
     fn last_phase_speed() {
+        let layout = Layout::for_k(28).unwrap();
+        last_phase_speed_of(partitioning(layout));
+        last_phase_speed_of(Partitioning::new(layout, 1 << 20));
+    }
+
+    fn last_phase_speed_of(parting: Partitioning) {
         use crate::plot::pack::{place, BufPool, SlotPlacer};
-        use crate::plot::NoProgress;
         use std::time::{Duration, Instant};
         let threads = 2;
-        let parting = partitioning(Layout::for_k(28).unwrap());
         let shape = KeyShape::with_buckets(&parting);
         let kernel = Kernel::new(&[7; 32]);
         let n = parting.layout.record_count();
@@ -318,8 +323,9 @@ mod tests {
             }
             let ns = |d: Duration| d.as_secs_f64() * 1e9 / n as f64;
             println!(
-                "k = 28 on one thread, ns a record: counting {:.2}, placing and zeroing {:.2}, \
-                 filling {:.2}",
+                "k = 28 in {} partitions on one thread, ns a record: counting {:.2}, placing \
+                 and zeroing {:.2}, filling {:.2}",
+                parting.count,
                 ns(counting),
                 ns(opening),
                 ns(filling)
