@@ -62,15 +62,56 @@ fn slot_capacity(parting: &Partitioning, threads: usize) -> u64 {
     (mean + 6.0 * mean.sqrt() + 64.0) as u64
 }
 
+/// Partitions of more records than this are filed by window before their
+/// slots are filled (see `windows.rs`); smaller ones are filled straight
+/// from the keys. Filled straight, a partition's slots spill from L2 into
+/// L3 (3.6 ns a record at 2^20 records against 1.85 at 2^17,
+/// `last_phase_speed`), and beyond 2^20 records out of L3 too: k = 31's
+/// last phase, in partitions of 2^21 records, took 12.2 s filled straight
+/// and 5.1 s filed by window (`bench plot -k 31`). At 2^20 records filling
+/// straight is still the faster (k = 30: 3.2-3.3 s against 4.1-4.3 s
+/// filed, in 2^21-record partitions, session 17).
+const FILED_FROM: u64 = 1 << 20;
+
 /// Every thread's keys: the source of the in-memory plot's partitions.
 struct Keys {
     per_thread: Vec<ThreadKeys>,
     shape: KeyShape,
+    /// Whether partitions are filed by window (more than [`FILED_FROM`]
+    /// records), and their records.
+    filed: bool,
+    records_per_part: u64,
+}
+
+impl Keys {
+    fn new(per_thread: Vec<ThreadKeys>, parting: &Partitioning) -> Keys {
+        Keys {
+            per_thread,
+            shape: KeyShape::with_buckets(parting),
+            filed: parting.records_per_part() > FILED_FROM,
+            records_per_part: parting.records_per_part(),
+        }
+    }
 }
 
 impl PartitionSource for Keys {
-    fn count(&self, p: u64, _: &mut Scratch, counts: &mut [u32]) -> Result<(), PlotError> {
+    fn count(&self, p: u64, scratch: &mut Scratch, counts: &mut [u32]) -> Result<(), PlotError> {
         let shape = self.shape;
+        if self.filed {
+            let windows = &mut scratch.windows;
+            windows.reset(counts.len(), self.records_per_part as usize);
+            for t in &self.per_thread {
+                let (array, extra, first_epoch, epochs) = t.partition(p);
+                let covered = windows.file_keys((array, &extra), first_epoch, epochs, shape);
+                if covered != Some(array.len() + extra.len()) {
+                    return Err(PlotError::Inconsistent(format!(
+                        "the keys of partition {p} do not add up"
+                    )));
+                }
+            }
+            windows.add_counts(counts);
+            return Ok(());
+        }
         for t in &self.per_thread {
             let (slice, extra) = t.scatter.records(p);
             // The array's keys come from memory the cache has not seen:
@@ -83,8 +124,11 @@ impl PartitionSource for Keys {
         Ok(())
     }
 
-    fn fill(&self, p: u64, _: &mut Scratch, placer: &mut SlotPlacer) {
-        // A partition's slots fit in L2 at once.
+    fn fill(&self, p: u64, scratch: &mut Scratch, placer: &mut SlotPlacer) {
+        if self.filed {
+            scratch.windows.place(placer);
+            return;
+        }
         placer.open_all();
         // Threads in order, epochs in order: nonces ascend.
         let shape = self.shape;
@@ -160,7 +204,7 @@ pub(crate) fn hash<'a>(
     }
     Ok(Hashed {
         parting: parting.clone(),
-        keys: Keys { per_thread, shape },
+        keys: Keys::new(per_thread, parting),
         fresh_bytes,
         pool,
     })
@@ -219,28 +263,32 @@ mod tests {
     }
 
     /// The partitions' size changes how the records are sorted, not where
-    /// they go: small, default and one partition for the whole plot make
-    /// the same file.
+    /// they go: small, default and large partitions, filled straight or
+    /// filed by window first, make the same file.
     #[test]
     fn any_partition_size_makes_the_same_plot() {
-        let layout = Layout::for_k(20).unwrap();
+        let layout = Layout::for_k(22).unwrap();
         let kernel = Kernel::new(&[9; 32]);
         let dir = tempfile::tempdir().unwrap();
         let pool = ScatterPool::default();
-        let mut plots = Vec::new();
+        let (mut plots, mut filed) = (Vec::new(), Vec::new());
         for parting in [
             Partitioning::new(layout, 1 << 12),
             partitioning(layout),
+            Partitioning::new(layout, FILED_FROM),
+            Partitioning::new(layout, 2 * FILED_FROM),
             Partitioning::new(layout, 2 * layout.record_count()),
         ] {
             let path = dir.path().join(format!("plot-{}", parting.count));
             let file = File::create(&path).unwrap();
             let hashed = hash(&parting, &kernel, 2, &NoProgress, &pool).unwrap();
+            filed.push(hashed.keys.filed);
             let written = hashed.write(2, &file, &NoProgress).unwrap();
             plots.push((parting.count, written.end, std::fs::read(&path).unwrap()));
         }
-        assert!(plots[0].0 > 100);
-        assert_eq!(plots[2].0, 1);
+        assert!(plots[0].0 > 1000);
+        assert_eq!(plots[4].0, 1);
+        assert_eq!(filed, [false, false, false, true, true]);
         for (count, end, bytes) in &plots[1..] {
             assert_eq!(*end, plots[0].1, "{count} partitions");
             assert!(*bytes == plots[0].2, "{count} partitions make another file");
@@ -286,7 +334,7 @@ mod tests {
                 ThreadKeys { scatter, marks }
             })
             .collect();
-        let keys = Keys { per_thread, shape };
+        let keys = Keys::new(per_thread, &parting);
         let pool = BufPool::default();
         let (mut scratch, mut cursors, mut counts) = (Scratch::default(), Vec::new(), Vec::new());
         for _ in 0..3 {
