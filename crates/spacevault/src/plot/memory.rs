@@ -37,8 +37,8 @@ pub(crate) fn partitioning(layout: Layout) -> Partitioning {
 }
 
 /// Bytes a record of a partition in flight in the last phase takes at
-/// most: its slot (k <= 40 bits and the regions' headers) and its share of
-/// the counts.
+/// most: its slot (k <= 40 bits and the regions' headers), its share of
+/// the counts, and for a worker's partition filed by window its entry.
 const LAST_PHASE_BYTES_PER_RECORD: u64 = 8;
 
 /// Bytes of memory the in-memory plotter needs for 2^k records, beyond a
