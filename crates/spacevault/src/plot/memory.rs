@@ -22,7 +22,7 @@ pub(crate) const PARTITION_RECORDS: u64 = 1 << 17;
 /// a stream of line writes into its own pages, and with more streams than
 /// the TLB holds pages every line written missed it: at k = 30, 8201
 /// partitions of 2^17 records took the hashing phase to 8.3-9.8 s against
-/// 5.2-6.0 s with 2051 and 4.6-5.0 s with 1026 (`bench plot -k 30
+/// 5.2-6.8 s with 2051 and 4.6-5.0 s with 1026 (`bench plot -k 30
 /// --reuse-memory`, runs in turns), for a hash bound of 4.1 s. Larger
 /// partitions fill more slowly (their slots spill from L2: 1.85 ns a
 /// record at 2^17 records, 3.6 at 2^20, `last_phase_speed`), which costs
