@@ -259,6 +259,14 @@ mod tests {
                 assert!(parting.count > MAX_PARTITIONS / 2, "k = {k}");
                 assert!(parting.count <= MAX_PARTITIONS + 8, "k = {k}");
             }
+            // Neither too few nor wrapped around (k = 40's partitions have
+            // more than 2^24 buckets of 2^16 records).
+            let (records, n) = (parting.records_per_part(), layout.record_count());
+            assert!(records >= PARTITION_RECORDS / 2, "k = {k}");
+            assert!(
+                records >= n / (MAX_PARTITIONS + 8) && records / 2 <= n,
+                "k = {k}"
+            );
         }
     }
 

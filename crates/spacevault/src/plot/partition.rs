@@ -73,7 +73,10 @@ impl Partitioning {
 
     /// Expected records in one partition.
     pub fn records_per_part(&self) -> u64 {
-        (self.buckets_per_part * self.layout.record_count()) >> self.layout.bucket_bits
+        // In 128 bits: at k = 40 a partition of 2^30 records has more than
+        // 2^24 buckets.
+        ((self.buckets_per_part as u128 * self.layout.record_count() as u128)
+            >> self.layout.bucket_bits) as u64
     }
 }
 
