@@ -77,9 +77,6 @@ const FILED_FROM: u64 = 1 << 20;
 struct Keys {
     per_thread: Vec<ThreadKeys>,
     shape: KeyShape,
-    /// Whether partitions are filed by window (more than [`FILED_FROM`]
-    /// records), and their records.
-    filed: bool,
     records_per_part: u64,
 }
 
@@ -88,16 +85,21 @@ impl Keys {
         Keys {
             per_thread,
             shape: KeyShape::with_buckets(parting),
-            filed: parting.records_per_part() > FILED_FROM,
             records_per_part: parting.records_per_part(),
         }
+    }
+
+    /// Whether partitions are filed by window (more than [`FILED_FROM`]
+    /// records).
+    fn filed(&self) -> bool {
+        self.records_per_part > FILED_FROM
     }
 }
 
 impl PartitionSource for Keys {
     fn count(&self, p: u64, scratch: &mut Scratch, counts: &mut [u32]) -> Result<(), PlotError> {
         let shape = self.shape;
-        if self.filed {
+        if self.filed() {
             let windows = &mut scratch.windows;
             windows.reset(counts.len(), self.records_per_part as usize);
             for t in &self.per_thread {
@@ -125,7 +127,7 @@ impl PartitionSource for Keys {
     }
 
     fn fill(&self, p: u64, scratch: &mut Scratch, placer: &mut SlotPlacer) {
-        if self.filed {
+        if self.filed() {
             scratch.windows.place(placer);
             return;
         }
@@ -290,7 +292,7 @@ mod tests {
             let path = dir.path().join(format!("plot-{}", parting.count));
             let file = File::create(&path).unwrap();
             let hashed = hash(&parting, &kernel, 2, &NoProgress, &pool).unwrap();
-            filed.push(hashed.keys.filed);
+            filed.push(hashed.keys.filed());
             let written = hashed.write(2, &file, &NoProgress).unwrap();
             plots.push((parting.count, written.end, std::fs::read(&path).unwrap()));
         }
