@@ -19,7 +19,7 @@
 
 use super::closer::Closer;
 use super::files::{open_direct, write_all_vectored_at};
-use super::keys::{for_each_run, hash_range, EpochMarks, KeyShape, ThreadKeys};
+use super::keys::{for_each_run, hash_range, EpochMarks, KeyShape, RangeKeys};
 use super::pack::SlotPlacer;
 use super::partition::Partitioning;
 use super::pipeline::{pack_and_write, PartitionSource, Scratch};
@@ -405,7 +405,7 @@ fn slot_capacity(round: u64, parts: u64, threads: usize) -> usize {
 type RoundSegments = Vec<Vec<Segment>>;
 
 /// One round's buffers: a scatter per thread.
-type RoundBuffers = Vec<ThreadKeys>;
+type RoundBuffers = Vec<RangeKeys>;
 
 /// Phase 1's work, ready for phase 2: the temp file and the round buffers
 /// kept in memory.
@@ -501,11 +501,10 @@ fn hash_to_temp<'a>(
         sets.push(
             (0..threads)
                 .map(|_| {
-                    pool.take(parts, cap, Room::Pages)
-                        .map(|scatter| ThreadKeys {
-                            scatter,
-                            marks: EpochMarks::default(),
-                        })
+                    pool.take(parts, cap, Room::Pages).map(|scatter| RangeKeys {
+                        scatter,
+                        marks: EpochMarks::default(),
+                    })
                 })
                 .collect::<Result<_, _>>()?,
         );
@@ -823,7 +822,7 @@ fn hash_round(
                 let range =
                     (base + len * t as u64 / threads)..(base + len * (t as u64 + 1) / threads);
                 s.spawn(move || {
-                    let ThreadKeys { scatter, marks } = round;
+                    let RangeKeys { scatter, marks } = round;
                     scatter.clear();
                     hash_range(kernel, parting, shape, range, scatter, marks, progress)
                 })

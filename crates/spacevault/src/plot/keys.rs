@@ -650,14 +650,14 @@ pub(crate) fn for_each_run(
     start
 }
 
-/// One thread's keys, scattered by partition, and where each epoch starts
-/// in every partition: what [`hash_range`] leaves.
-pub(crate) struct ThreadKeys {
+/// The keys of one range of nonces, scattered by partition, and where each
+/// epoch starts in every partition: what [`hash_range`] leaves.
+pub(crate) struct RangeKeys {
     pub scatter: Scatter<u32>,
     pub marks: EpochMarks,
 }
 
-impl ThreadKeys {
+impl RangeKeys {
     /// Partition p's keys as they lie in memory after hashing: `(array,
     /// overflow, first epoch, keys in each epoch)`, what [`for_each_run`]
     /// takes. The overflow (rare) is collected into a vector.
