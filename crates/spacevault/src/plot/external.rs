@@ -495,7 +495,10 @@ fn hash_to_temp<'a>(
     // last rounds stay in memory.
     let rounds: Vec<u64> = (0..plan.rounds).map(|r| r * round).collect();
     let written_rounds = (plan.rounds - plan.resident) as usize;
-    pool.keep_only(parts, cap, Room::Pages, plan.sets as usize * threads);
+    pool.keep_only(&vec![
+        (parts, cap, Room::Pages);
+        plan.sets as usize * threads
+    ]);
     let mut sets: Vec<RoundBuffers> = Vec::new();
     for _ in 0..plan.sets {
         sets.push(

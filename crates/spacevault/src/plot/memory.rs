@@ -13,6 +13,7 @@ use super::{stop_requested, PlotError, Progress, Written};
 use crate::format::Layout;
 use crate::kernel::Kernel;
 use std::fs::File;
+use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -38,31 +39,49 @@ pub(crate) fn partitioning(layout: Layout) -> Partitioning {
     Partitioning::new(layout, records)
 }
 
-/// Ranges of nonces each hashing thread's share is cut into, when there is
-/// more than one thread. The threads take ranges in turn, so one slowed
-/// down (on a shared host, one whose core another guest takes for a while)
-/// leaves the rest of its work to the others instead of keeping them
-/// waiting at the end: with one contiguous half each, k = 28's two threads
-/// finished their halves 0.03 to 0.57 s apart on the development VM,
-/// where hashing takes about 1.2 s. Each range has its own scatter, and
-/// the ranges are read back in nonce order, so the last phase sees the
-/// keys in the same order as before.
-const RANGES_PER_THREAD: u64 = 8;
+/// The smallest ranges of nonces the hashing threads take, as a share of
+/// the plot (see [`hash_ranges`]).
+const LAST_RANGES_LOG2: u32 = 9;
 
-/// A range's mean share of a partition, at least, where there are ranges
-/// to spare: each range has room for six standard deviations beyond its
-/// mean in every partition, about 7% more memory at this share.
-const RANGE_SHARE: u64 = 1 << 13;
+/// Records a range holds at least: smaller ones would keep more room for
+/// each partition's share (six standard deviations) than they save.
+const MIN_RANGE: u64 = 1 << 16;
 
-/// The ranges the nonces are hashed in, with `threads` threads: one a
-/// thread, or more where the partitions are large enough to share.
-fn range_count(parting: &Partitioning, threads: usize) -> u64 {
+/// The ranges of nonces the plot is hashed in, in nonce order, which the
+/// hashing threads take in turn. One contiguous share a thread left the
+/// threads waiting for the slowest one at the end: on the development VM,
+/// k = 28's two threads finished their halves 0.05 to 0.15 s apart, and
+/// up to 0.57 s, where hashing takes about 1.2 s (one of its two virtual
+/// cores takes the disk's interrupts, and the host's other guests slow
+/// either now and then). Ranges shrink as the work left does: each
+/// thread's next range is a quarter of what is left for it, down to
+/// 1/512th of the plot, so the threads finish a few milliseconds apart.
+/// Each range has a scatter of its own, and the last phase reads the
+/// ranges in nonce order, so it sees the keys in the same order as with
+/// one range a thread.
+fn hash_ranges(n: u64, threads: usize) -> Vec<Range<u64>> {
     let threads = threads.max(1) as u64;
-    if threads == 1 {
-        return 1;
+    let smallest = (n >> LAST_RANGES_LOG2).max(MIN_RANGE);
+    let mut ranges = Vec::new();
+    let mut start = 0;
+    // One thread has no one to wait for.
+    let levels = if threads > 1 { u32::MAX } else { 0 };
+    for _ in 0..levels {
+        let len = (n - start) / (2 * threads);
+        if len < smallest {
+            break;
+        }
+        for _ in 0..threads {
+            ranges.push(start..start + len);
+            start += len;
+        }
     }
-    let shares = (parting.records_per_part() / RANGE_SHARE).max(1);
-    (threads * RANGES_PER_THREAD).min(shares).max(threads)
+    // What is left, a share a thread.
+    let left = n - start;
+    for t in 0..threads {
+        ranges.push(start + left * t / threads..start + left * (t + 1) / threads);
+    }
+    ranges
 }
 
 /// Bytes a record of a partition in flight in the last phase takes at
@@ -75,20 +94,28 @@ const LAST_PHASE_BYTES_PER_RECORD: u64 = 8;
 /// partitions in flight in the last phase (one in each worker, as many
 /// waiting for the writer, and the writer's).
 pub(crate) fn memory_needed(parting: &Partitioning, threads: usize) -> u64 {
-    let ranges = range_count(parting, threads);
-    let cap = slot_capacity(parting, ranges);
-    let epochs = KeyShape::with_buckets(parting).epochs(parting.layout.record_count()) + ranges;
+    let n = parting.layout.record_count();
+    let ranges = hash_ranges(n, threads);
+    let epochs = KeyShape::with_buckets(parting).epochs(n) + ranges.len() as u64;
     let in_flight = 2 * threads as u64 + 1;
-    ranges * Scatter::<u32>::bytes(parting.count as usize, cap as usize, Room::Lines)
+    ranges
+        .iter()
+        .map(|range| {
+            let cap = slot_capacity(parting, range.end - range.start);
+            Scatter::<u32>::bytes(parting.count as usize, cap, Room::Lines)
+        })
+        .sum::<u64>()
         + epochs * parting.count * 4
         + in_flight * parting.records_per_part() * LAST_PHASE_BYTES_PER_RECORD
 }
 
-/// Room for one range's keys of one partition: the mean plus six standard
-/// deviations; the rare excess goes to an overflow list.
-fn slot_capacity(parting: &Partitioning, ranges: u64) -> u64 {
-    let mean = parting.records_per_part() as f64 / ranges as f64;
-    (mean + 6.0 * mean.sqrt() + 64.0) as u64
+/// Room for the keys of one partition from a range of `len` nonces: the
+/// mean plus six standard deviations; the rare excess goes to an overflow
+/// list.
+fn slot_capacity(parting: &Partitioning, len: u64) -> usize {
+    let share = len as f64 / parting.layout.record_count() as f64;
+    let mean = parting.records_per_part() as f64 * share;
+    (mean + 6.0 * mean.sqrt() + 64.0) as usize
 }
 
 /// Partitions of more records than this are filed by window before their
@@ -184,7 +211,7 @@ pub(crate) struct Hashed<'a> {
 }
 
 /// Hashes every record of the plot into scatters taken from `pool`, on
-/// `threads` threads taking [`range_count`] ranges of nonces in turn.
+/// `threads` threads taking the [`hash_ranges`] in turn.
 pub(crate) fn hash<'a>(
     parting: &Partitioning,
     kernel: &Kernel,
@@ -194,35 +221,38 @@ pub(crate) fn hash<'a>(
 ) -> Result<Hashed<'a>, PlotError> {
     let n = parting.layout.record_count();
     let parts = parting.count as usize;
-    let ranges = range_count(parting, threads) as usize;
-    let cap = slot_capacity(parting, ranges as u64);
+    let ranges = hash_ranges(n, threads);
+    let shapes: Vec<_> = ranges
+        .iter()
+        .map(|r| (parts, slot_capacity(parting, r.end - r.start), Room::Lines))
+        .collect();
     let shape = KeyShape::with_buckets(parting);
-    pool.keep_only(parts, cap as usize, Room::Lines, ranges);
-    let mut scatters = (0..ranges)
-        .map(|_| pool.take(parts, cap as usize, Room::Lines))
+    pool.keep_only(&shapes);
+    let mut scatters = shapes
+        .iter()
+        .map(|&(parts, cap, room)| pool.take(parts, cap, room))
         .collect::<Result<Vec<_>, _>>()?;
     let fresh_bytes = bring_into_use(scatters.iter_mut().collect(), threads, progress);
 
     progress.phase("hashing", n);
     let scatters: Vec<_> = scatters.into_iter().map(|s| Mutex::new(Some(s))).collect();
     let hashed: Vec<Mutex<Option<Result<RangeKeys, PlotError>>>> =
-        (0..ranges).map(|_| Mutex::new(None)).collect();
+        ranges.iter().map(|_| Mutex::new(None)).collect();
     let (next, failed) = (AtomicUsize::new(0), AtomicBool::new(false));
     std::thread::scope(|s| {
         for _ in 0..threads.max(1) {
             s.spawn(|| loop {
                 let r = next.fetch_add(1, Ordering::Relaxed);
-                if r >= ranges || failed.load(Ordering::Relaxed) {
+                if r >= ranges.len() || failed.load(Ordering::Relaxed) {
                     return;
                 }
                 let mut scatter = scatters[r].lock().unwrap().take().expect("each range once");
-                let range = (n * r as u64 / ranges as u64)..(n * (r as u64 + 1) / ranges as u64);
                 let mut marks = EpochMarks::default();
                 let result = hash_range(
                     kernel,
                     parting,
                     shape,
-                    range,
+                    ranges[r].clone(),
                     &mut scatter,
                     &mut marks,
                     progress,
@@ -233,19 +263,19 @@ pub(crate) fn hash<'a>(
             });
         }
     });
-    let mut done = Vec::with_capacity(ranges);
+    let mut done = Vec::with_capacity(ranges.len());
     for result in hashed.into_iter().map(|h| h.into_inner().unwrap()) {
         match result {
             Some(Ok(keys)) => done.push(keys),
             Some(Err(e)) => return Err(e),
-            // Left when another range failed.
+            // Not taken once another range failed.
             None => {}
         }
     }
     if stop_requested() {
         return Err(PlotError::Interrupted);
     }
-    assert_eq!(done.len(), ranges, "every range hashed");
+    assert_eq!(done.len(), ranges.len(), "every range hashed");
     Ok(Hashed {
         parting: parting.clone(),
         keys: Keys::new(done, parting),
@@ -312,29 +342,39 @@ mod tests {
         }
     }
 
-    /// One range a thread, or eight where each range's share of a partition
-    /// stays at least [`RANGE_SHARE`] records.
+    /// The ranges cover every nonce once, in order; with two threads or
+    /// more they shrink to about 1/512th of the plot, never below
+    /// [`MIN_RANGE`] but for the last ones of a small plot.
     #[test]
-    fn ranges_are_cut_only_where_partitions_can_share() {
-        let k28 = partitioning(Layout::for_k(28).unwrap());
-        assert_eq!(range_count(&k28, 1), 1);
-        assert_eq!(range_count(&k28, 2), 16);
-        // 2^18 records a partition, a little less in whole groups.
-        assert!((30..32).contains(&range_count(&k28, 4)));
-        assert_eq!(range_count(&k28, 64), 64);
-        let k16 = partitioning(Layout::for_k(16).unwrap());
-        assert_eq!(range_count(&k16, 2), 8);
-        for k in 16..=40 {
-            let parting = partitioning(Layout::for_k(k).unwrap());
-            for threads in [2, 3, 16, 192] {
-                let ranges = range_count(&parting, threads);
-                assert!(ranges >= threads as u64, "k = {k}, {threads} threads");
-                assert!(
-                    ranges == threads as u64 || parting.records_per_part() / ranges >= RANGE_SHARE,
-                    "k = {k}, {threads} threads"
-                );
+    fn hash_ranges_cover_the_plot_and_shrink() {
+        for k in [16, 20, 24, 28, 32, 40] {
+            let n = 1u64 << k;
+            for threads in [1, 2, 3, 16, 192] {
+                let ranges = hash_ranges(n, threads);
+                let case = format!("k = {k}, {threads} threads");
+                assert_eq!(ranges[0].start, 0, "{case}");
+                assert_eq!(ranges.last().unwrap().end, n, "{case}");
+                assert!(ranges.windows(2).all(|w| w[0].end == w[1].start), "{case}");
+                assert!(ranges.iter().all(|r| r.start < r.end), "{case}");
+                assert_eq!(ranges.len() % threads, 0, "{case}");
+                let lens: Vec<u64> = ranges.iter().map(|r| r.end - r.start).collect();
+                let shrink = lens.windows(2).all(|w| w[0] + threads as u64 >= w[1]);
+                assert!(shrink, "{case}: {lens:?}");
+                let (last, smallest) = (*lens.last().unwrap(), (n >> 9).max(MIN_RANGE));
+                if threads == 1 {
+                    assert_eq!(ranges, vec![0..n], "{case}");
+                } else {
+                    assert!(last < 2 * smallest, "{case}: {lens:?}");
+                }
             }
         }
+        let k28: Vec<u64> = hash_ranges(1 << 28, 2)
+            .iter()
+            .map(|r| r.end - r.start)
+            .collect();
+        assert_eq!(k28.len(), 18);
+        assert_eq!(k28[..2], [1 << 26, 1 << 26]);
+        assert_eq!(k28[16..], [1 << 19, 1 << 19]);
     }
 
     /// The partitions' size changes how the records are sorted, not where
@@ -386,16 +426,15 @@ mod tests {
     fn last_phase_speed_of(parting: Partitioning) {
         use crate::plot::pack::{place, BufPool, SlotPlacer};
         use std::time::{Duration, Instant};
-        let ranges = range_count(&parting, 2);
         let shape = KeyShape::with_buckets(&parting);
         let kernel = Kernel::new(&[7; 32]);
         let n = parting.layout.record_count();
-        let cap = slot_capacity(&parting, ranges) as usize;
-        let ranges = (0..ranges)
-            .map(|r| {
+        let ranges = hash_ranges(n, 2)
+            .into_iter()
+            .map(|range| {
+                let cap = slot_capacity(&parting, range.end - range.start);
                 let mut scatter = Scatter::new(parting.count as usize, cap, Room::Lines).unwrap();
                 let mut marks = EpochMarks::default();
-                let range = n * r / ranges..n * (r + 1) / ranges;
                 hash_range(
                     &kernel,
                     &parting,

@@ -301,13 +301,18 @@ impl ScatterPool {
         self.0.lock().unwrap().push(scatter);
     }
 
-    /// Frees every kept scatter of another shape, and any beyond the
-    /// `most` a plot is about to take: a plot's memory limit counts only
-    /// its own buffers.
-    pub fn keep_only(&self, parts: usize, cap: usize, room: Room, most: usize) {
+    /// Frees every kept scatter but those a plot is about to take, one
+    /// `(parts, cap, room)` shape for each scatter: a plot's memory limit
+    /// counts only its own buffers.
+    pub fn keep_only(&self, shapes: &[(usize, usize, Room)]) {
+        let mut wanted = shapes.to_vec();
         let mut kept = self.0.lock().unwrap();
-        kept.retain(|s| s.has_shape(parts, cap, room));
-        kept.truncate(most);
+        kept.retain(|s| {
+            let found = wanted
+                .iter()
+                .position(|&(parts, cap, room)| s.has_shape(parts, cap, room));
+            found.map(|i| wanted.swap_remove(i)).is_some()
+        });
     }
 
     #[cfg(test)]
@@ -667,15 +672,33 @@ mod tests {
         let other = pool.take(4, 5000, Room::Pages).unwrap();
         assert!(other.has_shape(4, 5000, Room::Pages));
         assert_eq!(pool.kept(), 1);
-        pool.keep_only(4, 5000, Room::Pages, 9);
+        pool.keep_only(&[(4, 5000, Room::Pages); 9]);
         assert_eq!(pool.kept(), 0);
         (0..3).for_each(|_| pool.give(Scatter::new(4, 100, Room::Pages).unwrap()));
-        pool.keep_only(4, 100, Room::Pages, 2);
+        pool.give(Scatter::new(4, 3000, Room::Pages).unwrap());
+        pool.keep_only(&[(4, 100, Room::Pages); 2]);
         assert_eq!(pool.kept(), 2);
+        // Several shapes at once: as many of each as asked for.
+        (0..2).for_each(|_| pool.give(Scatter::new(4, 3000, Room::Pages).unwrap()));
+        let shapes = [
+            (4, 3000, Room::Pages),
+            (4, 100, Room::Pages),
+            (4, 9000, Room::Pages),
+        ];
+        pool.keep_only(&shapes);
+        assert_eq!(pool.kept(), 2);
+        for (i, &(parts, cap, room)) in shapes[..2].iter().enumerate() {
+            assert!(pool
+                .take(parts, cap, room)
+                .unwrap()
+                .has_shape(parts, cap, room));
+            assert_eq!(pool.kept(), 1 - i, "each kept scatter of a shape asked for");
+        }
+        pool.give(Scatter::new(4, 100, Room::Pages).unwrap());
         // Room rounded to lines is another shape, and takes less memory.
         let lines = pool.take(4, 100, Room::Lines).unwrap();
         assert!(lines.has_shape(4, 100, Room::Lines) && !lines.has_shape(4, 100, Room::Pages));
-        assert_eq!(pool.kept(), 2);
+        assert_eq!(pool.kept(), 1);
         let bytes = |room| Scatter::<u32>::bytes(4, 100, room);
         assert_eq!(
             (bytes(Room::Lines), bytes(Room::Pages)),
