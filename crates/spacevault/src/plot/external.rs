@@ -32,6 +32,7 @@ use crate::aligned::AlignedBuf;
 use crate::format::Layout;
 use crate::kernel::Kernel;
 use std::fs::File;
+use std::ops::Range;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -540,24 +541,39 @@ fn hash_to_temp<'a>(
                 }
                 (all, offset)
             });
+            let mut hashers = Hashers::start(s, threads, (kernel, parting, shape), progress);
             let mut free = sets;
             let mut kept = Vec::new();
-            for (i, &base) in rounds.iter().enumerate() {
-                let mut buffers = match free.pop() {
-                    Some(b) => b,
-                    None => returned.recv().map_err(|_| PlotError::Aborted)??,
-                };
-                let len = round.min(n - base);
-                hash_round(kernel, parting, shape, base, len, &mut buffers, progress)?;
+            // Each round is handed to the hashing threads before the one
+            // before it is finished, so a thread done with its share goes
+            // on to the next round's instead of waiting for the others.
+            let mut finish = |j: usize, hashers: &mut Hashers| -> Result<(), PlotError> {
+                let buffers = hashers.collect(j)?;
                 if stop_requested() {
                     return Err(PlotError::Interrupted);
                 }
-                if i < written_rounds {
+                if j < written_rounds {
                     to_writer.send(buffers).map_err(|_| PlotError::Aborted)?;
                 } else {
                     kept.push(buffers);
                 }
+                Ok(())
+            };
+            let mut pending = None;
+            for (i, &base) in rounds.iter().enumerate() {
+                let buffers = match free.pop() {
+                    Some(b) => b,
+                    None => returned.recv().map_err(|_| PlotError::Aborted)??,
+                };
+                hashers.hand_out(i, base..base + round.min(n - base), buffers)?;
+                if let Some(j) = pending.replace(i) {
+                    finish(j, &mut hashers)?;
+                }
             }
+            if let Some(j) = pending {
+                finish(j, &mut hashers)?;
+            }
+            drop(hashers);
             drop(to_writer);
             // Surface a write error from the last rounds. The sets not kept
             // are freed here, before phase 2 allocates its own memory, or
@@ -805,36 +821,138 @@ impl TempSource<'_> {
 /// Nonces hashed at once in phase 2: their buffers stay in L1.
 const HASH_BLOCK: usize = 2048;
 
-/// Hashes nonces `base .. base + len` into the round's buffers, each thread a
-/// contiguous share.
-fn hash_round(
-    kernel: &Kernel,
-    parting: &Partitioning,
-    shape: KeyShape,
-    base: u64,
-    len: u64,
-    buffers: &mut RoundBuffers,
-    progress: &dyn Progress,
-) -> Result<(), PlotError> {
-    let threads = buffers.len() as u64;
-    std::thread::scope(|s| {
-        let handles: Vec<_> = buffers
-            .iter_mut()
-            .enumerate()
-            .map(|(t, round)| {
-                let range =
-                    (base + len * t as u64 / threads)..(base + len * (t as u64 + 1) / threads);
+/// A thread's share of a round: its nonces and the buffers they go to.
+struct Share {
+    round: usize,
+    nonces: Range<u64>,
+    keys: RangeKeys,
+}
+
+/// A share hashed, or the error that stopped it.
+struct HashedShare {
+    round: usize,
+    thread: usize,
+    keys: RangeKeys,
+    result: Result<(), PlotError>,
+}
+
+/// Phase 1's hashing threads, one for each of a round's buffers, kept for
+/// the whole phase. Each hashes its contiguous share of every round in
+/// turn. With a join after every round, the faster thread waited for the
+/// slower at each round's end: 0.8 s in all over a k = 32 plot's 16
+/// rounds (0.003 to 0.16 s a round), 4% of phase 1. Now a thread done
+/// with its share goes on to its share of the next round as soon as that
+/// round's buffers are free, which they are while the writer keeps up.
+struct Hashers {
+    shares: Vec<mpsc::SyncSender<Share>>,
+    hashed: mpsc::Receiver<HashedShare>,
+    /// Shares of later rounds that came in while waiting for an earlier.
+    early: Vec<HashedShare>,
+}
+
+impl Hashers {
+    fn start<'scope>(
+        s: &'scope std::thread::Scope<'scope, '_>,
+        threads: usize,
+        (kernel, parting, shape): (&'scope Kernel, &'scope Partitioning, KeyShape),
+        progress: &'scope dyn Progress,
+    ) -> Hashers {
+        let (done, hashed) = mpsc::channel();
+        let shares = (0..threads)
+            .map(|thread| {
+                // Room for the share after the one in hand.
+                let (tx, rx) = mpsc::sync_channel::<Share>(2);
+                let done = done.clone();
                 s.spawn(move || {
-                    let RangeKeys { scatter, marks } = round;
-                    scatter.clear();
-                    hash_range(kernel, parting, shape, range, scatter, marks, progress)
-                })
+                    for Share {
+                        round,
+                        nonces,
+                        keys,
+                    } in rx
+                    {
+                        let RangeKeys {
+                            mut scatter,
+                            mut marks,
+                        } = keys;
+                        scatter.clear();
+                        let result = hash_range(
+                            kernel,
+                            parting,
+                            shape,
+                            nonces,
+                            &mut scatter,
+                            &mut marks,
+                            progress,
+                        );
+                        let keys = RangeKeys { scatter, marks };
+                        let share = HashedShare {
+                            round,
+                            thread,
+                            keys,
+                            result,
+                        };
+                        if done.send(share).is_err() {
+                            return;
+                        }
+                    }
+                });
+                tx
             })
             .collect();
-        handles
+        Hashers {
+            shares,
+            hashed,
+            early: Vec::new(),
+        }
+    }
+
+    /// Hands round `round`'s nonces to the threads, a contiguous share
+    /// each, into `buffers` (one for each thread).
+    fn hand_out(
+        &self,
+        round: usize,
+        nonces: Range<u64>,
+        buffers: RoundBuffers,
+    ) -> Result<(), PlotError> {
+        let threads = self.shares.len() as u64;
+        assert_eq!(buffers.len() as u64, threads, "a buffer a thread");
+        let (base, len) = (nonces.start, nonces.end - nonces.start);
+        for ((t, keys), to) in buffers.into_iter().enumerate().zip(&self.shares) {
+            let t = t as u64;
+            let nonces = base + len * t / threads..base + len * (t + 1) / threads;
+            let share = Share {
+                round,
+                nonces,
+                keys,
+            };
+            to.send(share).map_err(|_| PlotError::Aborted)?;
+        }
+        Ok(())
+    }
+
+    /// Waits for every share of round `round`; returns its buffers in
+    /// thread order.
+    fn collect(&mut self, round: usize) -> Result<RoundBuffers, PlotError> {
+        let mut buffers: Vec<Option<RangeKeys>> = self.shares.iter().map(|_| None).collect();
+        let mut missing = buffers.len();
+        while missing > 0 {
+            let share = match self.early.iter().position(|s| s.round == round) {
+                Some(i) => self.early.swap_remove(i),
+                None => self.hashed.recv().map_err(|_| PlotError::Aborted)?,
+            };
+            if share.round != round {
+                self.early.push(share);
+                continue;
+            }
+            share.result?;
+            buffers[share.thread] = Some(share.keys);
+            missing -= 1;
+        }
+        Ok(buffers
             .into_iter()
-            .try_for_each(|h| h.join().expect("hashing thread panicked"))
-    })
+            .map(|b| b.expect("every share"))
+            .collect())
+    }
 }
 
 /// Tails staged before they are written, with the arrays between them, in
