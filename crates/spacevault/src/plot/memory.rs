@@ -412,9 +412,9 @@ mod tests {
 
     /// The last phase's CPU work on one thread, without the disk: counting,
     /// placing (and zeroing the slots) and filling every partition of a
-    /// k = 28 plot hashed in the ranges two threads take, in its partitions and in
-    /// partitions of 2^20 records (k = 30's): `cargo test --release -p
-    /// spacevault last_phase_speed -- --ignored --nocapture`.
+    /// k = 28 plot hashed in the ranges two threads take, in its partitions
+    /// and in partitions of 2^20 records (k = 30's): `cargo test --release
+    /// -p spacevault last_phase_speed -- --ignored --nocapture`.
     #[test]
     #[ignore]
     fn last_phase_speed() {

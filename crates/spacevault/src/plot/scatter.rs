@@ -338,10 +338,21 @@ pub(crate) fn bring_into_use(
         .iter()
         .map(|s| std::mem::size_of_val(&s.arrays.keys[..]) as u64)
         .sum();
-    let per_thread = scatters.len().div_ceil(threads.max(1));
+    // Taken in turn, largest first: the in-memory plot's scatters shrink
+    // with its hashing ranges, and split into runs the first thread would
+    // get most of the memory.
+    scatters.sort_by_key(|s| std::cmp::Reverse(s.arrays.keys.len()));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let scatters: Vec<_> = scatters.into_iter().map(Mutex::new).collect();
     std::thread::scope(|s| {
-        for group in scatters.chunks_mut(per_thread) {
-            s.spawn(move || group.iter_mut().for_each(|scatter| scatter.prefault()));
+        for _ in 0..threads.max(1).min(scatters.len()) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                match scatters.get(i) {
+                    Some(scatter) => scatter.lock().unwrap().prefault(),
+                    None => return,
+                }
+            });
         }
     });
     bytes
