@@ -65,15 +65,16 @@ fn hash_ranges(n: u64, threads: usize) -> Vec<Range<u64>> {
     let mut ranges = Vec::new();
     let mut start = 0;
     // One thread has no one to wait for.
-    let levels = if threads > 1 { u32::MAX } else { 0 };
-    for _ in 0..levels {
-        let len = (n - start) / (2 * threads);
-        if len < smallest {
-            break;
-        }
-        for _ in 0..threads {
-            ranges.push(start..start + len);
-            start += len;
+    if threads > 1 {
+        loop {
+            let len = (n - start) / (2 * threads);
+            if len < smallest {
+                break;
+            }
+            for _ in 0..threads {
+                ranges.push(start..start + len);
+                start += len;
+            }
         }
     }
     // What is left, a share a thread.
