@@ -22,7 +22,7 @@ use super::files::{open_direct, write_all_vectored_at};
 use super::keys::{for_each_run, hash_range, EpochMarks, KeyShape, RangeKeys};
 use super::pack::SlotPlacer;
 use super::partition::Partitioning;
-use super::pipeline::{pack_and_write, PartitionSource, Scratch};
+use super::pipeline::{pack_and_write, LastPhaseMemory, PartitionSource, Scratch};
 use super::readahead::ReadAhead;
 use super::scatter::{bring_into_use, Room, Scatter, ScatterPool};
 use super::sink::RegionSink;
@@ -604,13 +604,13 @@ fn hash_to_temp<'a>(
 
 /// Phase 2: reads each partition back from the temp file and the rounds
 /// kept in memory, places its records and writes the plot to `out`. The
-/// resident round buffers go back to `pool`.
+/// resident round buffers go back to `pool`, phase 2's own to `kept`.
 pub(crate) fn phase_two(
     sorted: Sorted,
     kernel: &Kernel,
     out: &File,
     progress: &dyn Progress,
-    pool: &ScatterPool,
+    (pool, kept): (&ScatterPool, &LastPhaseMemory),
 ) -> Result<ExternalResult, PlotError> {
     let Sorted {
         plan,
@@ -631,7 +631,11 @@ pub(crate) fn phase_two(
     progress.phase(super::WRITING_PHASE, n);
     let mut sink = RegionSink::new(out, parting)
         .map_err(|e| PlotError::io("starting the plot's writer", e))?;
-    let ahead = ReadAhead::new(plan.workers + READ_AHEAD_EXTRA);
+    let mut buffers = kept.take(parting);
+    let ahead = ReadAhead::with_buffers(
+        plan.workers + READ_AHEAD_EXTRA,
+        std::mem::take(&mut buffers.reads),
+    );
     let source = TempSource {
         segments: &segments,
         resident: &resident,
@@ -649,10 +653,19 @@ pub(crate) fn phase_two(
                 })
             });
         }
-        let end = pack_and_write(parting, plan.workers + 1, &mut sink, progress, &source);
+        let end = pack_and_write(
+            parting,
+            plan.workers + 1,
+            &mut sink,
+            progress,
+            &source,
+            &buffers,
+        );
         ahead.close();
         end
     })?;
+    buffers.reads = ahead.into_buffers();
+    kept.keep(parting, buffers);
     drop(temp);
     // The next plot's phase 1 takes them from the pool.
     resident
@@ -1061,6 +1074,9 @@ mod tests {
         let nonces = Some(KeyShape::nonces_only());
         let mut plots = Vec::new();
         let pool = ScatterPool::default();
+        // Phase 2's buffers, kept from plot to plot: each plot must come
+        // out the same whatever the buffers held before.
+        let last_phase = LastPhaseMemory::default();
         let closer = Closer::default();
         for (memory, shape, resident, workers, spares) in [
             (42 << 20, None, Some(0), None, Spares::Free),
@@ -1088,7 +1104,11 @@ mod tests {
                 Spares::Pool => (spare_sets, plan.sets),
             };
             assert_eq!(pool.kept() as u64, handed_on * 2);
-            let result = phase_two(sorted.unwrap(), &kernel, &out, &NoProgress, &pool).unwrap();
+            let pools = (&pool, &last_phase);
+            let result = phase_two(sorted.unwrap(), &kernel, &out, &NoProgress, pools).unwrap();
+            let (regions, scratch, reads) = last_phase.kept_buffers();
+            assert!(regions > 0 && reads > 0);
+            assert_eq!(scratch, plan.workers + 1);
             assert_eq!(result.rounds, plan.rounds);
             assert_eq!(result.rounds_in_memory, plan.resident);
             assert_eq!(pool.kept() as u64, kept * 2);

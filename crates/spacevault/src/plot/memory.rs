@@ -6,7 +6,7 @@
 use super::keys::{each_key_prefetched, hash_range, EpochMarks, KeyShape, RangeKeys};
 use super::pack::SlotPlacer;
 use super::partition::Partitioning;
-use super::pipeline::{pack_and_write, PartitionSource, Scratch};
+use super::pipeline::{pack_and_write, LastPhaseMemory, PartitionSource, Scratch};
 use super::scatter::{bring_into_use, Room, Scatter, ScatterPool};
 use super::sink::RegionSink;
 use super::{stop_requested, PlotError, Progress, Written};
@@ -286,12 +286,14 @@ pub(crate) fn hash<'a>(
 }
 
 impl Hashed<'_> {
-    /// The last phase: counts, places, fills and writes every partition.
+    /// The last phase: counts, places, fills and writes every partition,
+    /// in buffers from `kept`, which gets them back.
     pub fn write(
         self,
         threads: usize,
         file: &File,
         progress: &dyn Progress,
+        kept: &LastPhaseMemory,
     ) -> Result<Written, PlotError> {
         let Hashed {
             parting,
@@ -302,7 +304,11 @@ impl Hashed<'_> {
         progress.phase(super::WRITING_PHASE, parting.layout.record_count());
         let mut sink = RegionSink::new(file, &parting)
             .map_err(|e| PlotError::io("starting the plot's writer", e))?;
-        let end = pack_and_write(&parting, threads, &mut sink, progress, &keys);
+        let buffers = kept.take(&parting);
+        let end = pack_and_write(&parting, threads, &mut sink, progress, &keys, &buffers);
+        if end.is_ok() {
+            kept.keep(&parting, buffers);
+        }
         keys.ranges.into_iter().for_each(|t| pool.give(t.scatter));
         Ok(Written {
             end: end?,
@@ -387,6 +393,7 @@ mod tests {
         let kernel = Kernel::new(&[9; 32]);
         let dir = tempfile::tempdir().unwrap();
         let pool = ScatterPool::default();
+        let last_phase = LastPhaseMemory::default();
         let (mut plots, mut filed) = (Vec::new(), Vec::new());
         for parting in [
             Partitioning::new(layout, 1 << 12),
@@ -395,12 +402,23 @@ mod tests {
             Partitioning::new(layout, 2 * FILED_FROM),
             Partitioning::new(layout, 2 * layout.record_count()),
         ] {
-            let path = dir.path().join(format!("plot-{}", parting.count));
-            let file = File::create(&path).unwrap();
-            let hashed = hash(&parting, &kernel, 2, &NoProgress, &pool).unwrap();
-            filed.push(hashed.keys.filed());
-            let written = hashed.write(2, &file, &NoProgress).unwrap();
-            plots.push((parting.count, written.end, std::fs::read(&path).unwrap()));
+            // The second plot of each size reuses the first one's last-phase
+            // buffers, and must come out the same.
+            let mut twice = Vec::new();
+            for time in 0..2 {
+                let path = dir.path().join(format!("plot-{}", parting.count));
+                let file = File::create(&path).unwrap();
+                let hashed = hash(&parting, &kernel, 2, &NoProgress, &pool).unwrap();
+                if time == 0 {
+                    filed.push(hashed.keys.filed());
+                }
+                let written = hashed.write(2, &file, &NoProgress, &last_phase).unwrap();
+                assert_eq!(last_phase.kept_buffers().1, 2, "a scratch a worker");
+                twice.push((written.end, std::fs::read(&path).unwrap()));
+            }
+            assert!(twice[0] == twice[1], "{} partitions", parting.count);
+            let (end, bytes) = twice.pop().unwrap();
+            plots.push((parting.count, end, bytes));
         }
         assert!(plots[0].0 > 1000);
         assert_eq!(plots[4].0, 1);

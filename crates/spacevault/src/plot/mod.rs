@@ -341,6 +341,7 @@ pub fn plot(
 #[derive(Default)]
 pub struct Plotter {
     scatters: ScatterPool,
+    last_phase: pipeline::LastPhaseMemory,
     closer: Closer,
 }
 
@@ -514,14 +515,16 @@ impl<P: Progress> Begun<'_, P> {
         let (mut rounds, mut rounds_in_memory) = (0, 0);
         let written = match stage {
             Stage::Sorted(sorted) => {
-                let pool = &plotter.scatters;
-                let ext = external::phase_two(sorted, &kernel, file.file(), &clock, pool)?;
+                let pools = (&plotter.scatters, &plotter.last_phase);
+                let ext = external::phase_two(sorted, &kernel, file.file(), &clock, pools)?;
                 temp_bytes_written = ext.temp_bytes_written;
                 hashed_twice = ext.hashed_twice;
                 (rounds, rounds_in_memory) = (ext.rounds, ext.rounds_in_memory);
                 ext.written
             }
-            Stage::Hashed(hashed) => hashed.write(options.threads, file.file(), &clock)?,
+            Stage::Hashed(hashed) => {
+                hashed.write(options.threads, file.file(), &clock, &plotter.last_phase)?
+            }
         };
         let end = written.end;
         let header = Header {

@@ -13,7 +13,21 @@ use std::sync::Mutex;
 #[derive(Default)]
 pub(crate) struct BufPool(Mutex<Vec<AlignedBuf>>);
 
+/// Buffers a pool keeps at most.
+const POOLED: usize = 16;
+
 impl BufPool {
+    /// A pool holding `bufs` to begin with.
+    pub fn with(mut bufs: Vec<AlignedBuf>) -> BufPool {
+        bufs.truncate(POOLED);
+        BufPool(Mutex::new(bufs))
+    }
+
+    /// The buffers held now.
+    pub fn into_buffers(self) -> Vec<AlignedBuf> {
+        self.0.into_inner().unwrap()
+    }
+
     /// A buffer of at least `len` bytes whose contents are left as they are.
     pub fn take(&self, len: usize) -> AlignedBuf {
         let reused = {
@@ -27,7 +41,7 @@ impl BufPool {
 
     pub fn give(&self, buf: AlignedBuf) {
         let mut bufs = self.0.lock().unwrap();
-        if bufs.len() < 16 {
+        if bufs.len() < POOLED {
             bufs.push(buf);
         }
     }

@@ -27,11 +27,18 @@ struct State {
 impl ReadAhead {
     /// Lets the reader run up to `depth` partitions ahead of the buffers
     /// given back.
+    #[cfg(test)]
     pub fn new(depth: usize) -> ReadAhead {
+        ReadAhead::with_buffers(depth, Vec::new())
+    }
+
+    /// [`new`](Self::new), reading into `buffers` (kept from an earlier
+    /// plot) before it allocates any.
+    pub fn with_buffers(depth: usize, buffers: Vec<AlignedBuf>) -> ReadAhead {
         ReadAhead {
             state: Mutex::new(State {
                 ready: BTreeMap::new(),
-                pool: Vec::new(),
+                pool: buffers,
                 credits: depth.max(1),
                 closed: false,
                 next: 0,
@@ -101,6 +108,16 @@ impl ReadAhead {
         s.pool.push(buf);
         s.credits += 1;
         self.changed.notify_all();
+    }
+
+    /// Every buffer, for the next plot: those given back and those read
+    /// but never taken.
+    pub fn into_buffers(self) -> Vec<AlignedBuf> {
+        let State {
+            ready, mut pool, ..
+        } = self.state.into_inner().unwrap();
+        pool.extend(ready.into_values().flatten());
+        pool
     }
 
     /// Stops the reader; partitions not yet read are refused.
