@@ -629,9 +629,10 @@ pub(crate) fn phase_two(
     // share of the cores keeps them busy while a worker waits for its turn
     // to place.
     progress.phase(super::WRITING_PHASE, n);
-    let mut sink = RegionSink::new(out, parting)
-        .map_err(|e| PlotError::io("starting the plot's writer", e))?;
     let mut buffers = kept.take(parting);
+    let staging = std::mem::take(&mut buffers.staging);
+    let mut sink = RegionSink::with_staging(out, parting, staging)
+        .map_err(|e| PlotError::io("starting the plot's writer", e))?;
     let ahead = ReadAhead::with_buffers(
         plan.workers + READ_AHEAD_EXTRA,
         std::mem::take(&mut buffers.reads),
@@ -665,6 +666,8 @@ pub(crate) fn phase_two(
         end
     })?;
     buffers.reads = ahead.into_buffers();
+    let write_time = sink.write_time;
+    buffers.staging = sink.into_staging();
     kept.keep(parting, buffers);
     drop(temp);
     // The next plot's phase 1 takes them from the pool.
@@ -676,7 +679,7 @@ pub(crate) fn phase_two(
         written: super::Written {
             end,
             fresh_bytes,
-            write_time: sink.write_time,
+            write_time,
         },
         temp_bytes_written,
         hashed_twice: !shape.has_buckets(),
@@ -1106,7 +1109,7 @@ mod tests {
             assert_eq!(pool.kept() as u64, handed_on * 2);
             let pools = (&pool, &last_phase);
             let result = phase_two(sorted.unwrap(), &kernel, &out, &NoProgress, pools).unwrap();
-            let (regions, scratch, reads) = last_phase.kept_buffers();
+            let (regions, scratch, reads, _) = last_phase.kept_buffers();
             assert!(regions > 0 && reads > 0);
             assert_eq!(scratch, plan.workers + 1);
             assert_eq!(result.rounds, plan.rounds);

@@ -302,18 +302,21 @@ impl Hashed<'_> {
             pool,
         } = self;
         progress.phase(super::WRITING_PHASE, parting.layout.record_count());
-        let mut sink = RegionSink::new(file, &parting)
+        let mut buffers = kept.take(&parting);
+        let staging = std::mem::take(&mut buffers.staging);
+        let mut sink = RegionSink::with_staging(file, &parting, staging)
             .map_err(|e| PlotError::io("starting the plot's writer", e))?;
-        let buffers = kept.take(&parting);
         let end = pack_and_write(&parting, threads, &mut sink, progress, &keys, &buffers);
+        keys.ranges.into_iter().for_each(|t| pool.give(t.scatter));
+        let write_time = sink.write_time;
         if end.is_ok() {
+            buffers.staging = sink.into_staging();
             kept.keep(&parting, buffers);
         }
-        keys.ranges.into_iter().for_each(|t| pool.give(t.scatter));
         Ok(Written {
             end: end?,
             fresh_bytes,
-            write_time: sink.write_time,
+            write_time,
         })
     }
 }
@@ -413,7 +416,12 @@ mod tests {
                     filed.push(hashed.keys.filed());
                 }
                 let written = hashed.write(2, &file, &NoProgress, &last_phase).unwrap();
-                assert_eq!(last_phase.kept_buffers().1, 2, "a scratch a worker");
+                let (_, scratch, _, staging) = last_phase.kept_buffers();
+                assert_eq!(scratch, 2, "a scratch a worker");
+                // Small partitions are staged for the writer, in at most
+                // three buffers (two being written, one being filled).
+                assert!(staging <= 3);
+                assert!(staging > 0 || parting.records_per_part() > 1 << 12);
                 twice.push((written.end, std::fs::read(&path).unwrap()));
             }
             assert!(twice[0] == twice[1], "{} partitions", parting.count);

@@ -39,8 +39,9 @@ pub(crate) struct Scratch {
 }
 
 /// The last phase's buffers, kept from one plot to the next by a
-/// `Plotter`: the packed regions' buffers, the workers' scratch and the
-/// external strategy's read-ahead buffers. Fresh, they cost a k = 32
+/// `Plotter`: the packed regions' buffers, the workers' scratch, the
+/// writer's staging buffers and the external strategy's read-ahead
+/// buffers. Fresh, they cost a k = 32
 /// plot's phase 2 (about 0.6 GB of them) 1.3 to 1.6 s on the development
 /// VM, whose host backs fresh guest memory lazily: `bench plot -k 32
 /// --memory 4GiB --runs 3 --reuse-memory`, the runs after the first,
@@ -62,6 +63,7 @@ struct Kept {
     regions: Vec<AlignedBuf>,
     scratch: Vec<Scratch>,
     reads: Vec<AlignedBuf>,
+    staging: Vec<AlignedBuf>,
 }
 
 /// The buffers one plot's last phase takes, given back by
@@ -73,6 +75,8 @@ pub(crate) struct LastPhaseBuffers {
     scratch: Mutex<Vec<Scratch>>,
     /// For the external strategy's read-ahead.
     pub reads: Vec<AlignedBuf>,
+    /// For the writer's staging of small partitions.
+    pub staging: Vec<AlignedBuf>,
 }
 
 impl LastPhaseMemory {
@@ -91,6 +95,7 @@ impl LastPhaseMemory {
             regions: BufPool::with(std::mem::take(&mut kept.regions)),
             scratch: Mutex::new(std::mem::take(&mut kept.scratch)),
             reads: std::mem::take(&mut kept.reads),
+            staging: std::mem::take(&mut kept.staging),
         }
     }
 
@@ -106,13 +111,21 @@ impl LastPhaseMemory {
         kept.regions = buffers.regions.into_buffers();
         kept.scratch = buffers.scratch.into_inner().unwrap();
         kept.reads = buffers.reads;
+        kept.staging = buffers.staging;
     }
 
-    /// Bytes of buffers kept now, for tests.
+    /// How many buffers of each kind are kept now, for tests.
     #[cfg(test)]
-    pub fn kept_buffers(&self) -> (usize, usize, usize) {
+    pub fn kept_buffers(&self) -> (usize, usize, usize, usize) {
         let kept = self.kept.lock().unwrap();
-        (kept.regions.len(), kept.scratch.len(), kept.reads.len())
+        let Kept {
+            regions,
+            scratch,
+            reads,
+            staging,
+            ..
+        } = &*kept;
+        (regions.len(), scratch.len(), reads.len(), staging.len())
     }
 }
 

@@ -68,7 +68,18 @@ pub(crate) struct RegionSink {
 }
 
 impl RegionSink {
+    #[cfg(test)]
     pub fn new(file: &File, parting: &Partitioning) -> io::Result<Self> {
+        RegionSink::with_staging(file, parting, Vec::new())
+    }
+
+    /// A sink that stages into `staging` (buffers kept from an earlier
+    /// plot) before it allocates any.
+    pub fn with_staging(
+        file: &File,
+        parting: &Partitioning,
+        staging: Vec<AlignedBuf>,
+    ) -> io::Result<Self> {
         Ok(RegionSink {
             writer: WriterBehind::new(file)?,
             layout: parting.layout,
@@ -77,7 +88,7 @@ impl RegionSink {
             next_partition: 0,
             parting: parting.clone(),
             staging: None,
-            spare: Vec::new(),
+            spare: staging,
             staging_bytes: STAGING_BYTES,
             staged: 0,
             staged_at: 0,
@@ -129,6 +140,13 @@ impl RegionSink {
             self.take_back(done, pool);
         }
         self.failed.take().map_or(Ok(()), Err)
+    }
+
+    /// The staging buffers, for the next plot, once [`finish`](Self::finish)
+    /// has waited for every write.
+    pub fn into_staging(self) -> Vec<AlignedBuf> {
+        let RegionSink { spare, staging, .. } = self;
+        spare.into_iter().chain(staging).collect()
     }
 
     /// The buffer being staged into: one back from the writer, or a new one.
