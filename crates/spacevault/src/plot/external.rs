@@ -440,9 +440,18 @@ pub(crate) fn phase_one<'a>(
     memory: u64,
     (tmp_dir, closer): (&Path, &'a Closer),
     progress: &dyn Progress,
-    (pool, spares): (&ScatterPool, Spares),
+    (pool, spares, kept): (&ScatterPool, Spares, &LastPhaseMemory),
 ) -> Result<Sorted<'a>, PlotError> {
     let plan = Plan::new(layout, threads, memory, &Overrides::default())?;
+    // The last plot's phase 2 buffers wait for this plot's phase 2 beside
+    // the round buffers only where the limit holds both: a plan that keeps
+    // fewer than two rounds in memory still needs two sets of round
+    // buffers, which can take the memory phase 2 will use.
+    let sets =
+        plan.sets * round_set_bytes(&plan.parting, plan.shape, plan.round, plan.cap, threads);
+    if sets + kept.bytes() > memory.saturating_sub(RESERVED) {
+        kept.free();
+    }
     hash_to_temp(
         plan,
         kernel,
@@ -1130,6 +1139,29 @@ mod tests {
         // Nothing is left behind in the temp directory.
         let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
         assert_eq!(left.len(), 1);
+    }
+
+    #[test]
+    fn phase_one_keeps_phase_two_buffers_only_within_the_limit() {
+        let layout = Layout::for_k(20).unwrap();
+        let kernel = Kernel::new(&[7; 32]);
+        let dir = tempfile::tempdir().unwrap();
+        let (pool, closer) = (ScatterPool::default(), Closer::default());
+        // At 42 MiB two sets of round buffers take what is left after the
+        // reserve; at 400 MiB every round stays in memory with room to spare.
+        for (memory, still_kept) in [(42 << 20, false), (400 << 20, true)] {
+            let plan = Plan::new(&layout, 2, memory, &Overrides::default()).unwrap();
+            let kept = LastPhaseMemory::default();
+            let mut buffers = kept.take(&plan.parting);
+            buffers.reads = vec![AlignedBuf::zeroed(8 << 20)];
+            kept.keep(&plan.parting, buffers);
+            assert_eq!(kept.bytes(), 8 << 20);
+            let temp = (dir.path(), &closer);
+            let pools = (&pool, Spares::Free, &kept);
+            let sorted = phase_one(&layout, &kernel, 2, memory, temp, &NoProgress, pools).unwrap();
+            assert_eq!(kept.bytes() > 0, still_kept, "{memory} bytes");
+            drop(sorted);
+        }
     }
 
     #[test]

@@ -474,7 +474,7 @@ fn begin<'a, P: Progress>(
             options.memory,
             (&tmp_dir, closer),
             &clock,
-            (pool, spares),
+            (pool, spares, &plotter.last_phase),
         )?),
         _ => Stage::Hashed(memory::hash(&in_memory, &kernel, threads, &clock, pool)?),
     };

@@ -38,6 +38,12 @@ pub(crate) struct Scratch {
     pub prefixes: Vec<u64>,
 }
 
+impl Scratch {
+    fn bytes(&self) -> usize {
+        self.windows.bytes() + (self.nonces.capacity() + self.prefixes.capacity()) * 8
+    }
+}
+
 /// The last phase's buffers, kept from one plot to the next by a
 /// `Plotter`: the packed regions' buffers, the workers' scratch, the
 /// writer's staging buffers and the external strategy's read-ahead
@@ -50,7 +56,10 @@ pub(crate) struct Scratch {
 /// They are kept for plots of one shape (k and partition size), as a
 /// `plot --count` run makes: a plot of another shape frees them first, so
 /// that what is kept is never more than what the plot being made uses in
-/// its last phase, which its memory plan counts.
+/// its last phase. The in-memory plan counts that memory beside the keys
+/// in every phase; an external plot's phase 1 may need more than the
+/// memory its phase 2 leaves (two sets of round buffers at least), and
+/// then frees them before it starts (see `external::phase_one`).
 #[derive(Default)]
 pub(crate) struct LastPhaseMemory {
     kept: Mutex<Kept>,
@@ -112,6 +121,21 @@ impl LastPhaseMemory {
         kept.scratch = buffers.scratch.into_inner().unwrap();
         kept.reads = buffers.reads;
         kept.staging = buffers.staging;
+    }
+
+    /// Bytes of the buffers kept now.
+    pub fn bytes(&self) -> u64 {
+        let kept = self.kept.lock().unwrap();
+        let bufs = |v: &[AlignedBuf]| v.iter().map(|b| b.len()).sum::<usize>();
+        (bufs(&kept.regions)
+            + bufs(&kept.reads)
+            + bufs(&kept.staging)
+            + kept.scratch.iter().map(Scratch::bytes).sum::<usize>()) as u64
+    }
+
+    /// Frees every buffer kept.
+    pub fn free(&self) {
+        *self.kept.lock().unwrap() = Kept::default();
     }
 
     /// How many buffers of each kind are kept now, for tests.

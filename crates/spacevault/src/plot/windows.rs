@@ -159,6 +159,12 @@ impl Windows {
         }
     }
 
+    /// Bytes of memory held.
+    pub fn bytes(&self) -> usize {
+        self.buf.capacity() * 4
+            + (self.ends.capacity() + self.starts.capacity() + self.highs.capacity()) * 8
+    }
+
     /// Buckets of the partition being filed.
     pub fn buckets(&self) -> usize {
         self.buckets
