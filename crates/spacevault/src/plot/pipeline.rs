@@ -47,11 +47,11 @@ impl Scratch {
 /// The last phase's buffers, kept from one plot to the next by a
 /// `Plotter`: the packed regions' buffers, the workers' scratch, the
 /// writer's staging buffers and the external strategy's read-ahead
-/// buffers. Fresh, they cost a k = 32
-/// plot's phase 2 (about 0.6 GB of them) 1.3 to 1.6 s on the development
-/// VM, whose host backs fresh guest memory lazily: `bench plot -k 32
-/// --memory 4GiB --runs 3 --reuse-memory`, the runs after the first,
-/// phase 2 took 11.2 to 12.2 s with them kept against 12.6 to 13.9 s.
+/// buffers. Fresh, they cost a k = 32 plot's phase 2 (0.55 GB of them)
+/// about 1.5 s on the development VM, whose host backs fresh guest memory
+/// lazily: `bench plot -k 32 --memory 4GiB --runs 3 --reuse-memory`, the
+/// runs after the first, phase 2 took 11.2 to 13.2 s (median 11.7) with
+/// them kept against 11.7 to 14.6 s (median 13.3).
 ///
 /// They are kept for plots of one shape (k and partition size), as a
 /// `plot --count` run makes: a plot of another shape frees them first, so
@@ -114,6 +114,7 @@ impl LastPhaseMemory {
     pub fn keep(&self, parting: &Partitioning, buffers: LastPhaseBuffers) {
         let shape = (parting.layout.k, parting.records_per_part());
         let mut kept = self.kept.lock().unwrap();
+        // Workers always leave scratch: with some kept, a set is.
         if kept.shape != Some(shape) || !kept.scratch.is_empty() {
             return;
         }

@@ -25,15 +25,14 @@ struct State {
 }
 
 impl ReadAhead {
-    /// Lets the reader run up to `depth` partitions ahead of the buffers
-    /// given back.
     #[cfg(test)]
     pub fn new(depth: usize) -> ReadAhead {
         ReadAhead::with_buffers(depth, Vec::new())
     }
 
-    /// [`new`](Self::new), reading into `buffers` (kept from an earlier
-    /// plot) before it allocates any.
+    /// Lets the reader run up to `depth` partitions ahead of the buffers
+    /// given back, reading into `buffers` (kept from an earlier plot)
+    /// before it allocates any.
     pub fn with_buffers(depth: usize, buffers: Vec<AlignedBuf>) -> ReadAhead {
         ReadAhead {
             state: Mutex::new(State {
