@@ -331,8 +331,9 @@ pub fn plot(
 
 /// Makes plots one after another and keeps its large buffers from one plot
 /// to the next: the plots after the first do not pay for fresh memory
-/// (see `scatter::ScatterPool`). Between plots it holds at most what the
-/// last plot's memory limit allowed. [`Plotter::plot_all`] also overlaps
+/// (see `scatter::ScatterPool` for the sort buffers and
+/// `pipeline::LastPhaseMemory` for the last phase's). Between plots it
+/// holds at most what the last plot's memory limit allowed. [`Plotter::plot_all`] also overlaps
 /// one plot's sorting with the next one's hashing.
 ///
 /// A plot is done once its file is durable; a temp file it leaves goes on
