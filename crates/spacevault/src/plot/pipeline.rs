@@ -75,6 +75,12 @@ struct Kept {
     staging: Vec<AlignedBuf>,
 }
 
+impl Kept {
+    fn shape_of(parting: &Partitioning) -> (u8, u64) {
+        (parting.layout.k, parting.records_per_part())
+    }
+}
+
 /// The buffers one plot's last phase takes, given back by
 /// [`LastPhaseMemory::keep`].
 #[derive(Default)]
@@ -92,7 +98,7 @@ impl LastPhaseMemory {
     /// The buffers kept for plots of `parting`'s shape; none when the
     /// last plot had another shape, whose buffers are freed now.
     pub fn take(&self, parting: &Partitioning) -> LastPhaseBuffers {
-        let shape = (parting.layout.k, parting.records_per_part());
+        let shape = Kept::shape_of(parting);
         let mut kept = self.kept.lock().unwrap();
         if kept.shape != Some(shape) {
             *kept = Kept {
@@ -112,7 +118,7 @@ impl LastPhaseMemory {
     /// Plots whose last phases run at once (`plot_all` writes a plot in
     /// memory beside another) give back a set each; one set is kept.
     pub fn keep(&self, parting: &Partitioning, buffers: LastPhaseBuffers) {
-        let shape = (parting.layout.k, parting.records_per_part());
+        let shape = Kept::shape_of(parting);
         let mut kept = self.kept.lock().unwrap();
         // Workers always leave scratch: with some kept, a set is.
         if kept.shape != Some(shape) || !kept.scratch.is_empty() {
