@@ -128,11 +128,15 @@ impl Windows {
                 // SAFETY: local < buckets (checked just now), so its
                 // window is below `count`, the length of `ends`;
                 // `make_room` left each window room for the whole chunk.
+                // (The end is read once: read again after the write through
+                // `buf`, which the compiler cannot tell from `ends`, it cost
+                // a load a key.)
                 unsafe {
-                    let end = &mut *ends.add((local >> window_bits) as usize);
-                    *buf.add(*end) = entry;
-                    crate::prefetch::for_write(buf.wrapping_add(*end + 64));
-                    *end += 1;
+                    let end = ends.add((local >> window_bits) as usize);
+                    let at = *end;
+                    *buf.add(at) = entry;
+                    crate::prefetch::for_write(buf.wrapping_add(at + 64));
+                    *end = at + 1;
                 }
             }
         }
