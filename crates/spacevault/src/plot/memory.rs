@@ -193,11 +193,7 @@ impl PartitionSource for Keys {
         // Ranges in order, epochs in order: nonces ascend.
         let shape = self.shape;
         for t in &self.ranges {
-            t.for_each_run(p, |keys, epoch| {
-                for &key in keys {
-                    placer.put(shape.local(key), shape.nonce(key, epoch));
-                }
-            });
+            t.for_each_run(p, |keys, epoch| placer.put_keys(keys, shape, epoch));
         }
     }
 }

@@ -3,6 +3,7 @@
 //! starts depends on where the previous one ended) and every record is then
 //! written straight into its slot: no sorted copy of the partition is made.
 
+use super::keys::KeyShape;
 use super::partition::Partitioning;
 use super::PlotError;
 use crate::aligned::AlignedBuf;
@@ -337,6 +338,24 @@ impl SlotPlacer {
         }
     }
 
+    /// Stores each of `keys` (of `shape`, all of epoch `epoch`) in the next
+    /// slot of its bucket, as [`put`](Self::put) would one by one. A key
+    /// is a run entry whose bucket starts at 0, so where the cursors cover
+    /// every bucket a key can name (every partition but a short last one)
+    /// the run goes to [`put_entries`](Self::put_entries), with one check
+    /// and one choice of slot kind for the run rather than for each key.
+    #[inline(always)]
+    pub fn put_keys(&mut self, keys: &[u32], shape: KeyShape, epoch: u64) {
+        let shift = shape.low_bits;
+        if shift <= 32 && 1u64 << (32 - shift) <= self.cursors.len() as u64 {
+            self.put_entries(0, keys, shift, epoch << shift);
+        } else {
+            for &key in keys {
+                self.put(shape.local(key), shape.nonce(key, epoch));
+            }
+        }
+    }
+
     /// # Safety
     /// As [`put_unchecked`](Self::put_unchecked), for every entry's bucket.
     #[inline(always)]
@@ -628,6 +647,57 @@ pub(super) mod tests {
                     reused.fill(0x5A);
                     pool.give(reused);
                 }
+            }
+        }
+    }
+
+    /// Runs of keys placed at once give the same bytes as their records
+    /// placed one by one: in a whole partition (whose cursors cover every
+    /// bucket a key can name) and in a short last one (whose do not), for
+    /// bit-packed and whole-byte slots.
+    #[test]
+    fn placing_runs_of_keys_matches_placing_each_record() {
+        let mut rng = 0x00DD_BA11_u64;
+        for (k, target) in [(20u8, 1u64 << 14), (32, 1 << 14)] {
+            let layout = Layout::for_k(k).unwrap();
+            // A target that leaves the last partition short.
+            let parting = Partitioning::new(layout, target + target / 3);
+            let shape = crate::plot::keys::KeyShape::with_buckets(&parting);
+            for index in [0, parting.count - 1] {
+                let buckets = parting.buckets(index);
+                let n_buckets = (buckets.end - buckets.start) as usize;
+                let n = n_buckets << (k - layout.bucket_bits);
+                let mut x = xorshift(&mut rng) & ((1 << (k - 1)) - 1);
+                let records: Vec<(usize, u64)> = (0..n)
+                    .map(|_| {
+                        x += 1 + xorshift(&mut rng) % 7;
+                        (xorshift(&mut rng) as usize % n_buckets, x)
+                    })
+                    .collect();
+                let mut counts = vec![0u32; n_buckets];
+                records.iter().for_each(|r| counts[r.0] += 1);
+                let placement = place(&parting, index, &counts, 0);
+                let pool = BufPool::default();
+                let new = || {
+                    let mut placer =
+                        SlotPlacer::new(&parting, index, &counts, &placement, &pool, Vec::new())
+                            .unwrap();
+                    placer.open_all();
+                    placer
+                };
+                let mut one_by_one = new();
+                records.iter().for_each(|&(b, x)| one_by_one.put(b, x));
+                let mut by_run = new();
+                let covers = 1usize << (32 - shape.low_bits) <= by_run.cursors.len();
+                assert_eq!(covers, index == 0, "k {k} partition {index}");
+                for run in records.chunk_by(|a, b| a.1 >> shape.low_bits == b.1 >> shape.low_bits) {
+                    let keys: Vec<u32> = run.iter().map(|&(b, x)| shape.key(b as u64, x)).collect();
+                    by_run.put_keys(&keys, shape, run[0].1 >> shape.low_bits);
+                }
+                let want = one_by_one.finish(&parting, &counts, &placement).unwrap().0;
+                let got = by_run.finish(&parting, &counts, &placement).unwrap().0;
+                let len = want.regions as usize * layout.region_size as usize;
+                assert_eq!(&got.buf[..len], &want.buf[..len], "k {k} partition {index}");
             }
         }
     }
