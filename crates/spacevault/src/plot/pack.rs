@@ -340,10 +340,12 @@ impl SlotPlacer {
 
     /// Stores each of `keys` (of `shape`, all of epoch `epoch`) in the next
     /// slot of its bucket, as [`put`](Self::put) would one by one. A key
-    /// is a run entry whose bucket starts at 0, so where the cursors cover
-    /// every bucket a key can name (every partition but a short last one)
-    /// the run goes to [`put_entries`](Self::put_entries), with one check
-    /// and one choice of slot kind for the run rather than for each key.
+    /// has the form of a run entry (the bucket above `shape.low_bits`, the
+    /// nonce's low bits below) with buckets counted from 0, so where the
+    /// cursors cover every bucket a key can name (every partition but a
+    /// short last one) the run goes to [`put_entries`](Self::put_entries),
+    /// with one check and one choice of slot kind for the run rather than
+    /// for each key.
     #[inline(always)]
     pub fn put_keys(&mut self, keys: &[u32], shape: KeyShape, epoch: u64) {
         let shift = shape.low_bits;
