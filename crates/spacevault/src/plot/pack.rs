@@ -48,6 +48,21 @@ impl BufPool {
     }
 }
 
+/// Memory for placing a window's records into a plain array of slots
+/// first (k = 32, see [`SlotPlacer::place_window_dense`]), kept from window
+/// to window.
+#[derive(Default)]
+pub(crate) struct Dense {
+    slots: Vec<u32>,
+    cursors: Vec<u32>,
+}
+
+impl Dense {
+    pub fn bytes(&self) -> usize {
+        (self.slots.capacity() + self.cursors.capacity()) * 4
+    }
+}
+
 /// Where each group of a partition starts in the global slot stream.
 pub(crate) struct Placement {
     pub group_starts: Vec<u64>,
@@ -420,6 +435,108 @@ impl SlotPlacer {
         };
     }
 
+    /// Whether slots are whole 4-byte words (k = 32), which
+    /// [`place_window_dense`](Self::place_window_dense) takes.
+    pub fn whole_words(&self) -> bool {
+        self.k == 32
+    }
+
+    /// Places a window of k = 32 records: buckets `first..` (a whole
+    /// window of `2^(32 - shift)` cursors), `entries` records in all, in
+    /// runs of entries as [`put_entries`](Self::put_entries) takes them.
+    ///
+    /// The records go into a plain array of 4-byte slots first, each
+    /// bucket's cursor an index into it, and the array is then copied into
+    /// the regions: the placing loop has no region to cross and no cursor
+    /// to unpack (`phase2_speed`: 1.77 to 1.85 ns a record against 2.01 to
+    /// 2.13 through the cursors, copy included). A cursor starts at most at the
+    /// array's `top` and moves on once a record, and no more than
+    /// `entries` records are put, so the array of `top + entries + 1`
+    /// slots holds every write; a bucket that gets more or fewer records
+    /// than it counted leaves its cursor where `finish` refuses it.
+    pub fn place_window_dense<'a>(
+        &mut self,
+        first: usize,
+        runs: impl Iterator<Item = (&'a [u32], u64)>,
+        shift: u32,
+        entries: usize,
+        dense: &mut Dense,
+    ) {
+        assert_eq!(self.k, 32, "whole 4-byte slots");
+        assert!(
+            (1..=32).contains(&shift) && first + (1 << (32 - shift)) <= self.cursors.len(),
+            "a window names buckets {first}.. beyond the cursors"
+        );
+        let window = &self.cursors[first..first + (1 << (32 - shift))];
+        let s0 = self.slot_of(window[0]);
+        dense.cursors.clear();
+        dense
+            .cursors
+            .extend(window.iter().map(|&c| (self.slot_of(c) - s0) as u32));
+        let top = dense.cursors.iter().copied().max().unwrap_or(0) as usize;
+        dense.slots.clear();
+        dense.slots.resize(top + entries + 1, 0);
+        let (low_mask, mut budget) = ((1u64 << shift) - 1, entries);
+        for (run, high) in runs {
+            assert!(run.len() <= budget, "a window got more entries than it has");
+            budget -= run.len();
+            let (slots, cursors) = (dense.slots.as_mut_ptr(), dense.cursors.as_mut_ptr());
+            for &entry in run {
+                let entry = entry as u64;
+                // SAFETY: entry >> shift < 2^(32 - shift), the cursors'
+                // length; every cursor stays below `top + entries + 1`,
+                // the slots' length (see above).
+                unsafe {
+                    let cursor = cursors.add((entry >> shift) as usize);
+                    let d = *cursor;
+                    debug_assert!((d as usize) < dense.slots.len());
+                    *slots.add(d as usize) = (high | (entry & low_mask)) as u32;
+                    *cursor = d + 1;
+                }
+            }
+        }
+        let real = self.buckets.saturating_sub(first).min(dense.cursors.len());
+        let used = dense.cursors[..real].iter().copied().max().unwrap_or(0) as usize;
+        self.copy_slots(s0, &dense.slots[..used]);
+        for (i, &d) in dense.cursors.iter().enumerate() {
+            let cursor = self.cursors[first + i];
+            let moved = s0 + d as u64 - self.slot_of(cursor);
+            self.cursors[first + i] = self.moved_on(cursor, moved);
+        }
+    }
+
+    /// A cursor's slot, counted from the partition's first slot.
+    fn slot_of(&self, cursor: u64) -> u64 {
+        let region = ((cursor >> LEFT_BITS) / 8) >> self.region_size_log2;
+        region * self.slots + self.slots - (cursor & LEFT_MASK)
+    }
+
+    /// `cursor` after `n` records, as [`put_unchecked`](Self::put_unchecked)
+    /// would leave it.
+    fn moved_on(&self, cursor: u64, n: u64) -> u64 {
+        if n < cursor & LEFT_MASK {
+            cursor + n * ((self.k as u64) << LEFT_BITS) - n
+        } else {
+            self.cursor_of(SlotWalk::at(self.slot_of(cursor) + n, self.slots))
+        }
+    }
+
+    /// Copies 4-byte slots into the regions from slot `s` on (counted from
+    /// the partition's first slot), through the landing region at most.
+    fn copy_slots(&mut self, mut s: u64, mut from: &[u32]) {
+        let end = (self.regions + 1) * self.slots;
+        while !from.is_empty() && s < end {
+            let (region, j) = (s / self.slots, s % self.slots);
+            let n = (self.slots - j).min(end - s).min(from.len() as u64) as usize;
+            let at = (region << self.region_size_log2) as usize + self.area + 4 * j as usize;
+            for (to, &slot) in self.buf[at..at + 4 * n].chunks_exact_mut(4).zip(&from[..n]) {
+                to.copy_from_slice(&slot.to_le_bytes());
+            }
+            from = &from[n..];
+            s += n as u64;
+        }
+    }
+
     /// The region is full: on to the first slot of the next, and never
     /// past the landing region.
     #[inline(always)]
@@ -700,6 +817,36 @@ pub(super) mod tests {
                 let got = by_run.finish(&parting, &counts, &placement).unwrap().0;
                 let len = want.regions as usize * layout.region_size as usize;
                 assert_eq!(&got.buf[..len], &want.buf[..len], "k {k} partition {index}");
+            }
+        }
+    }
+
+    /// Moving a cursor on by n records at once lands where n single moves
+    /// do, from every slot of a region, across region ends.
+    #[test]
+    fn moving_a_cursor_on_matches_moving_it_a_slot_at_a_time() {
+        let layout = Layout::for_k(32).unwrap();
+        let parting = Partitioning::new(layout, 1 << 14);
+        let buckets = parting.buckets(0);
+        let counts = vec![32u32; (buckets.end - buckets.start) as usize];
+        let placement = place(&parting, 0, &counts, 0);
+        let pool = BufPool::default();
+        let placer = SlotPlacer::new(&parting, 0, &counts, &placement, &pool, Vec::new()).unwrap();
+        let slots = placer.slots;
+        let step = |c: u64| {
+            if c & LEFT_MASK > 1 {
+                c + ((placer.k as u64) << LEFT_BITS) - 1
+            } else {
+                placer.next_region(((c >> LEFT_BITS) / 8) as usize)
+            }
+        };
+        for j in (0..slots).step_by(7).chain(slots - 3..slots) {
+            let start = placer.cursor_of(SlotWalk { region: 1, j });
+            assert_eq!(placer.slot_of(start), slots + j);
+            let mut c = start;
+            for n in 0..slots + 5 {
+                assert_eq!(placer.moved_on(start, n), c, "from slot {j}, {n} on");
+                c = step(c);
             }
         }
     }

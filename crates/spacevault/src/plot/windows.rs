@@ -16,7 +16,7 @@
 //! of phase 2's work, twice the memory traffic.
 
 use super::keys::{for_each_run, KeyShape};
-use super::pack::SlotPlacer;
+use super::pack::{Dense, SlotPlacer};
 
 /// Buckets a window holds at most: their slots and cursors together fit in
 /// L2 (about 300 KiB).
@@ -45,6 +45,8 @@ pub(crate) struct Windows {
     /// entries of that run begin (`count` positions a run).
     highs: Vec<u64>,
     starts: Vec<usize>,
+    /// Where a window of k = 32 records is placed before its regions.
+    dense: Dense,
 }
 
 impl Windows {
@@ -167,6 +169,7 @@ impl Windows {
     pub fn bytes(&self) -> usize {
         self.buf.capacity() * 4
             + (self.ends.capacity() + self.starts.capacity() + self.highs.capacity()) * 8
+            + self.dense.bytes()
     }
 
     /// Buckets of the partition being filed.
@@ -196,25 +199,28 @@ impl Windows {
     /// buckets opened just before its records arrive (so their slots are
     /// zeroed while in cache), records of a window in the order filed.
     #[inline(always)]
-    pub fn place(&self, placer: &mut impl Placer) {
+    pub fn place(&mut self, placer: &mut impl Placer) {
         let runs = self.highs.len();
-        for w in 0..self.count {
-            placer.open_buckets((w + 1) << self.window_bits);
-            let first_bucket = w << self.window_bits;
-            for (r, &high) in self.highs.iter().enumerate() {
-                let start = self.starts[r * self.count + w];
+        let (count, low_bits) = (self.count, self.low_bits);
+        let (buf, highs, starts, ends) = (&self.buf, &self.highs, &self.starts, &self.ends);
+        for w in 0..count {
+            let run = |r: usize| {
+                let start = starts[r * count + w];
                 let end = if r + 1 < runs {
-                    self.starts[(r + 1) * self.count + w]
+                    starts[(r + 1) * count + w]
                 } else {
-                    self.ends[w]
+                    ends[w]
                 };
-                placer.put_entries(
-                    first_bucket,
-                    &self.buf[start..end],
-                    self.low_bits,
-                    high << self.low_bits,
-                );
-            }
+                (&buf[start..end], highs[r] << low_bits)
+            };
+            placer.place_window(
+                w << self.window_bits,
+                (w + 1) << self.window_bits,
+                (0..runs).map(run),
+                low_bits,
+                ends[w] - w * self.cap,
+                &mut self.dense,
+            );
         }
     }
 
@@ -271,7 +277,7 @@ impl Windows {
 
     /// Every record in the order `place` gives them: (bucket, nonce).
     #[cfg(test)]
-    fn records(&self) -> Vec<(usize, u64)> {
+    fn records(&mut self) -> Vec<(usize, u64)> {
         let mut all = Vec::new();
         self.place(&mut all);
         all
@@ -286,6 +292,24 @@ pub(crate) trait Placer {
     /// Puts each entry's nonce, `high | (entry & (2^shift - 1))`, into
     /// bucket `first + (entry >> shift)`.
     fn put_entries(&mut self, first: usize, entries: &[u32], shift: u32, high: u64);
+    /// Places a window: buckets `first..end`, `entries` records in runs of
+    /// `(entries, high)` as `put_entries` takes them.
+    #[inline(always)]
+    fn place_window<'a>(
+        &mut self,
+        first: usize,
+        end: usize,
+        runs: impl Iterator<Item = (&'a [u32], u64)>,
+        shift: u32,
+        entries: usize,
+        dense: &mut Dense,
+    ) {
+        let _ = (entries, dense);
+        self.open_buckets(end);
+        for (run, high) in runs {
+            self.put_entries(first, run, shift, high);
+        }
+    }
 }
 
 impl Placer for SlotPlacer {
@@ -297,6 +321,27 @@ impl Placer for SlotPlacer {
     #[inline(always)]
     fn put_entries(&mut self, first: usize, entries: &[u32], shift: u32, high: u64) {
         SlotPlacer::put_entries(self, first, entries, shift, high)
+    }
+
+    #[inline(always)]
+    fn place_window<'a>(
+        &mut self,
+        first: usize,
+        end: usize,
+        runs: impl Iterator<Item = (&'a [u32], u64)>,
+        shift: u32,
+        entries: usize,
+        dense: &mut Dense,
+    ) {
+        if self.whole_words() {
+            SlotPlacer::open_buckets(self, end);
+            self.place_window_dense(first, runs, shift, entries, dense);
+        } else {
+            SlotPlacer::open_buckets(self, end);
+            for (run, high) in runs {
+                SlotPlacer::put_entries(self, first, run, shift, high);
+            }
+        }
     }
 }
 
@@ -348,7 +393,7 @@ mod tests {
 
     /// `windows` gives back every record in window order, and counts them.
     fn check_filed(
-        windows: &Windows,
+        windows: &mut Windows,
         records: &[(usize, u64)],
         buckets: usize,
     ) -> Result<(), TestCaseError> {
@@ -387,7 +432,7 @@ mod tests {
             let (array, extra) = keys.split_at(split.min(keys.len()));
             let covered = windows.file_keys((array, extra), first_epoch, counts.into_iter(), shape);
             prop_assert_eq!(covered, Some(keys.len()));
-            check_filed(&windows, &records, buckets)?;
+            check_filed(&mut windows, &records, buckets)?;
         }
 
         #[test]
@@ -404,7 +449,7 @@ mod tests {
             let nonces: Vec<u64> = records.iter().map(|r| r.1).collect();
             let locals: Vec<u64> = records.iter().map(|r| r.0 as u64).collect();
             windows.file_nonces(&nonces, &locals);
-            check_filed(&windows, &records, buckets)?;
+            check_filed(&mut windows, &records, buckets)?;
         }
     }
 
@@ -473,6 +518,82 @@ mod tests {
                 ns(filed - filed_only),
                 ns(placed)
             );
+        }
+    }
+
+    /// k = 32 windows go through a plain array of slots
+    /// (`SlotPlacer::place_window_dense`): they give the bytes that placing
+    /// each record does, in a whole partition and a short last one (whose
+    /// last window has padding cursors), and a bucket that gets a record
+    /// more or fewer than it counted is refused.
+    #[test]
+    fn dense_windows_place_as_records_do() {
+        use crate::format::Layout;
+        use crate::plot::pack::tests::xorshift;
+        use crate::plot::pack::{place, BufPool, SlotPlacer};
+        use crate::plot::partition::Partitioning;
+        let layout = Layout::for_k(32).unwrap();
+        // 2418 buckets a partition (two windows, padding cursors in the
+        // second) and 1802 in the last (one window, padded).
+        let parting = Partitioning::new(layout, (1 << 16) + 12345);
+        let shape = KeyShape::with_buckets(&parting);
+        let mut rng = 0x5EED_0032_u64;
+        for index in [0, parting.count - 1] {
+            let buckets = parting.buckets(index);
+            let n_buckets = (buckets.end - buckets.start) as usize;
+            let n = n_buckets * 32;
+            let mut x = xorshift(&mut rng) % (1 << 30);
+            let records: Vec<(usize, u64)> = (0..n)
+                .map(|_| {
+                    x += 1 + xorshift(&mut rng) % 1023;
+                    (xorshift(&mut rng) as usize % n_buckets, x)
+                })
+                .collect();
+            let keys: Vec<u32> = records
+                .iter()
+                .map(|&(b, x)| shape.key(b as u64, x))
+                .collect();
+            let epoch_of = |x: u64| x >> shape.low_bits;
+            let (first_epoch, last_epoch) = (epoch_of(records[0].1), epoch_of(x));
+            let epochs: Vec<u32> = (first_epoch..=last_epoch)
+                .map(|e| records.iter().filter(|r| epoch_of(r.1) == e).count() as u32)
+                .collect();
+            let mut windows = Windows::default();
+            windows.reset(n_buckets, n);
+            let covered = windows.file_keys((&keys, &[]), first_epoch, epochs.into_iter(), shape);
+            assert_eq!(covered, Some(n));
+            assert!(index > 0 || windows.count > 1, "several windows");
+            let mut counts = vec![0u32; n_buckets];
+            windows.add_counts(&mut counts);
+            let pool = BufPool::default();
+            let placed = |counts: &[u32], windows: &mut Windows| {
+                let placement = place(&parting, index, counts, 0);
+                let mut placer =
+                    SlotPlacer::new(&parting, index, counts, &placement, &pool, Vec::new())
+                        .unwrap();
+                assert!(placer.whole_words());
+                windows.place(&mut placer);
+                placer.finish(&parting, counts, &placement).map(|(p, _)| p)
+            };
+            let placement = place(&parting, index, &counts, 0);
+            let mut one_by_one =
+                SlotPlacer::new(&parting, index, &counts, &placement, &pool, Vec::new()).unwrap();
+            one_by_one.open_all();
+            records.iter().for_each(|&(b, x)| one_by_one.put(b, x));
+            let want = one_by_one.finish(&parting, &counts, &placement).unwrap().0;
+            let got = placed(&counts, &mut windows).unwrap();
+            let len = want.regions as usize * layout.region_size as usize;
+            assert_eq!(got.regions, want.regions);
+            assert_eq!(&got.buf[..len], &want.buf[..len], "partition {index}");
+            for change in [1i64, -1] {
+                let mut miscounted = counts.clone();
+                let b = (0..n_buckets).find(|&b| counts[b] > 0).unwrap() + n_buckets / 2;
+                miscounted[b % n_buckets] = (counts[b % n_buckets] as i64 + change) as u32;
+                assert!(
+                    placed(&miscounted, &mut windows).is_err(),
+                    "partition {index}, a record {change} in a bucket"
+                );
+            }
         }
     }
 
