@@ -305,10 +305,22 @@ pub(crate) trait Placer {
         dense: &mut Dense,
     ) {
         let _ = (entries, dense);
-        self.open_buckets(end);
-        for (run, high) in runs {
-            self.put_entries(first, run, shift, high);
-        }
+        place_by_runs(self, first, end, runs, shift);
+    }
+}
+
+/// A window's runs handed to `put_entries` one after another.
+#[inline(always)]
+fn place_by_runs<'a, P: Placer + ?Sized>(
+    placer: &mut P,
+    first: usize,
+    end: usize,
+    runs: impl Iterator<Item = (&'a [u32], u64)>,
+    shift: u32,
+) {
+    placer.open_buckets(end);
+    for (run, high) in runs {
+        placer.put_entries(first, run, shift, high);
     }
 }
 
@@ -337,10 +349,7 @@ impl Placer for SlotPlacer {
             SlotPlacer::open_buckets(self, end);
             self.place_window_dense(first, runs, shift, entries, dense);
         } else {
-            SlotPlacer::open_buckets(self, end);
-            for (run, high) in runs {
-                SlotPlacer::put_entries(self, first, run, shift, high);
-            }
+            place_by_runs(self, first, end, runs, shift);
         }
     }
 }
