@@ -83,13 +83,24 @@ fn main() -> ExitCode {
                     Some(spacevault::PlotError::Interrupted)
                 )
             });
-            // One line: the error and its causes, outermost first.
-            let mut line = format!("error: {e}");
-            for cause in e.chain().skip(1) {
-                line.push_str(&format!(": {cause}"));
-            }
-            eprintln!("{line}");
+            eprintln!("error: {}", one_line(&e));
             ExitCode::from(if interrupted { 130 } else { 1 })
         }
     }
+}
+
+/// The error and its causes on one line, outermost first. The library's
+/// errors name their cause in their own message and also expose it as
+/// their source (thiserror does both for a field named `source`), so a
+/// cause the line already holds is not added again.
+fn one_line(e: &anyhow::Error) -> String {
+    let mut line = e.to_string();
+    for cause in e.chain().skip(1) {
+        let cause = cause.to_string();
+        if !line.contains(&cause) {
+            line.push_str(": ");
+            line.push_str(&cause);
+        }
+    }
+    line
 }

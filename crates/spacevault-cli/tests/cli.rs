@@ -424,6 +424,8 @@ fn a_farmer_key_is_made_once_and_kept() {
 #[test]
 fn bad_input_gets_one_line_and_no_panic() {
     let dir = tempfile::tempdir().unwrap();
+    let foreign = dir.path().join("foreign.plot");
+    std::fs::write(&foreign, b"not a plot at all").unwrap();
     let cases: Vec<Vec<String>> = vec![
         vec!["plot".into(), "-k".into(), "12".into()],
         vec!["plot".into(), "-k".into(), "41".into()],
@@ -476,6 +478,13 @@ fn bad_input_gets_one_line_and_no_panic() {
             "/nonexistent-proof.json".into(),
         ],
         vec!["info".into(), "/nonexistent.plot".into()],
+        vec!["info".into(), foreign.display().to_string()],
+        vec!["bench".into(), "lookup".into(), "/nonexistent.plot".into()],
+        vec![
+            "bench".into(),
+            "lookup".into(),
+            foreign.display().to_string(),
+        ],
     ];
     for args in cases {
         let out = sv(dir.path())
@@ -498,6 +507,12 @@ fn bad_input_gets_one_line_and_no_panic() {
                 .collect();
             assert_eq!(errors.len(), 1, "{args:?}: {err}");
             assert!(errors[0].starts_with("error: "), "{args:?}: {err}");
+            // A cause that the message already gives is not repeated.
+            let parts: Vec<&str> = errors[0].split(": ").collect();
+            assert!(
+                parts.windows(2).all(|w| w[0] != w[1]),
+                "{args:?} repeats itself: {err}"
+            );
         }
     }
 }
