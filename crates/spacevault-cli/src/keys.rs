@@ -13,8 +13,8 @@ pub fn parse_hex32(what: &str, text: &str) -> Result<[u8; 32]> {
     match <[u8; 32]>::try_from(bytes.as_slice()) {
         Ok(b) => Ok(b),
         Err(_) => bail!(
-            "{what} must be 32 bytes (64 hex digits), got {} bytes",
-            bytes.len()
+            "{what} must be 32 bytes (64 hex digits), got {} hex digits",
+            t.len()
         ),
     }
 }
@@ -75,4 +75,30 @@ fn write_private(path: &std::path::Path, text: &str) -> Result<()> {
     f.write_all(text.as_bytes())?;
     f.sync_all()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_hex32;
+
+    #[test]
+    fn hex32_takes_64_digits_with_or_without_0x() {
+        let hex = "ab".repeat(32);
+        assert_eq!(parse_hex32("--seed", &hex).unwrap(), [0xab; 32]);
+        assert_eq!(
+            parse_hex32("--seed", &format!(" 0x{hex}\n")).unwrap(),
+            [0xab; 32]
+        );
+    }
+
+    #[test]
+    fn hex32_says_how_many_digits_it_got() {
+        let e = parse_hex32("--seed", "0102").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "--seed must be 32 bytes (64 hex digits), got 4 hex digits"
+        );
+        let e = parse_hex32("--seed", "xyz").unwrap_err().to_string();
+        assert_eq!(e, "--seed must be 64 hex digits, got 'xyz'");
+    }
 }
