@@ -52,7 +52,7 @@ impl Layout {
         // Counts are one byte: at most 64 records a bucket on average keeps
         // an overflow (255) out of reach. More bucket bits than k + 4 would
         // only waste space.
-        if bucket_bits + 6 < k || bucket_bits > k + 4 || bucket_bits > 48 {
+        if u16::from(bucket_bits) + 6 < u16::from(k) || bucket_bits > k + 4 || bucket_bits > 48 {
             return Err(FormatError::InvalidLayout(format!(
                 "bucket_bits {bucket_bits} is outside {}..={} for k = {k}",
                 k.saturating_sub(6),
@@ -187,6 +187,10 @@ mod tests {
         assert!(Layout::new(20, 10, 4096).is_err());
         assert!(Layout::new(20, 25, 4096).is_err());
         assert!(Layout::new(20, 15, 4000).is_err());
+        // A header's bucket bits are any byte.
+        for bits in [0, 6, 49, 250, 255] {
+            assert!(Layout::new(20, bits, 4096).is_err(), "bucket_bits {bits}");
+        }
     }
 
     #[test]
