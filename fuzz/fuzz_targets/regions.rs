@@ -16,5 +16,11 @@ fuzz_target!(|data: &[u8]| {
         let challenge: [u8; 32] = data[..32].try_into().unwrap();
         let _ = plot.prove(&challenge);
     }
-    let _ = spacevault::check::check(&path, spacevault::check::CheckOptions { full: true, sample: 1 });
+    let _ = spacevault::check::check(
+        &path,
+        spacevault::check::CheckOptions {
+            full: true,
+            sample: 1,
+        },
+    );
 });

@@ -3,8 +3,8 @@
 
 use proptest::prelude::*;
 use spacevault::check::{check, CheckOptions};
-use spacevault::format::{seal, Header, Layout, HEADER_SIZE};
-use spacevault::fuzzing::{plot_from_region_bytes, sealed_header};
+use spacevault::format::{seal, Header, HEADER_SIZE};
+use spacevault::fuzzing::{derived_fields, plot_from_region_bytes, sealed_header, HEADER_FIELDS};
 use spacevault::{quality, verify, PlotFile, Proof};
 
 proptest! {
@@ -52,50 +52,26 @@ proptest! {
     }
 }
 
-/// A header's fields (bytes 10 to 127) that are each either what a real
-/// plot of this k, bucket bits and region size would hold, or arbitrary.
-fn header_fields() -> impl Strategy<Value = Vec<u8>> {
+/// A header's fields (bytes 10 to 127) whose derived fields are each
+/// likely, but not sure, to be what a real plot of their k, bucket bits and
+/// region size holds.
+fn header_fields() -> impl Strategy<Value = [u8; HEADER_FIELDS]> {
     (
         // Mostly k small enough that a whole plot is written and opened.
         prop_oneof![3 => 16u8..=21, 1 => 14u8..=42, 1 => any::<u8>()],
-        any::<u8>(),
+        prop_oneof![3 => (0u8..=10).prop_map(Some), 1 => Just(None)],
         prop_oneof![3 => (8u32..=21).prop_map(|b| 1 << b), 1 => any::<u32>()],
-        proptest::array::uniform6(proptest::bool::weighted(0.875)),
-        any::<[u64; 5]>(),
-        1u64..4,
-        any::<[u8; 64]>(),
+        proptest::array::uniform7(proptest::bool::weighted(0.875)),
+        proptest::collection::vec(any::<u8>(), HEADER_FIELDS),
     )
-        .prop_map(|(k, bits, region_size, honest, noise, extra, keys)| {
-            let bits = if honest[0] {
-                k.wrapping_sub(bits % 11).wrapping_add(4)
-            } else {
-                bits
-            };
-            let derived = Layout::new(k, bits, region_size).ok();
-            let mut f = vec![0u8; 118];
-            f[0] = k;
-            f[1] = bits;
-            f[2..6].copy_from_slice(&(HEADER_SIZE as u32).to_le_bytes());
-            f[6..10].copy_from_slice(&region_size.to_le_bytes());
-            let pick = |honest: bool, real: Option<u64>, noise: u64| match real {
-                Some(real) if honest => real,
-                _ => noise,
-            };
-            let (bpg, slots) = (
-                derived.map(|l| l.buckets_per_group as u64),
-                derived.map(|l| l.slots_per_region as u64),
-            );
-            let groups = derived.map(|l| l.group_count());
-            f[10..14].copy_from_slice(&(pick(honest[1], bpg, noise[0]) as u32).to_le_bytes());
-            f[14..18].copy_from_slice(&(pick(honest[2], slots, noise[1]) as u32).to_le_bytes());
-            f[22..30].copy_from_slice(&pick(honest[3], groups, noise[2]).to_le_bytes());
-            f[30..38].copy_from_slice(
-                &pick(honest[4], groups.map(|g| g + extra - 1), noise[3]).to_le_bytes(),
-            );
-            let records = if k < 64 { 1u64 << k } else { 0 };
-            f[38..46].copy_from_slice(&pick(honest[5], Some(records), noise[4]).to_le_bytes());
-            f[54..118].copy_from_slice(&keys);
-            f
+        .prop_map(|(k, below_max_bits, region_size, derive, mut fields)| {
+            fields[0] = k;
+            if let Some(below) = below_max_bits {
+                fields[1] = k.wrapping_add(4).wrapping_sub(below);
+            }
+            fields[6..10].copy_from_slice(&region_size.to_le_bytes());
+            let mask = (0..7).filter(|&b| derive[b]).fold(0u8, |m, b| m | 1 << b);
+            derived_fields(mask, &fields)
         })
 }
 
