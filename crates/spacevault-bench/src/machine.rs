@@ -29,6 +29,10 @@ pub struct Machine {
     pub simd: &'static str,
     /// The operating system's kernel release, where known.
     pub os_release: Option<String>,
+    /// The size of the system's pool of 2 MiB huge pages
+    /// (`vm.nr_hugepages` pages), which the plotter takes its large buffers
+    /// from where it has room; null where unknown.
+    pub huge_page_pool_bytes: Option<u64>,
 }
 
 impl Machine {
@@ -50,12 +54,18 @@ impl Machine {
         let os_release = std::fs::read_to_string("/proc/sys/kernel/osrelease")
             .ok()
             .map(|s| s.trim().to_string());
+        let huge_page_pool_bytes =
+            std::fs::read_to_string("/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages")
+                .ok()
+                .and_then(|s| s.trim().parse::<u64>().ok())
+                .map(|pages| pages << 21);
         Machine {
             cpu,
             cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
             memory_bytes,
             simd: spacevault::kernel::Backend::active().name(),
             os_release,
+            huge_page_pool_bytes,
         }
     }
 
@@ -65,8 +75,14 @@ impl Machine {
             .memory_bytes
             .map(|b| format!(", {:.0} GiB", b as f64 / (1u64 << 30) as f64))
             .unwrap_or_default();
+        let pool = match self.huge_page_pool_bytes {
+            Some(b) if b > 0 => {
+                format!(", huge page pool {:.2} GiB", b as f64 / (1u64 << 30) as f64)
+            }
+            _ => String::new(),
+        };
         format!(
-            "{} ({} cores{memory}, {} kernel)",
+            "{} ({} cores{memory}{pool}, {} kernel)",
             self.cpu, self.cores, self.simd
         )
     }

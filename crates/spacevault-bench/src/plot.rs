@@ -9,6 +9,7 @@ use crate::machine::{
 use crate::stats::Summary;
 use crate::BenchError;
 use serde::Serialize;
+use spacevault::aligned;
 use spacevault::plot::{Progress, Strategy};
 use spacevault::PlotOptions;
 use std::path::PathBuf;
@@ -121,6 +122,11 @@ pub struct PlotBench {
     pub bytes_written_per_plot_byte: Option<f64>,
     pub bytes_read_per_plot_byte: Option<f64>,
     pub peak_rss_bytes: Option<u64>,
+    /// The most memory the plot held at once from the system's huge page
+    /// pool (`vm.nr_hugepages`), which the kernel does not count in
+    /// `peak_rss_bytes`: the plot's peak memory is about the sum of the two.
+    /// 0 where the machine has no pool or `SPACEVAULT_HUGE_PAGE_POOL=never`.
+    pub peak_huge_page_pool_bytes: u64,
     pub bounds: Bounds,
     /// Hashing all 2^k records on every core: the floor for any plotter.
     pub hash_bound_seconds: f64,
@@ -185,6 +191,7 @@ pub fn run(
     let blake3 = first_blake3.max(blake3_rate(threads, hash_time));
 
     let rss_reset = reset_peak_rss();
+    aligned::reset_pool_peak();
     let io_before = IoCounters::now();
     let summary = plotter.plot(&options.plot, &options.dir, progress)?;
     let io = io_before.and_then(|b| IoCounters::now().map(|a| a.since(&b)));
@@ -192,6 +199,7 @@ pub fn run(
     plotter.wait_for_temp_files();
     let temp_close_seconds = closing.elapsed().as_secs_f64();
     let peak = if rss_reset { peak_rss() } else { None };
+    let peak_pool = aligned::pool_peak() as u64;
     // The plot's own first touch, timed as a phase of its own: measured
     // apart, it came out several times faster or slower than what the plot
     // paid, depending on what the VM's host still backed (see
@@ -248,6 +256,7 @@ pub fn run(
         bytes_written_per_plot_byte: io.map(|i| i.write_bytes as f64 / file),
         bytes_read_per_plot_byte: io.map(|i| i.read_bytes as f64 / file),
         peak_rss_bytes: peak,
+        peak_huge_page_pool_bytes: peak_pool,
         bounds,
         hash_bound_seconds: hash_bound,
         ratio_to_hash_bound: hash_bound / summary.seconds,

@@ -816,6 +816,37 @@ fn bench_plot_reports_bounds_and_ratios_for_both_strategies() {
     }
 }
 
+/// Memory from the huge page pool is not in the RSS: `bench plot` reports
+/// it beside, and takes none where told not to.
+#[test]
+fn bench_plot_reports_what_it_took_from_the_huge_page_pool() {
+    let dir = tempfile::tempdir().unwrap();
+    for never in [false, true] {
+        let mut cmd = sv(dir.path());
+        cmd.args([
+            "bench",
+            "plot",
+            "-k",
+            "18",
+            "--json",
+            "--disk-bytes",
+            "4MiB",
+        ])
+        .arg("--dir")
+        .arg(dir.path());
+        if never {
+            cmd.env("SPACEVAULT_HUGE_PAGE_POOL", "never");
+        }
+        let r = json(&mut cmd);
+        let pool = r["machine"]["huge_page_pool_bytes"].as_u64();
+        let took = r["peak_huge_page_pool_bytes"].as_u64().unwrap();
+        assert!(took <= pool.unwrap_or(0), "{took} of {pool:?}");
+        if never {
+            assert_eq!(took, 0);
+        }
+    }
+}
+
 #[test]
 fn bench_lookup_times_lookups_of_one_read_each() {
     let dir = tempfile::tempdir().unwrap();

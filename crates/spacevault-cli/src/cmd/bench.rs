@@ -327,6 +327,12 @@ fn print_plot_bench(r: plot_bench::PlotBench) {
         Some(p) => println!("peak RSS        {}", format_size(p)),
         None => println!("peak RSS        (not measurable here)"),
     }
+    if r.peak_huge_page_pool_bytes > 0 {
+        println!(
+            "huge page pool  {} at most, besides the RSS (the kernel does not count it there)",
+            format_size(r.peak_huge_page_pool_bytes)
+        );
+    }
     println!(
         "machine bounds  BLAKE3 hash_many {:.1} M records/s, spacevault kernel {:.1} M records/s ({}), disk write {:.0} MB/s, read {:.0} MB/s{}",
         b.blake3_records_per_second / 1e6,
