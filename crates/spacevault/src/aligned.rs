@@ -249,7 +249,7 @@ pub fn reset_pool_peak() {
 /// A private mapping of `bytes` (whole 2 MiB pages) from the huge page
 /// pool; `None` where the pool lacks room or is not to be used.
 fn map_from_pool(bytes: usize) -> Option<NonNull<u8>> {
-    if !pool_allowed() || bytes % HUGE_PAGE != 0 {
+    if !pool_allowed() || !bytes.is_multiple_of(HUGE_PAGE) {
         return None;
     }
     // SAFETY: an anonymous private mapping; checked for failure below. The
