@@ -393,6 +393,18 @@ fn print_plot_bench(r: plot_bench::PlotBench) {
             r.wall_over_design_bound_with_first_touch,
             r.first_touch_seconds
         );
+        // Only where a pool would be used and none is reserved; a tenth of
+        // the wall is about where one paid on the development VM.
+        let no_pool = r.machine.huge_page_pool_bytes.unwrap_or(0) == 0;
+        if no_pool
+            && spacevault::aligned::pool_allowed()
+            && r.first_touch_seconds > 0.1 * r.wall_seconds
+        {
+            println!(
+                "note            {:.0}% of the wall went to bringing fresh memory into use: a huge page pool would save that in every process after its first (README, \"A huge page pool\")",
+                100.0 * r.first_touch_seconds / r.wall_seconds
+            );
+        }
     }
     if let Some(p) = r.path {
         println!("kept            {}", p.display());
