@@ -55,6 +55,12 @@ fn install_stop_handler() {
 }
 
 fn run(cli: Cli) -> anyhow::Result<bool> {
+    if let Err(value) = spacevault::aligned::pool_setting() {
+        anyhow::bail!(
+            "{} is `{value}`: set it to `never` to keep spacevault out of the huge page pool, or to `try` (the default) or nothing to use it",
+            spacevault::aligned::POOL_ENV
+        );
+    }
     if matches!(
         cli.command,
         Command::Plot(_) | Command::Bench(cmd::bench::BenchCommand::Plot(_))

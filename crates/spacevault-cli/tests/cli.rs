@@ -848,6 +848,28 @@ fn bench_plot_reports_what_it_took_from_the_huge_page_pool() {
 }
 
 #[test]
+fn an_unknown_huge_page_pool_setting_is_refused_before_any_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = sv(dir.path())
+        .env("SPACEVAULT_HUGE_PAGE_POOL", "off")
+        .args(["plot", "-k", "16", "--out"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("SPACEVAULT_HUGE_PAGE_POOL is `off`") && err.contains("`never`"));
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    for (i, accepted) in ["never", "try", ""].into_iter().enumerate() {
+        plot_cmd(dir.path(), "16", &format!("{i:064x}"), &[])
+            .env("SPACEVAULT_HUGE_PAGE_POOL", accepted)
+            .assert()
+            .success();
+    }
+}
+
+#[test]
 fn bench_lookup_times_lookups_of_one_read_each() {
     let dir = tempfile::tempdir().unwrap();
     let path = plot_k16(dir.path());

@@ -201,8 +201,22 @@ static POOL_IN_USE: AtomicUsize = AtomicUsize::new(0);
 static POOL_PEAK: AtomicUsize = AtomicUsize::new(0);
 
 /// The environment variable that keeps buffers out of the huge page pool
-/// when it is `never`.
+/// when it is `never`; `try`, the default, uses the pool where it has room.
 pub const POOL_ENV: &str = "SPACEVAULT_HUGE_PAGE_POOL";
+
+/// Whether [`POOL_ENV`] lets buffers come from the pool: unset, empty or
+/// `try` does, `never` does not; any other value is given back as the
+/// error, for a program to refuse (the library itself then uses the pool).
+pub fn pool_setting() -> Result<bool, String> {
+    match std::env::var(POOL_ENV) {
+        Err(_) => Ok(true),
+        Ok(v) => match v.as_str() {
+            "" | "try" => Ok(true),
+            "never" => Ok(false),
+            _ => Err(v),
+        },
+    }
+}
 
 /// Whether large buffers may come from the system's pool of 2 MiB huge
 /// pages (`vm.nr_hugepages`, set by an administrator).
@@ -226,7 +240,7 @@ pub const POOL_ENV: &str = "SPACEVAULT_HUGE_PAGE_POOL";
 /// pool that is meant for another program.
 pub fn pool_allowed() -> bool {
     static ALLOWED: OnceLock<bool> = OnceLock::new();
-    *ALLOWED.get_or_init(|| std::env::var(POOL_ENV).map_or(true, |v| v != "never"))
+    *ALLOWED.get_or_init(|| pool_setting().unwrap_or(true))
 }
 
 /// Bytes of the huge page pool this process holds now.
