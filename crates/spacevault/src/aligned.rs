@@ -61,15 +61,14 @@ impl AlignedBuf {
     /// has room for it.
     pub fn zeroed(len: usize) -> AlignedBuf {
         let len = len.div_ceil(ALIGN).max(1) * ALIGN;
+        if let Some((ptr, bytes)) = map_from_pool(len) {
+            return AlignedBuf {
+                ptr,
+                len: bytes,
+                backing: Backing::Pool,
+            };
+        }
         if len >= HUGE_FROM {
-            let bytes = len.next_multiple_of(HUGE_PAGE);
-            if let Some(ptr) = map_from_pool(bytes) {
-                return AlignedBuf {
-                    ptr,
-                    len: bytes,
-                    backing: Backing::Pool,
-                };
-            }
             if let Some(buf) = AlignedBuf::in_huge_pages(len) {
                 return buf;
             }
@@ -260,12 +259,15 @@ pub fn reset_pool_peak() {
     POOL_PEAK.store(pool_in_use(), Ordering::Relaxed);
 }
 
-/// A private mapping of `bytes` (whole 2 MiB pages) from the huge page
-/// pool; `None` where the pool lacks room or is not to be used.
-fn map_from_pool(bytes: usize) -> Option<NonNull<u8>> {
-    if !pool_allowed() || !bytes.is_multiple_of(HUGE_PAGE) {
+/// A private mapping from the huge page pool for a buffer of `bytes`, and
+/// its length: `bytes` rounded up to whole 2 MiB pages. `None` for a
+/// buffer smaller than [`HUGE_FROM`], or where the pool lacks room or is
+/// not to be used.
+fn map_from_pool(bytes: usize) -> Option<(NonNull<u8>, usize)> {
+    if bytes < HUGE_FROM || !pool_allowed() {
         return None;
     }
+    let bytes = bytes.checked_next_multiple_of(HUGE_PAGE)?;
     // SAFETY: an anonymous private mapping; checked for failure below. The
     // kernel reserves its pages now, or refuses.
     let ptr = unsafe {
@@ -281,9 +283,10 @@ fn map_from_pool(bytes: usize) -> Option<NonNull<u8>> {
     if ptr == libc::MAP_FAILED {
         return None;
     }
+    let ptr = NonNull::new(ptr.cast()).expect("mmap never returns null");
     let held = POOL_IN_USE.fetch_add(bytes, Ordering::Relaxed) + bytes;
     POOL_PEAK.fetch_max(held, Ordering::Relaxed);
-    NonNull::new(ptr.cast())
+    Some((ptr, bytes))
 }
 
 /// Gives a mapping made by [`map_from_pool`] back.
@@ -331,16 +334,13 @@ impl<T: Copy> MappedBuf<T> {
     /// has room for them, whatever `pages` says.
     pub fn zeroed(len: usize, pages: Pages) -> std::io::Result<MappedBuf<T>> {
         let bytes = (len * std::mem::size_of::<T>()).max(1);
-        if bytes >= HUGE_FROM {
-            let whole = bytes.next_multiple_of(HUGE_PAGE);
-            if let Some(ptr) = map_from_pool(whole) {
-                return Ok(MappedBuf {
-                    ptr: ptr.cast(),
-                    len,
-                    bytes: whole,
-                    pooled: true,
-                });
-            }
+        if let Some((ptr, whole)) = map_from_pool(bytes) {
+            return Ok(MappedBuf {
+                ptr: ptr.cast(),
+                len,
+                bytes: whole,
+                pooled: true,
+            });
         }
         let ptr = map_anonymous(bytes)?;
         if pages == Pages::Huge {
