@@ -54,18 +54,13 @@ impl Machine {
         let os_release = std::fs::read_to_string("/proc/sys/kernel/osrelease")
             .ok()
             .map(|s| s.trim().to_string());
-        let huge_page_pool_bytes =
-            std::fs::read_to_string("/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages")
-                .ok()
-                .and_then(|s| s.trim().parse::<u64>().ok())
-                .map(|pages| pages << 21);
         Machine {
             cpu,
             cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
             memory_bytes,
             simd: spacevault::kernel::Backend::active().name(),
             os_release,
-            huge_page_pool_bytes,
+            huge_page_pool_bytes: spacevault::aligned::pool_bytes(),
         }
     }
 

@@ -242,6 +242,22 @@ pub fn pool_allowed() -> bool {
     *ALLOWED.get_or_init(|| pool_setting().unwrap_or(true))
 }
 
+/// A count the kernel keeps of the pool of 2 MiB pages, such as
+/// `nr_hugepages` (its size) or `free_hugepages`; `None` where unknown.
+fn pool_count(file: &str) -> Option<u64> {
+    std::fs::read_to_string(format!("/sys/kernel/mm/hugepages/hugepages-2048kB/{file}"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// The size of the system's pool of 2 MiB huge pages, reserved for this
+/// process and others alike; `None` where unknown.
+pub fn pool_bytes() -> Option<u64> {
+    pool_count("nr_hugepages").map(|pages| pages * HUGE_PAGE as u64)
+}
+
 /// Bytes of the huge page pool this process holds now.
 pub fn pool_in_use() -> usize {
     POOL_IN_USE.load(Ordering::Relaxed)
@@ -433,10 +449,7 @@ mod tests {
 
     /// A count from the system's pool of 2 MiB pages (0 where unknown).
     fn pool_pages(file: &str) -> usize {
-        std::fs::read_to_string(format!("/sys/kernel/mm/hugepages/hugepages-2048kB/{file}"))
-            .ok()
-            .and_then(|s| s.trim().parse().ok())
-            .unwrap_or(0)
+        pool_count(file).unwrap_or(0) as usize
     }
 
     #[test]
