@@ -380,6 +380,11 @@ fn time_writes(
     let err = |e| BenchError::io("measuring disk write speed", e);
     let started = Instant::now();
     for i in 0..blocks {
+        // A stop asked for by a signal ends the measurement too; the
+        // scratch file goes with it.
+        if spacevault::plot::stop_requested() {
+            return Err(spacevault::PlotError::Interrupted.into());
+        }
         scratch
             .file
             .write_all_at(buf, (i * BLOCK) as u64)

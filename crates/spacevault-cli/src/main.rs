@@ -1,9 +1,12 @@
 //! The `spacevault` command line tool: a thin layer over the `spacevault`
 //! and `spacevault-bench` libraries.
 
+#[macro_use]
+mod out;
 mod cmd;
 mod keys;
 mod progress;
+mod signals;
 mod size;
 
 use clap::{Parser, Subcommand};
@@ -39,18 +42,17 @@ enum Command {
     Bench(cmd::bench::BenchCommand),
 }
 
-/// The first Ctrl-C (or SIGTERM) asks running plots to stop and clean up;
-/// a second one ends the process at once.
-extern "C" fn on_stop_signal(signal: libc::c_int) {
-    spacevault::plot::request_stop();
-    // SAFETY: signal() is async-signal-safe; restoring the default action.
-    unsafe { libc::signal(signal, libc::SIG_DFL) };
-}
-
-fn install_stop_handler() {
-    for signal in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: the handler only does async-signal-safe things.
-        unsafe { libc::signal(signal, on_stop_signal as *const () as libc::sighandler_t) };
+impl Command {
+    /// Whether the command was asked for JSON on stdout.
+    fn json(&self) -> bool {
+        match self {
+            Command::Plot(a) => a.json,
+            Command::Prove(a) => a.json,
+            Command::Verify(a) => a.json,
+            Command::Check(a) => a.json,
+            Command::Info(a) => a.json,
+            Command::Bench(c) => c.json(),
+        }
     }
 }
 
@@ -65,7 +67,7 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
         cli.command,
         Command::Plot(_) | Command::Bench(cmd::bench::BenchCommand::Plot(_))
     ) {
-        install_stop_handler();
+        signals::install();
     }
     match cli.command {
         Command::Plot(a) => cmd::plot::run(a).map(|_| true),
@@ -77,11 +79,31 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
     }
 }
 
+/// Exit statuses: 0 done (a valid proof, sound plots); 1 an error, an
+/// invalid proof or a damaged plot; 2 a command line clap refused;
+/// 128 + N stopped by signal N; 141 (128 + SIGPIPE) stdout closed by its
+/// reader, as `ls | head` reports.
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let json = std::env::args_os().any(|a| a == "--json");
+            if json && e.use_stderr() {
+                let first = e.to_string();
+                let first = first.lines().next().unwrap_or_default();
+                print_json_error(first.strip_prefix("error: ").unwrap_or(first));
+            }
+            e.exit();
+        }
+    };
+    let json = cli.command.json();
     match run(cli) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
+        Err(e) if e.chain().any(|c| c.is::<out::StdoutClosed>()) => {
+            spacevault::plot::request_stop();
+            ExitCode::from(128 + libc::SIGPIPE as u8)
+        }
         Err(e) => {
             let interrupted = e.chain().any(|c| {
                 matches!(
@@ -89,10 +111,24 @@ fn main() -> ExitCode {
                     Some(spacevault::PlotError::Interrupted)
                 )
             });
-            eprintln!("error: {}", one_line(&e));
-            ExitCode::from(if interrupted { 130 } else { 1 })
+            let line = one_line(&e);
+            errln!("error: {line}");
+            if json && !out::wrote_stdout() {
+                print_json_error(&line);
+            }
+            ExitCode::from(if interrupted {
+                signals::exit_status()
+            } else {
+                1
+            })
         }
     }
+}
+
+/// `{"error": "..."}` on stdout, for a JSON reader that would otherwise
+/// get nothing to parse.
+fn print_json_error(message: &str) {
+    let _ = out::line(format_args!("{}", serde_json::json!({ "error": message })));
 }
 
 /// The error and its causes on one line, outermost first. The library's

@@ -1,75 +1,13 @@
 //! The built binary, end to end: plot, info, prove, verify, check, and the
 //! errors a user can run into.
 
+mod common;
+
 use assert_cmd::Command;
+use common::*;
 use predicates::prelude::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-
-const FARMER: &str = "1111111111111111111111111111111111111111111111111111111111111111";
-const SEED: &str = "2222222222222222222222222222222222222222222222222222222222222222";
-const CHALLENGE: &str = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
-
-fn sv(config: &Path) -> Command {
-    let mut c = Command::cargo_bin("spacevault").unwrap();
-    c.env("SPACEVAULT_CONFIG_DIR", config);
-    c
-}
-
-/// `spacevault plot -k K --farmer-key FARMER --seed SEED --out DIR` and any
-/// further arguments.
-fn plot_cmd(dir: &Path, k: &str, seed: &str, extra: &[&str]) -> Command {
-    let mut c = sv(dir);
-    c.args(["plot", "-k", k, "--farmer-key", FARMER, "--seed", seed])
-        .args(extra)
-        .arg("--out")
-        .arg(dir);
-    c
-}
-
-/// Plots k=16 with `seed` into `dir`; returns the printed path.
-fn plot_k16_seeded(dir: &Path, seed: &str) -> PathBuf {
-    let out = plot_cmd(dir, "16", seed, &[])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    PathBuf::from(String::from_utf8(out).unwrap().trim())
-}
-
-fn plot_k16(dir: &Path) -> PathBuf {
-    plot_k16_seeded(dir, SEED)
-}
-
-/// A plot running in the background into `dir`, its stderr captured.
-fn spawn_plot(dir: &Path, args: &[&str]) -> std::process::Child {
-    std::process::Command::new(assert_cmd::cargo::cargo_bin("spacevault"))
-        .env("SPACEVAULT_CONFIG_DIR", dir)
-        .arg("plot")
-        .args(args)
-        .args(["--farmer-key", FARMER, "--out"])
-        .arg(dir)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap()
-}
-
-/// Sends SIGINT to `child`, as Ctrl-C does.
-fn interrupt(child: &std::process::Child) {
-    let status = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-}
-
-fn json(cmd: &mut Command) -> Value {
-    let out = cmd.assert().get_output().stdout.clone();
-    serde_json::from_slice(&out)
-        .unwrap_or_else(|e| panic!("bad JSON ({e}): {}", String::from_utf8_lossy(&out)))
-}
 
 #[test]
 fn plot_prove_verify_check_info() {
@@ -181,8 +119,10 @@ fn damage_is_reported_and_other_plots_still_answer() {
                 .and(predicate::str::contains("region 0 (buckets 0..")),
         );
     let report = json(sv(dir.path()).args(["check", "--json"]).arg(&foreign));
-    assert_eq!(report[0]["ok"], false);
-    assert!(report[0]["problems"][0]["problem"]
+    assert_eq!(report["ok"], false);
+    assert_eq!(report["plots"][0]["ok"], false);
+    assert_eq!(report["plots"][0]["completeness"], "not_checked");
+    assert!(report["plots"][0]["problems"][0]["problem"]
         .as_str()
         .unwrap()
         .contains("not a spacevault plot"));
@@ -195,25 +135,31 @@ fn a_directory_without_plots_names_the_subdirectories_that_hold_them() {
     std::fs::create_dir(&disk).unwrap();
     plot_k16(&disk);
     std::fs::create_dir(dir.path().join("empty")).unwrap();
-    for command in ["prove", "check"] {
-        sv(dir.path())
-            .arg(command)
-            .arg(dir.path())
-            .assert()
-            .failure()
-            .stderr(predicate::str::contains("not searched recursively"))
-            .stderr(predicate::str::contains(disk.display().to_string()))
-            .stderr(predicate::str::contains("empty").not())
-            .stderr(predicate::str::contains("panicked").not());
-    }
+    sv(dir.path())
+        .arg("prove")
+        .arg(dir.path())
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("not searched recursively"))
+        .stderr(predicate::str::contains(disk.display().to_string()))
+        .stderr(predicate::str::contains("empty").not())
+        .stderr(predicate::str::contains("panicked").not());
+    sv(dir.path())
+        .arg("check")
+        .arg(dir.path())
+        .assert()
+        .code(1)
+        .stdout(predicate::str::starts_with("ERROR "))
+        .stdout(predicate::str::contains("not searched recursively"))
+        .stdout(predicate::str::contains(disk.display().to_string()))
+        .stdout(predicate::str::contains("empty").not());
     // A directory with no plots below it either gets the plain message.
     sv(dir.path())
         .arg("check")
         .arg(dir.path().join("empty"))
         .assert()
-        .failure()
-        .stderr(predicate::str::starts_with("error: no plots found in"))
-        .stderr(predicate::str::contains("recursively").not());
+        .code(1)
+        .stdout(predicate::str::ends_with("empty: holds no plots\n"));
     // Named, the subdirectory answers.
     sv(dir.path())
         .args(["prove", "--challenge", CHALLENGE])
@@ -441,7 +387,7 @@ fn bad_input_gets_one_line_and_no_panic() {
             "-k".into(),
             "16".into(),
             "--out".into(),
-            "/nonexistent/dir".into(),
+            foreign.display().to_string(),
         ],
         vec![
             "plot".into(),

@@ -148,22 +148,64 @@ impl Drop for AlignedBuf {
     }
 }
 
-/// Opens a file for reading, with O_DIRECT if asked and the file system
-/// allows it; says whether O_DIRECT is in effect.
+/// Opens a regular file for reading, with O_DIRECT if asked and the file
+/// system allows it; says whether O_DIRECT is in effect. Anything else is
+/// refused without waiting: opening a FIFO would block until a writer
+/// came, and a device or directory is no plot.
 pub fn open_read(path: &std::path::Path, direct: bool) -> std::io::Result<(std::fs::File, bool)> {
     use std::os::unix::fs::OpenOptionsExt;
-    if direct {
-        match std::fs::OpenOptions::new()
+    let open = |flags: libc::c_int| {
+        std::fs::OpenOptions::new()
             .read(true)
-            .custom_flags(libc::O_DIRECT)
+            .custom_flags(flags | libc::O_NONBLOCK)
             .open(path)
-        {
-            Ok(f) => return Ok((f, true)),
-            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {}
+    };
+    let (file, direct) = match direct {
+        true => match open(libc::O_DIRECT) {
+            Ok(f) => (f, true),
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => (open(0)?, false),
             Err(e) => return Err(e),
+        },
+        false => (open(0)?, false),
+    };
+    let kind = file.metadata()?.file_type();
+    if !kind.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("not a regular file (a {})", file_kind(&kind)),
+        ));
+    }
+    // Regular files ignore O_NONBLOCK on local file systems; cleared so that
+    // none other reads differently.
+    use std::os::unix::io::AsRawFd;
+    // SAFETY: fcntl on a valid descriptor with integer arguments.
+    unsafe {
+        let flags = libc::fcntl(file.as_raw_fd(), libc::F_GETFL);
+        if flags >= 0 {
+            libc::fcntl(file.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK);
         }
     }
-    Ok((std::fs::File::open(path)?, false))
+    Ok((file, direct))
+}
+
+/// What a file that is not a regular file is, in a user's words.
+pub fn file_kind(kind: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if kind.is_dir() {
+        "directory"
+    } else if kind.is_fifo() {
+        "FIFO"
+    } else if kind.is_char_device() {
+        "character device"
+    } else if kind.is_block_device() {
+        "block device"
+    } else if kind.is_socket() {
+        "socket"
+    } else if kind.is_symlink() {
+        "symbolic link"
+    } else {
+        "regular file"
+    }
 }
 
 /// A new private anonymous mapping of `bytes` (zeroed, readable and

@@ -33,6 +33,40 @@ pub struct Problem {
     pub what: String,
 }
 
+/// What `check` learnt of the plot's first invariant: every nonce of
+/// `[0, 2^k)` stored exactly once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Completeness {
+    /// A bitmap of every nonce showed each one present exactly once.
+    EveryNonceOnce,
+    /// The plot is too large for the bitmap (k above 34): the records
+    /// number 2^k, but whether each nonce is among them once is unproven.
+    CountMatches,
+    /// Nonces are missing or stored more than once (damaged regions' records
+    /// could not be read, so their nonces count as missing). `missing` and
+    /// `duplicates` are known where the bitmap was used.
+    Incomplete {
+        records: u64,
+        missing: Option<u64>,
+        duplicates: Option<u64>,
+    },
+    /// The walk did not get through the plot (an unreadable header, an I/O
+    /// error).
+    NotChecked,
+}
+
+impl Completeness {
+    /// Its name in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Completeness::EveryNonceOnce => "every_nonce_once",
+            Completeness::CountMatches => "count_matches",
+            Completeness::Incomplete { .. } => "incomplete",
+            Completeness::NotChecked => "not_checked",
+        }
+    }
+}
+
 /// Everything `check` found.
 #[derive(Clone, Debug)]
 pub struct CheckReport {
@@ -40,12 +74,15 @@ pub struct CheckReport {
     pub header: Option<Header>,
     pub problems: Vec<Problem>,
     pub regions: u64,
+    /// Every region a problem names, whatever the problem.
     pub damaged_regions: BTreeSet<u64>,
+    /// The regions whose checksum failed: their records could not be read
+    /// (a subset of `damaged_regions`).
+    pub unreadable_regions: BTreeSet<u64>,
+    /// Records read (those of unreadable regions are not).
     pub records: u64,
     pub records_rehashed: u64,
-    /// Whether completeness (every nonce exactly once) was proven with a
-    /// bitmap, rather than counted.
-    pub completeness_proven: bool,
+    pub completeness: Completeness,
 }
 
 impl CheckReport {
@@ -175,9 +212,10 @@ pub fn check(path: &Path, options: CheckOptions) -> CheckReport {
         problems: Vec::new(),
         regions: 0,
         damaged_regions: BTreeSet::new(),
+        unreadable_regions: BTreeSet::new(),
         records: 0,
         records_rehashed: 0,
-        completeness_proven: false,
+        completeness: Completeness::NotChecked,
     };
     let plot = match open_for_walking(path) {
         Ok(p) => p,
@@ -196,6 +234,7 @@ pub fn check(path: &Path, options: CheckOptions) -> CheckReport {
             what: e.reason(),
         });
     }
+    report.damaged_regions = report.problems.iter().filter_map(|p| p.region).collect();
     report
 }
 
@@ -281,8 +320,16 @@ fn check_regions(
         }
         let seen = marker.join().expect("marking thread panicked");
         result.map(|()| seen)
-    })?;
-    finish(report, window, problems, seen, use_bitmap)
+    });
+    match seen {
+        Ok(seen) => finish(report, window, problems, seen, use_bitmap),
+        // What was found before the error stands.
+        Err(e) => {
+            report.unreadable_regions = window.damaged;
+            report.problems.extend(problems);
+            Err(e)
+        }
+    }
 }
 
 /// Records rehashed in one batch.
@@ -508,7 +555,7 @@ fn finish(
     let header = report.header.as_ref().unwrap();
     let n = header.record_count();
     report.regions = header.region_count;
-    if use_bitmap {
+    report.completeness = if use_bitmap {
         let (present, duplicates) = seen.finish();
         if present != n {
             problems.push(Problem {
@@ -522,14 +569,28 @@ fn finish(
                 what: format!("{duplicates} records are duplicates"),
             });
         }
-        report.completeness_proven = true;
+        match (present == n, duplicates) {
+            (true, 0) => Completeness::EveryNonceOnce,
+            _ => Completeness::Incomplete {
+                records: report.records,
+                missing: Some(n - present),
+                duplicates: Some(duplicates),
+            },
+        }
     } else if report.records != n {
         problems.push(Problem {
             region: None,
             what: format!("the plot holds {} records, expected {n}", report.records),
         });
-    }
-    report.damaged_regions = window.damaged;
+        Completeness::Incomplete {
+            records: report.records,
+            missing: None,
+            duplicates: None,
+        }
+    } else {
+        Completeness::CountMatches
+    };
+    report.unreadable_regions = window.damaged;
     report.problems.extend(problems);
     Ok(())
 }

@@ -1,6 +1,6 @@
 //! Damaged, truncated and foreign files: clear errors that name the damage.
 
-use spacevault::check::{check, CheckOptions};
+use spacevault::check::{check, CheckOptions, Completeness};
 use spacevault::plot::{NoProgress, Strategy};
 use spacevault::{plot, PlotFile, PlotOptions, ReadError};
 use std::path::PathBuf;
@@ -24,7 +24,7 @@ fn a_good_plot_checks_clean() {
     let path = make_plot(dir.path());
     let report = check(&path, full());
     assert!(report.is_ok(), "{:?}", report.problems);
-    assert!(report.completeness_proven);
+    assert_eq!(report.completeness, Completeness::EveryNonceOnce);
     assert_eq!(report.records, 1 << 16);
     assert_eq!(report.records_rehashed, 1 << 16);
     let sampled = check(
@@ -52,6 +52,13 @@ fn a_flipped_bit_names_its_region_and_prove_skips_it() {
         report.damaged_regions.iter().copied().collect::<Vec<_>>(),
         vec![region]
     );
+    assert_eq!(report.unreadable_regions, report.damaged_regions);
+    // The damaged region's records could not be read: their nonces count
+    // as missing.
+    assert!(matches!(
+        report.completeness,
+        Completeness::Incomplete { missing: Some(m), duplicates: Some(0), .. } if m > 0
+    ));
     assert!(
         report.problems[0].what.contains("region 5"),
         "{:?}",
@@ -131,7 +138,21 @@ fn swapped_records_are_caught_by_rehashing() {
     std::fs::write(&path, &bytes).unwrap();
     let report = check(&path, full());
     assert!(!report.is_ok());
-    assert!(report.damaged_regions.is_empty());
+    // The checksum passes, so every record is read; the problems found in
+    // region 3 make it damaged all the same.
+    assert!(report.unreadable_regions.is_empty());
+    assert_eq!(
+        report.damaged_regions.iter().copied().collect::<Vec<_>>(),
+        vec![3]
+    );
+    assert!(matches!(
+        report.completeness,
+        Completeness::Incomplete {
+            missing: Some(1),
+            duplicates: Some(_),
+            ..
+        }
+    ));
     assert!(
         report
             .problems

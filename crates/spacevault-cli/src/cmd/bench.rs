@@ -2,7 +2,7 @@
 
 use crate::progress::Bar;
 use crate::size::{format_size, parse_size};
-use anyhow::{bail, Result};
+use anyhow::Result;
 use clap::{Args, Subcommand};
 use spacevault_bench::lookup::{self, LookupOptions};
 use spacevault_bench::plot::{self as plot_bench, PlotBenchOptions};
@@ -19,6 +19,18 @@ pub enum BenchCommand {
     /// One process of a `bench hash --processes` run (internal).
     #[command(hide = true)]
     HashWorker(super::hash::HashWorkerArgs),
+}
+
+impl BenchCommand {
+    /// Whether the benchmark was asked for JSON on stdout.
+    pub fn json(&self) -> bool {
+        match self {
+            BenchCommand::Plot(a) => a.json,
+            BenchCommand::Lookup(a) => a.json,
+            BenchCommand::Hash(a) => a.json,
+            BenchCommand::HashWorker(_) => false,
+        }
+    }
 }
 
 #[derive(Args, Debug)]
@@ -90,8 +102,8 @@ pub fn run(command: BenchCommand) -> Result<()> {
 }
 
 fn bench_plot(a: BenchPlotArgs) -> Result<()> {
-    if !a.dir.is_dir() {
-        bail!("{} is not a directory (create it first)", a.dir.display());
+    for dir in std::iter::once(&a.dir).chain(a.tmp.iter()) {
+        super::plot::create_output_dir(dir)?;
     }
     let args = super::plot::PlotArgs {
         k: a.k,
@@ -113,7 +125,7 @@ fn bench_plot(a: BenchPlotArgs) -> Result<()> {
             1 => String::new(),
             n => format!(", {n} times"),
         };
-        eprintln!(
+        errln!(
             "measuring this machine's hash rate and disk speed, then plotting k={}{times} ...",
             a.k
         );
@@ -141,23 +153,21 @@ fn bench_plot(a: BenchPlotArgs) -> Result<()> {
         if a.json {
             return super::print_json(&repeated);
         }
-        print_repeated(&repeated);
-        return Ok(());
+        return print_repeated(&repeated);
     }
     let r = repeated.runs.pop().expect("one run");
     if a.json {
         return super::print_json(&r);
     }
-    print_plot_bench(r);
-    Ok(())
+    print_plot_bench(r)
 }
 
 /// The spread of `bench plot --runs N`: what every run shares, a line a
 /// run, then the least, median and greatest of each figure.
-fn print_repeated(repeated: &plot_bench::Repeated) {
+fn print_repeated(repeated: &plot_bench::Repeated) -> Result<()> {
     let first = &repeated.runs[0];
-    println!("machine         {}", first.machine.describe());
-    println!(
+    outln!("machine         {}", first.machine.describe());
+    outln!(
         "plot            k={} ({} records), {} strategy, {} threads, memory limit {}, {} runs{}",
         first.k,
         first.records,
@@ -171,13 +181,13 @@ fn print_repeated(repeated: &plot_bench::Repeated) {
             ", each in fresh memory"
         }
     );
-    println!(
+    outln!(
         "file            {} ({:.3} bits a record)",
         format_size(first.file_bytes),
         first.file_bytes as f64 * 8.0 / first.records as f64
     );
-    println!();
-    println!(
+    outln!();
+    outln!(
         "{:>3}  {:>8}  {:>10}  {:>10}  {:>10}  {:>10}  {:>9}  {:>9}  {:>12}  {:>12}  phases (s)",
         "run",
         "wall s",
@@ -192,7 +202,7 @@ fn print_repeated(repeated: &plot_bench::Repeated) {
     );
     for (i, r) in repeated.runs.iter().enumerate() {
         let phases: Vec<String> = r.phases.iter().map(|(_, s)| format!("{s:.2}")).collect();
-        println!(
+        outln!(
             "{:>3}  {:>8.3}  {:>10.1}  {:>10.3}  {:>10.3}  {:>10}  {:>9.3}  {:>9.3}  {:>12.0}  {:>12.0}  {}",
             i + 1,
             r.wall_seconds,
@@ -212,58 +222,63 @@ fn print_repeated(repeated: &plot_bench::Repeated) {
         );
     }
     if repeated.runs.iter().any(|r| r.design_io_capped_by_plot) {
-        println!("  * the disk measured slower than the plot's own I/O then ran: the bound takes the plot's phase for that I/O");
+        outln!("  * the disk measured slower than the plot's own I/O then ran: the bound takes the plot's phase for that I/O");
     }
-    println!();
-    print_spread("all runs", &repeated.summary);
+    outln!();
+    print_spread("all runs", &repeated.summary)?;
     if let Some(reused) = &repeated.reused_summary {
-        println!();
+        outln!();
         print_spread(
             &format!("runs 2 to {}, memory reused", repeated.runs.len()),
             reused,
-        );
+        )?;
     }
     for r in &repeated.runs {
         if let Some(p) = &r.path {
-            println!("kept            {}", p.display());
+            outln!("kept            {}", p.display());
         }
     }
+    Ok(())
 }
 
 /// Least, median and greatest of each figure that moves from run to run.
-fn print_spread(title: &str, s: &plot_bench::RepeatedSummary) {
-    println!(
+fn print_spread(title: &str, s: &plot_bench::RepeatedSummary) -> Result<()> {
+    outln!(
         "{title:<34}  {:>10}  {:>10}  {:>10}",
-        "min", "median", "max"
+        "min",
+        "median",
+        "max"
     );
-    let row = |name: &str, x: &spacevault_bench::stats::Summary, scale: f64| {
-        println!(
+    let row = |name: &str, x: &spacevault_bench::stats::Summary, scale: f64| -> Result<()> {
+        outln!(
             "{name:<34}  {:>10.3}  {:>10.3}  {:>10.3}",
             x.min / scale,
             x.median / scale,
             x.max / scale
         );
+        Ok(())
     };
-    row("wall (s)", &s.wall_seconds, 1.0);
-    row("records/s (M)", &s.records_per_second, 1e6);
-    row("ratio to BLAKE3 bound", &s.ratio_to_blake3_bound, 1.0);
-    row("hash bound (s)", &s.hash_bound_seconds, 1.0);
-    row("ratio to hash bound", &s.ratio_to_hash_bound, 1.0);
-    row("design bound (s)", &s.design_bound_seconds, 1.0);
-    row("wall / design bound", &s.wall_over_design_bound, 1.0);
+    row("wall (s)", &s.wall_seconds, 1.0)?;
+    row("records/s (M)", &s.records_per_second, 1e6)?;
+    row("ratio to BLAKE3 bound", &s.ratio_to_blake3_bound, 1.0)?;
+    row("hash bound (s)", &s.hash_bound_seconds, 1.0)?;
+    row("ratio to hash bound", &s.ratio_to_hash_bound, 1.0)?;
+    row("design bound (s)", &s.design_bound_seconds, 1.0)?;
+    row("wall / design bound", &s.wall_over_design_bound, 1.0)?;
     row(
         "wall / design bound + first touch",
         &s.wall_over_design_bound_with_first_touch,
         1.0,
-    );
-    row("disk write (MB/s)", &s.disk_write_bytes_per_second, 1e6);
-    row("plot's writes (MB/s)", &s.file_write_bytes_per_second, 1e6);
+    )?;
+    row("disk write (MB/s)", &s.disk_write_bytes_per_second, 1e6)?;
+    row("plot's writes (MB/s)", &s.file_write_bytes_per_second, 1e6)?;
+    Ok(())
 }
 
-fn print_plot_bench(r: plot_bench::PlotBench) {
+fn print_plot_bench(r: plot_bench::PlotBench) -> Result<()> {
     let b = &r.bounds;
-    println!("machine         {}", r.machine.describe());
-    println!(
+    outln!("machine         {}", r.machine.describe());
+    outln!(
         "plot            k={} ({} records), {} strategy, {} threads, memory limit {}",
         r.k,
         r.records,
@@ -271,35 +286,35 @@ fn print_plot_bench(r: plot_bench::PlotBench) {
         r.threads,
         format_size(r.memory_limit)
     );
-    println!(
+    outln!(
         "file            {} ({:.3} bits a record)",
         format_size(r.file_bytes),
         r.file_bytes as f64 * 8.0 / r.records as f64
     );
-    println!("wall            {:.3} s", r.wall_seconds);
-    println!("records/s       {:.1} M", r.records_per_second / 1e6);
+    outln!("wall            {:.3} s", r.wall_seconds);
+    outln!("records/s       {:.1} M", r.records_per_second / 1e6);
     let phases: Vec<String> = r
         .phases
         .iter()
         .map(|(n, s)| format!("{n} {s:.3} s"))
         .collect();
-    println!("phases          {}", phases.join(", "));
-    println!("file MB/s       {:.0}", r.file_mb_per_second);
+    outln!("phases          {}", phases.join(", "));
+    outln!("file MB/s       {:.0}", r.file_mb_per_second);
     let last_phase = r.phases.last().map_or(0.0, |p| p.1);
-    println!(
+    outln!(
         "plot writes     {:.0} MB/s: {:.3} s in the plot file's write calls, {:.0}% of the last phase's {:.3} s",
         r.file_write_bytes_per_second / 1e6,
         r.file_write_seconds,
         100.0 * r.file_write_seconds / last_phase.max(1e-9),
         last_phase
     );
-    println!(
+    outln!(
         "last phase CPU  {:.3} s, the cores {:.0}% busy",
         r.last_phase_cpu_seconds,
         100.0 * r.last_phase_cores_busy
     );
     if let Some(io) = r.io {
-        println!(
+        outln!(
             "disk I/O        {} written ({:.2} per plot byte), {} read ({:.2} per plot byte), {} cancelled",
             format_size(io.write_bytes),
             r.bytes_written_per_plot_byte.unwrap_or(0.0),
@@ -309,31 +324,31 @@ fn print_plot_bench(r: plot_bench::PlotBench) {
         );
     }
     if r.rounds > 0 {
-        println!(
+        outln!(
             "temp written    {} ({} of {} rounds; {} kept in memory)",
             format_size(r.temp_bytes_written),
             r.rounds - r.rounds_in_memory,
             r.rounds,
             r.rounds_in_memory
         );
-        println!(
+        outln!(
             "temp closed     {:.3} s after the plot was done (its blocks freed; not in the wall, and overlapped by the next plot of a --count run)",
             r.temp_close_seconds
         );
     } else {
-        println!("temp written    {}", format_size(r.temp_bytes_written));
+        outln!("temp written    {}", format_size(r.temp_bytes_written));
     }
     match r.peak_rss_bytes {
-        Some(p) => println!("peak RSS        {}", format_size(p)),
-        None => println!("peak RSS        (not measurable here)"),
+        Some(p) => outln!("peak RSS        {}", format_size(p)),
+        None => outln!("peak RSS        (not measurable here)"),
     }
     if r.peak_huge_page_pool_bytes > 0 {
-        println!(
+        outln!(
             "huge page pool  {} at most, besides the RSS (the kernel does not count it there)",
             format_size(r.peak_huge_page_pool_bytes)
         );
     }
-    println!(
+    outln!(
         "machine bounds  BLAKE3 hash_many {:.1} M records/s, spacevault kernel {:.1} M records/s ({}), disk write {:.0} MB/s, read {:.0} MB/s{}",
         b.blake3_records_per_second / 1e6,
         b.hash_records_per_second / 1e6,
@@ -347,36 +362,36 @@ fn print_plot_bench(r: plot_bench::PlotBench) {
         }
     );
     if let Some(t) = b.temp_disk {
-        println!(
+        outln!(
             "temp disk       write {:.0} MB/s, read {:.0} MB/s",
             t.write_bytes_per_second / 1e6,
             t.read_bytes_per_second / 1e6
         );
     }
     if let Some(c) = b.concurrent {
-        println!(
+        outln!(
             "read + write    {:.0} MB/s read from the temp directory while writing {:.0} MB/s to the plot's, both at once",
             c.read_bytes_per_second / 1e6,
             c.write_bytes_per_second / 1e6
         );
     }
     if let Some(rate) = b.fresh_memory_bytes_per_second {
-        println!(
+        outln!(
             "fresh memory    {:.2} GB/s: the plot brought its new sort buffers into use on {} threads in {:.3} s before hashing (kernel zeroing, and on a VM the host backing them)",
             rate / 1e9,
             r.threads,
             r.first_touch_seconds
         );
     }
-    println!(
+    outln!(
         "BLAKE3 bound    {:.3} s   ratio {:.2}  (hashing every record with the blake3 crate's hash_many / wall)",
         r.blake3_bound_seconds, r.ratio_to_blake3_bound
     );
-    println!(
+    outln!(
         "hash bound      {:.3} s   ratio {:.2}  (hashing only what a plot needs with spacevault's kernel / wall)",
         r.hash_bound_seconds, r.ratio_to_hash_bound
     );
-    println!(
+    outln!(
         "design bound    {:.3} s   wall is {:.2}x the bound of this strategy (hashing and its I/O){}",
         r.design_bound_seconds,
         r.wall_over_design_bound,
@@ -387,7 +402,7 @@ fn print_plot_bench(r: plot_bench::PlotBench) {
         }
     );
     if r.first_touch_seconds > 0.0 {
-        println!(
+        outln!(
             "+ first touch   {:.3} s   wall is {:.2}x (adds the plot's {:.3} s of bringing memory into use, which takes the hashing cores)",
             r.design_bound_with_first_touch_seconds,
             r.wall_over_design_bound_with_first_touch,
@@ -400,15 +415,16 @@ fn print_plot_bench(r: plot_bench::PlotBench) {
             && spacevault::aligned::pool_allowed()
             && r.first_touch_seconds > 0.1 * r.wall_seconds
         {
-            println!(
+            outln!(
                 "note            {:.0}% of the wall went to bringing fresh memory into use: a huge page pool would save that in every process after its first (README, \"A huge page pool\")",
                 100.0 * r.first_touch_seconds / r.wall_seconds
             );
         }
     }
     if let Some(p) = r.path {
-        println!("kept            {}", p.display());
+        outln!("kept            {}", p.display());
     }
+    Ok(())
 }
 
 fn bench_lookup(a: BenchLookupArgs) -> Result<()> {
@@ -421,41 +437,48 @@ fn bench_lookup(a: BenchLookupArgs) -> Result<()> {
     if a.json {
         return super::print_json(&r);
     }
-    println!("machine     {}", r.machine.describe());
-    println!(
+    outln!("machine     {}", r.machine.describe());
+    outln!(
         "plot        {} (k={}), {} random challenges",
         r.path.display(),
         r.k,
         r.lookups
     );
-    println!(
+    outln!(
         "{:<12}{:>10}{:>10}{:>10}{:>10}{:>14}",
-        "", "min us", "median", "p99", "max", "reads/lookup"
+        "",
+        "min us",
+        "median",
+        "p99",
+        "max",
+        "reads/lookup"
     );
-    let row = |name: &str, s: &spacevault_bench::stats::Summary, reads: Option<f64>| {
-        println!(
-            "{:<12}{:>10.2}{:>10.2}{:>10.2}{:>10.2}{:>14}",
-            name,
-            s.min,
-            s.median,
-            s.p99,
-            s.max,
-            reads.map_or(String::new(), |r| format!("{r:.2}"))
-        );
-    };
-    row("warm", &r.warm.micros, Some(r.warm.reads_per_lookup));
+    let row =
+        |name: &str, s: &spacevault_bench::stats::Summary, reads: Option<f64>| -> Result<()> {
+            outln!(
+                "{:<12}{:>10.2}{:>10.2}{:>10.2}{:>10.2}{:>14}",
+                name,
+                s.min,
+                s.median,
+                s.p99,
+                s.max,
+                reads.map_or(String::new(), |r| format!("{r:.2}"))
+            );
+            Ok(())
+        };
+    row("warm", &r.warm.micros, Some(r.warm.reads_per_lookup))?;
     if let Some(c) = &r.cold {
-        row("cold", &c.micros, Some(c.reads_per_lookup));
+        row("cold", &c.micros, Some(c.reads_per_lookup))?;
     }
     if let Some(rr) = &r.random_read_4k_micros {
-        row("4KiB read", rr, None);
+        row("4KiB read", rr, None)?;
     }
-    row("verify", &r.verify_micros, None);
+    row("verify", &r.verify_micros, None)?;
     if let Some(n) = &r.cold_note {
-        println!("cold: {n}");
+        outln!("cold: {n}");
     }
     if let Some(x) = r.cold_over_random_read {
-        println!("cold median is {x:.2}x the disk's 4 KiB random read median");
+        outln!("cold median is {x:.2}x the disk's 4 KiB random read median");
     }
     Ok(())
 }

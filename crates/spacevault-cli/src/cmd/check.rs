@@ -1,10 +1,11 @@
 //! `spacevault check`: find damage in plots.
 
-use super::plot_paths::collect_plots;
+use super::plot_paths::{collect_plots, PathProblem, TempFileJson};
+use crate::size::format_size;
 use anyhow::Result;
 use clap::Args;
 use serde::Serialize;
-use spacevault::check::{check, CheckOptions};
+use spacevault::check::{check, CheckOptions, CheckReport, Completeness};
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
@@ -26,75 +27,127 @@ struct ProblemJson {
     problem: String,
 }
 
+/// One plot's report; the README's "JSON output" section says what each
+/// field means.
 #[derive(Serialize)]
-struct CheckJson {
+struct PlotCheckJson {
     path: PathBuf,
     ok: bool,
     k: Option<u8>,
     regions: u64,
     damaged_regions: Vec<u64>,
+    unreadable_regions: Vec<u64>,
     records: u64,
     records_rehashed: u64,
-    completeness_proven: bool,
+    completeness: &'static str,
+    nonces_missing: Option<u64>,
+    duplicate_records: Option<u64>,
     problems: Vec<ProblemJson>,
 }
 
-/// Returns whether every plot is sound.
+#[derive(Serialize)]
+struct CheckJson {
+    ok: bool,
+    plots: Vec<PlotCheckJson>,
+    errors: Vec<PathProblem>,
+    temp_files: Vec<TempFileJson>,
+}
+
+impl From<&CheckReport> for PlotCheckJson {
+    fn from(r: &CheckReport) -> PlotCheckJson {
+        let (missing, duplicates) = match r.completeness {
+            Completeness::EveryNonceOnce => (Some(0), Some(0)),
+            Completeness::Incomplete {
+                missing,
+                duplicates,
+                ..
+            } => (missing, duplicates),
+            _ => (None, None),
+        };
+        PlotCheckJson {
+            path: r.path.clone(),
+            ok: r.is_ok(),
+            k: r.header.as_ref().map(|h| h.k()),
+            regions: r.regions,
+            damaged_regions: r.damaged_regions.iter().copied().collect(),
+            unreadable_regions: r.unreadable_regions.iter().copied().collect(),
+            records: r.records,
+            records_rehashed: r.records_rehashed,
+            completeness: r.completeness.name(),
+            nonces_missing: missing,
+            duplicate_records: duplicates,
+            problems: r
+                .problems
+                .iter()
+                .map(|p| ProblemJson {
+                    region: p.region,
+                    problem: p.what.clone(),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Returns whether every path gave plots and every plot is sound.
 pub fn run(args: CheckArgs) -> Result<bool> {
-    let plots = collect_plots(&args.paths)?;
+    let found = collect_plots(&args.paths);
     let options = CheckOptions {
         full: args.full,
         ..Default::default()
     };
-    let mut all_ok = true;
-    let mut out = Vec::new();
-    for path in plots {
-        let r = check(&path, options);
+    let mut all_ok = found.problems.is_empty();
+    if !args.json {
+        for e in &found.problems {
+            outln!("ERROR    {}: {}", e.path.display(), e.error);
+        }
+        for t in &found.temp_files {
+            outln!(
+                "temp     {}  ({}, {})",
+                t.path.display(),
+                format_size(t.bytes),
+                if t.in_use {
+                    "in use by a running plotter"
+                } else {
+                    "left by an interrupted plot; the next plot in its directory removes it"
+                }
+            );
+        }
+    }
+    let mut plots = Vec::new();
+    for path in &found.plots {
+        let r = check(path, options);
         all_ok &= r.is_ok();
         if args.json {
-            out.push(CheckJson {
-                path: r.path.clone(),
-                ok: r.is_ok(),
-                k: r.header.as_ref().map(|h| h.k()),
-                regions: r.regions,
-                damaged_regions: r.damaged_regions.iter().copied().collect(),
-                records: r.records,
-                records_rehashed: r.records_rehashed,
-                completeness_proven: r.completeness_proven,
-                problems: r
-                    .problems
-                    .iter()
-                    .map(|p| ProblemJson {
-                        region: p.region,
-                        problem: p.what.clone(),
-                    })
-                    .collect(),
-            });
+            plots.push(PlotCheckJson::from(&r));
         } else if r.is_ok() {
-            println!(
+            outln!(
                 "ok       {}  (k={}, {} records, {} rehashed{})",
                 r.path.display(),
                 r.header.as_ref().map_or(0, |h| h.k()),
                 r.records,
                 r.records_rehashed,
-                if r.completeness_proven {
-                    ", every nonce present once"
-                } else {
-                    ""
+                match r.completeness {
+                    Completeness::EveryNonceOnce => ", every nonce present once",
+                    _ => ", record count right (too large to prove every nonce once)",
                 }
             );
         } else {
-            println!("DAMAGED  {}", r.path.display());
+            outln!("DAMAGED  {}", r.path.display());
             for p in r.problems.iter().take(20) {
-                println!("         {}", p.what);
+                outln!("         {}", p.what);
             }
             if r.problems.len() > 20 {
-                println!("         ... and {} more problems", r.problems.len() - 20);
+                outln!("         ... and {} more problems", r.problems.len() - 20);
             }
         }
     }
     if args.json {
-        crate::cmd::print_json(&out)?;
+        crate::cmd::print_json(&CheckJson {
+            ok: all_ok,
+            plots,
+            errors: found.problems,
+            temp_files: found.temp_files,
+        })?;
     }
     Ok(all_ok)
 }

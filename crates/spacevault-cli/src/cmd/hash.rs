@@ -3,6 +3,7 @@
 use crate::size::parse_size;
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
+use spacevault::plot::max_threads;
 use spacevault_hashbench::suite::{self, Settings, Spawner, SuiteProgress, WorkerRequest};
 use spacevault_hashbench::{chart, report, Algo, Backend};
 use std::io::{IsTerminal, Write};
@@ -102,8 +103,20 @@ pub fn settings_from(a: &BenchHashArgs) -> Result<Settings> {
     } else {
         a.threads.clone()
     };
-    if threads.contains(&0) {
-        bail!("--threads values must be at least 1");
+    // Oversubscribing the cores is worth measuring, but only so far: the
+    // plotter's bound keeps a typo from starting 100000 threads.
+    if let Some(&t) = threads.iter().find(|&&t| t == 0 || t > max_threads()) {
+        bail!(
+            "--threads {t}: use 1 to {} (four for each core)",
+            max_threads()
+        );
+    }
+    if a.processes > max_threads() {
+        bail!(
+            "--processes {}: use at most {} (four for each core)",
+            a.processes,
+            max_threads()
+        );
     }
     if !(a.duration > 0.0 && a.duration <= 600.0) {
         bail!("--duration must be more than 0 and at most 600 seconds");
@@ -152,9 +165,9 @@ pub fn run(a: BenchHashArgs) -> Result<()> {
         for (name, svg) in chart::charts(&r) {
             let path = dir.join(&name);
             std::fs::write(&path, svg).with_context(|| format!("writing {}", path.display()))?;
-            eprintln!("wrote {}", path.display());
+            errln!("wrote {}", path.display());
             if png && !chart::png_from_svg(&path, &path.with_extension("png")) {
-                eprintln!("no PNG copies: install rsvg-convert (Debian: librsvg2-bin) for them");
+                errln!("no PNG copies: install rsvg-convert (Debian: librsvg2-bin) for them");
                 png = false;
             }
         }
@@ -178,6 +191,6 @@ pub fn worker(a: HashWorkerArgs) -> Result<()> {
     let req: WorkerRequest =
         serde_json::from_str(&a.request).context("the worker request is not valid JSON")?;
     let report = suite::run_worker(&req).map_err(|e| anyhow!(e))?;
-    println!("{}", serde_json::to_string(&report)?);
+    outln!("{}", serde_json::to_string(&report)?);
     Ok(())
 }

@@ -71,28 +71,29 @@ pub fn run(args: InfoArgs) -> Result<()> {
     if args.json {
         return crate::cmd::print_json(&info);
     }
-    println!("path               {}", info.path.display());
-    println!("format version     {}", info.format_version);
-    println!("k                  {}", info.k);
-    println!("plot id            {}", info.plot_id);
-    println!("farmer key         {}", info.farmer_key);
-    println!("seed               {}", info.seed);
-    println!("records            {}", info.records);
-    println!(
+    outln!("path               {}", info.path.display());
+    outln!("format version     {}", info.format_version);
+    outln!("k                  {}", info.k);
+    outln!("plot id            {}", info.plot_id);
+    outln!("farmer key         {}", info.farmer_key);
+    outln!("seed               {}", info.seed);
+    outln!("records            {}", info.records);
+    outln!(
         "file size          {} ({})",
         info.file_size,
         crate::size::format_size(info.file_size)
     );
-    println!("bits per record    {:.3}", info.bits_per_record);
-    println!("created (unix)     {}", info.created_unix);
-    println!("region size        {}", l.region_size);
-    println!(
+    outln!("bits per record    {:.3}", info.bits_per_record);
+    outln!("created (unix)     {}", info.created_unix);
+    outln!("region size        {}", l.region_size);
+    outln!(
         "bucket bits        {} ({} buckets)",
-        l.bucket_bits, info.layout.buckets
+        l.bucket_bits,
+        info.layout.buckets
     );
-    println!("buckets per group  {}", l.buckets_per_group);
-    println!("slots per region   {}", l.slots_per_region);
-    println!("groups             {}", info.layout.groups);
-    println!("regions            {}", info.layout.regions);
+    outln!("buckets per group  {}", l.buckets_per_group);
+    outln!("slots per region   {}", l.slots_per_region);
+    outln!("groups             {}", info.layout.groups);
+    outln!("regions            {}", info.layout.regions);
     Ok(())
 }

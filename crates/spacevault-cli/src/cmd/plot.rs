@@ -134,9 +134,7 @@ pub fn options_from(args: &PlotArgs) -> Result<PlotOptions> {
         o.memory = m;
     }
     if let Some(t) = args.threads {
-        if t == 0 {
-            bail!("--threads must be at least 1");
-        }
+        spacevault::plot::check_threads(t).map_err(|e| anyhow::anyhow!("--threads {t}: {e}"))?;
         o.threads = t;
     }
     o.tmp_dir = args.tmp.clone();
@@ -149,10 +147,14 @@ pub fn run(args: PlotArgs) -> Result<()> {
     if args.count == 0 {
         bail!("--count must be at least 1");
     }
+    if args.count > MAX_COUNT {
+        bail!(
+            "--count {}: at most {MAX_COUNT} plots a run, as the run lists them all before it starts",
+            args.count
+        );
+    }
     for dir in args.out.iter().chain(args.tmp.iter()) {
-        if !dir.is_dir() {
-            bail!("{} is not a directory (create it first)", dir.display());
-        }
+        create_output_dir(dir)?;
     }
     let base = options_from(&args)?;
     warn_of_a_large_temp_file(&base);
@@ -210,10 +212,17 @@ pub fn run(args: PlotArgs) -> Result<()> {
                     summary.records_per_second() / 1e6,
                     summary.strategy.name()
                 );
-                bars.suspend(|| {
-                    eprintln!("{line}");
-                    println!("{}", summary.path.display());
+                let printed = bars.suspend(|| -> Result<()> {
+                    errln!("{line}");
+                    outln!("{}", summary.path.display());
+                    Ok(())
                 });
+                // A closed stdout stops the run, as an error would: the
+                // plots being made are removed.
+                if let Err(e) = printed {
+                    failure = Some(e);
+                    return false;
+                }
             }
             true
         },
@@ -231,13 +240,31 @@ pub fn run(args: PlotArgs) -> Result<()> {
     }
     if !args.json && args.count > 1 {
         let seconds = started.elapsed().as_secs_f64();
-        eprintln!(
+        errln!(
             "{} plots in {seconds:.2} s, {:.2} s a plot",
             args.count,
             seconds / args.count as f64
         );
     }
     Ok(())
+}
+
+/// Plots a run may make: enough for any farm, and the list of them stays
+/// small in memory.
+const MAX_COUNT: u64 = 100_000;
+
+/// Makes an output directory and its parents where missing, as tools that
+/// write into a directory do; a path that exists and is not a directory is
+/// an error.
+pub fn create_output_dir(dir: &std::path::Path) -> Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    if dir.exists() {
+        bail!("{} is not a directory", dir.display());
+    }
+    std::fs::create_dir_all(dir)
+        .map_err(|e| anyhow::anyhow!("creating the directory {}: {e}", dir.display()))
 }
 
 /// A memory limit near its floor makes small rounds and a temp file several
@@ -249,7 +276,7 @@ fn warn_of_a_large_temp_file(options: &PlotOptions) {
     };
     let keys = 4u64 << options.k;
     if temp > keys / 2 * 3 {
-        eprintln!(
+        errln!(
             "warning: with --memory {} a plot may write up to {} to its temp file, {:.1} times \
              the {} of sort keys that a larger limit writes at most",
             format_size(options.memory),

@@ -1,6 +1,6 @@
 //! `spacevault prove`: each plot's best proof for a challenge, and the best of all.
 
-use super::plot_paths::collect_plots;
+use super::plot_paths::{collect_plots, PathProblem};
 use crate::keys::parse_hex32;
 use anyhow::{bail, Result};
 use clap::Args;
@@ -50,16 +50,10 @@ struct PlotAnswer {
 }
 
 #[derive(Serialize)]
-struct PlotFailure {
-    path: PathBuf,
-    error: String,
-}
-
-#[derive(Serialize)]
 struct ProveOutput {
     challenge: String,
     plots: Vec<PlotAnswer>,
-    errors: Vec<PlotFailure>,
+    errors: Vec<PathProblem>,
     best: Option<ProofJson>,
 }
 
@@ -68,9 +62,10 @@ pub fn run(args: ProveArgs) -> Result<()> {
         Some(c) => parse_hex32("--challenge", c)?,
         None => crate::keys::random32()?,
     };
-    let plots = collect_plots(&args.paths)?;
+    let found = collect_plots(&args.paths);
     let mut answers = Vec::new();
-    let mut errors = Vec::new();
+    let mut errors = found.problems;
+    let plots = found.plots;
     let mut best: Option<(spacevault::Candidate, ProofJson)> = None;
     for path in plots {
         let started = Instant::now();
@@ -101,13 +96,19 @@ pub fn run(args: ProveArgs) -> Result<()> {
                     micros,
                 });
             }
-            Err(e) => errors.push(PlotFailure {
+            Err(e) => errors.push(PathProblem {
                 path,
                 error: e.reason(),
             }),
         }
     }
-    let ok = !answers.is_empty();
+    // Failures go on the error line when nothing answered, else one line
+    // each before the answers.
+    let failures = errors
+        .iter()
+        .map(|e| format!("{}: {}", e.path.display(), e.error))
+        .collect::<Vec<_>>();
+    let answered = !answers.is_empty();
     if args.json {
         crate::cmd::print_json(&ProveOutput {
             challenge: hex::encode(challenge),
@@ -115,15 +116,22 @@ pub fn run(args: ProveArgs) -> Result<()> {
             errors,
             best: best.map(|(_, p)| p),
         })?;
-    } else {
+    } else if answered {
         if args.challenge.is_none() {
-            println!("challenge: {}", hex::encode(challenge));
+            outln!("challenge: {}", hex::encode(challenge));
         }
-        for e in &errors {
-            eprintln!("skipped {}: {}", e.path.display(), e.error);
+        for f in &failures {
+            errln!("skipped {f}");
+        }
+        for t in found.temp_files.iter().filter(|t| !t.in_use) {
+            errln!(
+                "note: {} is a temp file of {} that an interrupted plot left; the next plot in its directory removes it",
+                t.path.display(),
+                crate::size::format_size(t.bytes)
+            );
         }
         for a in &answers {
-            println!(
+            outln!(
                 "{}  nonce {}  quality {}  distance {}  ({} read{}, {:.0} us)",
                 a.path.display(),
                 a.proof.nonce,
@@ -135,11 +143,11 @@ pub fn run(args: ProveArgs) -> Result<()> {
             );
         }
         if let Some((_, p)) = &best {
-            println!("best: {}", serde_json::to_string(p)?);
+            outln!("best: {}", serde_json::to_string(p)?);
         }
     }
-    if !ok {
-        bail!("no plot could answer the challenge: every plot failed (see above)");
+    if !answered {
+        bail!("no plot answered: {}", failures.join("; "));
     }
     Ok(())
 }

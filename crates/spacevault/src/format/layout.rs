@@ -96,7 +96,7 @@ impl Layout {
         let derived = Layout::new(self.k, self.bucket_bits, self.region_size)?;
         if derived != *self {
             return Err(FormatError::InvalidLayout(format!(
-                "stored layout {self:?} differs from the derived {derived:?}"
+                "the header's layout ({self}) is not the one its k, bucket bits and region size give ({derived})"
             )));
         }
         Ok(())
@@ -156,6 +156,20 @@ impl Layout {
 fn slots_for(region_size: u32, buckets_per_group: u32, k: u8) -> u32 {
     let bits = (region_size as usize - REGION_HEADER_SIZE - buckets_per_group as usize) * 8;
     (bits / k as usize) as u32
+}
+
+impl std::fmt::Display for Layout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "k {}, {} bucket bits, {}-byte regions of {} buckets and {} slots",
+            self.k,
+            self.bucket_bits,
+            self.region_size,
+            self.buckets_per_group,
+            self.slots_per_region
+        )
+    }
 }
 
 #[cfg(test)]

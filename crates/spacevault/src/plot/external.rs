@@ -18,7 +18,7 @@
 //! bytes read: the temp file once.
 
 use super::closer::Closer;
-use super::files::{open_direct, write_all_vectored_at};
+use super::files::{create_locked, unique_temp_name, write_all_vectored_at};
 use super::keys::{for_each_run, hash_range, EpochMarks, KeyShape, RangeKeys};
 use super::pack::SlotPlacer;
 use super::partition::Partitioning;
@@ -481,24 +481,22 @@ fn hash_to_temp<'a>(
     let n = layout.record_count();
     let parts = parting.count as usize;
 
-    let temp_path = tmp_dir.join(format!(
-        "spacevault-k{}-{}.sort.tmp",
-        layout.k,
-        hex::encode(&kernel.hash(u64::MAX)[..8])
+    // Several plotters may share a temp directory, even plotting the same
+    // plot into different output directories: the name is this run's own.
+    let temp_path = tmp_dir.join(unique_temp_name(
+        &format!(
+            "spacevault-k{}-{}",
+            layout.k,
+            hex::encode(&kernel.hash(u64::MAX)[..8])
+        ),
+        "sort",
     ));
-    let file = open_direct(&temp_path, false)
+    let file = create_locked(&temp_path, true)
         .map_err(|e| PlotError::io(format!("creating temp file {}", temp_path.display()), e))?;
     let temp = TempFile {
         path: temp_path,
         file: Some(file),
         closer,
-    };
-    // SAFETY: flock on a valid descriptor; keeps stale-file cleanup away.
-    unsafe {
-        libc::flock(
-            std::os::unix::io::AsRawFd::as_raw_fd(temp.file()),
-            libc::LOCK_EX | libc::LOCK_NB,
-        )
     };
 
     // Hash into one set of buffers while the writer writes another; the

@@ -8,7 +8,7 @@ use std::ffi::CString;
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::FileExt;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
@@ -32,23 +32,131 @@ fn is_our_temp(name: &str) -> bool {
     name.starts_with(NAME_PREFIX) && name.ends_with(&format!(".{TEMP_EXTENSION}"))
 }
 
-/// Removes temp files that an interrupted run left behind. A temp file is
-/// locked while its plotter runs, so a live one is left alone.
-pub(crate) fn remove_stale_temps(dir: &Path) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
+/// An exclusive `flock` on a directory, held while temp files in it are
+/// created or removed, so that a cleanup never sees a temp file between its
+/// creation and its owner's lock. Where the file system cannot lock a
+/// directory (some network file systems), nothing is held: the temp files'
+/// own locks still keep live files from a cleanup, but no longer close the
+/// moment between create and lock.
+struct DirLock {
+    _held: Option<File>,
+}
+
+fn lock_dir(dir: &Path) -> DirLock {
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
     };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        if !is_our_temp(&name.to_string_lossy()) {
-            continue;
+    let Ok(f) = File::open(dir) else {
+        return DirLock { _held: None };
+    };
+    loop {
+        // SAFETY: flock on a valid descriptor has no memory effects.
+        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } == 0 {
+            return DirLock { _held: Some(f) };
         }
-        if let Ok(f) = OpenOptions::new().read(true).open(entry.path()) {
-            if try_lock(&f) {
-                let _ = std::fs::remove_file(entry.path());
-            }
+        if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+            return DirLock { _held: None };
         }
     }
+}
+
+/// Creates `path`, which must not exist, and takes its lock, as one step
+/// as far as [`remove_stale_temps`] can tell. With `direct`, the file is
+/// switched to O_DIRECT where its file system allows.
+pub(crate) fn create_locked(path: &Path, direct: bool) -> io::Result<File> {
+    let _dir = lock_dir(path.parent().unwrap_or(Path::new(".")));
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(path)?;
+    if !try_lock(&file) {
+        // Only a process outside spacevault could hold it already.
+        drop(file);
+        let _ = std::fs::remove_file(path);
+        return Err(io::Error::new(
+            io::ErrorKind::WouldBlock,
+            "locked by another process the moment it was created",
+        ));
+    }
+    if direct {
+        set_direct(&file);
+    }
+    Ok(file)
+}
+
+/// Switches an open file to O_DIRECT where its file system allows (else it
+/// stays buffered). Opening with O_DIRECT instead could create the file and
+/// then fail on a file system without it, leaving the name taken.
+fn set_direct(file: &File) {
+    let fd = file.as_raw_fd();
+    // SAFETY: fcntl on a valid descriptor with integer arguments.
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        if flags >= 0 {
+            libc::fcntl(fd, libc::F_SETFL, flags | libc::O_DIRECT);
+        }
+    }
+}
+
+/// A name no other run uses, for a temp file in a directory several
+/// plotters may share: `{stem}-{pid}-{random}.{extension}.tmp`.
+pub(crate) fn unique_temp_name(stem: &str, extension: &str) -> String {
+    let mut random = [0u8; 4];
+    // SAFETY: getrandom writes at most the buffer's length into it.
+    let got = unsafe { libc::getrandom(random.as_mut_ptr().cast(), random.len(), 0) };
+    if got != random.len() as isize {
+        // No randomness: the time still tells runs of one pid apart.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        random = nanos.to_le_bytes();
+    }
+    format!(
+        "{stem}-{}-{}.{extension}.{TEMP_EXTENSION}",
+        std::process::id(),
+        hex::encode(random)
+    )
+}
+
+/// Removes temp files that an interrupted run left behind. A temp file is
+/// locked from its creation (see [`create_locked`]) until it is renamed or
+/// removed, so a file whose lock this process can take belongs to no live
+/// process.
+pub(crate) fn remove_stale_temps(dir: &Path) {
+    let _dir = lock_dir(dir);
+    for (path, _, live) in temps_in(dir) {
+        if !live {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// A temp file of spacevault's in a directory: its path, its size, and
+/// whether a live process holds it.
+pub type TempEntry = (PathBuf, u64, bool);
+
+/// spacevault's temp files in `dir` (none when it cannot be read).
+/// A file is taken to be live when its lock cannot be taken; the lock is
+/// taken and released at once otherwise.
+pub fn temps_in(dir: &Path) -> Vec<TempEntry> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut found: Vec<TempEntry> = entries
+        .flatten()
+        .filter(|e| is_our_temp(&e.file_name().to_string_lossy()))
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .filter_map(|e| {
+            let f = OpenOptions::new().read(true).open(e.path()).ok()?;
+            let size = f.metadata().ok()?.len();
+            Some((e.path(), size, !try_lock(&f)))
+        })
+        .collect();
+    found.sort();
+    found
 }
 
 fn try_lock(f: &File) -> bool {
@@ -156,27 +264,6 @@ pub(crate) fn physical_memory() -> Option<u64> {
     (pages > 0 && size > 0).then(|| pages as u64 * size as u64)
 }
 
-/// Opens for writing with O_DIRECT where the file system allows it: plot
-/// bytes are written once and never read back by the plotter, so the page
-/// cache would only cost a copy.
-pub(crate) fn open_direct(path: &Path, create_new: bool) -> io::Result<File> {
-    let mut opts = OpenOptions::new();
-    opts.read(true).write(true);
-    if create_new {
-        opts.create_new(true);
-    } else {
-        opts.create(true).truncate(true);
-    }
-    let direct = opts.clone().custom_flags(libc::O_DIRECT).open(path);
-    match direct {
-        Ok(f) => Ok(f),
-        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => opts.open(path),
-        Err(e) => Err(e),
-    }
-}
-
-/// A plot being written. Dropped before [`TempPlot::finish`], it removes
-/// its file.
 /// Writes `bufs` one after another from `offset`, many slices a system call.
 /// With O_DIRECT every slice must be page-aligned and page-sized.
 pub(crate) fn write_all_vectored_at(
@@ -241,6 +328,8 @@ pub(crate) fn write_all_vectored_at(
     Ok(())
 }
 
+/// A plot being written. Dropped before [`TempPlot::finish`], it removes
+/// its file.
 pub(crate) struct TempPlot {
     path: PathBuf,
     file: Option<File>,
@@ -248,21 +337,17 @@ pub(crate) struct TempPlot {
 
 impl TempPlot {
     pub fn create(path: &Path, reserve: u64) -> Result<TempPlot, PlotError> {
-        let file = open_direct(path, true).map_err(|e| {
-            if e.kind() == io::ErrorKind::AlreadyExists {
+        let file = create_locked(path, true).map_err(|e| match e.kind() {
+            io::ErrorKind::AlreadyExists | io::ErrorKind::WouldBlock => {
                 PlotError::Busy(path.to_path_buf())
-            } else {
-                PlotError::io(format!("creating {}", path.display()), e)
             }
+            _ => PlotError::io(format!("creating {}", path.display()), e),
         })?;
         let temp = TempPlot {
             path: path.to_path_buf(),
             file: Some(file),
         };
         let f = temp.file();
-        if !try_lock(f) {
-            return Err(PlotError::Busy(path.to_path_buf()));
-        }
         // Reserve the space now, so a full disk shows up before the work.
         // SAFETY: fallocate on a valid descriptor.
         let rc = unsafe { libc::posix_fallocate(f.as_raw_fd(), 0, reserve as libc::off_t) };
@@ -311,8 +396,11 @@ impl TempPlot {
 
 impl Drop for TempPlot {
     fn drop(&mut self) {
-        if self.file.take().is_some() {
+        // Removed before it is closed: once closed, its lock no longer
+        // says it is live.
+        if self.file.is_some() {
             let _ = std::fs::remove_file(&self.path);
+            self.file = None;
         }
     }
 }
@@ -355,6 +443,57 @@ mod tests {
         assert_eq!(drive_in(root, big).as_deref(), Some("nvme0n1"));
         // This machine's directories are on some drive.
         assert!(drive_of(root).is_some());
+    }
+
+    #[test]
+    fn a_cleanup_removes_stale_temps_and_never_a_live_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let stale = dir.path().join("spacevault-k16-aa.plot.tmp");
+        std::fs::write(&stale, b"left by a killed run").unwrap();
+        let live_path = dir
+            .path()
+            .join(unique_temp_name("spacevault-k16-bb", "sort"));
+        let live = create_locked(&live_path, false).unwrap();
+        let other = dir.path().join("notes.tmp");
+        std::fs::write(&other, b"not ours").unwrap();
+        let found = temps_in(dir.path());
+        assert_eq!(
+            found,
+            vec![(stale.clone(), 20, false), (live_path.clone(), 0, true)]
+        );
+        remove_stale_temps(dir.path());
+        assert!(!stale.exists() && live_path.exists() && other.exists());
+        drop(live);
+        remove_stale_temps(dir.path());
+        assert!(!live_path.exists());
+    }
+
+    #[test]
+    fn a_temp_file_is_never_removed_between_its_creation_and_its_lock() {
+        // Many plotters starting at once: each creates its temp file while
+        // the others clean up stale ones. Threads stand for processes here,
+        // as every open file has a lock of its own.
+        let dir = tempfile::tempdir().unwrap();
+        for i in 0..2000 {
+            let path = dir.path().join(format!("spacevault-k16-{i}.plot.tmp"));
+            let file = std::thread::scope(|s| {
+                let cleaner = s.spawn(|| remove_stale_temps(dir.path()));
+                let file = create_locked(&path, false).unwrap();
+                cleaner.join().unwrap();
+                file
+            });
+            assert!(path.exists(), "iteration {i}: a live temp file was removed");
+            drop(file);
+            std::fs::remove_file(&path).unwrap();
+        }
+    }
+
+    #[test]
+    fn temp_names_differ_between_runs() {
+        let a = unique_temp_name("spacevault-k20-00", "sort");
+        let b = unique_temp_name("spacevault-k20-00", "sort");
+        assert_ne!(a, b);
+        assert!(is_our_temp(&a) && a.ends_with(".sort.tmp"), "{a}");
     }
 
     #[test]

@@ -31,7 +31,7 @@ use scatter::ScatterPool;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-pub use files::{plot_file_name, PLOT_EXTENSION, TEMP_EXTENSION};
+pub use files::{plot_file_name, temps_in, TempEntry, PLOT_EXTENSION, TEMP_EXTENSION};
 pub use overlap::{Overlap, PlotJob};
 pub use stop::{request_stop, stop_requested};
 
@@ -137,6 +137,34 @@ impl PlotOptions {
             None => Layout::for_k(self.k),
         }
     }
+}
+
+/// The most worker threads a plot takes: four for each core this process
+/// may run on, and at least 16. More would not plot faster, as hashing
+/// keeps every core busy, but every thread has sort buffers of its own, and
+/// past the system's limit a thread cannot even be started.
+pub fn max_threads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .saturating_mul(4)
+        .max(16)
+}
+
+/// Refuses a thread count of 0 or above [`max_threads`].
+pub fn check_threads(threads: usize) -> Result<(), PlotError> {
+    let max = max_threads();
+    if threads == 0 {
+        return Err(PlotError::InvalidOptions(
+            "a plot needs at least 1 thread".into(),
+        ));
+    }
+    if threads > max {
+        return Err(PlotError::InvalidOptions(format!(
+            "{threads} threads is more than {max}, four for each core this process may use: \
+             more would not plot faster, and each thread takes sort buffers of its own"
+        )));
+    }
+    Ok(())
 }
 
 /// Half of the machine's physical memory, and never less than 256 MiB.
@@ -425,11 +453,7 @@ fn begin<'a, P: Progress>(
         marks: Default::default(),
     };
     let layout = options.layout()?;
-    if options.threads == 0 {
-        return Err(PlotError::InvalidOptions(
-            "--threads must be at least 1".into(),
-        ));
-    }
+    check_threads(options.threads)?;
     let id = plot_id(&options.farmer_key, &options.seed, options.k);
     let final_path = out_dir.join(plot_file_name(options.k, &id));
     if final_path.exists() && !options.force {
