@@ -730,7 +730,17 @@ fn read_partition(
     let mut at = 0usize;
     for (offset, len) in runs {
         file.read_exact_at(&mut buf[at..at + len as usize], offset)
-            .map_err(|e| PlotError::io("reading the temp file", e))?;
+            .map_err(|e| match e.kind() {
+                // Only another process could have cut the file short.
+                std::io::ErrorKind::UnexpectedEof => PlotError::io(
+                    "reading the temp file",
+                    std::io::Error::other(format!(
+                        "it ends before byte {}, which this plot wrote: another process truncated it",
+                        offset + len
+                    )),
+                ),
+                _ => PlotError::io("reading the temp file", e),
+            })?;
         at += len as usize;
     }
     Ok(())
