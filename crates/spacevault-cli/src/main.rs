@@ -57,6 +57,9 @@ impl Command {
 }
 
 fn run(cli: Cli) -> anyhow::Result<bool> {
+    if let Err(e) = spacevault::kernel::backend_setting() {
+        anyhow::bail!("{e}");
+    }
     if let Err(value) = spacevault::aligned::pool_setting() {
         anyhow::bail!(
             "{} is `{value}`: set it to `never` to keep spacevault out of the huge page pool, or to `try` (the default) or nothing to use it",

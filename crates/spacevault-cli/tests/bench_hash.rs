@@ -43,7 +43,11 @@ fn a_tiny_run_of_every_algorithm_exports_json_that_parses() {
     ] {
         assert!(ms.iter().any(|m| m["algo"] == algo), "{algo} missing");
     }
-    for backend in ["blake3", "spacevault", "rustcrypto", "ring", "openssl"] {
+    let mut backends = vec!["blake3", "spacevault", "rustcrypto", "ring"];
+    if cfg!(feature = "openssl") {
+        backends.push("openssl");
+    }
+    for backend in backends {
         assert!(
             ms.iter().any(|m| m["backend"] == backend),
             "{backend} missing"
@@ -85,8 +89,10 @@ fn csv_markdown_and_charts() {
     let header: Vec<&str> = lines.next().unwrap().split(',').collect();
     assert_eq!(header[0], "algorithm");
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
-    // blake3: 2 sizes x 2 thread counts; sha256: 3 implementations x 2 x 2.
-    assert_eq!(rows.len(), 4 + 12);
+    // blake3: 2 sizes x 2 thread counts; sha256: 2 implementations (3 with
+    // OpenSSL) x 2 x 2.
+    let sha256_backends = if cfg!(feature = "openssl") { 3 } else { 2 };
+    assert_eq!(rows.len(), 4 + sha256_backends * 4);
     assert!(rows
         .iter()
         .all(|r| r.len() == header.len() && r[6].parse::<f64>().unwrap() > 0.0));
@@ -161,5 +167,31 @@ fn bad_arguments_are_clear_errors() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(says), "{args:?}: {err}");
         assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn openssl_is_there_exactly_when_built_with_it() {
+    let run = sv()
+        .args([
+            "bench",
+            "hash",
+            "--algo",
+            "sha256",
+            "--backend",
+            "openssl",
+            "--size",
+            "64",
+        ])
+        .args(TINY)
+        .assert();
+    if cfg!(feature = "openssl") {
+        run.success();
+    } else {
+        run.code(1)
+            .stderr(predicate::str::contains(
+                "built without the openssl implementation",
+            ))
+            .stderr(predicate::str::contains("--features openssl"));
     }
 }

@@ -816,6 +816,41 @@ fn an_unknown_huge_page_pool_setting_is_refused_before_any_work() {
 }
 
 #[test]
+fn an_unknown_or_unrunnable_backend_is_refused_before_any_work() {
+    let dir = tempfile::tempdir().unwrap();
+    // neon is no x86 backend, avx512 no aarch64 one: one of them is
+    // unrunnable here.
+    let foreign = if cfg!(target_arch = "x86_64") {
+        "neon"
+    } else {
+        "avx512"
+    };
+    for (value, says) in [("avx1024", "names no backend"), (foreign, "cannot run")] {
+        let out = sv(dir.path())
+            .env("SPACEVAULT_BACKEND", value)
+            .args(["plot", "-k", "16", "--out"])
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains(says) && err.contains("portable"), "{err}");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+    // The backend asked for is the one the machine line names.
+    let v = json(
+        sv(dir.path())
+            .env("SPACEVAULT_BACKEND", "portable")
+            .args([
+                "bench", "hash", "--json", "--algo", "blake3", "--size", "64",
+            ])
+            .args(["--duration", "0.01", "--repeats", "1", "--threads", "1"]),
+    );
+    assert_eq!(v["machine"]["simd"], "portable");
+}
+
+#[test]
 fn bench_lookup_times_lookups_of_one_read_each() {
     let dir = tempfile::tempdir().unwrap();
     let path = plot_k16(dir.path());

@@ -4,7 +4,10 @@
 
 pub mod algo;
 pub mod chart;
+pub mod check;
 pub mod many;
+#[cfg(feature = "openssl")]
+pub mod openssl_evp;
 pub mod report;
 pub mod run;
 pub mod suite;

@@ -102,62 +102,20 @@ fn one_message(algo: Algo, backend: Backend) -> fn(&[u8]) -> u8 {
         (Algo::Sha512, Backend::Ring) => {
             |m| ring::digest::digest(&ring::digest::SHA512, m).as_ref()[0]
         }
-        (Algo::Sha256, Backend::OpenSsl) => |m| openssl_evp(0, m),
-        (Algo::Sha512, Backend::OpenSsl) => |m| openssl_evp(1, m),
-        (Algo::Sha3_256, Backend::OpenSsl) => |m| openssl_evp(2, m),
-        (Algo::Blake2b, Backend::OpenSsl) => |m| openssl_evp(3, m),
+        #[cfg(feature = "openssl")]
+        (Algo::Sha256, Backend::OpenSsl) => |m| crate::openssl_evp::first_byte(Algo::Sha256, m),
+        #[cfg(feature = "openssl")]
+        (Algo::Sha512, Backend::OpenSsl) => |m| crate::openssl_evp::first_byte(Algo::Sha512, m),
+        #[cfg(feature = "openssl")]
+        (Algo::Sha3_256, Backend::OpenSsl) => |m| crate::openssl_evp::first_byte(Algo::Sha3_256, m),
+        #[cfg(feature = "openssl")]
+        (Algo::Blake2b, Backend::OpenSsl) => |m| crate::openssl_evp::first_byte(Algo::Blake2b, m),
         (Algo::Sha256, _) => |m| sha2::Sha256::digest(m)[0],
         (Algo::Sha512, _) => |m| sha2::Sha512::digest(m)[0],
         (Algo::Sha3_256, _) => |m| sha3::Sha3_256::digest(m)[0],
         (Algo::Blake2b, _) => |m| blake2::Blake2b512::digest(m)[0],
         (Algo::Blake3, _) | (Algo::Blake3Many, _) => |m| blake3::hash(m).as_bytes()[0],
     }
-}
-
-thread_local! {
-    /// One explicitly fetched digest and one context per digest and thread,
-    /// reused as `openssl speed -evp` does. With OpenSSL 3's built-in
-    /// `EVP_sha256()` every init looks the algorithm up again, under a lock
-    /// that threads contend for.
-    static EVP: std::cell::RefCell<Vec<Option<(openssl::md::Md, openssl::md_ctx::MdCtx)>>> =
-        const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// OpenSSL's name for each digest, by the index `openssl_evp` takes.
-const OPENSSL_NAMES: [&str; 4] = ["SHA256", "SHA512", "SHA3-256", "BLAKE2B-512"];
-
-fn openssl_evp(which: usize, m: &[u8]) -> u8 {
-    EVP.with(|cell| {
-        let mut slots = cell.borrow_mut();
-        if slots.len() <= which {
-            slots.resize_with(which + 1, || None);
-        }
-        let (md, ctx) = slots[which].get_or_insert_with(|| {
-            let md = openssl::md::Md::fetch(None, OPENSSL_NAMES[which], None)
-                .expect("OpenSSL has the digest");
-            (
-                md,
-                openssl::md_ctx::MdCtx::new().expect("OpenSSL digest context"),
-            )
-        });
-        let mut out = [0u8; 64];
-        ctx.digest_init(md).expect("OpenSSL digest init");
-        ctx.digest_update(m).expect("OpenSSL digest update");
-        ctx.digest_final(&mut out).expect("OpenSSL digest final");
-        out[0]
-    })
-}
-
-/// The same path as the benchmark uses for OpenSSL, returning the whole digest.
-pub fn openssl_evp_digest(which: usize, m: &[u8]) -> Vec<u8> {
-    let md =
-        openssl::md::Md::fetch(None, OPENSSL_NAMES[which], None).expect("OpenSSL has the digest");
-    let mut ctx = openssl::md_ctx::MdCtx::new().expect("OpenSSL digest context");
-    let mut out = vec![0u8; md.size()];
-    ctx.digest_init(&md).expect("OpenSSL digest init");
-    ctx.digest_update(m).expect("OpenSSL digest update");
-    ctx.digest_final(&mut out).expect("OpenSSL digest final");
-    out
 }
 
 /// Messages hashed by `threads` threads in about `duration`, and the

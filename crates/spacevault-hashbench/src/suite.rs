@@ -2,7 +2,8 @@
 //! and processes, then measure each implementation's peak memory in a
 //! process of its own.
 
-use crate::algo::{self_check, Algo, Backend};
+use crate::algo::{Algo, Backend};
+use crate::check::self_check;
 use crate::run::{measure, timed, Measurement, Spread};
 use serde::{Deserialize, Serialize};
 use spacevault_bench::machine::peak_rss;

@@ -89,6 +89,11 @@ pub fn settings_from(a: &BenchHashArgs) -> Result<Settings> {
                 .collect::<Result<Vec<_>>>()?,
         )
     };
+    if let Some(missing) = backends.iter().flatten().find(|b| !b.built()) {
+        bail!(
+            "this spacevault was built without the {missing} implementation: build it with `--features openssl` (it needs OpenSSL's headers, Debian's libssl-dev)"
+        );
+    }
     let sizes: Vec<usize> = if a.size.is_empty() {
         vec![32, 64, 80, 1024, 1 << 20]
     } else {

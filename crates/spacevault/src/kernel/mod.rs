@@ -7,8 +7,8 @@
 //! the tests hold every backend to.
 //!
 //! `SPACEVAULT_BACKEND=portable` (or `avx512`, `avx2`, `sse2`, `neon`) picks
-//! a backend for the whole process; a backend the CPU lacks falls back to the
-//! best one it has. The portable backend is what CPUs with none of those run
+//! a backend for the whole process (the command line refuses a value that
+//! names none, or one the CPU lacks; the library then takes the best one). The portable backend is what CPUs with none of those run
 //! (and the plain twin the others are held to), so the test suite is run
 //! with it too.
 
@@ -99,20 +99,45 @@ impl Backend {
             .unwrap_or(Backend::Portable)
     }
 
-    /// The backend this process uses: `SPACEVAULT_BACKEND` if set and
-    /// supported, otherwise the best one detected.
+    /// The backend this process uses: the one [`BACKEND_ENV`] names if the
+    /// CPU has it, otherwise the best one detected.
     pub fn active() -> Backend {
         static ACTIVE: OnceLock<Backend> = OnceLock::new();
-        *ACTIVE.get_or_init(|| {
-            match std::env::var("SPACEVAULT_BACKEND")
-                .ok()
-                .as_deref()
-                .and_then(Backend::from_name)
-            {
-                Some(b) if b.is_supported() => b,
-                _ => Backend::detect(),
-            }
+        *ACTIVE.get_or_init(|| match backend_setting() {
+            Ok(Some(b)) if b.is_supported() => b,
+            _ => Backend::detect(),
         })
+    }
+}
+
+/// The environment variable that picks a backend for the whole process.
+pub const BACKEND_ENV: &str = "SPACEVAULT_BACKEND";
+
+/// The backend [`BACKEND_ENV`] asks for: none when it is unset or empty.
+/// A value that names no backend, or one this CPU cannot run, is the error,
+/// in words for a program to refuse it with (the library itself then uses
+/// the best backend detected).
+pub fn backend_setting() -> Result<Option<Backend>, String> {
+    let value = match std::env::var(BACKEND_ENV) {
+        Err(_) => return Ok(None),
+        Ok(v) if v.is_empty() => return Ok(None),
+        Ok(v) => v,
+    };
+    let runnable: Vec<&str> = Backend::ALL
+        .into_iter()
+        .filter(|b| b.is_supported())
+        .map(Backend::name)
+        .collect();
+    match Backend::from_name(&value) {
+        Some(b) if b.is_supported() => Ok(Some(b)),
+        Some(_) => Err(format!(
+            "{BACKEND_ENV} is `{value}`, which this CPU cannot run: use {}",
+            runnable.join(", ")
+        )),
+        None => Err(format!(
+            "{BACKEND_ENV} is `{value}`, which names no backend: use {}",
+            runnable.join(", ")
+        )),
     }
 }
 
@@ -354,6 +379,21 @@ mod tests {
 
     fn key(seed: u8) -> [u8; 32] {
         *blake3::hash(&[seed]).as_bytes()
+    }
+
+    /// CI runs the library's tests once for each backend the machine has,
+    /// through the environment: each run must really use the one it names,
+    /// or it tests another and passes for the wrong reason.
+    #[test]
+    fn the_backend_in_use_is_the_one_asked_for() {
+        match backend_setting() {
+            Ok(Some(asked)) => {
+                assert_eq!(Backend::active(), asked);
+                assert_eq!(Kernel::new(&key(1)).backend(), asked);
+            }
+            Ok(None) => assert_eq!(Backend::active(), Backend::detect()),
+            Err(e) => panic!("{e}"),
+        }
     }
 
     #[test]
