@@ -447,7 +447,8 @@ mod tests {
     }
 
     fn last_phase_speed_of(parting: Partitioning) {
-        use crate::plot::pack::{place, BufPool, SlotPlacer};
+        use crate::plot::pack::{place, SlotPlacer};
+        use crate::plot::sink::BufPool;
         use std::time::{Duration, Instant};
         let shape = KeyShape::with_buckets(&parting);
         let kernel = Kernel::new(&[7; 32]);

@@ -15,6 +15,7 @@ mod overlap;
 mod pack;
 mod partition;
 mod pipeline;
+mod placer;
 mod readahead;
 mod scatter;
 mod sink;
@@ -595,4 +596,13 @@ fn process_cpu_time() -> std::time::Duration {
         return std::time::Duration::ZERO;
     }
     std::time::Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// A cheap deterministic stream of test bytes, for the plotter's unit tests.
+#[cfg(test)]
+pub(crate) fn xorshift(state: &mut u64) -> u64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    *state
 }

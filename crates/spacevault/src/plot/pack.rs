@@ -5,63 +5,11 @@
 
 use super::keys::KeyShape;
 use super::partition::Partitioning;
+use super::placer::{place_by_runs, Dense, Placer, WINDOW_BUCKETS_LOG2};
+use super::sink::{BufPool, Packed};
 use super::PlotError;
 use crate::aligned::AlignedBuf;
 use crate::format::REGION_HEADER_SIZE;
-use std::sync::Mutex;
-
-/// Packed-region buffers handed back by the writer for reuse.
-#[derive(Default)]
-pub(crate) struct BufPool(Mutex<Vec<AlignedBuf>>);
-
-/// Buffers a pool keeps at most.
-const POOLED: usize = 16;
-
-impl BufPool {
-    /// A pool holding `bufs` to begin with.
-    pub fn with(mut bufs: Vec<AlignedBuf>) -> BufPool {
-        bufs.truncate(POOLED);
-        BufPool(Mutex::new(bufs))
-    }
-
-    /// The buffers held now.
-    pub fn into_buffers(self) -> Vec<AlignedBuf> {
-        self.0.into_inner().unwrap()
-    }
-
-    /// A buffer of at least `len` bytes whose contents are left as they are.
-    pub fn take(&self, len: usize) -> AlignedBuf {
-        let reused = {
-            let mut bufs = self.0.lock().unwrap();
-            bufs.iter()
-                .position(|b| b.len() >= len)
-                .map(|i| bufs.swap_remove(i))
-        };
-        reused.unwrap_or_else(|| AlignedBuf::zeroed(len))
-    }
-
-    pub fn give(&self, buf: AlignedBuf) {
-        let mut bufs = self.0.lock().unwrap();
-        if bufs.len() < POOLED {
-            bufs.push(buf);
-        }
-    }
-}
-
-/// Memory for placing a window's records into a plain array of slots
-/// first (k = 32, see [`SlotPlacer::place_window_dense`]), kept from window
-/// to window.
-#[derive(Default)]
-pub(crate) struct Dense {
-    slots: Vec<u32>,
-    cursors: Vec<u32>,
-}
-
-impl Dense {
-    pub fn bytes(&self) -> usize {
-        (self.slots.capacity() + self.cursors.capacity()) * 4
-    }
-}
 
 /// Where each group of a partition starts in the global slot stream.
 pub(crate) struct Placement {
@@ -93,15 +41,6 @@ pub(crate) fn place(
     Placement { group_starts, end }
 }
 
-/// Packed regions `first_region ..`, unsealed: the checksums are added once
-/// the spill from the previous partition is merged in.
-pub(crate) struct Packed {
-    pub index: u64,
-    pub first_region: u64,
-    pub regions: u64,
-    pub buf: AlignedBuf,
-}
-
 /// Bytes past the last region that a slot write may touch: slots are
 /// written as whole little-endian u64 words.
 const WORD_SLACK: usize = 8;
@@ -110,7 +49,7 @@ const WORD_SLACK: usize = 8;
 /// count rounded up to a power of two, when that is less), so that a run of
 /// a window's entries, whose bucket is `first + (entry >> shift)`, needs
 /// one bounds check, not one per record (see [`SlotPlacer::put_entries`]).
-const CURSOR_RUN: usize = 1 << super::windows::WINDOW_BUCKETS_LOG2;
+const CURSOR_RUN: usize = 1 << WINDOW_BUCKETS_LOG2;
 
 /// Writes a placed partition's records straight into their slots.
 ///
@@ -610,9 +549,40 @@ impl SlotPlacer {
     }
 }
 
+impl Placer for SlotPlacer {
+    #[inline(always)]
+    fn open_buckets(&mut self, end: usize) {
+        SlotPlacer::open_buckets(self, end)
+    }
+
+    #[inline(always)]
+    fn put_entries(&mut self, first: usize, entries: &[u32], shift: u32, high: u64) {
+        SlotPlacer::put_entries(self, first, entries, shift, high)
+    }
+
+    #[inline(always)]
+    fn place_window<'a>(
+        &mut self,
+        first: usize,
+        end: usize,
+        runs: impl Iterator<Item = (&'a [u32], u64)>,
+        shift: u32,
+        entries: usize,
+        dense: &mut Dense,
+    ) {
+        if self.whole_words() {
+            SlotPlacer::open_buckets(self, end);
+            self.place_window_dense(first, runs, shift, entries, dense);
+        } else {
+            place_by_runs(self, first, end, runs, shift);
+        }
+    }
+}
+
 #[cfg(test)]
-pub(super) mod tests {
+mod tests {
     use super::*;
+    use crate::plot::xorshift;
 
     #[test]
     fn walking_slots_lands_where_dividing_does() {
@@ -685,15 +655,6 @@ pub(super) mod tests {
             }
         }
         buf
-    }
-
-    /// A cheap deterministic stream of test bytes (the sink's tests and
-    /// `phase2_speed` use it too).
-    pub(in crate::plot) fn xorshift(state: &mut u64) -> u64 {
-        *state ^= *state << 13;
-        *state ^= *state >> 7;
-        *state ^= *state << 17;
-        *state
     }
 
     /// Direct placement gives the same bytes as sorting and packing in

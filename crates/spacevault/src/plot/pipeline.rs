@@ -4,9 +4,10 @@
 //! writing run on every worker at once; placing is strictly in partition
 //! order but costs microseconds.
 
-use super::pack::{place, BufPool, Packed, SlotPlacer};
+use super::pack::{place, SlotPlacer};
 use super::partition::Partitioning;
 use super::sink::{seal_settled, RegionSink};
+use super::sink::{BufPool, Packed};
 use super::windows::Windows;
 use super::{stop_requested, PlotError, Progress};
 use crate::aligned::AlignedBuf;

@@ -16,7 +16,6 @@
 //! runs).
 
 use super::behind::{Done, WriterBehind};
-use super::pack::{BufPool, Packed};
 use super::partition::Partitioning;
 use crate::aligned::AlignedBuf;
 use crate::format::seal;
@@ -24,6 +23,7 @@ use crate::format::{Layout, HEADER_SIZE};
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io;
+use std::sync::Mutex;
 use std::time::Duration;
 
 /// Bytes written at once: partitions are staged until this many are.
@@ -267,11 +267,58 @@ pub(crate) fn seal_settled(parting: &Partitioning, packed: &mut Packed) {
     }
 }
 
+/// Packed regions `first_region ..`, unsealed: the checksums are added once
+/// the spill from the previous partition is merged in.
+pub(crate) struct Packed {
+    pub index: u64,
+    pub first_region: u64,
+    pub regions: u64,
+    pub buf: AlignedBuf,
+}
+
+/// Packed-region buffers handed back by the writer for reuse.
+#[derive(Default)]
+pub(crate) struct BufPool(Mutex<Vec<AlignedBuf>>);
+
+/// Buffers a pool keeps at most.
+const POOLED: usize = 16;
+
+impl BufPool {
+    /// A pool holding `bufs` to begin with.
+    pub fn with(mut bufs: Vec<AlignedBuf>) -> BufPool {
+        bufs.truncate(POOLED);
+        BufPool(Mutex::new(bufs))
+    }
+
+    /// The buffers held now.
+    pub fn into_buffers(self) -> Vec<AlignedBuf> {
+        self.0.into_inner().unwrap()
+    }
+
+    /// A buffer of at least `len` bytes whose contents are left as they are.
+    pub fn take(&self, len: usize) -> AlignedBuf {
+        let reused = {
+            let mut bufs = self.0.lock().unwrap();
+            bufs.iter()
+                .position(|b| b.len() >= len)
+                .map(|i| bufs.swap_remove(i))
+        };
+        reused.unwrap_or_else(|| AlignedBuf::zeroed(len))
+    }
+
+    pub fn give(&self, buf: AlignedBuf) {
+        let mut bufs = self.0.lock().unwrap();
+        if bufs.len() < POOLED {
+            bufs.push(buf);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::format::Layout;
-    use crate::plot::pack::tests::xorshift;
+    use crate::plot::xorshift;
 
     /// Partitions of random bytes in their checksum-free parts, each
     /// reaching `spills[p]` regions past its own groups (the last one's

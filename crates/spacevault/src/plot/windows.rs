@@ -16,11 +16,7 @@
 //! of phase 2's work, twice the memory traffic.
 
 use super::keys::{for_each_run, KeyShape};
-use super::pack::{Dense, SlotPlacer};
-
-/// Buckets a window holds at most: their slots and cursors together fit in
-/// L2 (about 300 KiB).
-pub(crate) const WINDOW_BUCKETS_LOG2: u32 = 11;
+use super::placer::{Dense, Placer, WINDOW_BUCKETS_LOG2};
 
 /// Records filed at once at most: the bucket range check is done once
 /// for each such run.
@@ -284,76 +280,6 @@ impl Windows {
     }
 }
 
-/// Where [`Windows::place`] puts records: the slot placer, or in tests a
-/// list.
-pub(crate) trait Placer {
-    /// Makes buckets `..end` ready to receive records.
-    fn open_buckets(&mut self, end: usize);
-    /// Puts each entry's nonce, `high | (entry & (2^shift - 1))`, into
-    /// bucket `first + (entry >> shift)`.
-    fn put_entries(&mut self, first: usize, entries: &[u32], shift: u32, high: u64);
-    /// Places a window: buckets `first..end`, `entries` records in runs of
-    /// `(entries, high)` as `put_entries` takes them.
-    #[inline(always)]
-    fn place_window<'a>(
-        &mut self,
-        first: usize,
-        end: usize,
-        runs: impl Iterator<Item = (&'a [u32], u64)>,
-        shift: u32,
-        entries: usize,
-        dense: &mut Dense,
-    ) {
-        let _ = (entries, dense);
-        place_by_runs(self, first, end, runs, shift);
-    }
-}
-
-/// A window's runs handed to `put_entries` one after another.
-#[inline(always)]
-fn place_by_runs<'a, P: Placer + ?Sized>(
-    placer: &mut P,
-    first: usize,
-    end: usize,
-    runs: impl Iterator<Item = (&'a [u32], u64)>,
-    shift: u32,
-) {
-    placer.open_buckets(end);
-    for (run, high) in runs {
-        placer.put_entries(first, run, shift, high);
-    }
-}
-
-impl Placer for SlotPlacer {
-    #[inline(always)]
-    fn open_buckets(&mut self, end: usize) {
-        SlotPlacer::open_buckets(self, end)
-    }
-
-    #[inline(always)]
-    fn put_entries(&mut self, first: usize, entries: &[u32], shift: u32, high: u64) {
-        SlotPlacer::put_entries(self, first, entries, shift, high)
-    }
-
-    #[inline(always)]
-    fn place_window<'a>(
-        &mut self,
-        first: usize,
-        end: usize,
-        runs: impl Iterator<Item = (&'a [u32], u64)>,
-        shift: u32,
-        entries: usize,
-        dense: &mut Dense,
-    ) {
-        if self.whole_words() {
-            SlotPlacer::open_buckets(self, end);
-            self.place_window_dense(first, runs, shift, entries, dense);
-        } else {
-            place_by_runs(self, first, end, runs, shift);
-        }
-    }
-}
-
 #[cfg(test)]
 impl Placer for Vec<(usize, u64)> {
     fn open_buckets(&mut self, _: usize) {}
@@ -469,8 +395,9 @@ mod tests {
     #[ignore]
     fn phase2_speed() {
         use crate::format::Layout;
-        use crate::plot::pack::{place, BufPool, SlotPlacer};
+        use crate::plot::pack::{place, SlotPlacer};
         use crate::plot::partition::Partitioning;
+        use crate::plot::sink::BufPool;
         use std::time::Instant;
         let layout = Layout::for_k(32).unwrap();
         let parting = Partitioning::new(layout, 1 << 23);
@@ -478,7 +405,7 @@ mod tests {
         let n_buckets = (buckets.end - buckets.start) as usize;
         let shape = KeyShape::with_buckets(&parting);
         let mut rng = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = || crate::plot::pack::tests::xorshift(&mut rng);
+        let mut next = || crate::plot::xorshift(&mut rng);
         // One segment of keys with its counts epoch by epoch, as the temp
         // file gives them.
         let n = n_buckets * 32;
@@ -538,9 +465,10 @@ mod tests {
     #[test]
     fn dense_windows_place_as_records_do() {
         use crate::format::Layout;
-        use crate::plot::pack::tests::xorshift;
-        use crate::plot::pack::{place, BufPool, SlotPlacer};
+        use crate::plot::pack::{place, SlotPlacer};
         use crate::plot::partition::Partitioning;
+        use crate::plot::sink::BufPool;
+        use crate::plot::xorshift;
         let layout = Layout::for_k(32).unwrap();
         // 2418 buckets a partition (two windows, padding cursors in the
         // second) and 1802 in the last (one window, padded).
