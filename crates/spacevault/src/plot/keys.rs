@@ -8,12 +8,13 @@
 //! by hashing.
 
 use super::partition::{Locator, Partitioning};
-#[cfg(target_arch = "x86_64")]
-use super::scatter::LinePusher;
 use super::scatter::Scatter;
+#[cfg(target_arch = "x86_64")]
+use super::simd::avx512;
+use super::simd::Simd;
 use super::{stop_requested, PlotError, Progress};
 use crate::aligned::{MappedBuf, Pages};
-use crate::kernel::{Backend, Kernel};
+use crate::kernel::Kernel;
 use std::ops::Range;
 
 /// How a 4-byte key splits into bucket and nonce bits.
@@ -163,7 +164,7 @@ pub(crate) fn hash_range(
     let locator = parting.locator();
     let mut prefixes = vec![0u64; BLOCK];
     let (mut parts, mut keys) = (vec![0u32; BLOCK], vec![0u32; BLOCK]);
-    let wide = kernel.backend() == Backend::Avx512;
+    let simd = Simd::of(kernel);
     let mut x = range.start;
     // Reported in batches: a progress bar's count takes a clock reading
     // and atomics each time, 0.1 s of CPU over a k = 32 plot's 2 M blocks.
@@ -179,6 +180,7 @@ pub(crate) fn hash_range(
         let len = (range.end.min(epoch_end) - x).min(prefixes.len() as u64) as usize;
         let pushed = hash_locate_and_push(
             kernel,
+            simd,
             &locator,
             shape,
             x,
@@ -187,7 +189,7 @@ pub(crate) fn hash_range(
             &mut keys[..len],
             scatter,
         );
-        scatter.push_block(&parts[pushed..len], &keys[pushed..len], wide);
+        scatter.push_block(&parts[pushed..len], &keys[pushed..len], simd);
         x += len as u64;
         unreported += len as u64;
         if unreported >= PROGRESS_BATCH {
@@ -212,6 +214,7 @@ const PROGRESS_BATCH: u64 = 1 << 16;
 #[allow(clippy::too_many_arguments)]
 fn hash_locate_and_push(
     kernel: &Kernel,
+    simd: Simd,
     locator: &Locator,
     shape: KeyShape,
     first: u64,
@@ -220,14 +223,14 @@ fn hash_locate_and_push(
     keys: &mut [u32],
     scatter: &mut Scatter<u32>,
 ) -> usize {
-    #[cfg(target_arch = "x86_64")]
-    if kernel.backend() == Backend::Avx512 {
-        if let Some(constants) = locator.multiply_constants() {
+    match (simd, locator.multiply_constants()) {
+        #[cfg(target_arch = "x86_64")]
+        (Simd::Avx512 { .. }, Some(constants)) => {
             let done = parts.len().min(keys.len()) / 16 * 16;
-            // SAFETY: the AVX-512 backend is only active on CPUs that have
-            // AVX-512F and AVX-512VL.
+            // SAFETY: Simd::Avx512 stands for AVX-512F and VL, and the
+            // kernel runs its AVX-512 backend.
             let pushed = unsafe {
-                hash_locate_and_push_avx512(
+                avx512::hash_locate_and_push(
                     kernel,
                     constants,
                     shape,
@@ -237,13 +240,15 @@ fn hash_locate_and_push(
                     &mut scatter.line_pusher(),
                 )
             };
-            hash_then_locate_from(done, kernel, locator, shape, first, prefixes, parts, keys);
-            return pushed;
+            let tail = &mut (&mut prefixes[..], &mut parts[..], &mut keys[..]);
+            hash_then_locate_from(done, kernel, simd, locator, shape, first, tail);
+            pushed
+        }
+        _ => {
+            hash_and_locate(kernel, simd, locator, shape, first, prefixes, parts, keys);
+            0
         }
     }
-    let _ = scatter;
-    hash_and_locate(kernel, locator, shape, first, prefixes, parts, keys);
-    0
 }
 
 /// The partition and key of each of a block of nonces from `first` on,
@@ -258,8 +263,10 @@ fn hash_locate_and_push(
 /// against 9.0 for prefixes then [`locate_block`], and 8.7 for the lookup
 /// fused into the hash loop (which then ran short of registers).
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 fn hash_and_locate(
     kernel: &Kernel,
+    simd: Simd,
     locator: &Locator,
     shape: KeyShape,
     first: u64,
@@ -267,17 +274,14 @@ fn hash_and_locate(
     parts: &mut [u32],
     keys: &mut [u32],
 ) {
-    #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
-    let mut done = 0;
-    #[cfg(target_arch = "x86_64")]
-    if kernel.backend() == Backend::Avx512 {
-        if let Some(constants) = locator.multiply_constants() {
-            done = parts.len().min(keys.len()) / 16 * 16;
+    let done = match (simd, locator.multiply_constants()) {
+        #[cfg(target_arch = "x86_64")]
+        (Simd::Avx512 { .. }, Some(constants)) => {
+            let done = parts.len().min(keys.len()) / 16 * 16;
             kernel.top_words(first, &mut parts[..done]);
-            // SAFETY: the AVX-512 backend is only active on CPUs that have
-            // AVX-512F.
+            // SAFETY: Simd::Avx512 stands for AVX-512F.
             unsafe {
-                locate_top_words_avx512(
+                avx512::locate_top_words(
                     constants,
                     shape,
                     first,
@@ -285,24 +289,28 @@ fn hash_and_locate(
                     &mut keys[..done],
                 )
             };
+            done
         }
-    }
-    hash_then_locate_from(done, kernel, locator, shape, first, prefixes, parts, keys);
+        _ => 0,
+    };
+    let block = &mut (&mut prefixes[..], &mut parts[..], &mut keys[..]);
+    hash_then_locate_from(done, kernel, simd, locator, shape, first, block);
 }
+
+/// A block's hash prefixes, partitions and keys.
+type BlockBuffers<'a> = (&'a mut [u64], &'a mut [u32], &'a mut [u32]);
 
 /// The block's nonces from index `done` on, hashed to prefixes and then
 /// located: what the AVX-512 loops leave (fewer than 16), or all of them.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
 fn hash_then_locate_from(
     done: usize,
     kernel: &Kernel,
+    simd: Simd,
     locator: &Locator,
     shape: KeyShape,
     first: u64,
-    prefixes: &mut [u64],
-    parts: &mut [u32],
-    keys: &mut [u32],
+    (prefixes, parts, keys): &mut BlockBuffers,
 ) {
     let rest = first + done as u64;
     let prefixes = &mut prefixes[done..];
@@ -314,171 +322,8 @@ fn hash_then_locate_from(
         prefixes,
         &mut parts[done..],
         &mut keys[done..],
-        kernel.backend(),
+        simd,
     );
-}
-
-/// What [`Locator::multiply_constants`] gives and a key's shape needs, in
-/// registers: the partition and key of 16 hashes' first words at a time.
-#[cfg(target_arch = "x86_64")]
-#[derive(Clone, Copy)]
-struct Locate16 {
-    bucket_shift: std::arch::x86_64::__m128i,
-    quotient_shift: std::arch::x86_64::__m128i,
-    multiplier: std::arch::x86_64::__m512i,
-    divisor: std::arch::x86_64::__m512i,
-    low_bits: std::arch::x86_64::__m128i,
-    low_mask: std::arch::x86_64::__m512i,
-}
-
-#[cfg(target_arch = "x86_64")]
-impl Locate16 {
-    /// # Safety
-    /// The caller runs with AVX-512F enabled.
-    #[inline(always)]
-    unsafe fn new(
-        (shift, multiplier, quotient_shift, divisor): (u32, u64, u32, u64),
-        shape: KeyShape,
-    ) -> Locate16 {
-        use std::arch::x86_64::*;
-        // The bucket is the prefix's top 64 - shift <= 31 bits: all in the
-        // first word.
-        assert!(shift >= 32);
-        Locate16 {
-            bucket_shift: _mm_cvtsi64_si128((shift - 32) as i64),
-            quotient_shift: _mm_cvtsi64_si128(quotient_shift as i64),
-            multiplier: _mm512_set1_epi64(multiplier as i64),
-            divisor: _mm512_set1_epi32(divisor as i32),
-            low_bits: _mm_cvtsi64_si128(shape.low_bits as i64),
-            low_mask: _mm512_set1_epi32((shape.epoch_len() - 1) as u32 as i32),
-        }
-    }
-
-    /// The partitions and keys of 16 hashes whose first words are `top`
-    /// and whose nonces' low 32 bits are `nonces` (only a nonce's low bits
-    /// go into a key; they wrap as the nonces do).
-    ///
-    /// # Safety
-    /// As for [`new`](Self::new).
-    #[inline(always)]
-    unsafe fn locate(
-        &self,
-        top: std::arch::x86_64::__m512i,
-        nonces: std::arch::x86_64::__m512i,
-    ) -> (std::arch::x86_64::__m512i, std::arch::x86_64::__m512i) {
-        use std::arch::x86_64::*;
-        let bucket = _mm512_srl_epi32(top, self.bucket_shift);
-        // vpmuludq multiplies the even 32-bit lanes into 64-bit products;
-        // the odd lanes are shifted down to be multiplied the same way.
-        let even = _mm512_srl_epi64(
-            _mm512_mul_epu32(bucket, self.multiplier),
-            self.quotient_shift,
-        );
-        let odd = _mm512_mul_epu32(_mm512_srli_epi64::<32>(bucket), self.multiplier);
-        let odd = _mm512_slli_epi64::<32>(_mm512_srl_epi64(odd, self.quotient_shift));
-        let p = _mm512_mask_blend_epi32(0xAAAA, even, odd);
-        let local = _mm512_sub_epi32(bucket, _mm512_mullo_epi32(p, self.divisor));
-        let key = _mm512_or_si512(
-            _mm512_sll_epi32(local, self.low_bits),
-            _mm512_and_si512(nonces, self.low_mask),
-        );
-        (p, key)
-    }
-}
-
-/// The low 32 bits of the 16 nonces `first ..= first + 15`.
-///
-/// # Safety
-/// The caller runs with AVX-512F enabled.
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-unsafe fn nonces_16(first: u64) -> std::arch::x86_64::__m512i {
-    use std::arch::x86_64::*;
-    _mm512_add_epi32(
-        _mm512_set1_epi32(first as u32 as i32),
-        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-    )
-}
-
-/// Replaces each hash's first word in `parts` (nonces from `first` on) by
-/// its partition, and writes its key, 16 lanes at a time (`parts` and
-/// `keys` hold a multiple of 16), dividing by multiplying as
-/// [`Locator::multiply_constants`] says.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn locate_top_words_avx512(
-    constants: (u32, u64, u32, u64),
-    shape: KeyShape,
-    first: u64,
-    parts: &mut [u32],
-    keys: &mut [u32],
-) {
-    use std::arch::x86_64::*;
-    assert!(parts.len() == keys.len() && parts.len().is_multiple_of(16));
-    let locate = Locate16::new(constants, shape);
-    let mut nonces = nonces_16(first);
-    let sixteen = _mm512_set1_epi32(16);
-    for i in (0..parts.len()).step_by(16) {
-        // SAFETY: i + 16 <= the length of both slices.
-        let top = _mm512_loadu_si512(parts.as_ptr().add(i).cast());
-        let (p, key) = locate.locate(top, nonces);
-        _mm512_storeu_si512(parts.as_mut_ptr().add(i).cast(), p);
-        _mm512_storeu_si512(keys.as_mut_ptr().add(i).cast(), key);
-        nonces = _mm512_add_epi32(nonces, sixteen);
-    }
-}
-
-/// Hashes, locates and pushes 16 nonces at a time from `first` on, as
-/// [`hash_and_locate`] then [`Scatter::push_block`] would, but in one loop:
-/// each step pushes the previous step's 16 records while hashing the next
-/// 16. Hashing keeps the vector units busy and pushing the loads and
-/// stores, and the CPU runs the two side by side; called one after the
-/// other, each loop left the other's units idle. Writes every record's
-/// partition and key to `parts` and `keys` (which hold a multiple of 16)
-/// and returns how many it pushed: all of them, or those before the first
-/// that fills a line its partition's array has no room for.
-///
-/// # Safety
-/// The kernel's backend is AVX-512, whose features the CPU has.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512vl")]
-unsafe fn hash_locate_and_push_avx512(
-    kernel: &Kernel,
-    constants: (u32, u64, u32, u64),
-    shape: KeyShape,
-    first: u64,
-    parts: &mut [u32],
-    keys: &mut [u32],
-    pusher: &mut LinePusher<'_>,
-) -> usize {
-    use std::arch::x86_64::*;
-    let n = parts.len();
-    assert!(keys.len() == n && n.is_multiple_of(16));
-    let locate = Locate16::new(constants, shape);
-    let limit = _mm512_set1_epi32(pusher.parts() as i32);
-    let (mut pushed, mut blocked) = (0, false);
-    for i in (0..n).step_by(16) {
-        let x = first.wrapping_add(i as u64);
-        let (p, key) = locate.locate(kernel.top_words_16(x), nonces_16(x));
-        // The pusher's safety rests on this, which the division's proof
-        // (beside `Locator::multiply_constants`) promises.
-        assert_eq!(
-            _mm512_cmpge_epu32_mask(p, limit),
-            0,
-            "partition out of range"
-        );
-        _mm512_storeu_si512(parts.as_mut_ptr().add(i).cast(), p);
-        _mm512_storeu_si512(keys.as_mut_ptr().add(i).cast(), key);
-        if i > 0 && !blocked {
-            let got = pusher.push_fitting(&parts[i - 16..i], &keys[i - 16..i]);
-            pushed += got;
-            blocked = got < 16;
-        }
-    }
-    if n > 0 && !blocked {
-        pushed += pusher.push_fitting(&parts[n - 16..], &keys[n - 16..]);
-    }
-    pushed
 }
 
 /// The partition and key of each of a block of nonces from `first` on,
@@ -496,134 +341,21 @@ fn locate_block(
     prefixes: &[u64],
     parts: &mut [u32],
     keys: &mut [u32],
-    backend: Backend,
+    simd: Simd,
 ) {
-    #[cfg(target_arch = "x86_64")]
-    if backend == Backend::Avx512
-        && std::arch::is_x86_feature_detected!("avx512dq")
-        && locator.divides_in_f64()
-    {
-        // SAFETY: the AVX-512 backend is only active on CPUs that have
-        // AVX-512F, and DQ was checked just now.
-        unsafe { locate_block_avx512(locator, shape, first, prefixes, parts, keys) };
-        return;
-    }
-    let _ = backend;
-    let locator = *locator;
-    let located = parts.iter_mut().zip(keys.iter_mut());
-    for ((part, key), (&prefix, nonce)) in located.zip(prefixes.iter().zip(first..)) {
-        let (p, local) = locator.locate(prefix);
-        (*part, *key) = (p as u32, shape.key(local, nonce));
-    }
-}
-
-/// [`locate_block`] eight lanes at a time, dividing in floating point as
-/// [`Locator::locate_f64`] does (the compiler does not vectorise its
-/// conversions on its own: they saturate in Rust).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512dq")]
-unsafe fn locate_block_avx512(
-    locator: &Locator,
-    shape: KeyShape,
-    first: u64,
-    prefixes: &[u64],
-    parts: &mut [u32],
-    keys: &mut [u32],
-) {
-    let (shift, inverse, divisor) = locator.f64_constants();
-    let divide = lanes::Float::new(*locator, inverse, divisor);
-    lanes::locate(&divide, shift, shape, first, prefixes, parts, keys);
-}
-
-/// The AVX-512 loop of [`locate_block_avx512`]. Everything here is inlined
-/// into that `target_feature` function, which is what lets the intrinsics
-/// inline.
-#[cfg(target_arch = "x86_64")]
-mod lanes {
-    use super::{KeyShape, Locator};
-    use std::arch::x86_64::*;
-
-    pub(super) struct Float {
-        locator: Locator,
-        inverse: __m512d,
-        divisor: __m512d,
-    }
-
-    impl Float {
-        #[inline(always)]
-        pub unsafe fn new(locator: Locator, inverse: f64, divisor: f64) -> Float {
-            Float {
-                locator,
-                inverse: _mm512_set1_pd(inverse),
-                divisor: _mm512_set1_pd(divisor),
+    match simd {
+        #[cfg(target_arch = "x86_64")]
+        Simd::Avx512 { dq: true } if locator.divides_in_f64() => {
+            // SAFETY: Simd::Avx512 { dq: true } stands for AVX-512F and DQ.
+            unsafe { avx512::locate_block(locator, shape, first, prefixes, parts, keys) };
+        }
+        _ => {
+            let locator = *locator;
+            let located = parts.iter_mut().zip(keys.iter_mut());
+            for ((part, key), (&prefix, nonce)) in located.zip(prefixes.iter().zip(first..)) {
+                let (p, local) = locator.locate(prefix);
+                (*part, *key) = (p as u32, shape.key(local, nonce));
             }
-        }
-
-        /// Eight buckets (u64 lanes) into eight (partition, bucket within
-        /// it). Every value is an integer below 2^53, so exact in an f64;
-        /// the quotient's estimate is off by at most one, and the
-        /// remainder's sign and size show which way.
-        #[inline(always)]
-        unsafe fn lanes(&self, bucket: __m512i) -> (__m512i, __m512i) {
-            let (zero, one) = (_mm512_setzero_pd(), _mm512_set1_pd(1.0));
-            let bucket = _mm512_cvtepu64_pd(bucket);
-            let mut p = _mm512_roundscale_pd::<{ _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC }>(
-                _mm512_mul_pd(bucket, self.inverse),
-            );
-            let mut local = _mm512_sub_pd(bucket, _mm512_mul_pd(p, self.divisor));
-            let below = _mm512_cmp_pd_mask::<_CMP_LT_OQ>(local, zero);
-            p = _mm512_mask_sub_pd(p, below, p, one);
-            local = _mm512_mask_add_pd(local, below, local, self.divisor);
-            let over = _mm512_cmp_pd_mask::<_CMP_GE_OQ>(local, self.divisor);
-            p = _mm512_mask_add_pd(p, over, p, one);
-            local = _mm512_mask_sub_pd(local, over, local, self.divisor);
-            (_mm512_cvttpd_epu64(p), _mm512_cvttpd_epu64(local))
-        }
-
-        /// The same for one hash prefix.
-        #[inline(always)]
-        fn one(&self, prefix: u64) -> (u64, u64) {
-            self.locator.locate_f64(prefix)
-        }
-    }
-
-    /// The partition and key of each of a block of nonces from `first` on.
-    #[inline(always)]
-    pub(super) unsafe fn locate(
-        divide: &Float,
-        shift: u32,
-        shape: KeyShape,
-        first: u64,
-        prefixes: &[u64],
-        parts: &mut [u32],
-        keys: &mut [u32],
-    ) {
-        let n = prefixes.len().min(parts.len()).min(keys.len());
-        let bucket_shift = _mm_cvtsi64_si128(shift as i64);
-        let low_bits = _mm_cvtsi64_si128(shape.low_bits as i64);
-        let low_mask = _mm512_set1_epi64((shape.epoch_len() - 1) as i64);
-        let mut nonces = _mm512_add_epi64(
-            _mm512_set1_epi64(first as i64),
-            _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7),
-        );
-        let eight = _mm512_set1_epi64(8);
-        let whole = n / 8 * 8;
-        for i in (0..whole).step_by(8) {
-            // SAFETY: i + 8 <= n, the length of all three slices.
-            let prefix = _mm512_loadu_si512(prefixes.as_ptr().add(i).cast());
-            let (p, local) = divide.lanes(_mm512_srl_epi64(prefix, bucket_shift));
-            let key = _mm512_or_si512(
-                _mm512_sll_epi64(local, low_bits),
-                _mm512_and_si512(nonces, low_mask),
-            );
-            _mm256_storeu_si256(parts.as_mut_ptr().add(i).cast(), _mm512_cvtepi64_epi32(p));
-            _mm256_storeu_si256(keys.as_mut_ptr().add(i).cast(), _mm512_cvtepi64_epi32(key));
-            nonces = _mm512_add_epi64(nonces, eight);
-        }
-        for i in whole..n {
-            let (p, local) = divide.one(prefixes[i]);
-            parts[i] = p as u32;
-            keys[i] = shape.key(local, first + i as u64);
         }
     }
 }
@@ -703,6 +435,7 @@ pub(crate) fn each_key_prefetched(keys: &[u32], mut each: impl FnMut(u32)) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernel::Backend;
 
     #[test]
     fn keys_give_back_bucket_and_nonce() {
@@ -767,14 +500,14 @@ mod tests {
             // repair it.
             for nudge in [1.0, 1.0 + 1e-9, 1.0 - 1e-9] {
                 let locator = parting.locator().with_inverse_nudged(nudge);
-                for backend in Backend::ALL.into_iter().filter(|b| b.is_supported()) {
+                for simd in Simd::all_here() {
                     let n = prefixes.len();
                     let (mut parts, mut keys) = (vec![0; n], vec![0; n]);
                     locate_block(
-                        &locator, shape, first, &prefixes, &mut parts, &mut keys, backend,
+                        &locator, shape, first, &prefixes, &mut parts, &mut keys, simd,
                     );
                     let got: Vec<(u32, u32)> = parts.into_iter().zip(keys).collect();
-                    assert_eq!(got, want, "k {k}, {backend:?}, nudge {nudge}");
+                    assert_eq!(got, want, "k {k}, {simd:?}, nudge {nudge}");
                 }
             }
         }
@@ -805,8 +538,9 @@ mod tests {
                         let (mut parts, mut keys) = (vec![0; n], vec![0; n]);
                         let locator = parting.locator();
                         let mut room = vec![0u64; n];
+                        let simd = Simd::of(&kernel);
                         hash_and_locate(
-                            &kernel, &locator, shape, first, &mut room, &mut parts, &mut keys,
+                            &kernel, simd, &locator, shape, first, &mut room, &mut parts, &mut keys,
                         );
                         let got: Vec<(u32, u32)> = parts.into_iter().zip(keys).collect();
                         assert_eq!(got, want, "k {k}, {backend:?}, from {first}, {shape:?}");

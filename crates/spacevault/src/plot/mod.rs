@@ -18,6 +18,7 @@ mod pipeline;
 mod placer;
 mod readahead;
 mod scatter;
+mod simd;
 mod sink;
 mod stop;
 mod windows;

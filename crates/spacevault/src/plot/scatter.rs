@@ -5,6 +5,9 @@
 //! 128-byte line per partition (all lines together fit in L2) and copied out
 //! a whole line at a time, so the big arrays see sequential full-line writes.
 
+#[cfg(target_arch = "x86_64")]
+use super::simd::avx512;
+use super::simd::Simd;
 use super::{PlotError, Progress, FIRST_TOUCH_PHASE};
 use crate::aligned::{MappedBuf, Pages};
 use std::sync::Mutex;
@@ -15,7 +18,7 @@ use std::sync::Mutex;
 /// the scatter took 1.97-2.20 ns a record beyond hashing against 2.30-2.33
 /// with 64-byte lines (`phase1_speed`, paired runs; 256 bytes: 1.94-2.02);
 /// at k = 28 (2048 partitions) no change.
-const LINE_BYTES: usize = 128;
+pub(crate) const LINE_BYTES: usize = 128;
 /// With [`Room::Pages`] each partition's array starts on a page boundary
 /// and spans whole pages, so it can be written with O_DIRECT straight from
 /// here.
@@ -131,10 +134,10 @@ impl<T: Copy + Default> Scatter<T> {
 
     /// Appends `keys[i]` to partition `parts[i]`, in turn. One call per
     /// block lets the loop keep the arrays' addresses in registers, and one
-    /// range check for the whole block spares a check per record. `wide`:
-    /// full lines go out with AVX-512 (see [`stream_line`]).
+    /// range check for the whole block spares a check per record. With
+    /// AVX-512, full lines go out in its stores (see [`stream_line`]).
     #[inline(never)]
-    pub fn push_block(&mut self, parts: &[u32], keys: &[T], wide: bool) {
+    pub fn push_block(&mut self, parts: &[u32], keys: &[T], simd: Simd) {
         assert_eq!(parts.len(), keys.len());
         let line = Self::LINE;
         let Scatter {
@@ -144,7 +147,7 @@ impl<T: Copy + Default> Scatter<T> {
             ..
         } = self;
         let (lines, line_fill) = (&mut lines[..], &mut line_fill[..]);
-        let worst = largest(parts, wide) as usize;
+        let worst = largest(parts, simd) as usize;
         assert!(worst < line_fill.len(), "partition {worst} out of range");
         assert_eq!(lines.len(), line_fill.len() * line);
         let mut next = 0;
@@ -152,12 +155,11 @@ impl<T: Copy + Default> Scatter<T> {
             #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
             let mut end = parts.len();
             #[cfg(target_arch = "x86_64")]
-            if wide && std::mem::size_of::<T>() == 4 {
-                // SAFETY: `wide` is only set where AVX-512F is present; T
-                // is 4 bytes (a plain integer), so its slices can be seen
-                // as u32 and the scatter as a Scatter<u32>; every
-                // partition in `parts` is below line_fill.len() (checked
-                // above).
+            if matches!(simd, Simd::Avx512 { .. }) && std::mem::size_of::<T>() == 4 {
+                // SAFETY: Simd::Avx512 stands for AVX-512F; T is 4 bytes (a
+                // plain integer), so its slices can be seen as u32 and the
+                // scatter as a Scatter<u32>; every partition in `parts` is
+                // below line_fill.len() (checked above).
                 unsafe {
                     let keys = std::slice::from_raw_parts(keys.as_ptr().cast(), keys.len());
                     let mut pusher = LinePusher {
@@ -169,7 +171,7 @@ impl<T: Copy + Default> Scatter<T> {
                         parts: line_fill.len(),
                         _scatter: std::marker::PhantomData,
                     };
-                    next += push_fitting_lines_avx512(&mut pusher, &parts[next..], &keys[next..]);
+                    next += avx512::push_fitting_lines(&mut pusher, &parts[next..], &keys[next..]);
                 }
                 // The record there, if any, fills a line its array has no
                 // room for: the loop below takes it to the overflow.
@@ -186,7 +188,7 @@ impl<T: Copy + Default> Scatter<T> {
                     *lines.get_unchecked_mut(p * line + n) = key;
                     if n + 1 == line {
                         let full = lines.get_unchecked(p * line..(p + 1) * line);
-                        arrays.flush_line(p, full, key, wide);
+                        arrays.flush_line(p, full, key, simd);
                         *line_fill.get_unchecked_mut(p) = 0;
                     } else {
                         *line_fill.get_unchecked_mut(p) = (n + 1) as u8;
@@ -199,7 +201,7 @@ impl<T: Copy + Default> Scatter<T> {
 
     #[cfg(test)]
     pub fn push(&mut self, p: u64, key: T) {
-        self.push_block(&[p as u32], &[key], false);
+        self.push_block(&[p as u32], &[key], Simd::Plain);
     }
 
     /// Records pushed so far to each partition (stored, in lines, or overflowed).
@@ -362,11 +364,11 @@ impl<T: Copy> Arrays<T> {
     /// Moves partition p's full line, whose last record is `last`, to its
     /// array, or record by record to the overflow once the array is full.
     #[inline(never)]
-    fn flush_line(&mut self, p: usize, line: &[T], last: T, wide: bool) {
+    fn flush_line(&mut self, p: usize, line: &[T], last: T, simd: Simd) {
         let (f, cap) = (self.fill[p], self.cap);
         if f + line.len() <= cap {
             let dst = &mut self.keys[p * cap + f..p * cap + f + line.len()];
-            stream_line(dst, line, last, wide);
+            stream_line(dst, line, last, simd);
             self.fill[p] = f + line.len();
         } else {
             for &key in line {
@@ -393,11 +395,11 @@ impl<T: Copy> Arrays<T> {
 /// records at a time (`plot/keys.rs`).
 #[cfg(target_arch = "x86_64")]
 pub(crate) struct LinePusher<'a> {
-    base: *mut u32,
-    cap: usize,
-    fills: *mut usize,
-    lines: *mut u32,
-    line_fill: *mut u8,
+    pub(crate) base: *mut u32,
+    pub(crate) cap: usize,
+    pub(crate) fills: *mut usize,
+    pub(crate) lines: *mut u32,
+    pub(crate) line_fill: *mut u8,
     parts: usize,
     _scatter: std::marker::PhantomData<&'a mut Scatter<u32>>,
 }
@@ -431,94 +433,18 @@ impl LinePusher<'_> {
     pub fn parts(&self) -> usize {
         self.parts
     }
-
-    /// Appends `keys[i]` to partition `parts[i]`, in turn: a full line goes
-    /// out in 64-byte non-temporal stores, inline, its last record from a
-    /// register and never stored into the line. The generic path calls out
-    /// for every full line (it cannot inline the AVX-512 store into code
-    /// built without AVX-512), saving six registers and checking bounds
-    /// once a line, and it stored the last record before loading the line,
-    /// which perf showed as a stall on the store. In a profile of phase 1
-    /// at k = 32 (`phase1_speed` in `keys.rs`), the scatter's share against
-    /// hashing went from 0.121 to 0.106. Returns the records pushed: all of
-    /// them, or those before the first that fills a line its partition's
-    /// array has no room for (left to [`Scatter::push_block`], which moves
-    /// it to the overflow).
-    ///
-    /// # Safety
-    /// AVX-512F must be present and enabled in the caller; every partition
-    /// in `parts` must be below [`parts`](Self::parts).
-    #[inline(always)]
-    pub unsafe fn push_fitting(&mut self, parts: &[u32], keys: &[u32]) -> usize {
-        const LINE: usize = LINE_BYTES / 4;
-        for (i, (&p, &key)) in parts.iter().zip(keys).enumerate() {
-            let p = p as usize;
-            let n = *self.line_fill.add(p) as usize;
-            let line = self.lines.add(p * LINE);
-            if n + 1 < LINE {
-                *line.add(n) = key;
-                *self.line_fill.add(p) = (n + 1) as u8;
-                continue;
-            }
-            let f = *self.fills.add(p);
-            if f + LINE > self.cap {
-                return i;
-            }
-            // The last record is not stored in the line: a load of the line
-            // right after a store into it waits for that store to reach the
-            // cache (the mask does not spare the wait), so it comes from a
-            // register.
-            // Each partition's array starts on a line and f is a whole
-            // number of lines, so the stores are aligned as they must be.
-            stream_line_avx512(self.base.add(p * self.cap + f), line, key);
-            *self.fills.add(p) = f + LINE;
-            *self.line_fill.add(p) = 0;
-        }
-        parts.len()
-    }
-}
-
-/// [`LinePusher::push_fitting`] as a function of its own, for
-/// [`Scatter::push_block`].
-///
-/// # Safety
-/// AVX-512F must be present; every partition in `parts` must be below
-/// `pusher.parts()`.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn push_fitting_lines_avx512(
-    pusher: &mut LinePusher<'_>,
-    parts: &[u32],
-    keys: &[u32],
-) -> usize {
-    pusher.push_fitting(parts, keys)
 }
 
 /// The largest of `parts` (0 for none). In SSE2, which has no unsigned
 /// 32-bit max, the compiler's loop took 15% of the scatter's time; with
-/// `wide` (AVX-512) it is one max per 16 values.
-fn largest(parts: &[u32], wide: bool) -> u32 {
-    #[cfg(target_arch = "x86_64")]
-    if wide {
-        // SAFETY: `wide` is only set where AVX-512F is present.
-        return unsafe { largest_avx512(parts) };
+/// AVX-512 it is one max per 16 values.
+fn largest(parts: &[u32], simd: Simd) -> u32 {
+    match simd {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: Simd::Avx512 stands for AVX-512F.
+        Simd::Avx512 { .. } => unsafe { avx512::largest(parts) },
+        Simd::Plain => parts.iter().copied().max().unwrap_or(0),
     }
-    let _ = wide;
-    parts.iter().copied().max().unwrap_or(0)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn largest_avx512(parts: &[u32]) -> u32 {
-    use std::arch::x86_64::*;
-    let mut chunks = parts.chunks_exact(16);
-    let mut top = _mm512_setzero_si512();
-    for chunk in &mut chunks {
-        // SAFETY: the chunk holds 16 u32s; unaligned loads are allowed.
-        top = _mm512_max_epu32(top, _mm512_loadu_si512(chunk.as_ptr().cast()));
-    }
-    let rest = chunks.remainder().iter().copied().max().unwrap_or(0);
-    _mm512_reduce_max_epu32(top).max(rest)
 }
 
 /// Copies one line with non-temporal stores: the line goes straight
@@ -528,22 +454,27 @@ unsafe fn largest_avx512(parts: &[u32]) -> u32 {
 /// `last` is the line's last record, stored just now: reading it back
 /// from `src` would wait for that store to reach the cache, since a load
 /// spanning several earlier stores cannot be forwarded from them. With
-/// `wide` (AVX-512) and 4-byte records it comes from a register instead.
+/// AVX-512 and 4-byte records it comes from a register instead.
 #[inline(always)]
-fn stream_line<T: Copy>(dst: &mut [T], src: &[T], last: T, wide: bool) {
+fn stream_line<T: Copy>(dst: &mut [T], src: &[T], last: T, simd: Simd) {
     debug_assert_eq!(std::mem::size_of_val(dst), LINE_BYTES);
-    #[cfg(target_arch = "x86_64")]
-    if wide && std::mem::size_of::<T>() == 4 && (dst.as_ptr() as usize).is_multiple_of(LINE_BYTES) {
-        // SAFETY: T is 4 bytes, so reading it as a u32 is reading its bytes;
-        // `wide` is only set where AVX-512F is present; dst is a
-        // line-aligned slice of a line and src has a line's records.
-        unsafe {
-            let last: u32 = std::mem::transmute_copy(&last);
-            stream_line_avx512(dst.as_mut_ptr().cast(), src.as_ptr().cast(), last);
+    match simd {
+        #[cfg(target_arch = "x86_64")]
+        Simd::Avx512 { .. }
+            if std::mem::size_of::<T>() == 4
+                && (dst.as_ptr() as usize).is_multiple_of(LINE_BYTES) =>
+        {
+            // SAFETY: T is 4 bytes, so reading it as a u32 is reading its
+            // bytes; Simd::Avx512 stands for AVX-512F; dst is a
+            // line-aligned slice of a line and src has a line's records.
+            unsafe {
+                let last: u32 = std::mem::transmute_copy(&last);
+                avx512::stream_line(dst.as_mut_ptr().cast(), src.as_ptr().cast(), last);
+            }
+            return;
         }
-        return;
+        _ => {}
     }
-    let _ = (last, wide);
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
@@ -561,29 +492,6 @@ fn stream_line<T: Copy>(dst: &mut [T], src: &[T], last: T, wide: bool) {
         }
     }
     dst.copy_from_slice(src);
-}
-
-/// A line of u32 records, all but the last read from `src` and the last
-/// given, in non-temporal 64-byte stores. Inlined into the AVX-512 push
-/// (a call there would save registers once a line).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-#[inline]
-unsafe fn stream_line_avx512(dst: *mut u32, src: *const u32, last: u32) {
-    use std::arch::x86_64::*;
-    const LINE: usize = LINE_BYTES / 4;
-    for c in 0..LINE / 16 - 1 {
-        _mm512_stream_si512(
-            dst.add(16 * c).cast(),
-            _mm512_loadu_si512(src.add(16 * c).cast()),
-        );
-    }
-    let line = _mm512_mask_loadu_epi32(
-        _mm512_set1_epi32(last as i32),
-        0x7fff,
-        src.add(LINE - 16).cast(),
-    );
-    _mm512_stream_si512(dst.add(LINE - 16).cast(), line);
 }
 
 #[cfg(test)]
@@ -612,19 +520,10 @@ mod tests {
         assert!(s.records(0).0.is_empty());
     }
 
-    /// Whether the AVX-512 paths (`wide`) can run on this CPU.
-    fn avx512_here() -> bool {
-        #[cfg(target_arch = "x86_64")]
-        return std::arch::is_x86_feature_detected!("avx512f");
-        #[cfg(not(target_arch = "x86_64"))]
-        false
-    }
-
     /// Full lines streamed from a register (AVX-512) or from the line give
     /// the same arrays, in order, also once a partition overflows.
     #[test]
     fn both_ways_of_streaming_lines_keep_every_record() {
-        let wide = avx512_here();
         let parts = 7;
         let keys: Vec<u32> = (0..20_000u32)
             .map(|i| i.wrapping_mul(2_654_435_761))
@@ -637,24 +536,24 @@ mod tests {
         for (&p, &key) in to.iter().zip(&keys) {
             want[p as usize].push(key);
         }
-        let ways = [false, wide].map(|wide| [Room::Pages, Room::Lines].map(|room| (wide, room)));
-        for (wide, room) in ways.into_iter().flatten() {
-            let mut s = Scatter::<u32>::new(parts, 3000, room).unwrap();
-            for (p, k) in to.chunks(999).zip(keys.chunks(999)) {
-                s.push_block(p, k, wide);
-            }
-            s.finish();
-            for (p, want) in want.iter().enumerate() {
-                let (slice, extra) = s.records(p as u64);
-                let got: Vec<u32> = slice.iter().copied().chain(extra).collect();
-                assert_eq!(&got, want, "partition {p}, wide {wide}, {room:?}");
+        for simd in Simd::all_here() {
+            for room in [Room::Pages, Room::Lines] {
+                let mut s = Scatter::<u32>::new(parts, 3000, room).unwrap();
+                for (p, k) in to.chunks(999).zip(keys.chunks(999)) {
+                    s.push_block(p, k, simd);
+                }
+                s.finish();
+                for (p, want) in want.iter().enumerate() {
+                    let (slice, extra) = s.records(p as u64);
+                    let got: Vec<u32> = slice.iter().copied().chain(extra).collect();
+                    assert_eq!(&got, want, "partition {p}, {simd:?}, {room:?}");
+                }
             }
         }
     }
 
     #[test]
     fn the_largest_partition_is_found_either_way() {
-        let wide = avx512_here();
         for len in [0usize, 1, 15, 16, 17, 100, 4096] {
             for at in [0, len / 2, len.saturating_sub(1)] {
                 let mut parts: Vec<u32> =
@@ -663,8 +562,9 @@ mod tests {
                     parts[at] = 0x8000_0001;
                 }
                 let want = parts.iter().copied().max().unwrap_or(0);
-                assert_eq!(largest(&parts, false), want, "len {len}");
-                assert_eq!(largest(&parts, wide), want, "len {len}, wide {wide}");
+                for simd in Simd::all_here() {
+                    assert_eq!(largest(&parts, simd), want, "len {len}, {simd:?}");
+                }
             }
         }
     }
