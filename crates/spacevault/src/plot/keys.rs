@@ -178,18 +178,18 @@ pub(crate) fn hash_range(
         }
         let epoch_end = (epoch + 1) << shape.low_bits;
         let len = (range.end.min(epoch_end) - x).min(prefixes.len() as u64) as usize;
-        let pushed = hash_locate_and_push(
-            kernel,
-            simd,
-            &locator,
-            shape,
-            x,
-            &mut prefixes[..len],
-            &mut parts[..len],
-            &mut keys[..len],
-            scatter,
-        );
-        scatter.push_block(&parts[pushed..len], &keys[pushed..len], simd);
+        let (prefixes, parts, keys) = (&mut prefixes[..len], &mut parts[..len], &mut keys[..len]);
+        let pushed = match simd {
+            #[cfg(target_arch = "x86_64")]
+            Simd::Avx512 { .. } => hash_locate_and_push(
+                kernel, simd, &locator, shape, x, prefixes, parts, keys, scatter,
+            ),
+            Simd::Plain => {
+                hash_and_locate(kernel, simd, &locator, shape, x, prefixes, parts, keys);
+                0
+            }
+        };
+        scatter.push_block(&parts[pushed..], &keys[pushed..], simd);
         x += len as u64;
         unreported += len as u64;
         if unreported >= PROGRESS_BATCH {
@@ -208,8 +208,9 @@ pub(crate) fn hash_range(
 const PROGRESS_BATCH: u64 = 1 << 16;
 
 /// [`hash_and_locate`], pushing as many of the records as it can to
-/// `scatter` on the way where it has a loop that does (AVX-512); returns how
-/// many it pushed, in order from the first.
+/// `scatter` in the same loop (AVX-512 and buckets of at most 31 bits);
+/// returns how many it pushed, in order from the first.
+#[cfg(target_arch = "x86_64")]
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn hash_locate_and_push(
@@ -224,7 +225,6 @@ fn hash_locate_and_push(
     scatter: &mut Scatter<u32>,
 ) -> usize {
     match (simd, locator.multiply_constants()) {
-        #[cfg(target_arch = "x86_64")]
         (Simd::Avx512 { .. }, Some(constants)) => {
             let done = parts.len().min(keys.len()) / 16 * 16;
             // SAFETY: Simd::Avx512 stands for AVX-512F and VL, and the
@@ -432,6 +432,68 @@ pub(crate) fn each_key_prefetched(keys: &[u32], mut each: impl FnMut(u32)) {
     }
 }
 
+/// Phase 1's CPU work on one thread, without the disk, against hashing
+/// alone, for the shapes plots take: an external k = 32 plot (512
+/// partitions) and in-memory k = 28 and k = 30 plots (1024 each):
+/// `cargo bench -p spacevault --bench phases`.
+pub(crate) fn phase1_speed() {
+    use crate::format::Layout;
+    use crate::plot::memory::partitioning;
+    phase1_speed_of(Partitioning::new(Layout::for_k(32).unwrap(), 1 << 23));
+    phase1_speed_of(partitioning(Layout::for_k(28).unwrap()));
+    phase1_speed_of(partitioning(Layout::for_k(30).unwrap()));
+}
+
+fn phase1_speed_of(parting: Partitioning) {
+    use crate::plot::scatter::Room;
+    use crate::plot::NoProgress;
+    use std::time::Instant;
+    let k = parting.layout.k;
+    let shape = KeyShape::with_buckets(&parting);
+    let kernel = Kernel::new(&[7; 32]);
+    let n = 1u64 << 26;
+    let cap = (n / parting.count + 8 * ((n / parting.count) as f64).sqrt() as u64 + 64) as usize;
+    let mut scatter = Scatter::new(parting.count as usize, cap, Room::Lines).unwrap();
+    scatter.prefault();
+    let mut prefixes = vec![0u64; BLOCK];
+    let mut tops = vec![0u32; BLOCK];
+    let (mut best_top, mut best_prefix, mut best_all) = (f64::MAX, f64::MAX, f64::MAX);
+    let ns = |d: std::time::Duration| d.as_secs_f64() * 1e9 / n as f64;
+    for _ in 0..6 {
+        let t = Instant::now();
+        for x in (0..n).step_by(BLOCK) {
+            kernel.top_words(x, &mut tops);
+        }
+        best_top = best_top.min(ns(t.elapsed()));
+        let t = Instant::now();
+        for x in (0..n).step_by(BLOCK) {
+            kernel.prefixes(x, &mut prefixes);
+        }
+        best_prefix = best_prefix.min(ns(t.elapsed()));
+        scatter.clear();
+        let mut marks = EpochMarks::default();
+        let t = Instant::now();
+        hash_range(
+            &kernel,
+            &parting,
+            shape,
+            0..n,
+            &mut scatter,
+            &mut marks,
+            &NoProgress,
+        )
+        .unwrap();
+        best_all = best_all.min(ns(t.elapsed()));
+    }
+    println!(
+        "k = {k}, {} partitions, best of 6, ns a record: hashing to first words {best_top:.2} \
+         (the bench's hash bound), to prefixes {best_prefix:.2}; hashing, locating and \
+         scattering {best_all:.2} (beyond the first words {:.2})",
+        parting.count,
+        best_all - best_top
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -595,72 +657,6 @@ mod tests {
                 }
             }
         }
-    }
-
-    /// Phase 1's CPU work on one thread, without the disk, against hashing
-    /// alone, for the shapes plots take: an external k = 32 plot (512
-    /// partitions) and in-memory k = 28 and k = 30 plots (1024 each):
-    /// `cargo test --release -p spacevault phase1_speed -- --ignored
-    /// --nocapture`.
-    #[test]
-    #[ignore]
-    fn phase1_speed() {
-        use crate::format::Layout;
-        use crate::plot::memory::partitioning;
-        phase1_speed_of(Partitioning::new(Layout::for_k(32).unwrap(), 1 << 23));
-        phase1_speed_of(partitioning(Layout::for_k(28).unwrap()));
-        phase1_speed_of(partitioning(Layout::for_k(30).unwrap()));
-    }
-
-    fn phase1_speed_of(parting: Partitioning) {
-        use crate::plot::scatter::Room;
-        use crate::plot::NoProgress;
-        use std::time::Instant;
-        let k = parting.layout.k;
-        let shape = KeyShape::with_buckets(&parting);
-        let kernel = Kernel::new(&[7; 32]);
-        let n = 1u64 << 26;
-        let cap =
-            (n / parting.count + 8 * ((n / parting.count) as f64).sqrt() as u64 + 64) as usize;
-        let mut scatter = Scatter::new(parting.count as usize, cap, Room::Lines).unwrap();
-        scatter.prefault();
-        let mut prefixes = vec![0u64; BLOCK];
-        let mut tops = vec![0u32; BLOCK];
-        let (mut best_top, mut best_prefix, mut best_all) = (f64::MAX, f64::MAX, f64::MAX);
-        let ns = |d: std::time::Duration| d.as_secs_f64() * 1e9 / n as f64;
-        for _ in 0..6 {
-            let t = Instant::now();
-            for x in (0..n).step_by(BLOCK) {
-                kernel.top_words(x, &mut tops);
-            }
-            best_top = best_top.min(ns(t.elapsed()));
-            let t = Instant::now();
-            for x in (0..n).step_by(BLOCK) {
-                kernel.prefixes(x, &mut prefixes);
-            }
-            best_prefix = best_prefix.min(ns(t.elapsed()));
-            scatter.clear();
-            let mut marks = EpochMarks::default();
-            let t = Instant::now();
-            hash_range(
-                &kernel,
-                &parting,
-                shape,
-                0..n,
-                &mut scatter,
-                &mut marks,
-                &NoProgress,
-            )
-            .unwrap();
-            best_all = best_all.min(ns(t.elapsed()));
-        }
-        println!(
-            "k = {k}, {} partitions, best of 6, ns a record: hashing to first words {best_top:.2} \
-             (the bench's hash bound), to prefixes {best_prefix:.2}; hashing, locating and \
-             scattering {best_all:.2} (beyond the first words {:.2})",
-            parting.count,
-            best_all - best_top
-        );
     }
 
     #[test]

@@ -317,6 +317,90 @@ impl Hashed<'_> {
     }
 }
 
+/// The last phase's CPU work on one thread, without the disk: counting,
+/// placing (and zeroing the slots) and filling every partition of a
+/// k = 28 plot hashed in the ranges two threads take, in its partitions
+/// and in partitions of 2^20 records (k = 30's): `cargo bench -p spacevault --bench phases`.
+pub(crate) fn last_phase_speed() {
+    let layout = Layout::for_k(28).unwrap();
+    last_phase_speed_of(partitioning(layout));
+    last_phase_speed_of(Partitioning::new(layout, 1 << 20));
+}
+
+fn last_phase_speed_of(parting: Partitioning) {
+    use crate::plot::pack::{place, SlotPlacer};
+    use crate::plot::sink::BufPool;
+    use crate::plot::NoProgress;
+    use std::time::{Duration, Instant};
+    let shape = KeyShape::with_buckets(&parting);
+    let kernel = Kernel::new(&[7; 32]);
+    let n = parting.layout.record_count();
+    let ranges = hash_ranges(n, 2)
+        .into_iter()
+        .map(|range| {
+            let cap = slot_capacity(&parting, range.end - range.start);
+            let mut scatter = Scatter::new(parting.count as usize, cap, Room::Lines).unwrap();
+            let mut marks = EpochMarks::default();
+            hash_range(
+                &kernel,
+                &parting,
+                shape,
+                range,
+                &mut scatter,
+                &mut marks,
+                &NoProgress,
+            )
+            .unwrap();
+            RangeKeys { scatter, marks }
+        })
+        .collect();
+    let keys = Keys::new(ranges, &parting);
+    let pool = BufPool::default();
+    let (mut scratch, mut cursors, mut counts) = (Scratch::default(), Vec::new(), Vec::new());
+    for _ in 0..3 {
+        let (mut counting, mut opening, mut filling) =
+            (Duration::ZERO, Duration::ZERO, Duration::ZERO);
+        let mut end = 0;
+        for p in 0..parting.count {
+            let buckets = parting.buckets(p);
+            counts.clear();
+            counts.resize((buckets.end - buckets.start) as usize, 0u32);
+            let t = Instant::now();
+            keys.count(p, &mut scratch, &mut counts).unwrap();
+            counting += t.elapsed();
+            let t = Instant::now();
+            let placement = place(&parting, p, &counts, end);
+            end = placement.end;
+            let mut placer = SlotPlacer::new(
+                &parting,
+                p,
+                &counts,
+                &placement,
+                &pool,
+                std::mem::take(&mut cursors),
+            )
+            .unwrap();
+            placer.open_all();
+            opening += t.elapsed();
+            let t = Instant::now();
+            keys.fill(p, &mut scratch, &mut placer);
+            let (packed, reused) = placer.finish(&parting, &counts, &placement).unwrap();
+            filling += t.elapsed();
+            cursors = reused;
+            pool.give(packed.buf);
+        }
+        let ns = |d: Duration| d.as_secs_f64() * 1e9 / n as f64;
+        println!(
+            "k = 28 in {} partitions on one thread, ns a record: counting {:.2}, placing \
+             and zeroing {:.2}, filling {:.2}",
+            parting.count,
+            ns(counting),
+            ns(opening),
+            ns(filling)
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -430,92 +514,6 @@ mod tests {
         for (count, end, bytes) in &plots[1..] {
             assert_eq!(*end, plots[0].1, "{count} partitions");
             assert!(*bytes == plots[0].2, "{count} partitions make another file");
-        }
-    }
-
-    /// The last phase's CPU work on one thread, without the disk: counting,
-    /// placing (and zeroing the slots) and filling every partition of a
-    /// k = 28 plot hashed in the ranges two threads take, in its partitions
-    /// and in partitions of 2^20 records (k = 30's): `cargo test --release
-    /// -p spacevault last_phase_speed -- --ignored --nocapture`.
-    #[test]
-    #[ignore]
-    fn last_phase_speed() {
-        let layout = Layout::for_k(28).unwrap();
-        last_phase_speed_of(partitioning(layout));
-        last_phase_speed_of(Partitioning::new(layout, 1 << 20));
-    }
-
-    fn last_phase_speed_of(parting: Partitioning) {
-        use crate::plot::pack::{place, SlotPlacer};
-        use crate::plot::sink::BufPool;
-        use std::time::{Duration, Instant};
-        let shape = KeyShape::with_buckets(&parting);
-        let kernel = Kernel::new(&[7; 32]);
-        let n = parting.layout.record_count();
-        let ranges = hash_ranges(n, 2)
-            .into_iter()
-            .map(|range| {
-                let cap = slot_capacity(&parting, range.end - range.start);
-                let mut scatter = Scatter::new(parting.count as usize, cap, Room::Lines).unwrap();
-                let mut marks = EpochMarks::default();
-                hash_range(
-                    &kernel,
-                    &parting,
-                    shape,
-                    range,
-                    &mut scatter,
-                    &mut marks,
-                    &NoProgress,
-                )
-                .unwrap();
-                RangeKeys { scatter, marks }
-            })
-            .collect();
-        let keys = Keys::new(ranges, &parting);
-        let pool = BufPool::default();
-        let (mut scratch, mut cursors, mut counts) = (Scratch::default(), Vec::new(), Vec::new());
-        for _ in 0..3 {
-            let (mut counting, mut opening, mut filling) =
-                (Duration::ZERO, Duration::ZERO, Duration::ZERO);
-            let mut end = 0;
-            for p in 0..parting.count {
-                let buckets = parting.buckets(p);
-                counts.clear();
-                counts.resize((buckets.end - buckets.start) as usize, 0u32);
-                let t = Instant::now();
-                keys.count(p, &mut scratch, &mut counts).unwrap();
-                counting += t.elapsed();
-                let t = Instant::now();
-                let placement = place(&parting, p, &counts, end);
-                end = placement.end;
-                let mut placer = SlotPlacer::new(
-                    &parting,
-                    p,
-                    &counts,
-                    &placement,
-                    &pool,
-                    std::mem::take(&mut cursors),
-                )
-                .unwrap();
-                placer.open_all();
-                opening += t.elapsed();
-                let t = Instant::now();
-                keys.fill(p, &mut scratch, &mut placer);
-                let (packed, reused) = placer.finish(&parting, &counts, &placement).unwrap();
-                filling += t.elapsed();
-                cursors = reused;
-                pool.give(packed.buf);
-            }
-            let ns = |d: Duration| d.as_secs_f64() * 1e9 / n as f64;
-            println!(
-                "k = 28 in {} partitions on one thread, ns a record: counting {:.2}, placing \
-                 and zeroing {:.2}, filling {:.2}",
-                parting.count,
-                ns(counting),
-                ns(opening),
-                ns(filling)
-            );
         }
     }
 }

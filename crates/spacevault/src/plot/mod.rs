@@ -33,6 +33,29 @@ use scatter::ScatterPool;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+/// The CPU work of each phase on one thread, without the disk, printed
+/// for `cargo bench -p spacevault --bench phases`. Not a stable interface:
+/// it exists for that benchmark.
+#[doc(hidden)]
+pub mod phase_bench {
+    /// Phase 1 (hashing, locating, scattering) at k = 28, 30 and 32.
+    pub fn phase_one() {
+        super::keys::phase1_speed();
+    }
+
+    /// An external plot's phase 2 on one k = 32 partition: filing by window,
+    /// counting, placing.
+    pub fn phase_two() {
+        super::windows::phase2_speed();
+    }
+
+    /// The last phase of a k = 28 plot in memory: counting, placing,
+    /// filling.
+    pub fn last_phase() {
+        super::memory::last_phase_speed();
+    }
+}
+
 pub use files::{plot_file_name, temps_in, TempEntry, PLOT_EXTENSION, TEMP_EXTENSION};
 pub use overlap::{Overlap, PlotJob};
 pub use stop::{request_stop, stop_requested};
@@ -599,8 +622,8 @@ fn process_cpu_time() -> std::time::Duration {
     std::time::Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
-/// A cheap deterministic stream of test bytes, for the plotter's unit tests.
-#[cfg(test)]
+/// A cheap deterministic stream of test bytes, for the plotter's unit tests
+/// and its phase benchmarks.
 pub(crate) fn xorshift(state: &mut u64) -> u64 {
     *state ^= *state << 13;
     *state ^= *state >> 7;

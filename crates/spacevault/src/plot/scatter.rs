@@ -491,7 +491,10 @@ fn stream_line<T: Copy>(dst: &mut [T], src: &[T], last: T, simd: Simd) {
             return;
         }
     }
-    dst.copy_from_slice(src);
+    // Plain stores, the last record from the register as above.
+    let n = dst.len();
+    dst[..n - 1].copy_from_slice(&src[..n - 1]);
+    dst[n - 1] = last;
 }
 
 #[cfg(test)]

@@ -293,6 +293,72 @@ impl Placer for Vec<(usize, u64)> {
     }
 }
 
+/// Phase 2's CPU work on one partition of a k = 32 plot, without the
+/// disk, printed by the `phases` benchmark
+/// (`cargo bench -p spacevault --bench phases`).
+pub(crate) fn phase2_speed() {
+    use crate::format::Layout;
+    use crate::plot::pack::{place, SlotPlacer};
+    use crate::plot::partition::Partitioning;
+    use crate::plot::sink::BufPool;
+    use std::time::Instant;
+    let layout = Layout::for_k(32).unwrap();
+    let parting = Partitioning::new(layout, 1 << 23);
+    let buckets = parting.buckets(0);
+    let n_buckets = (buckets.end - buckets.start) as usize;
+    let shape = KeyShape::with_buckets(&parting);
+    let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = || crate::plot::xorshift(&mut rng);
+    // One segment of keys with its counts epoch by epoch, as the temp
+    // file gives them.
+    let n = n_buckets * 32;
+    let (mut keys, mut counts) = (Vec::with_capacity(n), Vec::new());
+    let (mut x, first_epoch) = (0u64, 0u64);
+    for _ in 0..n {
+        x += 1 + next() % 1023;
+        let epoch = (x >> shape.low_bits) as usize;
+        counts.resize(epoch + 1, 0u32);
+        counts[epoch] += 1;
+        keys.push(shape.key(next() % n_buckets as u64, x));
+    }
+    let pool = BufPool::default();
+    let mut windows = Windows::default();
+    let mut cursors = Vec::new();
+    for _ in 0..5 {
+        let t = Instant::now();
+        windows.reset(n_buckets, n);
+        let covered = windows.file_keys((&keys, &[]), first_epoch, counts.iter().copied(), shape);
+        assert_eq!(covered, Some(n));
+        let filed_only = t.elapsed();
+        let mut counts = vec![0u32; n_buckets];
+        windows.add_counts(&mut counts);
+        let filed = t.elapsed();
+        let placement = place(&parting, 0, &counts, 0);
+        let t = Instant::now();
+        let mut placer = SlotPlacer::new(
+            &parting,
+            0,
+            &counts,
+            &placement,
+            &pool,
+            std::mem::take(&mut cursors),
+        )
+        .unwrap();
+        windows.place(&mut placer);
+        let (packed, reused) = placer.finish(&parting, &counts, &placement).unwrap();
+        let placed = t.elapsed();
+        cursors = reused;
+        pool.give(packed.buf);
+        let ns = |d: std::time::Duration| d.as_secs_f64() * 1e9 / n as f64;
+        println!(
+            "{n} records: filing {:.2} ns and counting {:.2} ns, placing {:.2} ns a record",
+            ns(filed_only),
+            ns(filed - filed_only),
+            ns(placed)
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -385,75 +451,6 @@ mod tests {
             let locals: Vec<u64> = records.iter().map(|r| r.0 as u64).collect();
             windows.file_nonces(&nonces, &locals);
             check_filed(&mut windows, &records, buckets)?;
-        }
-    }
-
-    /// Phase 2's CPU work on one partition of a k = 32 plot, without the
-    /// disk: `cargo test --release -p spacevault phase2_speed -- --ignored
-    /// --nocapture`.
-    #[test]
-    #[ignore]
-    fn phase2_speed() {
-        use crate::format::Layout;
-        use crate::plot::pack::{place, SlotPlacer};
-        use crate::plot::partition::Partitioning;
-        use crate::plot::sink::BufPool;
-        use std::time::Instant;
-        let layout = Layout::for_k(32).unwrap();
-        let parting = Partitioning::new(layout, 1 << 23);
-        let buckets = parting.buckets(0);
-        let n_buckets = (buckets.end - buckets.start) as usize;
-        let shape = KeyShape::with_buckets(&parting);
-        let mut rng = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = || crate::plot::xorshift(&mut rng);
-        // One segment of keys with its counts epoch by epoch, as the temp
-        // file gives them.
-        let n = n_buckets * 32;
-        let (mut keys, mut counts) = (Vec::with_capacity(n), Vec::new());
-        let (mut x, first_epoch) = (0u64, 0u64);
-        for _ in 0..n {
-            x += 1 + next() % 1023;
-            let epoch = (x >> shape.low_bits) as usize;
-            counts.resize(epoch + 1, 0u32);
-            counts[epoch] += 1;
-            keys.push(shape.key(next() % n_buckets as u64, x));
-        }
-        let pool = BufPool::default();
-        let mut windows = Windows::default();
-        let mut cursors = Vec::new();
-        for _ in 0..5 {
-            let t = Instant::now();
-            windows.reset(n_buckets, n);
-            let covered =
-                windows.file_keys((&keys, &[]), first_epoch, counts.iter().copied(), shape);
-            assert_eq!(covered, Some(n));
-            let filed_only = t.elapsed();
-            let mut counts = vec![0u32; n_buckets];
-            windows.add_counts(&mut counts);
-            let filed = t.elapsed();
-            let placement = place(&parting, 0, &counts, 0);
-            let t = Instant::now();
-            let mut placer = SlotPlacer::new(
-                &parting,
-                0,
-                &counts,
-                &placement,
-                &pool,
-                std::mem::take(&mut cursors),
-            )
-            .unwrap();
-            windows.place(&mut placer);
-            let (packed, reused) = placer.finish(&parting, &counts, &placement).unwrap();
-            let placed = t.elapsed();
-            cursors = reused;
-            pool.give(packed.buf);
-            let ns = |d: std::time::Duration| d.as_secs_f64() * 1e9 / n as f64;
-            println!(
-                "{n} records: filing {:.2} ns and counting {:.2} ns, placing {:.2} ns a record",
-                ns(filed_only),
-                ns(filed - filed_only),
-                ns(placed)
-            );
         }
     }
 
