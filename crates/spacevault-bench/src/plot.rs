@@ -85,6 +85,8 @@ pub struct PlotBench {
     pub k: u8,
     pub records: u64,
     pub strategy: &'static str,
+    /// What the plotter settled before any work (`PlotPlan`).
+    pub plan: spacevault::plot::PlotPlan,
     pub threads: usize,
     pub memory_limit: u64,
     pub path: Option<PathBuf>,
@@ -162,7 +164,8 @@ pub fn run(
     progress: &dyn Progress,
 ) -> Result<PlotBench, BenchError> {
     let threads = options.plot.threads;
-    let external = spacevault::plot::strategy_for(&options.plot)? == Strategy::External;
+    let plan = spacevault::plot::PlotPlan::new(&options.plot)?;
+    let external = plan.strategy == Strategy::External;
     // Memory an earlier process freed just now would come back ready to a
     // plot that brings fresh memory into use; settle first.
     if plotter.holds_no_buffers() {
@@ -236,6 +239,7 @@ pub fn run(
         k: options.plot.k,
         records,
         strategy: summary.strategy.name(),
+        plan,
         threads,
         memory_limit: options.plot.memory,
         path,

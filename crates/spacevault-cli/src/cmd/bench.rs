@@ -181,6 +181,7 @@ fn print_repeated(repeated: &plot_bench::Repeated) -> Result<()> {
             ", each in fresh memory"
         }
     );
+    outln!("plan            {}", first.plan.describe());
     outln!(
         "file            {} ({:.3} bits a record)",
         format_size(first.file_bytes),
@@ -286,6 +287,7 @@ fn print_plot_bench(r: plot_bench::PlotBench) -> Result<()> {
         r.threads,
         format_size(r.memory_limit)
     );
+    outln!("plan            {}", r.plan.describe());
     outln!(
         "file            {} ({:.3} bits a record)",
         format_size(r.file_bytes),

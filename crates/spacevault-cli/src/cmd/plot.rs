@@ -271,9 +271,10 @@ pub fn create_output_dir(dir: &std::path::Path) -> Result<()> {
 /// times the sort keys it holds: worth knowing before the SSD writes it.
 /// (An error here is left to the plot itself, which reports it.)
 fn warn_of_a_large_temp_file(options: &PlotOptions) {
-    let Ok(temp) = spacevault::plot::temp_bytes_at_most(options) else {
+    let Ok(plan) = spacevault::plot::PlotPlan::new(options) else {
         return;
     };
+    let temp = plan.temp_bytes_at_most;
     let keys = 4u64 << options.k;
     if temp > keys / 2 * 3 {
         errln!(

@@ -16,6 +16,7 @@ mod pack;
 mod partition;
 mod pipeline;
 mod placer;
+mod plan;
 mod readahead;
 mod scatter;
 mod simd;
@@ -58,6 +59,7 @@ pub mod phase_bench {
 
 pub use files::{plot_file_name, temps_in, TempEntry, PLOT_EXTENSION, TEMP_EXTENSION};
 pub use overlap::{Overlap, PlotJob};
+pub use plan::PlotPlan;
 pub use stop::{request_stop, stop_requested};
 
 /// Why a plot could not be made.
@@ -330,49 +332,6 @@ impl PlotSummary {
     }
 }
 
-/// Memory the plotter keeps for itself beyond its sort keys.
-const FIXED_OVERHEAD: u64 = 48 << 20;
-
-/// The memory a plot made in memory with these options needs.
-fn memory_needed_in_memory(options: &PlotOptions) -> Result<u64, PlotError> {
-    let layout = options.layout()?;
-    let in_memory = memory::partitioning(layout);
-    Ok(memory::memory_needed(&in_memory, options.threads.max(1)) + FIXED_OVERHEAD)
-}
-
-/// The strategy [`plot`] takes with these options: `options.strategy`, or
-/// for [`Strategy::Auto`] in memory when the sort keys fit the memory
-/// limit. An error when the in-memory strategy is asked for and does not
-/// fit.
-pub fn strategy_for(options: &PlotOptions) -> Result<Strategy, PlotError> {
-    let memory_needed = memory_needed_in_memory(options)?;
-    let strategy = match options.strategy {
-        Strategy::Auto if memory_needed <= options.memory => Strategy::Memory,
-        Strategy::Auto => Strategy::External,
-        s => s,
-    };
-    if strategy == Strategy::Memory && memory_needed > options.memory {
-        return Err(PlotError::MemoryTooSmall {
-            given: options.memory,
-            needed: memory_needed,
-        });
-    }
-    Ok(strategy)
-}
-
-/// The most bytes a plot with these options writes to its temp file: 0
-/// when it is made in memory. Known before any work (it is what the
-/// free-space check asks for); near the memory limit's floor it is several
-/// times the 4 bytes a record of keys that a roomier limit writes at most.
-pub fn temp_bytes_at_most(options: &PlotOptions) -> Result<u64, PlotError> {
-    match strategy_for(options)? {
-        Strategy::External => {
-            external::temp_size(&options.layout()?, options.threads, options.memory)
-        }
-        Strategy::Memory | Strategy::Auto => Ok(0),
-    }
-}
-
 /// Makes one plot in `out_dir`. To make several, a [`Plotter`] is faster.
 pub fn plot(
     options: &PlotOptions,
@@ -489,9 +448,9 @@ fn begin<'a, P: Progress>(
         files::remove_stale_temps(tmp);
     }
 
+    let plan = PlotPlan::new(options)?;
     let threads = options.threads;
-    let in_memory = memory::partitioning(layout);
-    let strategy = strategy_for(options)?;
+    let strategy = plan.strategy;
 
     // Expected size plus a few regions of spill at the end.
     let expected_size = HEADER_SIZE as u64 + (layout.group_count() + 4) * layout.region_size as u64;
@@ -499,7 +458,7 @@ fn begin<'a, P: Progress>(
         .tmp_dir
         .clone()
         .unwrap_or_else(|| out_dir.to_path_buf());
-    let temp_size = temp_bytes_at_most(options)?;
+    let temp_size = plan.temp_bytes_at_most;
     let check_space = || files::check_space(out_dir, expected_size, &tmp_dir, temp_size);
     let closer = &plotter.closer;
     loop {
@@ -516,9 +475,9 @@ fn begin<'a, P: Progress>(
     let file = files::TempPlot::create(&temp_path, expected_size)?;
     let kernel = Kernel::new(&id);
     let pool = &plotter.scatters;
-    let stage = match strategy {
-        Strategy::External => Stage::Sorted(external::phase_one(
-            &layout,
+    let stage = match &plan.detail {
+        plan::Detail::External(external) => Stage::Sorted(external::phase_one(
+            external,
             &kernel,
             threads,
             options.memory,
@@ -526,7 +485,9 @@ fn begin<'a, P: Progress>(
             &clock,
             (pool, spares, &plotter.last_phase),
         )?),
-        _ => Stage::Hashed(memory::hash(&in_memory, &kernel, threads, &clock, pool)?),
+        plan::Detail::InMemory(in_memory) => {
+            Stage::Hashed(memory::hash(in_memory, &kernel, threads, &clock, pool)?)
+        }
     };
     Ok(Begun {
         started,

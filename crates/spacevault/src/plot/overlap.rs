@@ -19,10 +19,7 @@
 
 use super::external::{self, Spares};
 use super::files::drive_of;
-use super::{
-    begin, memory_needed_in_memory, strategy_for, PlotError, PlotOptions, PlotSummary, Plotter,
-    Progress, Strategy,
-};
+use super::{begin, PlotError, PlotOptions, PlotPlan, PlotSummary, Plotter, Progress, Strategy};
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::thread::ScopedJoinHandle;
@@ -215,8 +212,8 @@ fn beside(options: &PlotOptions) -> Beside {
     if halved(options).1 == Spares::Pool {
         return Beside::Halved;
     }
-    match (strategy_for(options), memory_needed_in_memory(options)) {
-        (Ok(Strategy::Memory), Ok(needed)) => Beside::InMemory(needed),
+    match PlotPlan::new(options) {
+        Ok(plan) if plan.strategy == Strategy::Memory => Beside::InMemory(plan.memory_in_memory),
         _ => Beside::No,
     }
 }
@@ -313,14 +310,14 @@ fn report_oldest(
 /// they are for a plot that fits in memory or does not fit in half.
 fn halved(options: &PlotOptions) -> (PlotOptions, Spares) {
     let alone = (options.clone(), Spares::Free);
-    if strategy_for(options).ok() != Some(Strategy::External) {
+    if PlotPlan::new(options).map(|p| p.strategy).ok() != Some(Strategy::External) {
         return alone;
     }
     let Ok(layout) = options.layout() else {
         return alone;
     };
     let half = options.memory / 2;
-    if external::temp_size(&layout, options.threads.max(1), half).is_err() {
+    if external::ExternalPlan::for_limit(&layout, options.threads.max(1), half).is_err() {
         return alone;
     }
     let options = PlotOptions {
@@ -358,7 +355,7 @@ mod tests {
         // In memory: nothing to overlap.
         let (o, spares) = halved(&options(20, auto, 84 << 20));
         assert_eq!((o.memory, spares), (84 << 20, Spares::Free));
-        assert_eq!(strategy_for(&o).unwrap(), Strategy::Memory);
+        assert_eq!(PlotPlan::new(&o).unwrap().strategy, Strategy::Memory);
     }
 
     #[test]
@@ -403,7 +400,7 @@ mod tests {
         // Every directory on one drive: hashing in memory uses none.
         let one_drive = |_: &Path| Some("a".to_string());
         let in_memory = options(20, Strategy::Auto, 1 << 30);
-        let needed = memory_needed_in_memory(&in_memory).unwrap();
+        let needed = PlotPlan::new(&in_memory).unwrap().memory_in_memory;
         let jobs = |memory: u64| {
             let options = PlotOptions {
                 memory,
@@ -420,7 +417,10 @@ mod tests {
         let pairs = |jobs: &[PlotJob], overlap| overlapping_pairs(jobs, overlap, &one_drive);
         use Pairing::{Apart, Together, WhenCoresIdle};
         let two_fit = jobs(2 * needed);
-        assert_eq!(strategy_for(&two_fit[0].options).unwrap(), Strategy::Memory);
+        assert_eq!(
+            PlotPlan::new(&two_fit[0].options).unwrap().strategy,
+            Strategy::Memory
+        );
         let auto = pairs(&two_fit, Overlap::Auto);
         assert_eq!(auto, [WhenCoresIdle, WhenCoresIdle, Apart]);
         let always = pairs(&two_fit, Overlap::Always);
@@ -428,7 +428,7 @@ mod tests {
         assert_eq!(pairs(&two_fit, Overlap::Never), [Apart; 3]);
         // One fits, two do not: each plot in memory, one after the other.
         let one_fits = jobs(2 * needed - 1);
-        let strategy = strategy_for(&one_fits[0].options).unwrap();
+        let strategy = PlotPlan::new(&one_fits[0].options).unwrap().strategy;
         assert_eq!(strategy, Strategy::Memory);
         assert_eq!(pairs(&one_fits, Overlap::Always), [Apart; 3]);
         // Beside an external plot, a plot in memory runs alone.
@@ -551,7 +551,9 @@ mod tests {
     #[test]
     fn plots_in_memory_are_written_side_by_side_one_per_drive() {
         let at = |log: &[String], event: &str| log.iter().position(|e| e == event).unwrap();
-        let needed = memory_needed_in_memory(&options(18, Strategy::Auto, 1 << 30)).unwrap();
+        let needed = PlotPlan::new(&options(18, Strategy::Auto, 1 << 30))
+            .unwrap()
+            .memory_in_memory;
         // On two drives, plots 0 and 1 are written at once while plot 2
         // hashes: plot 0 is reported only after that.
         let log = three_in_memory(3 * needed, true);

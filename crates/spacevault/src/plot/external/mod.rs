@@ -32,11 +32,12 @@ use super::scatter::{bring_into_use, Room, ScatterPool};
 use super::sink::RegionSink;
 use super::{stop_requested, PlotError, Progress};
 use crate::aligned::AlignedBuf;
-use crate::format::Layout;
 use crate::kernel::Kernel;
 use phase_two::*;
-pub(crate) use plan::temp_size;
+#[cfg(test)]
+use plan::temp_size;
 use plan::*;
+pub(crate) use plan::{temp_size_of, Plan as ExternalPlan};
 use std::fs::File;
 use std::path::Path;
 use std::sync::mpsc;
@@ -81,7 +82,7 @@ pub(crate) enum Spares {
 /// Phase 1: hashes every nonce into round buffers taken from `pool` and
 /// writes all but the last rounds to a temp file in `tmp_dir`.
 pub(crate) fn phase_one<'a>(
-    layout: &Layout,
+    plan: &Plan,
     kernel: &Kernel,
     threads: usize,
     memory: u64,
@@ -89,7 +90,7 @@ pub(crate) fn phase_one<'a>(
     progress: &dyn Progress,
     (pool, spares, kept): (&ScatterPool, Spares, &LastPhaseMemory),
 ) -> Result<Sorted<'a>, PlotError> {
-    let plan = Plan::new(layout, threads, memory, &Overrides::default())?;
+    let plan = plan.clone();
     // The last plot's phase 2 buffers wait for this plot's phase 2 beside
     // the round buffers only where the limit holds both: a plan that keeps
     // fewer than two rounds in memory still needs two sets of round

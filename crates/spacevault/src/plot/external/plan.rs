@@ -38,12 +38,13 @@ pub(super) const PHASE2_BYTES_PER_RECORD: u64 = 30;
 /// An upper bound on the temp file's size: the keys and marks of the
 /// rounds that are written, and up to two pages of padding for each of
 /// their segments (one per round, partition and thread).
+#[cfg(test)]
 pub(crate) fn temp_size(layout: &Layout, threads: usize, memory: u64) -> Result<u64, PlotError> {
     let plan = Plan::new(layout, threads, memory, &Overrides::default())?;
     Ok(temp_size_of(&plan, threads))
 }
 
-pub(super) fn temp_size_of(plan: &Plan, threads: usize) -> u64 {
+pub(crate) fn temp_size_of(plan: &Plan, threads: usize) -> u64 {
     let written = plan.rounds - plan.resident;
     let segments = written * plan.parting.count * threads as u64;
     let marks = segments * plan.shape.epochs(plan.round / threads as u64 + 1) * MARK;
@@ -57,8 +58,8 @@ pub(super) fn temp_key_bytes(plan: &Plan) -> u64 {
 }
 
 /// How the two phases share the memory limit.
-#[derive(Clone)]
-pub(super) struct Plan {
+#[derive(Clone, Debug)]
+pub(crate) struct Plan {
     pub(super) parting: Partitioning,
     pub(super) shape: KeyShape,
     /// Records a round hashes, and rounds in all.
@@ -85,6 +86,35 @@ pub(super) struct Overrides {
 }
 
 impl Plan {
+    /// The plan for `threads` hashing threads within `memory`.
+    pub(crate) fn for_limit(
+        layout: &Layout,
+        threads: usize,
+        memory: u64,
+    ) -> Result<Plan, PlotError> {
+        Plan::new(layout, threads, memory, &Overrides::default())
+    }
+
+    pub(crate) fn partitions(&self) -> u64 {
+        self.parting.count
+    }
+
+    pub(crate) fn rounds(&self) -> u64 {
+        self.rounds
+    }
+
+    pub(crate) fn records_per_round(&self) -> u64 {
+        self.round
+    }
+
+    pub(crate) fn rounds_in_memory(&self) -> u64 {
+        self.resident
+    }
+
+    pub(crate) fn workers(&self) -> usize {
+        self.workers
+    }
+
     /// The plan for `threads` hashing threads within `memory`, or an error
     /// that says the least memory that would do.
     pub(super) fn new(

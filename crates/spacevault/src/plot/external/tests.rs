@@ -1,4 +1,5 @@
 use super::*;
+use crate::format::Layout;
 use crate::plot::keys::KeyShape;
 use crate::plot::NoProgress;
 
@@ -88,7 +89,7 @@ fn phase_one_keeps_phase_two_buffers_only_within_the_limit() {
         assert_eq!(kept.bytes(), 8 << 20);
         let temp = (dir.path(), &closer);
         let pools = (&pool, Spares::Free, &kept);
-        let sorted = phase_one(&layout, &kernel, 2, memory, temp, &NoProgress, pools).unwrap();
+        let sorted = phase_one(&plan, &kernel, 2, memory, temp, &NoProgress, pools).unwrap();
         assert_eq!(kept.bytes() > 0, still_kept, "{memory} bytes");
         drop(sorted);
     }
