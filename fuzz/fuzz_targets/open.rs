@@ -28,10 +28,7 @@ fuzz_target!(|data: &[u8]| {
     std::fs::write(&path, file).unwrap();
     if let Ok(plot) = spacevault::PlotFile::open(&path) {
         let _ = plot.prove(&[0x5a; 32]);
-        let options = spacevault::check::CheckOptions {
-            full: true,
-            sample: 1,
-        };
+        let options = spacevault::check::CheckOptions::full();
         let _ = spacevault::check::check(&path, options);
     }
 });

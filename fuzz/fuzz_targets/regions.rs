@@ -18,9 +18,6 @@ fuzz_target!(|data: &[u8]| {
     }
     let _ = spacevault::check::check(
         &path,
-        spacevault::check::CheckOptions {
-            full: true,
-            sample: 1,
-        },
+        spacevault::check::CheckOptions::full(),
     );
 });

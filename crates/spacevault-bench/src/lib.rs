@@ -9,11 +9,12 @@ pub mod stats;
 
 /// Why a benchmark could not run.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum BenchError {
-    #[error("{context}: {source}")]
+    #[error("{context}: {cause}")]
     Io {
         context: String,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     #[error(transparent)]
     Plot(#[from] spacevault::PlotError),
@@ -24,10 +25,10 @@ pub enum BenchError {
 }
 
 impl BenchError {
-    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> BenchError {
+    pub(crate) fn io(context: impl Into<String>, cause: std::io::Error) -> BenchError {
         BenchError::Io {
             context: context.into(),
-            source,
+            cause,
         }
     }
 }

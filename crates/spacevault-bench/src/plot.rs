@@ -10,7 +10,7 @@ use crate::stats::Summary;
 use crate::BenchError;
 use serde::Serialize;
 use spacevault::aligned;
-use spacevault::plot::{Progress, Strategy};
+use spacevault::plot::{Phase, Progress, Strategy};
 use spacevault::PlotOptions;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -105,7 +105,7 @@ pub struct PlotBench {
     /// overlap it with the next plot.
     pub temp_close_seconds: f64,
     /// Seconds in each phase of the plotter.
-    pub phases: Vec<(String, f64)>,
+    pub phases: Vec<(Phase, f64)>,
     /// Seconds the plotter spent in the write calls that put the plot's
     /// regions in its file (all in its last phase), and the plot's bytes
     /// over them: the rate the disk gave the plot's own writes, to set
@@ -207,9 +207,9 @@ pub fn run(
     // apart, it came out several times faster or slower than what the plot
     // paid, depending on what the VM's host still backed (see
     // `Pages::Base`).
-    let first_touch = summary.first_touch_seconds();
-    let fresh_memory = (summary.fresh_memory_bytes > 0 && first_touch > 0.0)
-        .then(|| summary.fresh_memory_bytes as f64 / first_touch);
+    let first_touch = summary.stats.first_touch_seconds();
+    let fresh_memory = (summary.stats.fresh_memory_bytes > 0 && first_touch > 0.0)
+        .then(|| summary.stats.fresh_memory_bytes as f64 / first_touch);
     let bounds = Bounds {
         hash_records_per_second: hash,
         kernel_backend: spacevault::kernel::Backend::active().name(),
@@ -248,14 +248,14 @@ pub fn run(
         records_per_second: summary.records_per_second(),
         file_mb_per_second: file / summary.seconds / 1e6,
         temp_bytes_written: summary.temp_bytes_written,
-        rounds: summary.rounds,
-        rounds_in_memory: summary.rounds_in_memory,
+        rounds: summary.stats.rounds,
+        rounds_in_memory: summary.stats.rounds_in_memory,
         temp_close_seconds,
-        phases: summary.phases.clone(),
-        file_write_seconds: summary.file_write_seconds,
-        file_write_bytes_per_second: file / summary.file_write_seconds.max(1e-9),
-        last_phase_cpu_seconds: summary.last_phase_cpu_seconds,
-        last_phase_cores_busy: summary.last_phase_cores_busy(threads).unwrap_or(0.0),
+        phases: summary.stats.phases.clone(),
+        file_write_seconds: summary.stats.file_write_seconds,
+        file_write_bytes_per_second: file / summary.stats.file_write_seconds.max(1e-9),
+        last_phase_cpu_seconds: summary.stats.last_phase_cpu_seconds,
+        last_phase_cores_busy: summary.stats.last_phase_cores_busy(threads).unwrap_or(0.0),
         io,
         bytes_written_per_plot_byte: io.map(|i| i.write_bytes as f64 / file),
         bytes_read_per_plot_byte: io.map(|i| i.read_bytes as f64 / file),
@@ -299,7 +299,7 @@ impl DesignIo {
         temp_disk: Option<DiskSpeed>,
         concurrent: Option<ConcurrentSpeed>,
     ) -> DesignIo {
-        let capped = |measured: f64, phase: &str| match summary.phase_seconds(phase) {
+        let capped = |measured: f64, phase: Phase| match summary.stats.phase_seconds(phase) {
             Some(done_in) if done_in < measured => (done_in, true),
             _ => (measured, false),
         };
@@ -310,7 +310,7 @@ impl DesignIo {
                 let temp_disk = temp_disk.unwrap_or(disk);
                 let (during, capped_during) = capped(
                     temp / temp_disk.write_bytes_per_second,
-                    spacevault::plot::TEMP_PHASE,
+                    Phase::HashingToTemp,
                 );
                 let (after, capped_after) = capped(
                     read_while_writing_seconds(
@@ -319,7 +319,7 @@ impl DesignIo {
                         (temp_disk.read_bytes_per_second, disk.write_bytes_per_second),
                         (both.read_bytes_per_second, both.write_bytes_per_second),
                     ),
-                    spacevault::plot::WRITING_PHASE,
+                    Phase::Writing,
                 );
                 DesignIo {
                     during_hashing: during,
@@ -328,10 +328,8 @@ impl DesignIo {
                 }
             }
             _ => {
-                let (after, capped_after) = capped(
-                    file / disk.write_bytes_per_second,
-                    spacevault::plot::WRITING_PHASE,
-                );
+                let (after, capped_after) =
+                    capped(file / disk.write_bytes_per_second, Phase::Writing);
                 DesignIo {
                     during_hashing: 0.0,
                     after_hashing: after,
@@ -347,7 +345,7 @@ impl DesignIo {
     fn bound(&self, summary: &spacevault::PlotSummary, hash_bound: f64, first_touch: f64) -> f64 {
         match summary.strategy {
             Strategy::External => {
-                let rehash = if summary.hashed_twice {
+                let rehash = if summary.stats.hashed_twice {
                     hash_bound
                 } else {
                     0.0
@@ -519,7 +517,7 @@ mod tests {
         assert!((t(0.0, 20.0, (1.0, 4.0), (0.5, 2.0)) - 5.0).abs() < 1e-9);
     }
 
-    fn summary(strategy: Strategy, phases: &[(&str, f64)]) -> spacevault::PlotSummary {
+    fn summary(strategy: Strategy, phases: &[(Phase, f64)]) -> spacevault::PlotSummary {
         spacevault::PlotSummary {
             path: PathBuf::new(),
             k: 20,
@@ -532,13 +530,10 @@ mod tests {
             } else {
                 0
             },
-            rounds: 0,
-            rounds_in_memory: 0,
-            hashed_twice: false,
-            phases: phases.iter().map(|&(n, s)| (n.to_string(), s)).collect(),
-            fresh_memory_bytes: 0,
-            file_write_seconds: 0.0,
-            last_phase_cpu_seconds: 0.0,
+            stats: spacevault::plot::PlotStats {
+                phases: phases.to_vec(),
+                ..Default::default()
+            },
         }
     }
 
@@ -553,8 +548,10 @@ mod tests {
 
     #[test]
     fn the_bound_in_memory_is_hashing_then_writing_the_file() {
-        use spacevault::plot::WRITING_PHASE;
-        let plot = summary(Strategy::Memory, &[("hashing", 3.0), (WRITING_PHASE, 2.0)]);
+        let plot = summary(
+            Strategy::Memory,
+            &[(Phase::Hashing, 3.0), (Phase::Writing, 2.0)],
+        );
         // 1000 bytes at 1000 a second: 1 s, faster than the plot's phase.
         let io = DesignIo::of(&plot, disk(1000.0, 1000.0), None, None);
         assert_eq!(io.after_hashing, 1.0);
@@ -565,17 +562,19 @@ mod tests {
 
     #[test]
     fn a_disk_measured_slower_than_the_plot_ran_gives_way_to_the_plot() {
-        use spacevault::plot::{TEMP_PHASE, WRITING_PHASE};
         // 1000 bytes at 100 a second would take 10 s; the plot wrote them
         // in 2 s, so the disk can do at least that.
-        let plot = summary(Strategy::Memory, &[("hashing", 3.0), (WRITING_PHASE, 2.0)]);
+        let plot = summary(
+            Strategy::Memory,
+            &[(Phase::Hashing, 3.0), (Phase::Writing, 2.0)],
+        );
         let io = DesignIo::of(&plot, disk(100.0, 100.0), None, None);
         assert_eq!(io.after_hashing, 2.0);
         assert!(io.capped_by_plot);
 
         let plot = summary(
             Strategy::External,
-            &[(TEMP_PHASE, 5.0), (WRITING_PHASE, 4.0)],
+            &[(Phase::HashingToTemp, 5.0), (Phase::Writing, 4.0)],
         );
         let both = ConcurrentSpeed {
             read_bytes_per_second: 100.0,

@@ -65,13 +65,13 @@ impl Bar {
 }
 
 impl spacevault::plot::Progress for Bar {
-    fn phase(&self, name: &str, total: u64) {
+    fn phase(&self, phase: spacevault::plot::Phase, total: u64) {
         // A phase without a count (bringing memory into use) shows 0%
         // until the next one, rather than indicatif's 100% for length 0.
         self.bar.set_length(total.max(1));
         self.bar.set_position(0);
         self.bar.reset_eta();
-        self.bar.set_message(name.to_string());
+        self.bar.set_message(phase.describe());
     }
 
     fn advance(&self, records: u64) {

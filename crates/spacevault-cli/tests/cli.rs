@@ -713,7 +713,7 @@ fn bench_plot_reports_bounds_and_ratios_for_both_strategies() {
         assert!((ratio - blake3_bound / wall).abs() < 1e-9);
         // A fresh process's plot first brings its buffers into use, as a
         // phase of its own, whose time adds to the bound.
-        assert_eq!(r["phases"][0][0], "bringing memory into use");
+        assert_eq!(r["phases"][0][0], "first_touch");
         let touch = r["first_touch_seconds"].as_f64().unwrap();
         assert_eq!(r["phases"][0][1].as_f64().unwrap(), touch);
         assert!(touch > 0.0);

@@ -8,13 +8,33 @@ use crate::reader::{PlotFile, RegionBuf};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-/// How thoroughly to check.
+/// How thoroughly to check: `CheckOptions::default()`, then set the fields
+/// to change.
 #[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
 pub struct CheckOptions {
     /// Rehash every record, not a sample.
     pub full: bool,
     /// Records to rehash when not `full`.
     pub sample: u64,
+}
+
+impl CheckOptions {
+    /// Rehash every record.
+    pub fn full() -> CheckOptions {
+        CheckOptions {
+            full: true,
+            ..Default::default()
+        }
+    }
+
+    /// Rehash about `records` records, evenly spread.
+    pub fn sampled(records: u64) -> CheckOptions {
+        CheckOptions {
+            full: false,
+            sample: records,
+        }
+    }
 }
 
 impl Default for CheckOptions {
@@ -270,7 +290,7 @@ fn check_regions(
     let mut seen = Bitmap::new(if use_bitmap { n_records } else { 0 }).map_err(|source| {
         crate::ReadError::Io {
             path: plot.path().to_path_buf(),
-            source: std::io::Error::new(
+            cause: std::io::Error::new(
                 source.kind(),
                 format!("allocating the completeness bitmap: {source}"),
             ),

@@ -22,21 +22,33 @@
 //! # }
 //! ```
 //!
-//! The modules are named after the jobs: [`construction`], [`kernel`]
-//! (SIMD hashing), [`format`](mod@format), [`plot`](mod@plot), [`prove`],
-//! [`verify`](mod@verify), [`check`].
+//! The modules are named after the jobs: [`construction`] (the hashes and
+//! proofs any implementation must agree on), [`plot`](mod@plot),
+//! [`reader`] and [`prove`] (opening plots and answering challenges),
+//! [`verify`](mod@verify), [`check`], and [`format`](mod@format) (the
+//! file's header and layout).
+//!
+//! # Stability
+//!
+//! What this page shows is the library's interface. The modules it hides
+//! (`aligned`, `kernel`, `units`, `fuzzing`, and a few items of `format`
+//! and `plot`) are public only for spacevault's own crates, benchmarks and
+//! fuzz targets: they may change in any release.
 
+#[doc(hidden)]
 pub mod aligned;
 pub mod check;
 pub mod construction;
 pub mod format;
 #[doc(hidden)]
 pub mod fuzzing;
+#[doc(hidden)]
 pub mod kernel;
 pub mod plot;
 mod prefetch;
 pub mod prove;
 pub mod reader;
+#[doc(hidden)]
 pub mod units;
 pub mod verify;
 

@@ -7,16 +7,19 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-/// Why a plot could not be read.
+/// Why a plot could not be read. The message names the file and its cause
+/// (the cause is a field, not the error's `source()`, so that reporters
+/// that walk the chain do not print it twice).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ReadError {
-    #[error("{path}: {source}")]
+    #[error("{path}: {cause}")]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
-    #[error("{path}: {source}")]
-    Format { path: PathBuf, source: FormatError },
+    #[error("{path}: {cause}")]
+    Format { path: PathBuf, cause: FormatError },
     #[error("{path}: {}", damage(*.region, .what))]
     Damaged {
         path: PathBuf,
@@ -30,8 +33,8 @@ impl ReadError {
     /// file already.
     pub fn reason(&self) -> String {
         match self {
-            ReadError::Io { source, .. } => source.to_string(),
-            ReadError::Format { source, .. } => source.to_string(),
+            ReadError::Io { cause, .. } => cause.to_string(),
+            ReadError::Format { cause, .. } => cause.to_string(),
             ReadError::Damaged { region, what, .. } => damage(*region, what),
         }
     }
@@ -71,17 +74,17 @@ impl PlotFile {
     /// id, and that the file has exactly the size the header implies.
     pub fn open_with(path: impl AsRef<Path>, mode: ReadMode) -> Result<PlotFile, ReadError> {
         let path = path.as_ref().to_path_buf();
-        let io_err = |source| ReadError::Io {
+        let io_err = |cause| ReadError::Io {
             path: path.clone(),
-            source,
+            cause,
         };
         let (file, direct) = open_read(&path, mode == ReadMode::Direct).map_err(io_err)?;
         let size = file.metadata().map_err(io_err)?.len();
         let mut head = AlignedBuf::zeroed(HEADER_SIZE);
         let n = read_up_to(&file, &mut head, 0).map_err(io_err)?;
-        let fmt_err = |source| ReadError::Format {
+        let fmt_err = |cause| ReadError::Format {
             path: path.clone(),
-            source,
+            cause,
         };
         let header = Header::decode(&head[..n]).map_err(fmt_err)?;
         if size != header.file_size() {
@@ -142,9 +145,9 @@ impl PlotFile {
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.file
             .read_exact_at(&mut buf[..count as usize * size], offset)
-            .map_err(|source| ReadError::Io {
+            .map_err(|cause| ReadError::Io {
                 path: self.path.clone(),
-                source,
+                cause,
             })?;
         Ok(RegionBuf { first, count, buf })
     }
@@ -159,6 +162,7 @@ impl PlotFile {
 }
 
 /// Consecutive regions read in one go.
+#[doc(hidden)]
 pub struct RegionBuf {
     pub first: u64,
     pub count: u64,

@@ -21,6 +21,7 @@ pub struct Verified {
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum VerifyError {
     #[error("k = {0} is not supported (spacevault supports {min} to {max})", min = crate::MIN_K, max = crate::MAX_K)]
     UnsupportedK(u8),

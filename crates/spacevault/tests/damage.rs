@@ -12,10 +12,7 @@ fn make_plot(dir: &std::path::Path) -> PathBuf {
 }
 
 fn full() -> CheckOptions {
-    CheckOptions {
-        full: true,
-        ..Default::default()
-    }
+    CheckOptions::full()
 }
 
 #[test]
@@ -27,13 +24,7 @@ fn a_good_plot_checks_clean() {
     assert_eq!(report.completeness, Completeness::EveryNonceOnce);
     assert_eq!(report.records, 1 << 16);
     assert_eq!(report.records_rehashed, 1 << 16);
-    let sampled = check(
-        &path,
-        CheckOptions {
-            full: false,
-            sample: 1000,
-        },
-    );
+    let sampled = check(&path, CheckOptions::sampled(1000));
     assert!(sampled.is_ok());
     assert!(sampled.records_rehashed < 1 << 16);
 }
@@ -183,10 +174,7 @@ fn a_duplicated_record_is_caught_without_rehashing() {
     let crc = crc32_bit_by_bit(&bytes[off + 4..off + 4096]);
     bytes[off..off + 4].copy_from_slice(&crc.to_le_bytes());
     std::fs::write(&path, &bytes).unwrap();
-    let sampled = CheckOptions {
-        full: false,
-        sample: 10,
-    };
+    let sampled = CheckOptions::sampled(10);
     let report = check(&path, sampled);
     let said = |what: &str| report.problems.iter().any(|p| p.what.contains(what));
     assert!(

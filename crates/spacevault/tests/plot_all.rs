@@ -3,7 +3,7 @@
 //! side) are the plots each would be alone, are reported in order, and an
 //! error stops the run.
 
-use spacevault::plot::{NoProgress, Overlap, PlotJob, Progress, Strategy};
+use spacevault::plot::{NoProgress, Overlap, Phase, PlotJob, Progress, Strategy};
 use spacevault::{plot, PlotError, PlotOptions, PlotSummary, Plotter};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -72,9 +72,9 @@ fn overlapped_plots_are_the_plots_made_alone() {
         let seed = job.options.seed[0];
         if halved {
             // Half the memory: smaller rounds, so more of them.
-            assert!(overlapped.rounds > alone.rounds, "seed {seed}");
+            assert!(overlapped.stats.rounds > alone.stats.rounds, "seed {seed}");
         } else {
-            assert_eq!(overlapped.rounds, alone.rounds, "seed {seed}");
+            assert_eq!(overlapped.stats.rounds, alone.stats.rounds, "seed {seed}");
         }
         let (a, b) = (
             std::fs::read(&overlapped.path).unwrap(),
@@ -103,7 +103,11 @@ fn plots_on_one_drive_do_not_overlap_unless_told_to() {
         let (results, _) = run(&jobs, overlap);
         for ((_, result), job) in results.into_iter().zip(&jobs) {
             let alone = plot(&job.options, alone_dir.path(), &NoProgress).unwrap();
-            assert_eq!(result.unwrap().rounds, alone.rounds, "{overlap:?}");
+            assert_eq!(
+                result.unwrap().stats.rounds,
+                alone.stats.rounds,
+                "{overlap:?}"
+            );
         }
     }
 }
@@ -168,7 +172,7 @@ impl Log {
 struct Logged<'a>(&'a Log, usize);
 
 impl Progress for Logged<'_> {
-    fn phase(&self, name: &str, _total: u64) {
+    fn phase(&self, name: Phase, _total: u64) {
         self.0.push(format!("{} {name}", self.1));
     }
 }

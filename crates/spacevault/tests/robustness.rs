@@ -47,7 +47,7 @@ proptest! {
         if let Ok(plot) = PlotFile::open(&path) {
             let _ = plot.prove(&challenge);
         }
-        let report = check(&path, CheckOptions { full: true, sample: 1 });
+        let report = check(&path, CheckOptions::full());
         prop_assert!(!report.is_ok());
     }
 }
@@ -112,6 +112,6 @@ proptest! {
         let plot = PlotFile::open(&path);
         prop_assert!(plot.is_ok(), "{:?}", plot.err());
         let _ = plot.unwrap().prove(&challenge);
-        let _ = check(&path, CheckOptions { full: true, sample: 1 });
+        let _ = check(&path, CheckOptions::full());
     }
 }

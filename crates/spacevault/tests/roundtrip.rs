@@ -1,7 +1,7 @@
 //! Plots made by every strategy hold every nonce exactly once, and prove
 //! finds what a brute-force search over all nonces finds.
 
-use spacevault::plot::{NoProgress, Strategy, FIRST_TOUCH_PHASE, WRITING_PHASE};
+use spacevault::plot::{NoProgress, Phase, Strategy};
 use spacevault::{brute_force_best, plot, PlotFile, PlotOptions, Plotter};
 
 fn options(k: u8, strategy: Strategy, seed: u8) -> PlotOptions {
@@ -113,13 +113,16 @@ fn external_plot_in_many_rounds_matches_the_in_memory_plot() {
         o.memory = memory;
         o.force = true;
         let external_plot = plot(&o, dir.path(), &NoProgress).unwrap();
-        let written = external_plot.rounds - external_plot.rounds_in_memory;
+        let written = external_plot.stats.rounds - external_plot.stats.rounds_in_memory;
         assert_eq!(written > 0, external_plot.temp_bytes_written > 0);
         if memory == 42 << 20 {
             assert!(written > 1 && external_plot.temp_bytes_written >= 4 << 20);
         } else {
             assert_eq!(
-                (external_plot.rounds, external_plot.rounds_in_memory),
+                (
+                    external_plot.stats.rounds,
+                    external_plot.stats.rounds_in_memory
+                ),
                 (1, 1)
             );
         }
@@ -140,19 +143,16 @@ fn a_plotter_reusing_its_buffers_makes_the_same_plots_as_fresh_ones() {
     let dir = tempfile::tempdir().unwrap();
     let fresh_dir = tempfile::tempdir().unwrap();
     let plotter = Plotter::default();
-    let mut external = options(18, Strategy::External, 0);
-    external.memory = 42 << 20;
+    let external = |seed: u8| {
+        let mut o = options(18, Strategy::External, seed);
+        o.memory = 42 << 20;
+        o
+    };
     let runs = [
         options(18, Strategy::Memory, 6),
         options(18, Strategy::Memory, 7),
-        PlotOptions {
-            seed: [8; 32],
-            ..external.clone()
-        },
-        PlotOptions {
-            seed: [9; 32],
-            ..external
-        },
+        external(8),
+        external(9),
         options(17, Strategy::Memory, 10),
         options(18, Strategy::Memory, 11),
     ];
@@ -175,18 +175,23 @@ fn a_plotter_reusing_its_buffers_makes_the_same_plots_as_fresh_ones() {
         }
         let fresh = plot(&o, fresh_dir.path(), &NoProgress).unwrap();
         // Only new buffers are brought into use, in a phase of their own.
-        assert!(fresh.fresh_memory_bytes > 0);
+        assert!(fresh.stats.fresh_memory_bytes > 0);
         // Both plots write their regions, in their last phase.
         for summary in [&reused, &fresh] {
-            let last = summary.phases.last().unwrap();
-            assert_eq!(last.0, WRITING_PHASE);
-            assert!(summary.file_write_seconds > 0.0);
-            assert!(summary.file_write_seconds <= last.1);
+            let last = summary.stats.phases.last().unwrap();
+            assert_eq!(last.0, Phase::Writing);
+            assert!(summary.stats.file_write_seconds > 0.0);
+            assert!(summary.stats.file_write_seconds <= last.1);
         }
-        assert_eq!(fresh.phases[0].0, FIRST_TOUCH_PHASE);
+        assert_eq!(fresh.stats.phases[0].0, Phase::FirstTouch);
         if let Some(reuses) = reuses {
-            assert_eq!(reused.fresh_memory_bytes == 0, reuses, "seed {}", o.seed[0]);
-            assert_eq!(reused.first_touch_seconds() == 0.0, reuses);
+            assert_eq!(
+                reused.stats.fresh_memory_bytes == 0,
+                reuses,
+                "seed {}",
+                o.seed[0]
+            );
+            assert_eq!(reused.stats.first_touch_seconds() == 0.0, reuses);
         }
         let (a, b) = (
             std::fs::read(&reused.path).unwrap(),

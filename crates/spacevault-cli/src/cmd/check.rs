@@ -91,9 +91,9 @@ impl From<&CheckReport> for PlotCheckJson {
 /// Returns whether every path gave plots and every plot is sound.
 pub fn run(args: CheckArgs) -> Result<bool> {
     let found = collect_plots(&args.paths);
-    let options = CheckOptions {
-        full: args.full,
-        ..Default::default()
+    let options = match args.full {
+        true => CheckOptions::full(),
+        false => CheckOptions::default(),
     };
     let mut all_ok = found.problems.is_empty();
     if !args.json {

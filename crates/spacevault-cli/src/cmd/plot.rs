@@ -7,6 +7,7 @@ use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 use spacevault::plot::{Overlap, PlotJob, PlotSummary, Strategy};
+use spacevault::PlotError;
 use spacevault::{PlotOptions, MAX_K, MIN_K};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -160,9 +161,10 @@ pub fn run(args: PlotArgs) -> Result<()> {
     warn_of_a_large_temp_file(&base);
     let jobs: Vec<PlotJob> = (0..args.count)
         .map(|i| PlotJob {
-            options: PlotOptions {
-                seed: nth_seed(&base.seed, i),
-                ..base.clone()
+            options: {
+                let mut options = base.clone();
+                options.seed = nth_seed(&base.seed, i);
+                options
             },
             out_dir: args.out[(i % args.out.len() as u64) as usize].clone(),
         })
@@ -189,7 +191,13 @@ pub fn run(args: PlotArgs) -> Result<()> {
                 Ok(summary) => summary,
                 Err(e) => {
                     let out = jobs[i].out_dir.display();
-                    let e = anyhow::Error::new(e);
+                    let e = match e {
+                        PlotError::AlreadyExists(path) => anyhow::anyhow!(
+                            "{} already exists (pass --force to overwrite it)",
+                            path.display()
+                        ),
+                        e => anyhow::Error::new(e),
+                    };
                     failure = Some(e.context(format!("plot {} of {} in {out}", i + 1, args.count)));
                     return false;
                 }

@@ -2,6 +2,7 @@
 //! group of buckets. `docs/FORMAT.md` describes every byte; this module is
 //! its implementation.
 
+#[doc(hidden)]
 pub mod bits;
 mod header;
 mod layout;
@@ -9,10 +10,13 @@ mod region;
 
 pub use header::{Header, HEADER_SIZE, MAGIC, VERSION};
 pub use layout::{Layout, DEFAULT_REGION_SIZE};
+/// Unstable: region parsing, for spacevault's fuzz targets.
+#[doc(hidden)]
 pub use region::{seal, Region, REGION_HEADER_SIZE};
 
 /// What can be wrong with a plot file's structure.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum FormatError {
     #[error("not a spacevault plot (bad magic bytes)")]
     NotAPlot,

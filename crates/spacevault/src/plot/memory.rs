@@ -231,7 +231,7 @@ pub(crate) fn hash<'a>(
         .collect::<Result<Vec<_>, _>>()?;
     let fresh_bytes = bring_into_use(scatters.iter_mut().collect(), threads, progress);
 
-    progress.phase("hashing", n);
+    progress.phase(super::Phase::Hashing, n);
     let scatters: Vec<_> = scatters.into_iter().map(|s| Mutex::new(Some(s))).collect();
     let hashed: Vec<Mutex<Option<Result<RangeKeys, PlotError>>>> =
         ranges.iter().map(|_| Mutex::new(None)).collect();
@@ -297,7 +297,7 @@ impl Hashed<'_> {
             fresh_bytes,
             pool,
         } = self;
-        progress.phase(super::WRITING_PHASE, parting.layout.record_count());
+        progress.phase(super::Phase::Writing, parting.layout.record_count());
         let mut buffers = kept.take(&parting);
         let staging = std::mem::take(&mut buffers.staging);
         let mut sink = RegionSink::with_staging(file, &parting, staging)

@@ -62,17 +62,21 @@ pub use overlap::{Overlap, PlotJob};
 pub use plan::PlotPlan;
 pub use stop::{request_stop, stop_requested};
 
-/// Why a plot could not be made.
+/// Why a plot could not be made. Messages name their cause (as a field,
+/// not the error's `source()`, so that reporters that walk the chain do not
+/// print it twice).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum PlotError {
-    #[error("{context}: {source}")]
+    #[error("{context}: {cause}")]
     Io {
         context: String,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     #[error(transparent)]
     Format(#[from] FormatError),
-    #[error("{0} already exists (pass --force to overwrite it)")]
+    /// A finished plot is only replaced where [`PlotOptions::force`] says so.
+    #[error("{0} already exists: a finished plot is not overwritten unless asked to")]
     AlreadyExists(PathBuf),
     #[error("another plotter is writing {0}")]
     Busy(PathBuf),
@@ -97,10 +101,10 @@ pub enum PlotError {
 }
 
 impl PlotError {
-    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> PlotError {
+    pub(crate) fn io(context: impl Into<String>, cause: std::io::Error) -> PlotError {
         PlotError::Io {
             context: context.into(),
-            source,
+            cause,
         }
     }
 }
@@ -126,8 +130,10 @@ impl Strategy {
     }
 }
 
-/// What to plot and how.
+/// What to plot and how: [`PlotOptions::new`], then set the fields to
+/// change.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct PlotOptions {
     pub k: u8,
     pub farmer_key: [u8; 32],
@@ -204,14 +210,14 @@ pub fn default_memory() -> u64 {
 /// Observes a plot's progress; every method has a silent default.
 pub trait Progress: Sync {
     /// A new phase of `total` records starts.
-    fn phase(&self, _name: &str, _total: u64) {}
+    fn phase(&self, _phase: Phase, _total: u64) {}
     /// `records` more records of the current phase are done.
     fn advance(&self, _records: u64) {}
 }
 
 impl<T: Progress + ?Sized> Progress for &T {
-    fn phase(&self, name: &str, total: u64) {
-        (**self).phase(name, total);
+    fn phase(&self, phase: Phase, total: u64) {
+        (**self).phase(phase, total);
     }
 
     fn advance(&self, records: u64) {
@@ -222,16 +228,13 @@ impl<T: Progress + ?Sized> Progress for &T {
 /// Forwards progress and notes when each phase starts.
 struct PhaseClock<P> {
     inner: P,
-    marks: std::sync::Mutex<Vec<(String, Instant)>>,
+    marks: std::sync::Mutex<Vec<(Phase, Instant)>>,
 }
 
 impl<P: Progress> Progress for PhaseClock<P> {
-    fn phase(&self, name: &str, total: u64) {
-        self.marks
-            .lock()
-            .unwrap()
-            .push((name.to_string(), Instant::now()));
-        self.inner.phase(name, total);
+    fn phase(&self, phase: Phase, total: u64) {
+        self.marks.lock().unwrap().push((phase, Instant::now()));
+        self.inner.phase(phase, total);
     }
 
     fn advance(&self, records: u64) {
@@ -241,14 +244,14 @@ impl<P: Progress> Progress for PhaseClock<P> {
 
 impl<P> PhaseClock<P> {
     /// Seconds spent in each phase, the last one ending at `end`.
-    fn durations(&self, end: Instant) -> Vec<(String, f64)> {
+    fn durations(&self, end: Instant) -> Vec<(Phase, f64)> {
         let marks = self.marks.lock().unwrap();
         marks
             .iter()
             .enumerate()
             .map(|(i, (name, t))| {
                 let until = marks.get(i + 1).map_or(end, |m| m.1);
-                (name.clone(), (until - *t).as_secs_f64())
+                (*name, (until - *t).as_secs_f64())
             })
             .collect()
     }
@@ -269,6 +272,13 @@ pub struct PlotSummary {
     pub strategy: Strategy,
     /// Bytes the plotter wrote to temp files.
     pub temp_bytes_written: u64,
+    /// How the time went: what benchmarks measure.
+    pub stats: PlotStats,
+}
+
+/// Where a plot's time and memory went, for benchmarks and the curious.
+#[derive(Clone, Debug, Default)]
+pub struct PlotStats {
     /// Rounds the external plotter hashed the nonces in (0 in memory), and
     /// how many of them stayed in memory instead of going to the temp file.
     pub rounds: u64,
@@ -278,56 +288,82 @@ pub struct PlotSummary {
     pub hashed_twice: bool,
     /// Seconds spent in each phase, in order (the last includes making the
     /// file durable).
-    pub phases: Vec<(String, f64)>,
+    pub phases: Vec<(Phase, f64)>,
     /// Bytes of fresh memory brought into use before hashing (0 when the
-    /// plot reused an earlier plot's buffers), in the phase named
-    /// [`FIRST_TOUCH_PHASE`].
+    /// plot reused an earlier plot's buffers), in [`Phase::FirstTouch`].
     pub fresh_memory_bytes: u64,
     /// Seconds spent in the write calls that put the plot's regions in its
-    /// file, all in the [`WRITING_PHASE`]: close to that phase's length,
-    /// the disk set its pace; well below it, the workers did.
+    /// file, all in [`Phase::Writing`]: close to that phase's length, the
+    /// disk set its pace; well below it, the workers did.
     pub file_write_seconds: f64,
-    /// CPU time the whole process used (all its threads) during the
-    /// [`WRITING_PHASE`]: against that phase's length times the threads,
+    /// CPU time the whole process used (all its threads) during
+    /// [`Phase::Writing`]: against that phase's length times the threads,
     /// how busy the plotter kept the cores while it wrote (anything else
     /// the process ran then counts too).
     pub last_phase_cpu_seconds: f64,
 }
 
-/// The phase in which a plot brings the pages of its new sort buffers into
-/// use, before hashing: on a VM whose host backs guest memory lazily, a
-/// large share of a fresh plot's time.
-pub const FIRST_TOUCH_PHASE: &str = "bringing memory into use";
+/// A stage of a plot, as [`Progress::phase`] announces it and
+/// [`PlotStats::phases`] times it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Phase {
+    /// Bringing the pages of new sort buffers into use, before hashing:
+    /// on a VM whose host backs guest memory lazily, a large share of a
+    /// fresh plot's time.
+    FirstTouch,
+    /// An in-memory plot hashing every record into its sort buffers.
+    Hashing,
+    /// An external plot hashing every record and writing the rounds that
+    /// do not stay in memory to the temp file.
+    HashingToTemp,
+    /// Every plot's last phase: sorting each partition's records into
+    /// their buckets and writing the plot file (reading the temp file as it
+    /// goes, for an external plot), then making the file durable.
+    Writing,
+}
 
-/// The external plotter's first phase: hashing every record and writing
-/// the rounds that do not stay in memory to the temp file.
-pub const TEMP_PHASE: &str = "hashing to temp file";
+impl std::fmt::Display for Phase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.describe())
+    }
+}
 
-/// Every plot's last phase: sorting each partition's records into their
-/// buckets and writing the plot file (reading the temp file as it goes, for
-/// an external plot), then making the file durable.
-pub const WRITING_PHASE: &str = "sorting and writing";
+impl Phase {
+    /// The phase in words, for progress bars and tables.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Phase::FirstTouch => "bringing memory into use",
+            Phase::Hashing => "hashing",
+            Phase::HashingToTemp => "hashing to temp file",
+            Phase::Writing => "sorting and writing",
+        }
+    }
+}
 
 impl PlotSummary {
     pub fn records_per_second(&self) -> f64 {
         (1u64 << self.k) as f64 / self.seconds
     }
+}
 
-    /// Seconds of the [`FIRST_TOUCH_PHASE`] (0 when there was none).
+impl PlotStats {
+    /// Seconds of [`Phase::FirstTouch`] (0 when there was none).
     pub fn first_touch_seconds(&self) -> f64 {
-        self.phase_seconds(FIRST_TOUCH_PHASE).unwrap_or(0.0)
+        self.phase_seconds(Phase::FirstTouch).unwrap_or(0.0)
     }
 
-    /// Seconds of the phase named `name`, if the plot had one.
-    pub fn phase_seconds(&self, name: &str) -> Option<f64> {
-        let phase = self.phases.iter().find(|(n, _)| n == name);
-        phase.map(|(_, seconds)| *seconds)
+    /// Seconds of `phase`, if the plot had it.
+    pub fn phase_seconds(&self, phase: Phase) -> Option<f64> {
+        let found = self.phases.iter().find(|(p, _)| *p == phase);
+        found.map(|(_, seconds)| *seconds)
     }
 
-    /// The share of `threads` cores the process kept busy in the
-    /// [`WRITING_PHASE`] (none for a plot without one, or no threads).
+    /// The share of `threads` cores the process kept busy in
+    /// [`Phase::Writing`] (none for a plot without one, or no threads).
     pub fn last_phase_cores_busy(&self, threads: usize) -> Option<f64> {
-        let wall = self.phase_seconds(WRITING_PHASE)?;
+        let wall = self.phase_seconds(Phase::Writing)?;
         (wall > 0.0 && threads > 0).then(|| self.last_phase_cpu_seconds / (wall * threads as f64))
     }
 }
@@ -558,13 +594,15 @@ impl<P: Progress> Begun<'_, P> {
             seconds: started.elapsed().as_secs_f64(),
             strategy,
             temp_bytes_written,
-            rounds,
-            rounds_in_memory,
-            hashed_twice,
-            phases: clock.durations(Instant::now()),
-            fresh_memory_bytes: written.fresh_bytes,
-            file_write_seconds: written.write_time.as_secs_f64(),
-            last_phase_cpu_seconds,
+            stats: PlotStats {
+                rounds,
+                rounds_in_memory,
+                hashed_twice,
+                phases: clock.durations(Instant::now()),
+                fresh_memory_bytes: written.fresh_bytes,
+                file_write_seconds: written.write_time.as_secs_f64(),
+                last_phase_cpu_seconds,
+            },
         })
     }
 }

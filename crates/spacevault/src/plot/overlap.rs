@@ -179,7 +179,7 @@ impl Plotter {
                         }
                         let result = begun.finish();
                         if let Ok(summary) = &result {
-                            busy = summary.last_phase_cores_busy(options.threads);
+                            busy = summary.stats.last_phase_cores_busy(options.threads);
                         }
                         result
                     }
@@ -331,6 +331,7 @@ fn halved(options: &PlotOptions) -> (PlotOptions, Spares) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plot::{Phase, PlotStats};
 
     fn options(k: u8, strategy: Strategy, memory: u64) -> PlotOptions {
         let mut o = PlotOptions::new(k, [1; 32], [2; 32]);
@@ -448,22 +449,18 @@ mod tests {
             seconds: 3.0,
             strategy: Strategy::Memory,
             temp_bytes_written: 0,
-            rounds: 0,
-            rounds_in_memory: 0,
-            hashed_twice: false,
-            phases: vec![
-                ("hashing".into(), 1.0),
-                (crate::plot::WRITING_PHASE.into(), 2.0),
-            ],
-            fresh_memory_bytes: 0,
-            file_write_seconds: 1.5,
-            last_phase_cpu_seconds: 1.0,
+            stats: PlotStats {
+                phases: vec![(Phase::Hashing, 1.0), (Phase::Writing, 2.0)],
+                file_write_seconds: 1.5,
+                last_phase_cpu_seconds: 1.0,
+                ..Default::default()
+            },
         };
-        assert_eq!(summary.last_phase_cores_busy(2), Some(0.25));
-        assert_eq!(summary.last_phase_cores_busy(0), None);
-        let unfinished = PlotSummary {
-            phases: vec![("hashing".into(), 1.0)],
-            ..summary
+        assert_eq!(summary.stats.last_phase_cores_busy(2), Some(0.25));
+        assert_eq!(summary.stats.last_phase_cores_busy(0), None);
+        let unfinished = PlotStats {
+            phases: vec![(Phase::Hashing, 1.0)],
+            ..summary.stats
         };
         assert_eq!(unfinished.last_phase_cores_busy(2), None);
     }
@@ -475,7 +472,8 @@ mod tests {
     struct Logged<'a>(&'a Log, usize);
 
     impl Progress for Logged<'_> {
-        fn phase(&self, name: &str, _total: u64) {
+        fn phase(&self, phase: Phase, _total: u64) {
+            let name = phase.describe();
             self.0 .0.lock().unwrap().push(format!("{} {name}", self.1));
         }
     }
@@ -589,10 +587,10 @@ mod tests {
         let done = log.iter().position(|e| e == "0 done").unwrap();
         let hashing = log
             .iter()
-            .position(|e| *e == format!("1 {}", crate::plot::TEMP_PHASE));
+            .position(|e| *e == format!("1 {}", Phase::HashingToTemp.describe()));
         assert!(hashing.unwrap() > done, "{log:?}");
         // In half the memory all the same: the plan was made for overlap.
-        assert!(results[1].as_ref().unwrap().rounds > 1);
+        assert!(results[1].as_ref().unwrap().stats.rounds > 1);
     }
 
     #[test]

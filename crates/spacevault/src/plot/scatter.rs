@@ -8,7 +8,7 @@
 #[cfg(target_arch = "x86_64")]
 use super::simd::avx512;
 use super::simd::Simd;
-use super::{PlotError, Progress, FIRST_TOUCH_PHASE};
+use super::{Phase, PlotError, Progress};
 use crate::aligned::{MappedBuf, Pages};
 use std::sync::Mutex;
 
@@ -335,7 +335,7 @@ pub(crate) fn bring_into_use(
     if scatters.is_empty() {
         return 0;
     }
-    progress.phase(FIRST_TOUCH_PHASE, 0);
+    progress.phase(Phase::FirstTouch, 0);
     let bytes = scatters
         .iter()
         .map(|s| std::mem::size_of_val(&s.arrays.keys[..]) as u64)

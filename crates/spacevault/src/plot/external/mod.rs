@@ -170,7 +170,7 @@ fn hash_to_temp<'a>(
     }
     let scatters = sets.iter_mut().flatten().map(|t| &mut t.scatter).collect();
     let fresh_bytes = bring_into_use(scatters, threads, progress);
-    progress.phase(super::TEMP_PHASE, n);
+    progress.phase(super::Phase::HashingToTemp, n);
     let (segments, temp_bytes_written, resident) = std::thread::scope(
         |s| -> Result<(Vec<RoundSegments>, u64, Vec<RoundBuffers>), PlotError> {
             let (to_writer, writer_rx) = mpsc::sync_channel::<RoundBuffers>(1);
@@ -283,7 +283,7 @@ pub(crate) fn phase_two(
     // Reader threads read partitions ahead; one more worker than the plan's
     // share of the cores keeps them busy while a worker waits for its turn
     // to place.
-    progress.phase(super::WRITING_PHASE, n);
+    progress.phase(super::Phase::Writing, n);
     let mut buffers = kept.take(parting);
     let staging = std::mem::take(&mut buffers.staging);
     let mut sink = RegionSink::with_staging(out, parting, staging)
