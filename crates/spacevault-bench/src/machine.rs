@@ -14,9 +14,7 @@ use std::time::{Duration, Instant};
 
 /// What the figures were measured on. A ratio to the machine's own bounds
 /// travels between machines; a raw figure does not, and a VM's host can
-/// change under it (the development VM ran on an Intel Xeon in one
-/// session and on an AMD EPYC, whose kernel rate was 30% lower, in the
-/// next).
+/// change under it from one day to the next.
 #[derive(Clone, Debug, Serialize)]
 pub struct Machine {
     /// The CPU's model name (`/proc/cpuinfo`), or the architecture.
@@ -141,9 +139,9 @@ const BLAKE3_BATCH: usize = 1024;
 /// spacevault's own kernel computing only what a plot needs, is a stricter
 /// bound of its own. Each thread writes its records' messages once and
 /// hashes them again and again: the rate is of hashing alone, a little
-/// stricter than what a plotter using `hash_many` could reach (writing a
-/// message for each nonce and the list `hash_many` takes cost it another 7
-/// to 9% on the development VM). The portable `hash_many` when the
+/// stricter than what a plotter using `hash_many` could reach (it would
+/// also write a message for each nonce and the list `hash_many` takes).
+/// The portable `hash_many` when the
 /// kernel's backend is the portable one (`SPACEVAULT_BACKEND=portable`),
 /// else the best this CPU has.
 pub fn blake3_rate(threads: usize, duration: Duration) -> f64 {
@@ -237,10 +235,9 @@ pub struct ConcurrentSpeed {
 
 /// The size of each read and write when measuring the disk: as large as
 /// the plotter's own writes (its staging buffers), from buffers in huge
-/// pages as the plotter's are (`AlignedBuf::zeroed`). Measured in 1 MiB
-/// blocks from base pages, the development VM's disk seemed to write at
-/// about 2 GB/s and read at about 1.1, where the plotter's writes go at
-/// 3 or more.
+/// pages as the plotter's are (`AlignedBuf::zeroed`): a virtio disk serves
+/// small blocks from base pages at a fraction of what it gives the
+/// plotter, and the bound would be too loose.
 const BLOCK: usize = 4 << 20;
 
 /// Writes `bytes` to a scratch file in `dir` in [`BLOCK`]s (O_DIRECT where
@@ -396,9 +393,8 @@ fn time_writes(
 }
 
 /// Reads in flight at once when measuring: as many as phase 2 of an
-/// external plot keeps (its two reader threads): on the development VM,
-/// two `dd` readers read a file 16% faster than one while another file was
-/// written.
+/// external plot keeps (its two reader threads), since two readers read a
+/// file faster than one while another file is written.
 const READERS: usize = 2;
 
 /// Seconds to read `blocks` blocks (O_DIRECT where possible) with

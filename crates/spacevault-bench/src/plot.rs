@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 /// How long freed memory is left alone before plotting. A VM host that
 /// backs guest memory lazily takes freed guest pages back after about two
-/// seconds (measured on the development VM); until then a new allocation
+/// seconds; until then a new allocation
 /// finds them ready, and the plot would pay less for fresh memory than it
 /// does on its own.
 const FRESH_MEMORY_SETTLE: Duration = Duration::from_secs(4);
@@ -43,12 +43,9 @@ pub struct PlotBenchOptions {
 /// The disk measurement's size for a plot of 2^k records when none is
 /// given: a quarter of the plot, at least 1 GiB and at most 4 GiB. A bound
 /// must be reachable by the plot's own I/O, and a small scratch file is
-/// not read the way a plot's many gigabytes are: on the development VM,
-/// whose host caches recently written data, a 1 GiB file read back at 1.57
-/// to 2.30 GB/s alone and 0.78 to 1.31 GB/s while writing, a 4 GiB file at
-/// 1.30 to 1.75 and 0.81 to 0.92 (four runs each, taken in turns), and
-/// phase 2 of a k = 32 plot reads its 15 GB temp file at 0.65 to 0.9 GB/s
-/// while writing the plot.
+/// not read the way a plot's many gigabytes are: a VM host that caches
+/// recently written data serves a small file faster than a plot's temp
+/// file, which would make the bound one no plot can reach.
 pub fn default_disk_bytes(k: u8) -> u64 {
     const GIB: u64 = 1 << 30;
     // About k + 1 bits a record (docs/FORMAT.md).
@@ -376,8 +373,8 @@ pub struct Repeated {
     /// With memory reused and two runs or more, the spread over the runs
     /// after the first: those are the plots a `plot --count` run makes after
     /// its first, while the first pays for bringing fresh memory into use
-    /// (on the development VM, 0.2 to 1.1 s at k = 28, more than half the
-    /// plot) and so says more about the host than about the plotter.
+    /// (on a VM that backs memory lazily, up to half the plot) and so says
+    /// more about the host than about the plotter.
     pub reused_summary: Option<RepeatedSummary>,
 }
 

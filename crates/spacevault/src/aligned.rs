@@ -52,10 +52,9 @@ impl AlignedBuf {
     /// faulted in afresh over and over: a ninth of an external plot's CPU
     /// time went to zeroing new huge pages). Such buffers are for O_DIRECT
     /// I/O, and a buffer that is contiguous in physical memory is a few
-    /// long segments for the block layer rather than one a 4 KiB page:
-    /// on the development VM (a virtio disk) 8 MiB writes from huge pages
-    /// ran at 3.3 to 4.2 GB/s against 1.9 to 2.2 from base pages, reads at
-    /// 2.8 against 1.1, with a sixth of the system time. Where huge pages
+    /// long segments for the block layer rather than one a 4 KiB page (a
+    /// virtio disk wrote such buffers nearly twice as fast, for a sixth of
+    /// the system time). Where huge pages
     /// are not to be had, the mapping is plain pages and nothing is lost.
     /// Such a buffer comes from the huge page pool first, where the pool
     /// has room for it.
@@ -267,12 +266,11 @@ pub fn pool_setting() -> Result<bool, String> {
 /// plotter prefers it. On a VM whose host backs guest memory only when the
 /// guest first writes it, and takes freed memory back (free page
 /// reporting), every fresh page of the plotter's sort buffers costs the
-/// host's work again: on the development VM 0.4 to 2.6 s for 1 GiB on two
-/// cores, more than hashing a k = 28 plot. A pool page the host has backed
-/// once stays backed after the process that used it exits: the next
-/// process brought the same 1 GiB into use in 0.10 to 0.13 s (a pool's
-/// first use costs what fresh memory costs). On bare metal the pool saves
-/// the faults of 4 KiB pages.
+/// host's work again, which can take longer than hashing a k = 28 plot. A
+/// pool page the host has backed once stays backed after the process that
+/// used it exits, so later processes pay only its zeroing (a pool's first
+/// use costs what fresh memory costs). On bare metal the pool saves the
+/// faults of 4 KiB pages.
 ///
 /// A buffer is taken from the pool when the pool has room for all of it
 /// (the kernel reserves a private mapping's pages when it is made, so a
@@ -358,14 +356,11 @@ fn unmap_from_pool(ptr: NonNull<u8>, bytes: usize) {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Pages {
     /// The system's base pages (4 KiB). For arrays written front to back,
-    /// where the TLB reach of huge pages buys little. On the development VM
-    /// (a host that takes freed guest memory back, free page reporting of
-    /// 2 MiB blocks) base pages also come into use far faster: the guest
-    /// hands out recently freed 4 KiB pages that the host still backs, about
-    /// its first GiB at 3.5 to 4.7 GB/s, where a huge page is almost always
-    /// a reported block the host must find again (0.7 to 0.8 GB/s). Mapping
-    /// the plotter's scatter arrays this way took a fresh k = 28 plot from
-    /// 3.5 to 2.1-2.5 s and k = 30 with 1 GiB from 12.6-13.6 to 11.3-11.6 s.
+    /// where the TLB reach of huge pages buys little. On a VM whose host
+    /// takes freed guest memory back in 2 MiB blocks (free page reporting)
+    /// base pages also come into use far faster: the guest hands out
+    /// recently freed 4 KiB pages that the host still backs, where a huge
+    /// page is almost always a reported block the host must find again.
     Base,
     /// Transparent huge pages where the system allows: for arrays read or
     /// written at random, whose 4 KiB pages would each miss the TLB.

@@ -260,8 +260,7 @@ pub fn check(path: &Path, options: CheckOptions) -> CheckReport {
 
 /// Opens the plot with O_DIRECT where the file system and the layout
 /// allow: the walk reads every byte once, and through the page cache a
-/// quarter of its time went to the kernel copying (k = 28, cold: sampled
-/// check 3.9 s buffered, 3.3 s direct), besides filling the cache with a
+/// quarter of its time went to the kernel copying, besides filling the cache with a
 /// file nobody reads again soon. Regions smaller than 4 KiB may not be
 /// aligned as O_DIRECT needs on every disk, so such plots are read buffered.
 fn open_for_walking(path: &Path) -> Result<PlotFile, crate::ReadError> {

@@ -24,7 +24,7 @@ pub(crate) fn for_read<T>(p: *const T) {
 /// Asks for the line holding `p` to be brought into L1 to be written. On
 /// x86-64 the intrinsic becomes PREFETCHT0 unless the build enables the
 /// `prfchw` feature (ours does not); a PREFETCHW made phase 2's filing,
-/// its only user, slower (2.5 to 2.7 ns a record against 2.35 to 2.4).
+/// its only user, slower.
 #[inline(always)]
 pub(crate) fn for_write<T>(p: *const T) {
     #[cfg(target_arch = "x86_64")]

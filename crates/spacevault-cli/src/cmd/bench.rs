@@ -410,8 +410,8 @@ fn print_plot_bench(r: plot_bench::PlotBench) -> Result<()> {
             r.wall_over_design_bound_with_first_touch,
             r.first_touch_seconds
         );
-        // Only where a pool would be used and none is reserved; a tenth of
-        // the wall is about where one paid on the development VM.
+        // Only where a pool would be used and none is reserved, and where
+        // fresh memory took enough of the wall for a pool to pay.
         let no_pool = r.machine.huge_page_pool_bytes.unwrap_or(0) == 0;
         if no_pool
             && spacevault::aligned::pool_allowed()

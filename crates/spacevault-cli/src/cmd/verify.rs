@@ -308,9 +308,10 @@ pub fn run(args: VerifyArgs) -> Result<bool> {
     if args.json {
         crate::cmd::print_json(&out)?;
     } else if out.valid {
-        let also = match entries.len() {
-            1 => String::new(),
-            n => format!(", the best of {} plots' proofs, all valid", n - 1),
+        let also = match entries.len() - 1 {
+            0 => String::new(),
+            1 => ", as is the document's one plot entry".to_string(),
+            n => format!(", as are all {n} plot entries of the document"),
         };
         outln!(
             "valid: quality {} (distance {}){also}",

@@ -3,11 +3,10 @@
 //! The plot's writer thread settles partitions and copies them into 4 MiB
 //! staging buffers; a write of a few MiB takes milliseconds, in which the
 //! workers finish more partitions than the channel to the writer holds.
-//! Made in line, each write stopped the writer and then the workers: on
-//! the development VM a k = 28 plot's last phase went from 0.5-0.6 s to
-//! 0.8-1.0 s, its cores a third idle, when its writes grew from a
-//! partition (0.45 MiB) to 8 MiB. On a thread of their own, the next
-//! buffer fills while the last is written.
+//! Made in line, each write stopped the writer and then the workers, and
+//! the cores sat a third idle once writes grew from a partition to 8 MiB.
+//! On a thread of their own, the next buffer fills while the last is
+//! written.
 
 use crate::aligned::AlignedBuf;
 use std::fs::File;

@@ -2,9 +2,8 @@
 //!
 //! Unlinking a temp file of many GiB is quick; its last close is not: that
 //! is when the file system frees its blocks, and one mounted with `discard`
-//! waits for the disk to trim them. On the development VM closing a k = 32
-//! temp file (14.5 GB) took 4.2 s, longer than the whole k = 30 phase 2.
-//! The plot does not depend on it, so the close runs on a thread of its
+//! waits for the disk to trim them: seconds for a k = 32 temp file. The
+//! plot does not depend on it, so the close runs on a thread of its
 //! own and a [`Plotter`](super::Plotter)'s next plot overlaps it.
 
 use std::fs::File;

@@ -258,10 +258,9 @@ fn hash_locate_and_push(
 /// the hash's first word, so only that word is computed
 /// ([`Kernel::top_words`], into `parts`), and the lookup then takes 16
 /// words a register. Otherwise the prefixes go to [`locate_block`], which
-/// is also the plain twin the tests hold this path to. On one core, at
-/// k = 32, hashing, locating and scattering took 8.2 ns a record this way
-/// against 9.0 for prefixes then [`locate_block`], and 8.7 for the lookup
-/// fused into the hash loop (which then ran short of registers).
+/// is also the plain twin the tests hold this path to. This way is faster
+/// than prefixes then [`locate_block`], and than the lookup fused into the
+/// hash loop, which then runs short of registers.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn hash_and_locate(

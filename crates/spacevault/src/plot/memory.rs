@@ -24,11 +24,8 @@ pub(crate) const PARTITION_RECORDS: u64 = 1 << 17;
 /// Partitions the hashing threads scatter into, at most. Each partition is
 /// a stream of line writes into its own pages, and with more streams than
 /// the TLB holds pages every line written missed it: at k = 30, 8201
-/// partitions of 2^17 records took the hashing phase to 8.3-9.8 s against
-/// 5.2-6.8 s with 2051 and 4.6-5.0 s with 1026 (`bench plot -k 30
-/// --reuse-memory`, runs in turns), for a hash bound of 4.1 s. Larger
-/// partitions fill more slowly (their slots spill from L2: 1.85 ns a
-/// record at 2^17 records, 3.6 at 2^20, `last_phase_speed`), which costs
+/// partitions made the hashing phase twice as long as 1026 did. Larger
+/// partitions fill more slowly (their slots spill from L2), which costs
 /// the last phase a fraction of that.
 const MAX_PARTITIONS: u64 = 1 << 10;
 
@@ -49,11 +46,9 @@ const MIN_RANGE: u64 = 1 << 16;
 
 /// The ranges of nonces the plot is hashed in, in nonce order, which the
 /// hashing threads take in turn. One contiguous share a thread left the
-/// threads waiting for the slowest one at the end: on the development VM,
-/// k = 28's two threads finished their halves 0.05 to 0.15 s apart, and
-/// up to 0.57 s, where hashing takes about 1.2 s (one of its two virtual
-/// cores takes the disk's interrupts, and the host's other guests slow
-/// either now and then). Ranges shrink as the work left does: each
+/// threads waiting for the slowest one at the end (on a VM one core takes
+/// the disk's interrupts, and the host's other guests slow either now and
+/// then). Ranges shrink as the work left does: each
 /// thread's next range is a quarter of what is left for it, down to
 /// 1/512th of the plot, so the threads finish a few milliseconds apart.
 /// Each range has a scatter of its own, and the last phase reads the
@@ -122,12 +117,9 @@ fn slot_capacity(parting: &Partitioning, len: u64) -> usize {
 /// Partitions of more records than this are filed by window before their
 /// slots are filled (see `windows.rs`); smaller ones are filled straight
 /// from the keys. Filled straight, a partition's slots spill from L2 into
-/// L3 (3.6 ns a record at 2^20 records against 1.85 at 2^17,
-/// `last_phase_speed`), and beyond 2^20 records out of L3 too: k = 31's
-/// last phase, in partitions of 2^21 records, took 12.2 s filled straight
-/// and 5.1 s filed by window (`bench plot -k 31`). At 2^20 records filling
-/// straight is still the faster (k = 30: 3.2-3.3 s against 4.1-4.3 s
-/// filed, in 2^21-record partitions, session 17).
+/// L3, and beyond 2^20 records out of L3 too, where filing by window is
+/// more than twice as fast; at 2^20 records filling straight is still the
+/// faster (`cargo bench -p spacevault --bench phases`).
 const FILED_FROM: u64 = 1 << 20;
 
 /// Every range's keys, ranges in nonce order: the source of the in-memory

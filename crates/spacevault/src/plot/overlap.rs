@@ -8,9 +8,8 @@
 //! so that the two stay within it, and the round buffers the first no
 //! longer needs go straight to the second. On one drive the two phases
 //! contend for it and the halved memory sends more keys through the temp
-//! file: on the development VM two k = 32 plots took 75.7 s overlapped
-//! against 75.0 s one after the other, so there they do not overlap unless
-//! asked to.
+//! file: overlapping gains nothing there (docs/BENCHMARKS.md), so they do
+//! not overlap unless asked to.
 //!
 //! A plot made in memory writes its file in its last phase, and the next
 //! one's hashing needs no drive: when two fit in the memory limit at once,
@@ -231,12 +230,10 @@ enum Pairing {
 /// A plot in memory sorts while the next one hashes only when the last one
 /// that sorted alone kept its threads' cores busy less than this share of
 /// that phase: the hashing beside it needs the cores the writing leaves
-/// idle. On the development VM's two cores (k = 28, `plot --count 4`, the
-/// disk's writes throttled with a blkio cgroup), a last phase alone kept
-/// the cores 31 to 33% busy at 500 MB/s, where overlapping made the plots
-/// 22 to 26% faster; 72 to 85% at 1 GB/s, 9% faster; 87 to 92% at
-/// 1.5 GB/s, no faster (three pairs of runs, either way); 89 to 99% at
-/// the disk's own 2 GB/s, 3 to 9% slower.
+/// idle. Measured with the disk's writes throttled to several speeds, a
+/// last phase that kept the cores a third busy gained a quarter from
+/// overlapping, one that kept them 72 to 85% busy a tenth, and from about
+/// 90% on overlapping was slower (docs/BENCHMARKS.md).
 const BUSY_ENOUGH_ALONE: f64 = 0.75;
 
 /// Whether each plot sorts while the next one hashes (apart for the last).

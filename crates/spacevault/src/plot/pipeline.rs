@@ -48,11 +48,9 @@ impl Scratch {
 /// The last phase's buffers, kept from one plot to the next by a
 /// `Plotter`: the packed regions' buffers, the workers' scratch, the
 /// writer's staging buffers and the external strategy's read-ahead
-/// buffers. Fresh, they cost a k = 32 plot's phase 2 (0.55 GB of them)
-/// about 1.5 s on the development VM, whose host backs fresh guest memory
-/// lazily: `bench plot -k 32 --memory 4GiB --runs 3 --reuse-memory`, the
-/// runs after the first, phase 2 took 11.2 to 13.2 s (median 11.7) with
-/// them kept against 11.7 to 14.6 s (median 13.3).
+/// buffers: fresh, they cost a k = 32 plot's phase 2 (0.55 GB of them) the
+/// time to bring them into use, which on a VM that backs memory lazily is
+/// seconds.
 ///
 /// They are kept for plots of one shape (k and partition size), as a
 /// `plot --count` run makes: a plot of another shape frees them first, so

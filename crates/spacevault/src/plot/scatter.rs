@@ -15,9 +15,8 @@ use std::sync::Mutex;
 /// Two cache lines: a partition's line fills half as often as with one, and
 /// each fill is a mispredicted branch and a few loads and stores besides
 /// the store itself. At k = 32 (512 partitions, 64 KiB of lines a thread)
-/// the scatter took 1.97-2.20 ns a record beyond hashing against 2.30-2.33
-/// with 64-byte lines (`phase1_speed`, paired runs; 256 bytes: 1.94-2.02);
-/// at k = 28 (2048 partitions) no change.
+/// that made the scatter faster than 64-byte lines did, and 256 bytes
+/// gained nothing more.
 pub(crate) const LINE_BYTES: usize = 128;
 /// With [`Room::Pages`] each partition's array starts on a page boundary
 /// and spans whole pages, so it can be written with O_DIRECT straight from
@@ -270,10 +269,9 @@ impl<T: Copy + Default> Scatter<T> {
 
 /// Scatters kept from one plot to the next. They are most of the memory a
 /// plot touches, and touching fresh memory is not free: the kernel zeroes
-/// it (about 0.13 CPU-seconds a GiB on the development VM), and a VM whose
-/// host backs guest memory lazily stalls on every new page (2.2 to 2.8
-/// CPU-seconds a GiB on that VM, more than hashing a whole k = 28 plot). Plots made one after
-/// another reuse the memory instead.
+/// it, and a VM whose host backs guest memory lazily stalls on every new
+/// page (on such a VM, more than hashing a whole k = 28 plot). Plots made
+/// one after another reuse the memory instead.
 #[derive(Default)]
 pub(crate) struct ScatterPool(Mutex<Vec<Scatter<u32>>>);
 

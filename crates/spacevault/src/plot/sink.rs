@@ -6,14 +6,10 @@
 //!
 //! Partitions smaller than [`STAGING_BYTES`] are gathered into staging
 //! buffers in huge pages and written 4 MiB at a time, by a thread of their
-//! own ([`WriterBehind`]): on the development VM a k = 28 partition's 0.45
-//! MiB written alone from base pages went at about 1.5 to 2 GB/s and cost
-//! the cores a tenth to a fifth of a second of system time a GB, where 4
-//! to 8 MiB from huge pages go at 3 to 4 GB/s for a twentieth (see
-//! `AlignedBuf::zeroed`). The copy costs less: k = 28's write calls took
-//! 0.30-0.41 s against 0.46-0.74, and its last phase, which the cores
-//! set the pace of, 0.53-0.68 s against 0.55-0.90 (a noisy hour, paired
-//! runs).
+//! own ([`WriterBehind`]): a partition of half a MiB written alone from
+//! base pages goes at about half the speed of 4 to 8 MiB from huge pages,
+//! for several times the system time (see `AlignedBuf::zeroed`), and the
+//! copy into the staging buffer costs less than that.
 
 use super::behind::{Done, WriterBehind};
 use super::partition::Partitioning;

@@ -180,8 +180,6 @@ impl Windows {
     /// of the partition kept while filing (a u16 each, 512 KiB at k = 32)
     /// missed L1 for nearly every record; in a profile of a k = 32 plot's
     /// phase 2 that increment had a third of the filing's samples.
-    /// `phase2_speed`, two processes at once: filing and counting 2.26 to
-    /// 2.33 ns a record against 2.53 to 2.93.
     pub fn add_counts(&self, counts: &mut [u32]) {
         let counts = &mut counts[..self.buckets];
         for (w, window) in counts.chunks_mut(1 << self.window_bits).enumerate() {

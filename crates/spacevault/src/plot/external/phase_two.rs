@@ -151,8 +151,7 @@ pub(super) struct HashedShare {
 /// Phase 1's hashing threads, one for each of a round's buffers, kept for
 /// the whole phase. Each hashes its contiguous share of every round in
 /// turn. With a join after every round, the faster thread waited for the
-/// slower at each round's end: 0.8 s in all over a k = 32 plot's 16
-/// rounds (0.003 to 0.16 s a round), 4% of phase 1. Now a thread done
+/// slower at each round's end, a few percent of phase 1. Instead a thread done
 /// with its share goes on to its share of the next round as soon as that
 /// round's buffers are free, which they are while the writer keeps up.
 pub(super) struct Hashers {

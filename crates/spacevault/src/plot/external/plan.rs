@@ -13,8 +13,7 @@ pub(super) const RESERVED: u64 = 40 << 20;
 /// Records a round hashes at most, for each hashing thread (and never
 /// fewer than for two: 2^28). Larger rounds make fewer, larger temp
 /// segments, but round buffers beyond this only cost the time to fault in
-/// their pages (about 2.5 CPU-seconds a GiB on the development VM) and phase 2
-/// reads fine from segments of this size. The limit grows with the threads
+/// their pages, and phase 2 reads fine from segments of this size. The limit grows with the threads
 /// because a round's keys are split into a segment per thread and
 /// partition, each padded to whole pages: with 2^28 records a round, 192
 /// threads would leave about 2700 keys a segment at k = 32, and the padding
@@ -27,8 +26,8 @@ pub(super) fn max_round(threads: usize) -> u64 {
 /// Threads reading the temp file in phase 2.
 pub(super) const READERS: usize = 2;
 /// Partitions read ahead in phase 2 beyond one per worker. Four rather
-/// than two keep the disk busy while the workers fill: k = 30 with 1 GiB,
-/// phase 2 6.2 s -> 5.6 s; more gained nothing.
+/// than two keep the disk busy while the workers fill; more gained
+/// nothing.
 pub(super) const READ_AHEAD_EXTRA: usize = 4;
 /// Phase 2 holds about this many bytes per record of a partition in
 /// flight, for `threads + 2` partitions (the extra read-ahead buffers,
@@ -260,9 +259,8 @@ pub(super) fn partitioning(layout: &Layout, workers: usize, memory: u64) -> Part
     let budget = memory.saturating_sub(RESERVED);
     let by_memory = budget / PHASE2_BYTES_PER_RECORD / (workers as u64 + 2);
     // About 512 partitions keep phase 1's scatter lines close (128 bytes a
-    // partition: 64 KiB a thread) and make phase 2's reads larger: at
-    // k = 32 with 4 GiB, partitions of 2^23 records rather than 2^21 took
-    // phase 1 from 28 to 25.6 s and phase 2 from 20 to 18.7 s. But larger
+    // partition: 64 KiB a thread) and make phase 2's reads larger, which
+    // made both phases faster than partitions of 2^21 records. But larger
     // partitions take phase 2 memory that could keep rounds out of the
     // temp file, so beyond 2^21 records they get at most half the budget.
     let wanted = (n / 512).max(1 << 21);

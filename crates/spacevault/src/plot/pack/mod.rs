@@ -353,10 +353,8 @@ impl SlotPlacer {
         match SLOT_BYTES {
             // Slots of whole bytes share them with no other slot, so they
             // are stored rather than ORed in: reading the word first was
-            // an eighth of the placing time at k = 32 (`phase2_speed`:
-            // 2.05 to 2.09 ns a record against 2.32 to 2.44; choosing the
-            // kind of slot once a run, not once a record, took off
-            // another 2 to 3%).
+            // an eighth of the placing time at k = 32 (and the kind of
+            // slot is chosen once a run, not once a record).
             4 => at.cast::<u32>().write_unaligned((nonce as u32).to_le()),
             2 => at.cast::<u16>().write_unaligned((nonce as u16).to_le()),
             _ => {
@@ -387,8 +385,7 @@ impl SlotPlacer {
     /// The records go into a plain array of 4-byte slots first, each
     /// bucket's cursor an index into it, and the array is then copied into
     /// the regions: the placing loop has no region to cross and no cursor
-    /// to unpack (`phase2_speed`: 1.77 to 1.85 ns a record against 2.01 to
-    /// 2.13 through the cursors, copy included). A cursor starts at most at the
+    /// to unpack, which is faster, the copy included. A cursor starts at most at the
     /// array's `top` and moves on once a record, and no more than
     /// `entries` records are put, so the array of `top + entries + 1`
     /// slots holds every write; a bucket that gets more or fewer records
