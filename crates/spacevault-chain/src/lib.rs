@@ -1,0 +1,21 @@
+//! The spacevault chain, without I/O: the chain spec and its id, blocks,
+//! proofs of space and register transactions with their canonical
+//! encodings, the challenge of each height, what makes a block valid, and
+//! fork choice. `docs/PROTOCOL.md` is its specification; the node
+//! (`spacevault-node`) runs it.
+
+pub mod codec;
+pub mod fork;
+pub mod keys;
+pub mod spec;
+pub mod types;
+pub mod validate;
+
+pub use codec::DecodeError;
+pub use keys::Keypair;
+pub use spec::{ChainSpec, SpecError};
+pub use types::{
+    blob_address, challenge, genesis_hash, Block, BlockHeader, ChainProof, Limits, ProofMsg,
+    Ranked, Receipt, RegisterTx,
+};
+pub use validate::{Parent, Rejection};

@@ -1,0 +1,240 @@
+//! A chain spec: what the vaults of one network agree on before the first
+//! block. Its identity, the chain id, is the BLAKE3 hash of its canonical
+//! encoding, so two nodes share a chain exactly when they share every field.
+
+use crate::codec::{DecodeError, Reader, Writer};
+use serde::{Deserialize, Serialize};
+
+/// The spec's encoding version.
+pub const SPEC_VERSION: u16 = 1;
+
+/// A chain's parameters, as `spacevault chain init` writes them (JSON).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChainSpec {
+    /// Encoding version ([`SPEC_VERSION`]).
+    pub version: u16,
+    /// A name for people; part of the chain id, so that two test networks
+    /// made at the same millisecond still differ.
+    pub name: String,
+    /// When the chain begins, in milliseconds since the Unix epoch: block 1
+    /// is due one slot after it.
+    pub genesis_unix_ms: u64,
+    /// The time between blocks.
+    pub slot_ms: u64,
+    /// How long after a block its successor's proofs may circulate before
+    /// the best proof's holder produces the next block (within the slot).
+    pub proof_window_ms: u64,
+    /// How long the holder of the next-best proof waits for a silent
+    /// producer before producing itself, and so on down the ranking.
+    pub producer_timeout_ms: u64,
+    /// Vaults that keep each blob (every vault when there are fewer).
+    pub replication: u32,
+    /// Transactions a block holds at most.
+    pub max_block_txs: u32,
+    /// Bytes an immutable blob holds at most.
+    pub max_blob_bytes: u32,
+    /// Bytes a register's name and value hold at most.
+    pub max_register_name_bytes: u32,
+    pub max_register_value_bytes: u32,
+    /// Plot sizes a proof may come from.
+    pub min_k: u8,
+    pub max_k: u8,
+}
+
+/// What is wrong with a spec.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SpecError {
+    #[error("the chain spec is not valid JSON for this version: {0}")]
+    Json(String),
+    #[error("the chain spec's {0}")]
+    Invalid(String),
+}
+
+impl ChainSpec {
+    /// A spec with the defaults: 1 s slots, a proof window of 40% of the
+    /// slot, 4 copies of each blob, blobs of 1 MiB and registers of 1 KiB.
+    pub fn new(name: &str, genesis_unix_ms: u64, slot_ms: u64) -> ChainSpec {
+        ChainSpec {
+            version: SPEC_VERSION,
+            name: name.to_string(),
+            genesis_unix_ms,
+            slot_ms,
+            proof_window_ms: slot_ms * 2 / 5,
+            producer_timeout_ms: slot_ms / 2,
+            replication: 4,
+            max_block_txs: 1024,
+            max_blob_bytes: 1 << 20,
+            max_register_name_bytes: 64,
+            max_register_value_bytes: 1024,
+            min_k: spacevault::MIN_K,
+            max_k: spacevault::MAX_K,
+        }
+    }
+
+    /// Checks the fields' ranges and relations.
+    pub fn validate(&self) -> Result<(), SpecError> {
+        let bad = |why: String| Err(SpecError::Invalid(why));
+        if self.version != SPEC_VERSION {
+            return bad(format!(
+                "version is {}, this build reads version {SPEC_VERSION}",
+                self.version
+            ));
+        }
+        if self.name.len() > 64 {
+            return bad("name is longer than 64 bytes".into());
+        }
+        if !(10..=3_600_000).contains(&self.slot_ms) {
+            return bad(format!("slot_ms is {}: use 10 to 3600000", self.slot_ms));
+        }
+        if self.proof_window_ms >= self.slot_ms {
+            return bad("proof_window_ms must be shorter than slot_ms".into());
+        }
+        if self.producer_timeout_ms == 0 {
+            return bad("producer_timeout_ms must be at least 1".into());
+        }
+        if self.replication == 0 {
+            return bad("replication must be at least 1".into());
+        }
+        if self.max_blob_bytes == 0 || self.max_blob_bytes > 64 << 20 {
+            return bad("max_blob_bytes must be 1 to 64 MiB".into());
+        }
+        if self.max_register_name_bytes == 0 || self.max_register_name_bytes > 1024 {
+            return bad("max_register_name_bytes must be 1 to 1024".into());
+        }
+        if self.max_register_value_bytes > 64 << 10 {
+            return bad("max_register_value_bytes must be at most 64 KiB".into());
+        }
+        if self.max_block_txs > 1 << 16 {
+            return bad("max_block_txs must be at most 65536".into());
+        }
+        if self.min_k < spacevault::MIN_K
+            || self.max_k > spacevault::MAX_K
+            || self.min_k > self.max_k
+        {
+            return bad(format!(
+                "k range {}..={} is not within {}..={}",
+                self.min_k,
+                self.max_k,
+                spacevault::MIN_K,
+                spacevault::MAX_K
+            ));
+        }
+        Ok(())
+    }
+
+    /// Parses and checks a spec file's JSON.
+    pub fn from_json(text: &str) -> Result<ChainSpec, SpecError> {
+        let spec: ChainSpec =
+            serde_json::from_str(text).map_err(|e| SpecError::Json(e.to_string()))?;
+        spec.validate()?;
+        Ok(spec)
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a spec serializes")
+    }
+
+    /// The canonical encoding the chain id hashes.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.u16(self.version)
+            .bytes(self.name.as_bytes())
+            .u64(self.genesis_unix_ms)
+            .u64(self.slot_ms)
+            .u64(self.proof_window_ms)
+            .u64(self.producer_timeout_ms)
+            .u32(self.replication)
+            .u32(self.max_block_txs)
+            .u32(self.max_blob_bytes)
+            .u32(self.max_register_name_bytes)
+            .u32(self.max_register_value_bytes)
+            .u8(self.min_k)
+            .u8(self.max_k);
+        w.finish()
+    }
+
+    /// Decodes [`encode`](Self::encode)'s bytes.
+    pub fn decode(bytes: &[u8]) -> Result<ChainSpec, DecodeError> {
+        let mut r = Reader::new(bytes);
+        let version = r.u16("spec version")?;
+        if version != SPEC_VERSION {
+            return Err(DecodeError::UnknownVersion {
+                what: "chain spec",
+                version,
+            });
+        }
+        let name = String::from_utf8(r.bytes("spec name", 64)?.to_vec())
+            .map_err(|_| DecodeError::Invalid("the spec's name is not UTF-8"))?;
+        let spec = ChainSpec {
+            version,
+            name,
+            genesis_unix_ms: r.u64("genesis")?,
+            slot_ms: r.u64("slot")?,
+            proof_window_ms: r.u64("proof window")?,
+            producer_timeout_ms: r.u64("producer timeout")?,
+            replication: r.u32("replication")?,
+            max_block_txs: r.u32("max block txs")?,
+            max_blob_bytes: r.u32("max blob bytes")?,
+            max_register_name_bytes: r.u32("max register name")?,
+            max_register_value_bytes: r.u32("max register value")?,
+            min_k: r.u8("min k")?,
+            max_k: r.u8("max k")?,
+        };
+        r.finish()?;
+        Ok(spec)
+    }
+
+    /// BLAKE3 of the canonical encoding.
+    pub fn chain_id(&self) -> [u8; 32] {
+        *blake3::hash(&self.encode()).as_bytes()
+    }
+
+    /// When block `height` is due at the earliest: one slot after its
+    /// parent, the genesis at height 0.
+    pub fn earliest_ms(&self, parent_timestamp_ms: u64) -> u64 {
+        parent_timestamp_ms + self.slot_ms
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_chain_id_covers_every_field_and_survives_json() {
+        let spec = ChainSpec::new("test", 1_700_000_000_000, 1000);
+        spec.validate().unwrap();
+        let again = ChainSpec::from_json(&spec.to_json()).unwrap();
+        assert_eq!(again.chain_id(), spec.chain_id());
+        assert_eq!(ChainSpec::decode(&spec.encode()).unwrap(), spec);
+        let mut other = spec.clone();
+        other.replication = 3;
+        assert_ne!(other.chain_id(), spec.chain_id());
+        let mut other = spec.clone();
+        other.name.push('!');
+        assert_ne!(other.chain_id(), spec.chain_id());
+    }
+
+    #[test]
+    fn bad_specs_say_which_field() {
+        let mut spec = ChainSpec::new("t", 0, 1000);
+        spec.proof_window_ms = 1000;
+        assert!(spec
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("proof_window_ms"));
+        let json = ChainSpec::new("t", 0, 1000)
+            .to_json()
+            .replace("\"slot_ms\"", "\"slots\"");
+        assert!(matches!(
+            ChainSpec::from_json(&json),
+            Err(SpecError::Json(_))
+        ));
+        let mut spec = ChainSpec::new("t", 0, 1000);
+        spec.min_k = 12;
+        assert!(spec.validate().is_err());
+    }
+}

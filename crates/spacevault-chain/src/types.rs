@@ -1,0 +1,528 @@
+//! Blocks, their proofs of space, register transactions and the messages
+//! vaults gossip, with their canonical encodings and hashes
+//! (`docs/PROTOCOL.md` gives every field).
+
+use crate::codec::{DecodeError, Reader, Writer};
+use crate::keys::{self, Keypair};
+
+/// The encoding version of blocks and messages.
+pub const PROTOCOL_VERSION: u16 = 1;
+
+/// Context strings of BLAKE3's `derive_key`, one per kind of hash, so that
+/// no hash of one kind can stand for another.
+pub mod context {
+    pub const BLOCK: &str = "spacevault 2026-11 chain block v1";
+    pub const PROOF: &str = "spacevault 2026-11 chain proof v1";
+    pub const GENESIS: &str = "spacevault 2026-11 chain genesis v1";
+    pub const CHALLENGE: &str = "spacevault 2026-11 chain challenge v1";
+    pub const REGISTER_TX: &str = "spacevault 2026-11 chain register tx v1";
+    pub const TX_ROOT: &str = "spacevault 2026-11 chain tx root v1";
+    pub const RECEIPT: &str = "spacevault 2026-11 storage receipt v1";
+}
+
+fn derive(context: &str, bytes: &[u8]) -> [u8; 32] {
+    blake3::derive_key(context, bytes)
+}
+
+/// A proof of space: which record of which plot answers a challenge.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ChainProof {
+    pub farmer_key: [u8; 32],
+    pub seed: [u8; 32],
+    pub k: u8,
+    pub nonce: u64,
+}
+
+/// Bytes a [`ChainProof`] takes.
+pub const PROOF_BYTES: usize = 32 + 32 + 1 + 8;
+
+impl ChainProof {
+    pub fn encode_into(&self, w: &mut Writer) {
+        w.fixed(&self.farmer_key)
+            .fixed(&self.seed)
+            .u8(self.k)
+            .u64(self.nonce);
+    }
+
+    pub fn decode_from(r: &mut Reader) -> Result<ChainProof, DecodeError> {
+        Ok(ChainProof {
+            farmer_key: r.array("proof's farmer key")?,
+            seed: r.array("proof's seed")?,
+            k: r.u8("proof's k")?,
+            nonce: r.u64("proof's nonce")?,
+        })
+    }
+
+    /// What the next block's challenge is derived from.
+    pub fn hash(&self) -> [u8; 32] {
+        let mut w = Writer::new();
+        self.encode_into(&mut w);
+        derive(context::PROOF, &w.finish())
+    }
+
+    pub fn as_proof(&self) -> spacevault::Proof {
+        spacevault::Proof {
+            farmer_key: self.farmer_key,
+            seed: self.seed,
+            k: self.k,
+            nonce: self.nonce,
+        }
+    }
+
+    /// Verifies the proof for `challenge`: one derive_key and one record
+    /// hash.
+    pub fn verify(&self, challenge: &[u8; 32]) -> Result<Ranked, spacevault::VerifyError> {
+        let v = spacevault::verify(&self.as_proof(), challenge)?;
+        Ok(Ranked {
+            distance: v.distance,
+            nonce: self.nonce,
+            plot_id: v.plot_id,
+            quality: v.quality,
+        })
+    }
+}
+
+/// A verified proof's place in the election: the smaller distance wins, and
+/// ties go as the construction breaks them (the smaller nonce), then to the
+/// smaller plot id, so that the order is total.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ranked {
+    pub distance: [u8; 32],
+    pub nonce: u64,
+    pub plot_id: [u8; 32],
+    pub quality: u32,
+}
+
+impl Ranked {
+    /// Whether `self` wins over `other`.
+    pub fn beats(&self, other: &Ranked) -> bool {
+        (self.distance, self.nonce, self.plot_id) < (other.distance, other.nonce, other.plot_id)
+    }
+}
+
+/// The parent hash of block 1, and the "proof hash" its challenge is
+/// derived from.
+pub fn genesis_hash(chain_id: &[u8; 32]) -> [u8; 32] {
+    derive(context::GENESIS, chain_id)
+}
+
+/// The challenge of block `height`: derived from the chain, the height and
+/// the proof of the parent block (or the genesis hash for block 1), never
+/// from the parent's transactions, which its producer could grind.
+pub fn challenge(chain_id: &[u8; 32], height: u64, parent_proof_hash: &[u8; 32]) -> [u8; 32] {
+    let mut w = Writer::new();
+    w.fixed(chain_id).u64(height).fixed(parent_proof_hash);
+    derive(context::CHALLENGE, &w.finish())
+}
+
+/// A register write, signed by the register's owner.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RegisterTx {
+    pub owner: [u8; 32],
+    pub name: Vec<u8>,
+    /// The previous version plus one (1 for a new register).
+    pub version: u64,
+    pub value: Vec<u8>,
+    pub signature: [u8; 64],
+}
+
+/// Bytes a transaction takes at least (empty name and value).
+pub const TX_MIN_BYTES: usize = 32 + 4 + 8 + 4 + 64;
+
+impl RegisterTx {
+    /// A transaction `owner` signs.
+    pub fn signed(
+        owner: &Keypair,
+        chain_id: &[u8; 32],
+        name: &[u8],
+        version: u64,
+        value: &[u8],
+    ) -> RegisterTx {
+        let mut tx = RegisterTx {
+            owner: owner.public(),
+            name: name.to_vec(),
+            version,
+            value: value.to_vec(),
+            signature: [0; 64],
+        };
+        tx.signature = owner.sign(&tx.id(chain_id));
+        tx
+    }
+
+    /// What the owner signs, and what identifies the transaction: its
+    /// fields and the chain's id, so that it means nothing on another chain.
+    pub fn id(&self, chain_id: &[u8; 32]) -> [u8; 32] {
+        let mut w = Writer::new();
+        w.fixed(chain_id)
+            .fixed(&self.owner)
+            .bytes(&self.name)
+            .u64(self.version)
+            .bytes(&self.value);
+        derive(context::REGISTER_TX, &w.finish())
+    }
+
+    pub fn signature_ok(&self, chain_id: &[u8; 32]) -> bool {
+        keys::verify(&self.owner, &self.id(chain_id), &self.signature)
+    }
+
+    pub fn encode_into(&self, w: &mut Writer) {
+        w.fixed(&self.owner)
+            .bytes(&self.name)
+            .u64(self.version)
+            .bytes(&self.value)
+            .fixed(&self.signature);
+    }
+
+    pub fn decode_from(r: &mut Reader, limits: &Limits) -> Result<RegisterTx, DecodeError> {
+        Ok(RegisterTx {
+            owner: r.array("transaction's owner")?,
+            name: r
+                .bytes("register name", limits.max_register_name_bytes)?
+                .to_vec(),
+            version: r.u64("transaction's version")?,
+            value: r
+                .bytes("register value", limits.max_register_value_bytes)?
+                .to_vec(),
+            signature: r.array("transaction's signature")?,
+        })
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.u16(PROTOCOL_VERSION);
+        self.encode_into(&mut w);
+        w.finish()
+    }
+
+    pub fn decode(bytes: &[u8], limits: &Limits) -> Result<RegisterTx, DecodeError> {
+        let mut r = Reader::new(bytes);
+        check_version(&mut r, "transaction")?;
+        let tx = RegisterTx::decode_from(&mut r, limits)?;
+        r.finish()?;
+        Ok(tx)
+    }
+}
+
+/// The sizes decoding allows, from the chain spec.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    pub max_block_txs: usize,
+    pub max_register_name_bytes: usize,
+    pub max_register_value_bytes: usize,
+}
+
+impl Limits {
+    pub fn of(spec: &crate::ChainSpec) -> Limits {
+        Limits {
+            max_block_txs: spec.max_block_txs as usize,
+            max_register_name_bytes: spec.max_register_name_bytes as usize,
+            max_register_value_bytes: spec.max_register_value_bytes as usize,
+        }
+    }
+}
+
+fn check_version(r: &mut Reader, what: &'static str) -> Result<(), DecodeError> {
+    match r.u16("version")? {
+        PROTOCOL_VERSION => Ok(()),
+        version => Err(DecodeError::UnknownVersion { what, version }),
+    }
+}
+
+/// The root of a block's transactions: a hash of their ids in order.
+pub fn tx_root(chain_id: &[u8; 32], txs: &[RegisterTx]) -> [u8; 32] {
+    let mut w = Writer::new();
+    w.u32(txs.len() as u32);
+    for tx in txs {
+        w.fixed(&tx.id(chain_id));
+    }
+    derive(context::TX_ROOT, &w.finish())
+}
+
+/// What a block's producer signs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlockHeader {
+    pub chain_id: [u8; 32],
+    pub height: u64,
+    pub parent: [u8; 32],
+    pub timestamp_ms: u64,
+    pub proof: ChainProof,
+    pub tx_root: [u8; 32],
+}
+
+impl BlockHeader {
+    fn encode_into(&self, w: &mut Writer) {
+        w.fixed(&self.chain_id)
+            .u64(self.height)
+            .fixed(&self.parent)
+            .u64(self.timestamp_ms);
+        self.proof.encode_into(w);
+        w.fixed(&self.tx_root);
+    }
+
+    fn decode_from(r: &mut Reader) -> Result<BlockHeader, DecodeError> {
+        Ok(BlockHeader {
+            chain_id: r.array("block's chain id")?,
+            height: r.u64("block's height")?,
+            parent: r.array("block's parent")?,
+            timestamp_ms: r.u64("block's timestamp")?,
+            proof: ChainProof::decode_from(r)?,
+            tx_root: r.array("block's transaction root")?,
+        })
+    }
+
+    /// The block's hash: what its producer signs, and what its child names
+    /// as its parent.
+    pub fn hash(&self) -> [u8; 32] {
+        let mut w = Writer::new();
+        w.u16(PROTOCOL_VERSION);
+        self.encode_into(&mut w);
+        derive(context::BLOCK, &w.finish())
+    }
+}
+
+/// A block: its header, its transactions, and the producer's signature of
+/// the header's hash by the proof's farmer key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Block {
+    pub header: BlockHeader,
+    pub txs: Vec<RegisterTx>,
+    pub signature: [u8; 64],
+}
+
+impl Block {
+    /// A block `producer` signs; its proof's farmer key must be the
+    /// producer's public key for the block to be valid.
+    pub fn produce(
+        producer: &Keypair,
+        chain_id: [u8; 32],
+        height: u64,
+        parent: [u8; 32],
+        timestamp_ms: u64,
+        proof: ChainProof,
+        txs: Vec<RegisterTx>,
+    ) -> Block {
+        let header = BlockHeader {
+            chain_id,
+            height,
+            parent,
+            timestamp_ms,
+            proof,
+            tx_root: tx_root(&chain_id, &txs),
+        };
+        let signature = producer.sign(&header.hash());
+        Block {
+            header,
+            txs,
+            signature,
+        }
+    }
+
+    pub fn hash(&self) -> [u8; 32] {
+        self.header.hash()
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.u16(PROTOCOL_VERSION);
+        self.header.encode_into(&mut w);
+        w.u32(self.txs.len() as u32);
+        for tx in &self.txs {
+            tx.encode_into(&mut w);
+        }
+        w.fixed(&self.signature);
+        w.finish()
+    }
+
+    pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Block, DecodeError> {
+        let mut r = Reader::new(bytes);
+        let block = Block::decode_from(&mut r, limits)?;
+        r.finish()?;
+        Ok(block)
+    }
+
+    pub fn decode_from(r: &mut Reader, limits: &Limits) -> Result<Block, DecodeError> {
+        check_version(r, "block")?;
+        let header = BlockHeader::decode_from(r)?;
+        let n = r.count("block's transactions", limits.max_block_txs, TX_MIN_BYTES)?;
+        let txs = (0..n)
+            .map(|_| RegisterTx::decode_from(r, limits))
+            .collect::<Result<_, _>>()?;
+        Ok(Block {
+            header,
+            txs,
+            signature: r.array("block's signature")?,
+        })
+    }
+}
+
+/// A vault's proof for block `height`, gossiped while the proof window is
+/// open so that the network learns the best proof without a message from
+/// every vault.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProofMsg {
+    pub chain_id: [u8; 32],
+    pub height: u64,
+    /// The block the challenge comes from.
+    pub parent: [u8; 32],
+    pub proof: ChainProof,
+}
+
+impl ProofMsg {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.u16(PROTOCOL_VERSION)
+            .fixed(&self.chain_id)
+            .u64(self.height)
+            .fixed(&self.parent);
+        self.proof.encode_into(&mut w);
+        w.finish()
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<ProofMsg, DecodeError> {
+        let mut r = Reader::new(bytes);
+        check_version(&mut r, "proof message")?;
+        let msg = ProofMsg {
+            chain_id: r.array("chain id")?,
+            height: r.u64("height")?,
+            parent: r.array("parent")?,
+            proof: ChainProof::decode_from(&mut r)?,
+        };
+        r.finish()?;
+        Ok(msg)
+    }
+}
+
+/// A vault's signed word that it keeps a blob.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Receipt {
+    pub address: [u8; 32],
+    pub holder: [u8; 32],
+    pub signature: [u8; 64],
+}
+
+impl Receipt {
+    fn message(chain_id: &[u8; 32], address: &[u8; 32], holder: &[u8; 32]) -> [u8; 32] {
+        let mut w = Writer::new();
+        w.fixed(chain_id).fixed(address).fixed(holder);
+        derive(context::RECEIPT, &w.finish())
+    }
+
+    pub fn sign(holder: &Keypair, chain_id: &[u8; 32], address: &[u8; 32]) -> Receipt {
+        let public = holder.public();
+        Receipt {
+            address: *address,
+            holder: public,
+            signature: holder.sign(&Receipt::message(chain_id, address, &public)),
+        }
+    }
+
+    pub fn verify(&self, chain_id: &[u8; 32]) -> bool {
+        let message = Receipt::message(chain_id, &self.address, &self.holder);
+        keys::verify(&self.holder, &message, &self.signature)
+    }
+
+    pub fn encode_into(&self, w: &mut Writer) {
+        w.fixed(&self.address)
+            .fixed(&self.holder)
+            .fixed(&self.signature);
+    }
+
+    pub fn decode_from(r: &mut Reader) -> Result<Receipt, DecodeError> {
+        Ok(Receipt {
+            address: r.array("receipt's address")?,
+            holder: r.array("receipt's holder")?,
+            signature: r.array("receipt's signature")?,
+        })
+    }
+}
+
+/// A blob's address: the BLAKE3 hash of its bytes.
+pub fn blob_address(blob: &[u8]) -> [u8; 32] {
+    *blake3::hash(blob).as_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits() -> Limits {
+        Limits {
+            max_block_txs: 16,
+            max_register_name_bytes: 64,
+            max_register_value_bytes: 1024,
+        }
+    }
+
+    fn sample_block() -> Block {
+        let producer = Keypair::from_secret(&[3; 32]);
+        let owner = Keypair::from_secret(&[4; 32]);
+        let chain = [9; 32];
+        let txs = vec![
+            RegisterTx::signed(&owner, &chain, b"name", 1, b"value"),
+            RegisterTx::signed(&owner, &chain, b"other", 1, b""),
+        ];
+        let proof = ChainProof {
+            farmer_key: producer.public(),
+            seed: [5; 32],
+            k: 16,
+            nonce: 77,
+        };
+        Block::produce(&producer, chain, 1, genesis_hash(&chain), 1000, proof, txs)
+    }
+
+    #[test]
+    fn blocks_and_messages_round_trip_exactly() {
+        let block = sample_block();
+        let bytes = block.encode();
+        assert_eq!(Block::decode(&bytes, &limits()).unwrap(), block);
+        for cut in 0..bytes.len() {
+            assert!(
+                Block::decode(&bytes[..cut], &limits()).is_err(),
+                "cut {cut}"
+            );
+        }
+        let msg = ProofMsg {
+            chain_id: [1; 32],
+            height: 5,
+            parent: [2; 32],
+            proof: block.header.proof.clone(),
+        };
+        assert_eq!(ProofMsg::decode(&msg.encode()).unwrap(), msg);
+        let tx = &block.txs[0];
+        assert_eq!(&RegisterTx::decode(&tx.encode(), &limits()).unwrap(), tx);
+    }
+
+    #[test]
+    fn signatures_cover_what_they_should() {
+        let block = sample_block();
+        let chain = block.header.chain_id;
+        assert!(keys::verify(
+            &block.header.proof.farmer_key,
+            &block.hash(),
+            &block.signature
+        ));
+        assert!(block.txs[0].signature_ok(&chain));
+        // Another chain, version or value: the signature no longer fits.
+        assert!(!block.txs[0].signature_ok(&[8; 32]));
+        let mut tx = block.txs[0].clone();
+        tx.version = 2;
+        assert!(!tx.signature_ok(&chain));
+        let mut header = block.header.clone();
+        header.timestamp_ms += 1;
+        assert_ne!(header.hash(), block.hash());
+        let receipt = Receipt::sign(&Keypair::from_secret(&[6; 32]), &chain, &[1; 32]);
+        assert!(receipt.verify(&chain) && !receipt.verify(&[0; 32]));
+    }
+
+    #[test]
+    fn challenges_depend_on_the_parent_proof_not_its_transactions() {
+        let chain = [1; 32];
+        let block = sample_block();
+        let c = challenge(&chain, 2, &block.header.proof.hash());
+        let mut other = block.clone();
+        other.txs.pop();
+        assert_eq!(c, challenge(&chain, 2, &other.header.proof.hash()));
+        assert_ne!(c, challenge(&chain, 3, &block.header.proof.hash()));
+        assert_ne!(c, challenge(&[2; 32], 2, &block.header.proof.hash()));
+    }
+}

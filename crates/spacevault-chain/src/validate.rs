@@ -1,0 +1,330 @@
+//! What makes a block, a proof message or a transaction acceptable, and why
+//! one is not: every rejection has a reason with a name, which the node
+//! counts in its metrics.
+
+use crate::keys;
+use crate::spec::ChainSpec;
+use crate::types::{challenge, Block, ChainProof, Ranked, RegisterTx};
+
+/// Why a message was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Rejection {
+    #[error("malformed: {0}")]
+    Malformed(String),
+    #[error("made for another chain")]
+    WrongChain,
+    #[error("its parent is not known")]
+    UnknownParent,
+    #[error("height {got} does not follow its parent's {parent}")]
+    BadHeight { got: u64, parent: u64 },
+    #[error("timestamp {got} is before its slot begins at {earliest}")]
+    TooEarly { got: u64, earliest: u64 },
+    #[error("timestamp {got} is in the future (now {now})")]
+    Future { got: u64, now: u64 },
+    #[error("{got} transactions, more than the {max} a block holds")]
+    TooManyTxs { got: usize, max: usize },
+    #[error("the transaction root does not match the transactions")]
+    BadTxRoot,
+    #[error("the proof of space does not verify: {0}")]
+    BadProof(String),
+    #[error("k = {0} is outside the chain's range")]
+    BadK(u8),
+    #[error("the block is not signed by its proof's farmer key")]
+    BadSignature,
+    #[error("a transaction's signature does not verify")]
+    BadTxSignature,
+    #[error("a transaction's register name or value is too large")]
+    TxTooLarge,
+    #[error("a transaction's register name is empty")]
+    EmptyName,
+    #[error("a transaction sets version {got}, the register is at {current}")]
+    BadTxVersion { got: u64, current: u64 },
+    #[error("height {0} is already settled here")]
+    StaleHeight(u64),
+    #[error("height {0} is beyond the next one")]
+    FutureHeight(u64),
+    #[error("already seen")]
+    Duplicate,
+    #[error("not better than the best proof seen for this height")]
+    NotBetter,
+}
+
+impl Rejection {
+    /// The reason's name, for metrics labels.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Rejection::Malformed(_) => "malformed",
+            Rejection::WrongChain => "wrong_chain",
+            Rejection::UnknownParent => "unknown_parent",
+            Rejection::BadHeight { .. } => "bad_height",
+            Rejection::TooEarly { .. } => "too_early",
+            Rejection::Future { .. } => "future",
+            Rejection::TooManyTxs { .. } => "too_many_txs",
+            Rejection::BadTxRoot => "bad_tx_root",
+            Rejection::BadProof(_) => "bad_proof",
+            Rejection::BadK(_) => "bad_k",
+            Rejection::BadSignature => "bad_signature",
+            Rejection::BadTxSignature => "bad_tx_signature",
+            Rejection::TxTooLarge => "tx_too_large",
+            Rejection::EmptyName => "empty_name",
+            Rejection::BadTxVersion { .. } => "bad_tx_version",
+            Rejection::StaleHeight(_) => "stale_height",
+            Rejection::FutureHeight(_) => "future_height",
+            Rejection::Duplicate => "duplicate",
+            Rejection::NotBetter => "not_better",
+        }
+    }
+
+    /// Whether the sender is at fault (a message no honest vault sends),
+    /// rather than merely late, early or repeating what others said.
+    pub fn is_fault(&self) -> bool {
+        !matches!(
+            self,
+            Rejection::UnknownParent
+                | Rejection::StaleHeight(_)
+                | Rejection::FutureHeight(_)
+                | Rejection::Duplicate
+                | Rejection::NotBetter
+                | Rejection::BadTxVersion { .. }
+        )
+    }
+}
+
+/// What a block's validation needs of its parent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Parent {
+    pub hash: [u8; 32],
+    pub height: u64,
+    pub timestamp_ms: u64,
+    /// The hash of the parent's proof (the genesis hash for block 0).
+    pub proof_hash: [u8; 32],
+}
+
+impl Parent {
+    /// Block 0: the chain's genesis, at the spec's genesis time.
+    pub fn genesis(spec: &ChainSpec) -> Parent {
+        let chain_id = spec.chain_id();
+        let g = crate::types::genesis_hash(&chain_id);
+        Parent {
+            hash: g,
+            height: 0,
+            timestamp_ms: spec.genesis_unix_ms,
+            proof_hash: g,
+        }
+    }
+
+    /// The challenge of this block's child.
+    pub fn child_challenge(&self, chain_id: &[u8; 32]) -> [u8; 32] {
+        challenge(chain_id, self.height + 1, &self.proof_hash)
+    }
+}
+
+/// How far ahead of the local clock a block's timestamp may be.
+pub fn max_drift_ms(spec: &ChainSpec) -> u64 {
+    (spec.slot_ms / 2).max(50)
+}
+
+/// Verifies a proof for the child of `parent`, with the spec's k range.
+pub fn check_proof(
+    spec: &ChainSpec,
+    chain_id: &[u8; 32],
+    parent: &Parent,
+    proof: &ChainProof,
+) -> Result<Ranked, Rejection> {
+    if !(spec.min_k..=spec.max_k).contains(&proof.k) {
+        return Err(Rejection::BadK(proof.k));
+    }
+    proof
+        .verify(&parent.child_challenge(chain_id))
+        .map_err(|e| Rejection::BadProof(e.to_string()))
+}
+
+/// Checks a transaction on its own: sizes and signature.
+pub fn check_tx(spec: &ChainSpec, chain_id: &[u8; 32], tx: &RegisterTx) -> Result<(), Rejection> {
+    if tx.name.is_empty() {
+        return Err(Rejection::EmptyName);
+    }
+    if tx.name.len() > spec.max_register_name_bytes as usize
+        || tx.value.len() > spec.max_register_value_bytes as usize
+    {
+        return Err(Rejection::TxTooLarge);
+    }
+    if !tx.signature_ok(chain_id) {
+        return Err(Rejection::BadTxSignature);
+    }
+    Ok(())
+}
+
+/// Everything about a block that does not depend on the registers' state:
+/// its chain, height, time, size, proof, signature and transactions'
+/// signatures. Returns its proof's rank.
+pub fn check_block(
+    spec: &ChainSpec,
+    chain_id: &[u8; 32],
+    parent: &Parent,
+    block: &Block,
+    now_ms: u64,
+) -> Result<Ranked, Rejection> {
+    let h = &block.header;
+    if h.chain_id != *chain_id {
+        return Err(Rejection::WrongChain);
+    }
+    if h.parent != parent.hash {
+        return Err(Rejection::UnknownParent);
+    }
+    if h.height != parent.height + 1 {
+        return Err(Rejection::BadHeight {
+            got: h.height,
+            parent: parent.height,
+        });
+    }
+    let earliest = spec.earliest_ms(parent.timestamp_ms);
+    if h.timestamp_ms < earliest {
+        return Err(Rejection::TooEarly {
+            got: h.timestamp_ms,
+            earliest,
+        });
+    }
+    if h.timestamp_ms > now_ms + max_drift_ms(spec) {
+        return Err(Rejection::Future {
+            got: h.timestamp_ms,
+            now: now_ms,
+        });
+    }
+    if block.txs.len() > spec.max_block_txs as usize {
+        return Err(Rejection::TooManyTxs {
+            got: block.txs.len(),
+            max: spec.max_block_txs as usize,
+        });
+    }
+    if crate::types::tx_root(chain_id, &block.txs) != h.tx_root {
+        return Err(Rejection::BadTxRoot);
+    }
+    let ranked = check_proof(spec, chain_id, parent, &h.proof)?;
+    if !keys::verify(&h.proof.farmer_key, &block.hash(), &block.signature) {
+        return Err(Rejection::BadSignature);
+    }
+    for tx in &block.txs {
+        check_tx(spec, chain_id, tx)?;
+    }
+    Ok(ranked)
+}
+
+/// The registers' versions, as a block's transactions are applied to them.
+pub trait Versions {
+    /// The register's version, 0 when it has none.
+    fn version(&self, owner: &[u8; 32], name: &[u8]) -> u64;
+}
+
+/// Checks that each transaction sets its register's next version, in
+/// order (a block may set one register more than once, one version after
+/// another).
+pub fn check_versions(state: &impl Versions, txs: &[RegisterTx]) -> Result<(), Rejection> {
+    let mut seen: std::collections::HashMap<(&[u8; 32], &[u8]), u64> = Default::default();
+    for tx in txs {
+        let key = (&tx.owner, tx.name.as_slice());
+        let current = *seen
+            .entry(key)
+            .or_insert_with(|| state.version(&tx.owner, &tx.name));
+        if tx.version != current + 1 {
+            return Err(Rejection::BadTxVersion {
+                got: tx.version,
+                current,
+            });
+        }
+        seen.insert(key, tx.version);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::keys::Keypair;
+    use crate::types::Block;
+    use std::collections::HashMap;
+
+    struct Map(HashMap<([u8; 32], Vec<u8>), u64>);
+    impl Versions for Map {
+        fn version(&self, owner: &[u8; 32], name: &[u8]) -> u64 {
+            self.0.get(&(*owner, name.to_vec())).copied().unwrap_or(0)
+        }
+    }
+
+    #[test]
+    fn versions_must_follow_one_another() {
+        let chain = [1; 32];
+        let owner = Keypair::from_secret(&[2; 32]);
+        let tx = |v| RegisterTx::signed(&owner, &chain, b"n", v, b"x");
+        let empty = Map(HashMap::new());
+        assert!(check_versions(&empty, &[tx(1), tx(2)]).is_ok());
+        assert_eq!(
+            check_versions(&empty, &[tx(2)]),
+            Err(Rejection::BadTxVersion { got: 2, current: 0 })
+        );
+        assert!(check_versions(&empty, &[tx(1), tx(1)]).is_err());
+        let at_one = Map([((owner.public(), b"n".to_vec()), 1)].into());
+        assert!(check_versions(&at_one, &[tx(2)]).is_ok());
+        assert!(check_versions(&at_one, &[tx(1)]).is_err());
+    }
+
+    #[test]
+    fn a_block_is_checked_field_by_field() {
+        let spec = ChainSpec::new("t", 1_000_000, 1000);
+        let chain = spec.chain_id();
+        let parent = Parent::genesis(&spec);
+        let producer = Keypair::from_secret(&[7; 32]);
+        // Any plot's record for the challenge is a valid proof; its rank
+        // does not matter here.
+        let proof = ChainProof {
+            farmer_key: producer.public(),
+            seed: [1; 32],
+            k: 16,
+            nonce: 5,
+        };
+        let at = parent.timestamp_ms + spec.slot_ms;
+        let make = |ts, proof: ChainProof| {
+            Block::produce(&producer, chain, 1, parent.hash, ts, proof, vec![])
+        };
+        let good = make(at, proof.clone());
+        assert!(check_block(&spec, &chain, &parent, &good, at).is_ok());
+        assert_eq!(
+            check_block(&spec, &chain, &parent, &make(at - 1, proof.clone()), at),
+            Err(Rejection::TooEarly {
+                got: at - 1,
+                earliest: at
+            })
+        );
+        assert!(matches!(
+            check_block(&spec, &chain, &parent, &good, at - 10_000),
+            Err(Rejection::Future { .. })
+        ));
+        let mut stolen = proof.clone();
+        stolen.farmer_key = Keypair::from_secret(&[8; 32]).public();
+        let r = check_block(&spec, &chain, &parent, &make(at, stolen), at);
+        assert_eq!(r, Err(Rejection::BadSignature));
+        let mut big = proof.clone();
+        big.nonce = 1 << 20;
+        assert!(matches!(
+            check_block(&spec, &chain, &parent, &make(at, big), at),
+            Err(Rejection::BadProof(_))
+        ));
+        let mut small = proof;
+        small.k = 12;
+        assert_eq!(
+            check_block(&spec, &chain, &parent, &make(at, small), at),
+            Err(Rejection::BadK(12))
+        );
+        let mut forged = good.clone();
+        forged.header.height = 2;
+        assert!(matches!(
+            check_block(&spec, &chain, &parent, &forged, at),
+            Err(Rejection::BadHeight { .. })
+        ));
+        assert_eq!(
+            check_block(&spec, &[0; 32], &parent, &good, at),
+            Err(Rejection::WrongChain)
+        );
+    }
+}

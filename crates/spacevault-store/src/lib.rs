@@ -1,0 +1,399 @@
+//! A vault's store: every block it has seen, the canonical chain, the
+//! registers as of the chain's head, and the blobs it keeps, in one redb
+//! database in the node's `--data` directory.
+//!
+//! redb, rather than an LSM store such as fjall: a vault's writes are small
+//! and its reads random (a block, a register, a blob), redb's copy-on-write
+//! B-trees commit atomically with one fsync and need no compaction or
+//! write-ahead log to replay, and a process killed at any moment leaves the
+//! last committed transaction. Everything that must change together (a new
+//! head, the canonical heights, the registers and their undo records)
+//! changes in one transaction, so a reopened store is always consistent.
+//!
+//! Blobs are stored as their bytes only; whoever reads one hashes it again
+//! before trusting it (the store never remembers that a blob was valid).
+
+mod records;
+
+pub use records::{BlockInfo, RegisterEntry, Status};
+
+use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
+use spacevault_chain::types::Ranked;
+use spacevault_chain::validate::{check_versions, Versions};
+use spacevault_chain::{Block, ChainSpec, Limits, Rejection};
+use std::path::Path;
+
+const BLOCKS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("blocks");
+const INFO: TableDefinition<&[u8], &[u8]> = TableDefinition::new("block_info");
+const CANONICAL: TableDefinition<u64, &[u8]> = TableDefinition::new("canonical");
+const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+const REGISTERS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("registers");
+const UNDO: TableDefinition<&[u8], &[u8]> = TableDefinition::new("undo");
+const BLOBS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("blobs");
+
+/// Why the store failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    #[error("the store: {0}")]
+    Db(String),
+    #[error(
+        "{path} holds chain {found}, not this spec's {expected}: give the node another --data directory"
+    )]
+    OtherChain {
+        path: String,
+        found: String,
+        expected: String,
+    },
+    #[error("the store's record of {0} is damaged")]
+    Corrupt(&'static str),
+    #[error("block {0} is not in the store")]
+    MissingBlock(String),
+}
+
+impl<E: Into<redb::Error>> From<E> for StoreError {
+    fn from(e: E) -> StoreError {
+        StoreError::Db(e.into().to_string())
+    }
+}
+
+/// A block that could not be made canonical, and why.
+#[derive(Debug)]
+pub struct Refused {
+    pub block: [u8; 32],
+    pub why: Rejection,
+}
+
+/// The store of one vault.
+pub struct Store {
+    db: Database,
+    limits: Limits,
+}
+
+/// The key of a register: its owner, then its name.
+fn register_key(owner: &[u8; 32], name: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(32 + name.len());
+    k.extend_from_slice(owner);
+    k.extend_from_slice(name);
+    k
+}
+
+impl Store {
+    /// Opens the store at `path`, creating it for `spec`'s chain if it is
+    /// new; a store of another chain is refused.
+    pub fn open(path: &Path, spec: &ChainSpec) -> Result<Store, StoreError> {
+        let db = Database::create(path)?;
+        let chain_id = spec.chain_id();
+        let tx = db.begin_write()?;
+        {
+            let mut meta = tx.open_table(META)?;
+            let found = meta.get("chain_id")?.map(|v| v.value().to_vec());
+            match found {
+                Some(found) if found != chain_id => {
+                    return Err(StoreError::OtherChain {
+                        path: path.display().to_string(),
+                        found: hex::encode(found),
+                        expected: hex::encode(chain_id),
+                    })
+                }
+                Some(_) => {}
+                None => {
+                    meta.insert("chain_id", chain_id.as_slice())?;
+                }
+            }
+            // Every table exists from the start, so that readers need not
+            // tell "empty" from "missing".
+            tx.open_table(BLOCKS)?;
+            tx.open_table(INFO)?;
+            tx.open_table(CANONICAL)?;
+            tx.open_table(REGISTERS)?;
+            tx.open_table(UNDO)?;
+            tx.open_table(BLOBS)?;
+        }
+        tx.commit()?;
+        Ok(Store {
+            db,
+            limits: Limits::of(spec),
+        })
+    }
+
+    /// The canonical head: its hash and height, none before block 1.
+    pub fn head(&self) -> Result<Option<([u8; 32], u64)>, StoreError> {
+        let tx = self.db.begin_read()?;
+        let meta = tx.open_table(META)?;
+        let Some(hash) = meta.get("head")? else {
+            return Ok(None);
+        };
+        let hash: [u8; 32] = hash
+            .value()
+            .try_into()
+            .map_err(|_| StoreError::Corrupt("the head"))?;
+        let info = tx.open_table(INFO)?;
+        let height = match info.get(hash.as_slice())? {
+            Some(v) => BlockInfo::decode(v.value())?.height,
+            None => return Err(StoreError::Corrupt("the head's block")),
+        };
+        Ok(Some((hash, height)))
+    }
+
+    /// The canonical block's hash at `height`.
+    pub fn canonical(&self, height: u64) -> Result<Option<[u8; 32]>, StoreError> {
+        let tx = self.db.begin_read()?;
+        let t = tx.open_table(CANONICAL)?;
+        let hash = t.get(height)?;
+        hash.map(|h| {
+            h.value()
+                .try_into()
+                .map_err(|_| StoreError::Corrupt("a height"))
+        })
+        .transpose()
+    }
+
+    pub fn block(&self, hash: &[u8; 32]) -> Result<Option<Block>, StoreError> {
+        let tx = self.db.begin_read()?;
+        let t = tx.open_table(BLOCKS)?;
+        let bytes = t.get(hash.as_slice())?;
+        bytes
+            .map(|b| {
+                Block::decode(b.value(), &self.limits).map_err(|_| StoreError::Corrupt("a block"))
+            })
+            .transpose()
+    }
+
+    /// What the store knows of a block without decoding it.
+    pub fn info(&self, hash: &[u8; 32]) -> Result<Option<BlockInfo>, StoreError> {
+        let tx = self.db.begin_read()?;
+        let t = tx.open_table(INFO)?;
+        let v = t.get(hash.as_slice())?;
+        v.map(|v| BlockInfo::decode(v.value())).transpose()
+    }
+
+    /// Keeps a block that passed the stateless checks, not yet canonical.
+    /// Its transactions' versions are checked when it joins the canonical
+    /// chain ([`make_canonical`](Self::make_canonical)).
+    pub fn insert_block(&self, block: &Block, rank: Ranked) -> Result<BlockInfo, StoreError> {
+        let info = BlockInfo {
+            height: block.header.height,
+            parent: block.header.parent,
+            timestamp_ms: block.header.timestamp_ms,
+            proof_hash: block.header.proof.hash(),
+            rank,
+            status: Status::Stored,
+        };
+        let hash = block.hash();
+        let tx = self.db.begin_write()?;
+        {
+            tx.open_table(BLOCKS)?
+                .insert(hash.as_slice(), block.encode().as_slice())?;
+            let mut infos = tx.open_table(INFO)?;
+            if infos.get(hash.as_slice())?.is_none() {
+                infos.insert(hash.as_slice(), info.encode().as_slice())?;
+            }
+        }
+        tx.commit()?;
+        Ok(info)
+    }
+
+    /// Marks a block (and so every block built on it) as invalid.
+    pub fn mark_invalid(&self, hash: &[u8; 32]) -> Result<(), StoreError> {
+        let tx = self.db.begin_write()?;
+        {
+            let mut infos = tx.open_table(INFO)?;
+            let current = infos.get(hash.as_slice())?.map(|v| v.value().to_vec());
+            if let Some(bytes) = current {
+                let mut info = BlockInfo::decode(&bytes)?;
+                info.status = Status::Invalid;
+                infos.insert(hash.as_slice(), info.encode().as_slice())?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Makes the chain ending at `tip` canonical, in one transaction: rolls
+    /// the registers back over the blocks of the old chain above the
+    /// common ancestor, applies the new ones' transactions (checking their
+    /// versions), and moves the head. When a new block's transactions do
+    /// not apply, nothing changes and that block is named.
+    pub fn make_canonical(&self, branch: &[[u8; 32]]) -> Result<Result<(), Refused>, StoreError> {
+        let Some(first) = branch.first() else {
+            return Ok(Ok(()));
+        };
+        let first_height = self
+            .info(first)?
+            .ok_or_else(|| StoreError::MissingBlock(hex::encode(first)))?
+            .height;
+        let head_height = self.head()?.map_or(0, |(_, h)| h);
+        let tx = self.db.begin_write()?;
+        {
+            let mut canonical = tx.open_table(CANONICAL)?;
+            let mut registers = tx.open_table(REGISTERS)?;
+            let mut undo = tx.open_table(UNDO)?;
+            let blocks = tx.open_table(BLOCKS)?;
+            let mut infos = tx.open_table(INFO)?;
+            // Roll back, newest first.
+            for height in (first_height..=head_height).rev() {
+                let Some(hash) = canonical.remove(height)?.map(|h| h.value().to_vec()) else {
+                    continue;
+                };
+                let records = undo.remove(hash.as_slice())?.map(|v| v.value().to_vec());
+                for (key, previous) in records::decode_undo(records.as_deref().unwrap_or(&[]))? {
+                    match previous {
+                        Some(entry) => registers.insert(key.as_slice(), entry.as_slice())?,
+                        None => registers.remove(key.as_slice())?,
+                    };
+                }
+            }
+            // Apply, oldest first.
+            for hash in branch {
+                let bytes = blocks
+                    .get(hash.as_slice())?
+                    .map(|b| b.value().to_vec())
+                    .ok_or_else(|| StoreError::MissingBlock(hex::encode(hash)))?;
+                let block = Block::decode(&bytes, &self.limits)
+                    .map_err(|_| StoreError::Corrupt("a block"))?;
+                let mut current = std::collections::HashMap::new();
+                for t in &block.txs {
+                    if let std::collections::hash_map::Entry::Vacant(slot) =
+                        current.entry(register_key(&t.owner, &t.name))
+                    {
+                        let entry = registers.get(slot.key().as_slice())?;
+                        let version = entry
+                            .map(|v| RegisterEntry::decode(v.value()))
+                            .transpose()?
+                            .map_or(0, |e| e.version);
+                        slot.insert(version);
+                    }
+                }
+                if let Err(why) = check_versions(&MapVersions(current), &block.txs) {
+                    // Dropping the transaction uncommitted leaves the store
+                    // as it was.
+                    return Ok(Err(Refused { block: *hash, why }));
+                }
+                let mut records = Vec::new();
+                for t in &block.txs {
+                    let key = register_key(&t.owner, &t.name);
+                    let previous = registers.get(key.as_slice())?.map(|v| v.value().to_vec());
+                    records.push((key.clone(), previous));
+                    let entry = RegisterEntry {
+                        version: t.version,
+                        value: t.value.clone(),
+                        signature: t.signature,
+                        height: block.header.height,
+                    };
+                    registers.insert(key.as_slice(), entry.encode().as_slice())?;
+                }
+                undo.insert(hash.as_slice(), records::encode_undo(&records).as_slice())?;
+                canonical.insert(block.header.height, hash.as_slice())?;
+                let info_bytes = infos.get(hash.as_slice())?.map(|v| v.value().to_vec());
+                if let Some(info_bytes) = info_bytes {
+                    let mut info = BlockInfo::decode(&info_bytes)?;
+                    if info.status == Status::Stored {
+                        info.status = Status::Applied;
+                        infos.insert(hash.as_slice(), info.encode().as_slice())?;
+                    }
+                }
+            }
+            let tip = branch.last().expect("not empty");
+            tx.open_table(META)?.insert("head", tip.as_slice())?;
+        }
+        tx.commit()?;
+        Ok(Ok(()))
+    }
+
+    /// The register's latest entry on the canonical chain.
+    pub fn register(
+        &self,
+        owner: &[u8; 32],
+        name: &[u8],
+    ) -> Result<Option<RegisterEntry>, StoreError> {
+        let tx = self.db.begin_read()?;
+        let t = tx.open_table(REGISTERS)?;
+        let v = t.get(register_key(owner, name).as_slice())?;
+        v.map(|v| RegisterEntry::decode(v.value())).transpose()
+    }
+
+    /// The register's version on the canonical chain (0 when it has none).
+    pub fn register_version(&self, owner: &[u8; 32], name: &[u8]) -> Result<u64, StoreError> {
+        Ok(self.register(owner, name)?.map_or(0, |e| e.version))
+    }
+
+    /// Keeps a blob's bytes under its address.
+    pub fn put_blob(&self, address: &[u8; 32], bytes: &[u8]) -> Result<(), StoreError> {
+        let tx = self.db.begin_write()?;
+        tx.open_table(BLOBS)?.insert(address.as_slice(), bytes)?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// A blob's bytes as stored: the caller hashes them before trusting
+    /// them.
+    pub fn get_blob(&self, address: &[u8; 32]) -> Result<Option<Vec<u8>>, StoreError> {
+        let tx = self.db.begin_read()?;
+        let t = tx.open_table(BLOBS)?;
+        let v = t.get(address.as_slice())?;
+        Ok(v.map(|v| v.value().to_vec()))
+    }
+
+    pub fn has_blob(&self, address: &[u8; 32]) -> Result<bool, StoreError> {
+        let tx = self.db.begin_read()?;
+        Ok(tx.open_table(BLOBS)?.get(address.as_slice())?.is_some())
+    }
+
+    pub fn delete_blob(&self, address: &[u8; 32]) -> Result<(), StoreError> {
+        let tx = self.db.begin_write()?;
+        tx.open_table(BLOBS)?.remove(address.as_slice())?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The addresses of every blob kept.
+    pub fn blob_addresses(&self) -> Result<Vec<[u8; 32]>, StoreError> {
+        let tx = self.db.begin_read()?;
+        let t = tx.open_table(BLOBS)?;
+        let mut out = Vec::new();
+        for entry in t.iter()? {
+            let (k, _) = entry?;
+            out.push(
+                k.value()
+                    .try_into()
+                    .map_err(|_| StoreError::Corrupt("a blob's address"))?,
+            );
+        }
+        Ok(out)
+    }
+
+    /// Blobs kept and their bytes.
+    pub fn blob_stats(&self) -> Result<(u64, u64), StoreError> {
+        let tx = self.db.begin_read()?;
+        let t = tx.open_table(BLOBS)?;
+        let mut bytes = 0u64;
+        for entry in t.iter()? {
+            bytes += entry?.1.value().len() as u64;
+        }
+        Ok((t.len()?, bytes))
+    }
+
+    /// Overwrites a stored blob's bytes as they are: for tests that damage
+    /// a copy on purpose.
+    #[doc(hidden)]
+    pub fn corrupt_blob_for_tests(
+        &self,
+        address: &[u8; 32],
+        bytes: &[u8],
+    ) -> Result<(), StoreError> {
+        self.put_blob(address, bytes)
+    }
+}
+
+/// The versions of a block's registers before it, read from the store.
+struct MapVersions(std::collections::HashMap<Vec<u8>, u64>);
+
+impl Versions for MapVersions {
+    fn version(&self, owner: &[u8; 32], name: &[u8]) -> u64 {
+        self.0.get(&register_key(owner, name)).copied().unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests;

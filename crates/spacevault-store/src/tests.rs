@@ -1,0 +1,237 @@
+use super::*;
+use spacevault_chain::{ChainProof, Keypair, RegisterTx};
+
+fn spec() -> ChainSpec {
+    ChainSpec::new("store-test", 1_000, 100)
+}
+
+fn rank(d: u8) -> Ranked {
+    Ranked {
+        distance: [d; 32],
+        nonce: 0,
+        plot_id: [0; 32],
+        quality: 0,
+    }
+}
+
+/// A block on `parent` at `height` with these transactions (the store does
+/// not check proofs, so any proof will do).
+fn block(parent: [u8; 32], height: u64, salt: u8, txs: Vec<RegisterTx>) -> Block {
+    let producer = Keypair::from_secret(&[salt; 32]);
+    let proof = ChainProof {
+        farmer_key: producer.public(),
+        seed: [salt; 32],
+        k: 16,
+        nonce: height,
+    };
+    Block::produce(
+        &producer,
+        spec().chain_id(),
+        height,
+        parent,
+        1000 * height,
+        proof,
+        txs,
+    )
+}
+
+fn set(owner: &Keypair, name: &[u8], version: u64, value: &[u8]) -> RegisterTx {
+    RegisterTx::signed(owner, &spec().chain_id(), name, version, value)
+}
+
+#[test]
+fn a_store_belongs_to_one_chain() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.redb");
+    drop(Store::open(&path, &spec()).unwrap());
+    let mut other = spec();
+    other.name = "another".into();
+    let e = Store::open(&path, &other).err().unwrap();
+    assert!(e.to_string().contains("another --data directory"), "{e}");
+    assert!(Store::open(&path, &spec()).is_ok());
+}
+
+#[test]
+fn reorgs_roll_registers_back_and_forward() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("s.redb"), &spec()).unwrap();
+    let owner = Keypair::from_secret(&[9; 32]);
+    let g = spacevault_chain::genesis_hash(&spec().chain_id());
+    // Chain A: v1 = "a", then v2 = "aa".
+    let a1 = block(g, 1, 1, vec![set(&owner, b"r", 1, b"a")]);
+    let a2 = block(a1.hash(), 2, 1, vec![set(&owner, b"r", 2, b"aa")]);
+    // Chain B from genesis: v1 = "b", v2 and v3 in one block, then a
+    // register of its own.
+    let b1 = block(g, 1, 2, vec![set(&owner, b"r", 1, b"b")]);
+    let b2 = block(
+        b1.hash(),
+        2,
+        2,
+        vec![set(&owner, b"r", 2, b"bb"), set(&owner, b"r", 3, b"bbb")],
+    );
+    let b3 = block(b2.hash(), 3, 2, vec![set(&owner, b"s", 1, b"x")]);
+    for b in [&a1, &a2, &b1, &b2, &b3] {
+        store.insert_block(b, rank(1)).unwrap();
+    }
+    store
+        .make_canonical(&[a1.hash(), a2.hash()])
+        .unwrap()
+        .unwrap();
+    assert_eq!(store.head().unwrap(), Some((a2.hash(), 2)));
+    assert_eq!(
+        store
+            .register(&owner.public(), b"r")
+            .unwrap()
+            .unwrap()
+            .value,
+        b"aa"
+    );
+
+    store
+        .make_canonical(&[b1.hash(), b2.hash(), b3.hash()])
+        .unwrap()
+        .unwrap();
+    assert_eq!(store.head().unwrap(), Some((b3.hash(), 3)));
+    let r = store.register(&owner.public(), b"r").unwrap().unwrap();
+    assert_eq!(
+        (r.version, r.value.as_slice(), r.height),
+        (3, &b"bbb"[..], 2)
+    );
+    assert_eq!(store.canonical(1).unwrap(), Some(b1.hash()));
+    assert_eq!(
+        store.info(&b1.hash()).unwrap().unwrap().status,
+        Status::Applied
+    );
+
+    // And back: "s" disappears, "r" is A's again.
+    store
+        .make_canonical(&[a1.hash(), a2.hash()])
+        .unwrap()
+        .unwrap();
+    assert_eq!(store.register(&owner.public(), b"s").unwrap(), None);
+    assert_eq!(store.register_version(&owner.public(), b"r").unwrap(), 2);
+    assert_eq!(store.canonical(3).unwrap(), None);
+}
+
+#[test]
+fn a_block_whose_versions_do_not_follow_is_refused_and_nothing_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("s.redb"), &spec()).unwrap();
+    let owner = Keypair::from_secret(&[9; 32]);
+    let g = spacevault_chain::genesis_hash(&spec().chain_id());
+    let b1 = block(g, 1, 1, vec![set(&owner, b"r", 1, b"a")]);
+    let replay = block(b1.hash(), 2, 1, vec![set(&owner, b"r", 1, b"a")]);
+    store.insert_block(&b1, rank(1)).unwrap();
+    store.insert_block(&replay, rank(1)).unwrap();
+    store.make_canonical(&[b1.hash()]).unwrap().unwrap();
+    let refused = store.make_canonical(&[replay.hash()]).unwrap().unwrap_err();
+    assert_eq!(refused.block, replay.hash());
+    assert_eq!(refused.why.name(), "bad_tx_version");
+    assert_eq!(store.head().unwrap(), Some((b1.hash(), 1)));
+    store.mark_invalid(&replay.hash()).unwrap();
+    assert_eq!(
+        store.info(&replay.hash()).unwrap().unwrap().status,
+        Status::Invalid
+    );
+}
+
+#[test]
+fn blobs_are_kept_as_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("s.redb"), &spec()).unwrap();
+    let blob = b"some data".to_vec();
+    let addr = spacevault_chain::blob_address(&blob);
+    assert!(!store.has_blob(&addr).unwrap());
+    store.put_blob(&addr, &blob).unwrap();
+    assert_eq!(store.get_blob(&addr).unwrap(), Some(blob.clone()));
+    assert_eq!(store.blob_addresses().unwrap(), vec![addr]);
+    assert_eq!(store.blob_stats().unwrap(), (1, blob.len() as u64));
+    store.delete_blob(&addr).unwrap();
+    assert_eq!(store.get_blob(&addr).unwrap(), None);
+}
+
+/// The child half of the kill test: commits blocks and blobs as fast as it
+/// can until it is killed.
+#[test]
+fn store_writer_child() {
+    let Some(path) = std::env::var_os("SPACEVAULT_STORE_KILL_TEST") else {
+        return;
+    };
+    let store = Store::open(Path::new(&path), &spec()).unwrap();
+    let owner = Keypair::from_secret(&[9; 32]);
+    let (mut parent, mut height) = match store.head().unwrap() {
+        Some(head) => head,
+        None => (spacevault_chain::genesis_hash(&spec().chain_id()), 0),
+    };
+    loop {
+        height += 1;
+        let version = store.register_version(&owner.public(), b"counter").unwrap();
+        let b = block(
+            parent,
+            height,
+            1,
+            vec![set(&owner, b"counter", version + 1, &height.to_le_bytes())],
+        );
+        store.insert_block(&b, rank(1)).unwrap();
+        store.make_canonical(&[b.hash()]).unwrap().unwrap();
+        let blob = vec![height as u8; 1000 + height as usize % 5000];
+        store
+            .put_blob(&spacevault_chain::blob_address(&blob), &blob)
+            .unwrap();
+        parent = b.hash();
+        println!("committed {height}");
+    }
+}
+
+#[test]
+fn a_store_killed_at_any_moment_opens_and_is_consistent() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("killed.redb");
+    for round in 0..4 {
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "tests::store_writer_child", "--nocapture"])
+            .env("SPACEVAULT_STORE_KILL_TEST", &path)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // Killed after a varying number of commits, mid-way through the
+        // next: the child reports each commit on stdout.
+        let mut lines =
+            std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap()));
+        let mut commits = 0;
+        while commits < 3 + 5 * round {
+            match lines.next() {
+                Some(Ok(line)) if line.starts_with("committed") => commits += 1,
+                Some(_) => {}
+                None => panic!("the writer stopped after {commits} commits"),
+            }
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let store = Store::open(&path, &spec()).unwrap();
+        let (head, height) = store.head().unwrap().expect("some blocks were committed");
+        assert!(height > 0, "round {round}");
+        // Every height up to the head is canonical and links to its parent,
+        // and the register's value is the head's.
+        let mut at = head;
+        for h in (1..=height).rev() {
+            assert_eq!(
+                store.canonical(h).unwrap(),
+                Some(at),
+                "round {round}, height {h}"
+            );
+            at = store.block(&at).unwrap().unwrap().header.parent;
+        }
+        let owner = Keypair::from_secret(&[9; 32]);
+        let r = store
+            .register(&owner.public(), b"counter")
+            .unwrap()
+            .unwrap();
+        assert_eq!(r.value, height.to_le_bytes(), "round {round}");
+        for addr in store.blob_addresses().unwrap() {
+            let blob = store.get_blob(&addr).unwrap().unwrap();
+            assert_eq!(spacevault_chain::blob_address(&blob), addr);
+        }
+    }
+}
