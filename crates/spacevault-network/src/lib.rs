@@ -1,0 +1,598 @@
+//! The vaults' network on rust-libp2p, the engine Lighthouse and Subspace
+//! use: gossipsub carries blocks, proofs and transactions (each message
+//! validated by the node before it is relayed, so that an invalid one is
+//! never forwarded and its sender loses peer score); request-response
+//! carries block sync and blob storage ([`wire`]); identify and Kademlia
+//! find peers from a few bootstrap addresses.
+//!
+//! Two transports: TCP with noise and yamux for real networks, and an
+//! in-memory one for tests that run many nodes in one process. The node
+//! talks to the network through [`Handle`] (commands) and a stream of
+//! [`Event`]s; the swarm runs on a task of its own.
+
+pub mod wire;
+
+use futures::StreamExt;
+use libp2p::gossipsub::{self, IdentTopic, MessageAcceptance, MessageAuthenticity, TopicHash};
+use libp2p::identity::{self, PeerId};
+use libp2p::request_response::{self, OutboundRequestId, ProtocolSupport, ResponseChannel};
+use libp2p::swarm::{NetworkBehaviour, SwarmEvent};
+use libp2p::{
+    allow_block_list, identify, kad, noise, tcp, yamux, Multiaddr, StreamProtocol, Swarm,
+};
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+pub use wire::{Request, Response};
+
+pub use libp2p::gossipsub::MessageId;
+pub use libp2p::Multiaddr as Address;
+pub use libp2p::PeerId as Peer;
+
+/// How nodes reach each other.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TransportKind {
+    /// TCP with noise and yamux.
+    Tcp,
+    /// In-process, for tests: `/memory/N` addresses.
+    Memory,
+}
+
+/// What a node's network starts with.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// The farmer's secret key: its public key is the node's peer id.
+    pub secret: [u8; 32],
+    pub transport: TransportKind,
+    pub listen: Vec<Multiaddr>,
+    pub bootstrap: Vec<Multiaddr>,
+    /// Topics are the chain's own.
+    pub chain_id: [u8; 32],
+    /// Gossipsub's heartbeat: shorter for tests with short slots.
+    pub heartbeat: Duration,
+    /// Connections a node keeps open beyond its bootstrap peers.
+    pub target_peers: usize,
+}
+
+impl Config {
+    pub fn new(secret: [u8; 32], transport: TransportKind, chain_id: [u8; 32]) -> Config {
+        Config {
+            secret,
+            transport,
+            listen: Vec::new(),
+            bootstrap: Vec::new(),
+            chain_id,
+            heartbeat: Duration::from_millis(700),
+            target_peers: 12,
+        }
+    }
+}
+
+/// What a gossip message is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Topic {
+    Blocks,
+    Proofs,
+    Txs,
+}
+
+impl Topic {
+    pub const ALL: [Topic; 3] = [Topic::Blocks, Topic::Proofs, Topic::Txs];
+
+    fn name(self) -> &'static str {
+        match self {
+            Topic::Blocks => "blocks",
+            Topic::Proofs => "proofs",
+            Topic::Txs => "txs",
+        }
+    }
+
+    fn ident(self, chain_id: &[u8; 32]) -> IdentTopic {
+        IdentTopic::new(format!(
+            "/spacevault/{}/{}/1",
+            hex::encode(&chain_id[..8]),
+            self.name()
+        ))
+    }
+}
+
+/// The node's verdict on a gossip message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Valid: relay it.
+    Accept,
+    /// Invalid, the sender's fault: drop it and lower the sender's score.
+    Reject,
+    /// Not to be relayed (late, a duplicate), no one's fault.
+    Ignore,
+}
+
+/// What the network tells the node.
+#[derive(Debug)]
+pub enum Event {
+    /// A gossip message, waiting for [`Handle::validate`].
+    Gossip {
+        id: MessageId,
+        source: PeerId,
+        topic: Topic,
+        data: Vec<u8>,
+    },
+    /// A request, waiting for [`Handle::respond`].
+    Request {
+        peer: PeerId,
+        request: Request,
+        reply: Reply,
+    },
+    PeerUp(PeerId),
+    PeerDown(PeerId),
+    Listening(Multiaddr),
+}
+
+/// Where a response goes.
+#[derive(Debug)]
+pub struct Reply(ResponseChannel<Response>);
+
+/// Why a request got no answer.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("request to {peer} failed: {why}")]
+pub struct RequestError {
+    pub peer: String,
+    pub why: String,
+}
+
+enum Command {
+    Publish(Topic, Vec<u8>),
+    Validate(MessageId, PeerId, Verdict),
+    Request(
+        PeerId,
+        Request,
+        oneshot::Sender<Result<Response, RequestError>>,
+    ),
+    Respond(Reply, Response),
+    Dial(Multiaddr),
+    Block(PeerId),
+    Unblock(PeerId),
+    Peers(oneshot::Sender<Vec<PeerId>>),
+    Addresses(oneshot::Sender<Vec<Multiaddr>>),
+}
+
+/// The node's side of the network.
+#[derive(Clone)]
+pub struct Handle {
+    commands: mpsc::UnboundedSender<Command>,
+    local: PeerId,
+}
+
+impl Handle {
+    pub fn local_peer(&self) -> PeerId {
+        self.local
+    }
+
+    /// Gossips a message (dropped quietly when the network has stopped).
+    pub fn publish(&self, topic: Topic, data: Vec<u8>) {
+        let _ = self.commands.send(Command::Publish(topic, data));
+    }
+
+    pub fn validate(&self, id: MessageId, source: PeerId, verdict: Verdict) {
+        let _ = self.commands.send(Command::Validate(id, source, verdict));
+    }
+
+    pub async fn request(&self, peer: PeerId, request: Request) -> Result<Response, RequestError> {
+        let (tx, rx) = oneshot::channel();
+        let stopped = || RequestError {
+            peer: peer.to_string(),
+            why: "the network has stopped".into(),
+        };
+        self.commands
+            .send(Command::Request(peer, request, tx))
+            .map_err(|_| stopped())?;
+        rx.await.map_err(|_| stopped())?
+    }
+
+    pub fn respond(&self, reply: Reply, response: Response) {
+        let _ = self.commands.send(Command::Respond(reply, response));
+    }
+
+    pub fn dial(&self, address: Multiaddr) {
+        let _ = self.commands.send(Command::Dial(address));
+    }
+
+    /// Refuses every connection with `peer` and closes the ones open: what
+    /// tests split a network with.
+    pub fn block(&self, peer: PeerId) {
+        let _ = self.commands.send(Command::Block(peer));
+    }
+
+    pub fn unblock(&self, peer: PeerId) {
+        let _ = self.commands.send(Command::Unblock(peer));
+    }
+
+    /// The peers connected now.
+    pub async fn peers(&self) -> Vec<PeerId> {
+        let (tx, rx) = oneshot::channel();
+        if self.commands.send(Command::Peers(tx)).is_err() {
+            return Vec::new();
+        }
+        rx.await.unwrap_or_default()
+    }
+
+    /// The addresses the node listens on.
+    pub async fn addresses(&self) -> Vec<Multiaddr> {
+        let (tx, rx) = oneshot::channel();
+        if self.commands.send(Command::Addresses(tx)).is_err() {
+            return Vec::new();
+        }
+        rx.await.unwrap_or_default()
+    }
+}
+
+/// The ed25519 public key behind a peer id: the vault's farmer key.
+pub fn farmer_key_of(peer: &PeerId) -> Option<[u8; 32]> {
+    let multihash: &libp2p::multihash::Multihash<64> = peer.as_ref();
+    if multihash.code() != 0 {
+        return None;
+    }
+    let key = identity::PublicKey::try_decode_protobuf(multihash.digest()).ok()?;
+    Some(key.try_into_ed25519().ok()?.to_bytes())
+}
+
+/// The peer id of a farmer key.
+pub fn peer_of(farmer_key: &[u8; 32]) -> Option<PeerId> {
+    let key = identity::ed25519::PublicKey::try_from_bytes(farmer_key).ok()?;
+    Some(identity::PublicKey::from(key).to_peer_id())
+}
+
+#[derive(NetworkBehaviour)]
+struct Behaviour {
+    gossipsub: gossipsub::Behaviour,
+    requests: request_response::Behaviour<wire::WireCodec>,
+    identify: identify::Behaviour,
+    kad: kad::Behaviour<kad::store::MemoryStore>,
+    blocked: allow_block_list::Behaviour<allow_block_list::BlockedPeers>,
+}
+
+/// Why the network could not start.
+#[derive(Debug, thiserror::Error)]
+#[error("the network: {0}")]
+pub struct StartError(String);
+
+fn behaviour(key: &identity::Keypair, config: &Config) -> Result<Behaviour, StartError> {
+    let err = |e: &dyn std::fmt::Display| StartError(e.to_string());
+    let gossip_config = gossipsub::ConfigBuilder::default()
+        .heartbeat_interval(config.heartbeat)
+        .validation_mode(gossipsub::ValidationMode::Strict)
+        .validate_messages()
+        .max_transmit_size(wire::MAX_MESSAGE_BYTES)
+        // Content-addressed ids: the same block from two peers is one
+        // message.
+        .message_id_fn(|m: &gossipsub::Message| {
+            MessageId::from(&blake3::hash(&m.data).as_bytes()[..20])
+        })
+        .build()
+        .map_err(|e| err(&e))?;
+    let mut gossipsub =
+        gossipsub::Behaviour::new(MessageAuthenticity::Signed(key.clone()), gossip_config)
+            .map_err(|e| err(&e))?;
+    // An invalid message costs its sender far more score than gossipsub's
+    // graylist threshold: one forged block and the peer is ignored.
+    let mut params = gossipsub::PeerScoreParams::default();
+    for topic in Topic::ALL {
+        let ident = topic.ident(&config.chain_id);
+        gossipsub.subscribe(&ident).map_err(|e| err(&e))?;
+        let mut t = gossipsub::TopicScoreParams::default();
+        t.topic_weight = 1.0;
+        t.invalid_message_deliveries_weight = -100.0;
+        t.invalid_message_deliveries_decay = 0.9;
+        params.topics.insert(ident.hash(), t);
+    }
+    gossipsub
+        .with_peer_score(params, gossipsub::PeerScoreThresholds::default())
+        .map_err(|e| err(&e))?;
+    let requests = request_response::Behaviour::new(
+        [(wire::PROTOCOL, ProtocolSupport::Full)],
+        request_response::Config::default().with_request_timeout(Duration::from_secs(20)),
+    );
+    let identify =
+        identify::Behaviour::new(identify::Config::new("/spacevault/1".into(), key.public()));
+    let peer = key.public().to_peer_id();
+    let mut kad = kad::Behaviour::with_config(
+        peer,
+        kad::store::MemoryStore::new(peer),
+        kad::Config::new(StreamProtocol::new("/spacevault/kad/1")),
+    );
+    kad.set_mode(Some(kad::Mode::Server));
+    Ok(Behaviour {
+        gossipsub,
+        requests,
+        identify,
+        kad,
+        blocked: Default::default(),
+    })
+}
+
+/// Starts the network on the current tokio runtime: the node's handle, its
+/// events, and the swarm's task (which ends when every handle is dropped).
+pub fn start(
+    config: Config,
+) -> Result<(Handle, mpsc::Receiver<Event>, tokio::task::JoinHandle<()>), StartError> {
+    let err = |e: &dyn std::fmt::Display| StartError(e.to_string());
+    let mut secret = config.secret;
+    let ed = identity::ed25519::SecretKey::try_from_bytes(&mut secret).map_err(|e| err(&e))?;
+    let key = identity::Keypair::from(identity::ed25519::Keypair::from(ed));
+    let idle = Duration::from_secs(3600);
+    let mut swarm: Swarm<Behaviour> = match config.transport {
+        TransportKind::Tcp => libp2p::SwarmBuilder::with_existing_identity(key.clone())
+            .with_tokio()
+            .with_tcp(
+                tcp::Config::default().nodelay(true),
+                noise::Config::new,
+                yamux::Config::default,
+            )
+            .map_err(|e| err(&e))?
+            .with_behaviour(|k| behaviour(k, &config).map_err(Box::from))
+            .map_err(|e| err(&e))?
+            .with_swarm_config(|c| c.with_idle_connection_timeout(idle))
+            .build(),
+        TransportKind::Memory => libp2p::SwarmBuilder::with_existing_identity(key.clone())
+            .with_tokio()
+            .with_other_transport(|k| {
+                use libp2p::core::upgrade::Version;
+                use libp2p::core::Transport;
+                Ok(libp2p::core::transport::MemoryTransport::default()
+                    .upgrade(Version::V1)
+                    .authenticate(noise::Config::new(k)?)
+                    .multiplex(yamux::Config::default())
+                    .boxed())
+            })
+            .map_err(|e| err(&e))?
+            .with_behaviour(|k| behaviour(k, &config).map_err(Box::from))
+            .map_err(|e| err(&e))?
+            .with_swarm_config(|c| c.with_idle_connection_timeout(idle))
+            .build(),
+    };
+    for address in &config.listen {
+        swarm.listen_on(address.clone()).map_err(|e| err(&e))?;
+    }
+    for address in &config.bootstrap {
+        swarm.dial(address.clone()).map_err(|e| err(&e))?;
+    }
+    let (commands, rx) = mpsc::unbounded_channel();
+    let (events_tx, events) = mpsc::channel(4096);
+    let local = *swarm.local_peer_id();
+    let topics: HashMap<TopicHash, Topic> = Topic::ALL
+        .into_iter()
+        .map(|t| (t.ident(&config.chain_id).hash(), t))
+        .collect();
+    let runner = Runner {
+        swarm,
+        commands: rx,
+        events: events_tx,
+        topics,
+        chain_id: config.chain_id,
+        pending: HashMap::new(),
+        bootstrap: config.bootstrap,
+        target_peers: config.target_peers,
+        connected: HashSet::new(),
+    };
+    let task = tokio::spawn(runner.run());
+    Ok((Handle { commands, local }, events, task))
+}
+
+/// Hands an event to the node, waiting while its queue is full.
+async fn emit(events: &mpsc::Sender<Event>, event: Event) {
+    let _ = events.send(event).await;
+}
+
+struct Runner {
+    swarm: Swarm<Behaviour>,
+    commands: mpsc::UnboundedReceiver<Command>,
+    events: mpsc::Sender<Event>,
+    topics: HashMap<TopicHash, Topic>,
+    chain_id: [u8; 32],
+    pending: HashMap<OutboundRequestId, oneshot::Sender<Result<Response, RequestError>>>,
+    bootstrap: Vec<Multiaddr>,
+    target_peers: usize,
+    connected: HashSet<PeerId>,
+}
+
+impl Runner {
+    async fn run(mut self) {
+        let mut discover = tokio::time::interval(Duration::from_secs(2));
+        loop {
+            tokio::select! {
+                event = self.swarm.select_next_some() => self.on_swarm(event).await,
+                command = self.commands.recv() => match command {
+                    Some(c) => self.on_command(c),
+                    None => break,
+                },
+                _ = discover.tick() => self.discover(),
+            }
+        }
+        tracing::debug!("network stopped");
+    }
+
+    /// Looks for more peers while the node has fewer than it wants, and
+    /// dials the bootstrap addresses again while it has none.
+    fn discover(&mut self) {
+        if self.connected.is_empty() {
+            for address in &self.bootstrap {
+                let _ = self.swarm.dial(address.clone());
+            }
+            return;
+        }
+        if self.connected.len() < self.target_peers {
+            let _ = self.swarm.behaviour_mut().kad.bootstrap();
+        }
+    }
+
+    fn on_command(&mut self, command: Command) {
+        let b = self.swarm.behaviour_mut();
+        match command {
+            Command::Publish(topic, data) => {
+                // No peers on the topic yet is no error for the node.
+                let _ = b.gossipsub.publish(topic.ident(&self.chain_id), data);
+            }
+            Command::Validate(id, source, verdict) => {
+                let acceptance = match verdict {
+                    Verdict::Accept => MessageAcceptance::Accept,
+                    Verdict::Reject => MessageAcceptance::Reject,
+                    Verdict::Ignore => MessageAcceptance::Ignore,
+                };
+                b.gossipsub
+                    .report_message_validation_result(&id, &source, acceptance);
+            }
+            Command::Request(peer, request, done) => {
+                let id = b.requests.send_request(&peer, request);
+                self.pending.insert(id, done);
+            }
+            Command::Respond(reply, response) => {
+                let _ = b.requests.send_response(reply.0, response);
+            }
+            Command::Dial(address) => {
+                let _ = self.swarm.dial(address);
+            }
+            Command::Block(peer) => {
+                b.blocked.block_peer(peer);
+            }
+            Command::Unblock(peer) => {
+                b.blocked.unblock_peer(peer);
+            }
+            Command::Peers(done) => {
+                let _ = done.send(self.connected.iter().copied().collect());
+            }
+            Command::Addresses(done) => {
+                let _ = done.send(self.swarm.listeners().cloned().collect());
+            }
+        }
+    }
+
+    async fn on_swarm(&mut self, event: SwarmEvent<BehaviourEvent>) {
+        match event {
+            SwarmEvent::NewListenAddr { address, .. } => {
+                emit(&self.events, Event::Listening(address)).await
+            }
+            SwarmEvent::ConnectionEstablished {
+                peer_id, endpoint, ..
+            } => {
+                if endpoint.is_dialer() {
+                    let address = endpoint.get_remote_address().clone();
+                    self.swarm
+                        .behaviour_mut()
+                        .kad
+                        .add_address(&peer_id, address);
+                }
+                if self.connected.insert(peer_id) {
+                    emit(&self.events, Event::PeerUp(peer_id)).await;
+                }
+            }
+            SwarmEvent::ConnectionClosed {
+                peer_id,
+                num_established: 0,
+                ..
+            } => {
+                if self.connected.remove(&peer_id) {
+                    emit(&self.events, Event::PeerDown(peer_id)).await;
+                }
+            }
+            SwarmEvent::Behaviour(BehaviourEvent::Gossipsub(gossipsub::Event::Message {
+                propagation_source,
+                message_id,
+                message,
+            })) => match self.topics.get(&message.topic) {
+                Some(&topic) => {
+                    emit(
+                        &self.events,
+                        Event::Gossip {
+                            id: message_id,
+                            source: propagation_source,
+                            topic,
+                            data: message.data,
+                        },
+                    )
+                    .await
+                }
+                None => {
+                    self.swarm
+                        .behaviour_mut()
+                        .gossipsub
+                        .report_message_validation_result(
+                            &message_id,
+                            &propagation_source,
+                            MessageAcceptance::Reject,
+                        );
+                }
+            },
+            SwarmEvent::Behaviour(BehaviourEvent::Requests(event)) => self.on_request(event).await,
+            SwarmEvent::Behaviour(BehaviourEvent::Identify(identify::Event::Received {
+                peer_id,
+                info,
+                ..
+            })) => {
+                for address in info.listen_addrs {
+                    self.swarm
+                        .behaviour_mut()
+                        .kad
+                        .add_address(&peer_id, address);
+                }
+            }
+            SwarmEvent::Behaviour(BehaviourEvent::Kad(kad::Event::RoutingUpdated {
+                peer,
+                addresses,
+                ..
+            })) => {
+                let wanted = self.connected.len() < self.target_peers;
+                if wanted && !self.connected.contains(&peer) {
+                    if let Some(address) = addresses.iter().next() {
+                        let _ = self.swarm.dial(address.clone());
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    async fn on_request(&mut self, event: request_response::Event<Request, Response>) {
+        match event {
+            request_response::Event::Message { peer, message, .. } => match message {
+                request_response::Message::Request {
+                    request, channel, ..
+                } => {
+                    emit(
+                        &self.events,
+                        Event::Request {
+                            peer,
+                            request,
+                            reply: Reply(channel),
+                        },
+                    )
+                    .await
+                }
+                request_response::Message::Response {
+                    request_id,
+                    response,
+                } => {
+                    if let Some(done) = self.pending.remove(&request_id) {
+                        let _ = done.send(Ok(response));
+                    }
+                }
+            },
+            request_response::Event::OutboundFailure {
+                peer,
+                request_id,
+                error,
+                ..
+            } => {
+                if let Some(done) = self.pending.remove(&request_id) {
+                    let _ = done.send(Err(RequestError {
+                        peer: peer.to_string(),
+                        why: error.to_string(),
+                    }));
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

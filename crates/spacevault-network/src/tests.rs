@@ -1,0 +1,155 @@
+use super::*;
+use std::time::Instant;
+
+fn node(i: u8, bootstrap: Vec<Multiaddr>) -> (Handle, mpsc::Receiver<Event>) {
+    let mut config = Config::new([i; 32], TransportKind::Memory, [7; 32]);
+    config.listen = vec!["/memory/0".parse().unwrap()];
+    config.bootstrap = bootstrap;
+    config.heartbeat = Duration::from_millis(100);
+    let (handle, events, _task) = start(config).unwrap();
+    (handle, events)
+}
+
+/// The next event that `pick` takes, answering requests and validating
+/// gossip with `verdict` meanwhile; none within the deadline.
+async fn next<T>(
+    events: &mut mpsc::Receiver<Event>,
+    handle: &Handle,
+    limit: Duration,
+    mut pick: impl FnMut(&Event) -> Option<T>,
+) -> Option<T> {
+    let deadline = Instant::now() + limit;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let event = tokio::time::timeout(left, events.recv()).await.ok()??;
+        let picked = pick(&event);
+        match event {
+            Event::Request { reply, .. } => handle.respond(reply, Response::NotFound),
+            Event::Gossip { id, source, .. } => handle.validate(id, source, Verdict::Accept),
+            _ => {}
+        }
+        if picked.is_some() {
+            return picked;
+        }
+    }
+}
+
+async fn first_address(events: &mut mpsc::Receiver<Event>, handle: &Handle) -> Multiaddr {
+    next(events, handle, Duration::from_secs(5), |e| match e {
+        Event::Listening(a) => Some(a.clone()),
+        _ => None,
+    })
+    .await
+    .expect("a listening address")
+}
+
+#[test]
+fn peer_ids_and_farmer_keys_are_one() {
+    let key = spacevault_chain::Keypair::from_secret(&[3; 32]).public();
+    let peer = peer_of(&key).unwrap();
+    assert_eq!(farmer_key_of(&peer), Some(key));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gossip_is_relayed_only_when_accepted_and_requests_are_answered() {
+    // a - b - c in a line: c hears a's messages only through b.
+    let (a, mut a_events) = node(1, vec![]);
+    let a_addr = first_address(&mut a_events, &a).await;
+    let (b, mut b_events) = node(2, vec![a_addr]);
+    let b_addr = first_address(&mut b_events, &b).await;
+    let (c, mut c_events) = node(3, vec![b_addr]);
+    let _ = first_address(&mut c_events, &c).await;
+    // Discovery would connect a and c directly: blocked, they cannot.
+    a.block(c.local_peer());
+    c.block(a.local_peer());
+    // Both links up and the meshes formed: b sees two peers.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while b.peers().await.len() < 2 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(b.peers().await.len(), 2);
+
+    // a request from c to b.
+    let b_peer = b.local_peer();
+    let ask = tokio::spawn({
+        let c = c.clone();
+        async move { c.request(b_peer, Request::Fetch { address: [1; 32] }).await }
+    });
+    let got = next(&mut b_events, &b, Duration::from_secs(10), |e| match e {
+        Event::Request { request, .. } => Some(request.clone()),
+        _ => None,
+    });
+    // b answers NotFound for every request in `next`.
+    assert_eq!(got.await, Some(Request::Fetch { address: [1; 32] }));
+    assert!(matches!(ask.await.unwrap(), Ok(Response::NotFound)));
+
+    // Gossip from a, until the meshes have formed: b accepts one message
+    // and rejects another; c hears only the first.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut heard_good = false;
+    let mut round = 0u32;
+    while !heard_good && Instant::now() < deadline {
+        round += 1;
+        a.publish(Topic::Blocks, format!("good {round}").into_bytes());
+        a.publish(Topic::Blocks, format!("bad {round}").into_bytes());
+        let b_seen = async {
+            let limit = Instant::now() + Duration::from_millis(500);
+            while let Ok(Some(event)) = tokio::time::timeout(
+                limit.saturating_duration_since(Instant::now()),
+                b_events.recv(),
+            )
+            .await
+            {
+                match event {
+                    Event::Gossip {
+                        id, source, data, ..
+                    } => {
+                        let verdict = if data.starts_with(b"good") {
+                            Verdict::Accept
+                        } else {
+                            Verdict::Reject
+                        };
+                        b.validate(id, source, verdict);
+                    }
+                    Event::Request { reply, .. } => b.respond(reply, Response::NotFound),
+                    _ => {}
+                }
+            }
+        };
+        let c_seen = async {
+            let mut seen = Vec::new();
+            let limit = Instant::now() + Duration::from_millis(500);
+            while let Ok(Some(event)) = tokio::time::timeout(
+                limit.saturating_duration_since(Instant::now()),
+                c_events.recv(),
+            )
+            .await
+            {
+                if let Event::Gossip {
+                    id, source, data, ..
+                } = event
+                {
+                    c.validate(id, source, Verdict::Accept);
+                    seen.push(data);
+                }
+            }
+            seen
+        };
+        let ((), seen) = tokio::join!(b_seen, c_seen);
+        assert!(
+            seen.iter().all(|d| d.starts_with(b"good")),
+            "a rejected message was relayed"
+        );
+        heard_good = !seen.is_empty();
+    }
+    assert!(heard_good, "c never heard an accepted message");
+
+    assert!(!c.peers().await.contains(&a.local_peer()));
+    // Blocking b cuts a off.
+    a.block(b.local_peer());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !a.peers().await.is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(a.peers().await.is_empty());
+}

@@ -1,0 +1,272 @@
+//! The request-response messages vaults send each other, in the chain's
+//! canonical encoding, and the libp2p codec that frames them: a 4-byte
+//! length, then the message, on a stream of its own.
+
+use futures::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use libp2p::StreamProtocol;
+use spacevault_chain::codec::{DecodeError, Reader, Writer};
+use spacevault_chain::Receipt;
+use std::io;
+
+/// The request-response protocol's name.
+pub const PROTOCOL: StreamProtocol = StreamProtocol::new("/spacevault/req/1");
+
+/// The largest message either way: a batch of blocks or a blob, with room
+/// for framing.
+pub const MAX_MESSAGE_BYTES: usize = 8 << 20;
+
+/// Blocks a [`Request::Blocks`] answer holds at most.
+pub const MAX_BLOCKS_PER_REQUEST: u32 = 256;
+
+/// What a vault asks another.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Request {
+    /// Its canonical head.
+    Status,
+    /// Its canonical blocks from `from`, at most `max`.
+    Blocks { from: u64, max: u32 },
+    /// Keep this blob and sign a receipt for it.
+    Store { blob: Vec<u8> },
+    /// The blob at this address, if it keeps it.
+    Fetch { address: [u8; 32] },
+}
+
+/// What it answers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Response {
+    Status {
+        height: u64,
+        head: [u8; 32],
+    },
+    /// Encoded blocks, oldest first.
+    Blocks(Vec<Vec<u8>>),
+    Stored(Receipt),
+    Blob(Vec<u8>),
+    NotFound,
+    /// The request was refused, and why.
+    Refused(String),
+}
+
+impl Request {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        match self {
+            Request::Status => {
+                w.u8(0);
+            }
+            Request::Blocks { from, max } => {
+                w.u8(1).u64(*from).u32(*max);
+            }
+            Request::Store { blob } => {
+                w.u8(2).bytes(blob);
+            }
+            Request::Fetch { address } => {
+                w.u8(3).fixed(address);
+            }
+        }
+        w.finish()
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Request, DecodeError> {
+        let mut r = Reader::new(bytes);
+        let request = match r.u8("request kind")? {
+            0 => Request::Status,
+            1 => Request::Blocks {
+                from: r.u64("from")?,
+                max: r.u32("max")?,
+            },
+            2 => Request::Store {
+                blob: r.bytes("blob", MAX_MESSAGE_BYTES)?.to_vec(),
+            },
+            3 => Request::Fetch {
+                address: r.array("address")?,
+            },
+            kind => {
+                return Err(DecodeError::UnknownKind {
+                    what: "request",
+                    kind,
+                })
+            }
+        };
+        r.finish()?;
+        Ok(request)
+    }
+}
+
+impl Response {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        match self {
+            Response::Status { height, head } => {
+                w.u8(0).u64(*height).fixed(head);
+            }
+            Response::Blocks(blocks) => {
+                w.u8(1).u32(blocks.len() as u32);
+                for b in blocks {
+                    w.bytes(b);
+                }
+            }
+            Response::Stored(receipt) => {
+                w.u8(2);
+                receipt.encode_into(&mut w);
+            }
+            Response::Blob(blob) => {
+                w.u8(3).bytes(blob);
+            }
+            Response::NotFound => {
+                w.u8(4);
+            }
+            Response::Refused(why) => {
+                w.u8(5).bytes(why.as_bytes());
+            }
+        }
+        w.finish()
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Response, DecodeError> {
+        let mut r = Reader::new(bytes);
+        let response = match r.u8("response kind")? {
+            0 => Response::Status {
+                height: r.u64("height")?,
+                head: r.array("head")?,
+            },
+            1 => {
+                let n = r.count("blocks", MAX_BLOCKS_PER_REQUEST as usize, 4)?;
+                let blocks = (0..n)
+                    .map(|_| r.bytes("block", MAX_MESSAGE_BYTES).map(<[u8]>::to_vec))
+                    .collect::<Result<_, _>>()?;
+                Response::Blocks(blocks)
+            }
+            2 => Response::Stored(Receipt::decode_from(&mut r)?),
+            3 => Response::Blob(r.bytes("blob", MAX_MESSAGE_BYTES)?.to_vec()),
+            4 => Response::NotFound,
+            5 => Response::Refused(String::from_utf8_lossy(r.bytes("reason", 1024)?).into_owned()),
+            kind => {
+                return Err(DecodeError::UnknownKind {
+                    what: "response",
+                    kind,
+                })
+            }
+        };
+        r.finish()?;
+        Ok(response)
+    }
+}
+
+/// Frames requests and responses on their streams.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WireCodec;
+
+async fn read_frame<T: AsyncRead + Unpin + Send>(io: &mut T) -> io::Result<Vec<u8>> {
+    let mut len = [0u8; 4];
+    io.read_exact(&mut len).await?;
+    let len = u32::from_le_bytes(len) as usize;
+    if len > MAX_MESSAGE_BYTES {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("a message of {len} bytes is over the {MAX_MESSAGE_BYTES} allowed"),
+        ));
+    }
+    let mut buf = vec![0u8; len];
+    io.read_exact(&mut buf).await?;
+    Ok(buf)
+}
+
+async fn write_frame<T: AsyncWrite + Unpin + Send>(io: &mut T, bytes: &[u8]) -> io::Result<()> {
+    io.write_all(&(bytes.len() as u32).to_le_bytes()).await?;
+    io.write_all(bytes).await?;
+    io.close().await
+}
+
+fn invalid(e: DecodeError) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, e.to_string())
+}
+
+impl libp2p::request_response::Codec for WireCodec {
+    type Protocol = StreamProtocol;
+    type Request = Request;
+    type Response = Response;
+
+    async fn read_request<T>(&mut self, _: &StreamProtocol, io: &mut T) -> io::Result<Request>
+    where
+        T: AsyncRead + Unpin + Send,
+    {
+        Request::decode(&read_frame(io).await?).map_err(invalid)
+    }
+
+    async fn read_response<T>(&mut self, _: &StreamProtocol, io: &mut T) -> io::Result<Response>
+    where
+        T: AsyncRead + Unpin + Send,
+    {
+        Response::decode(&read_frame(io).await?).map_err(invalid)
+    }
+
+    async fn write_request<T>(
+        &mut self,
+        _: &StreamProtocol,
+        io: &mut T,
+        req: Request,
+    ) -> io::Result<()>
+    where
+        T: AsyncWrite + Unpin + Send,
+    {
+        write_frame(io, &req.encode()).await
+    }
+
+    async fn write_response<T>(
+        &mut self,
+        _: &StreamProtocol,
+        io: &mut T,
+        res: Response,
+    ) -> io::Result<()>
+    where
+        T: AsyncWrite + Unpin + Send,
+    {
+        write_frame(io, &res.encode()).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use spacevault_chain::Keypair;
+
+    #[test]
+    fn every_message_round_trips_and_cuts_are_caught() {
+        let receipt = Receipt::sign(&Keypair::from_secret(&[1; 32]), &[2; 32], &[3; 32]);
+        let requests = [
+            Request::Status,
+            Request::Blocks { from: 7, max: 20 },
+            Request::Store {
+                blob: vec![1, 2, 3],
+            },
+            Request::Fetch { address: [9; 32] },
+        ];
+        for r in requests {
+            let bytes = r.encode();
+            assert_eq!(Request::decode(&bytes).unwrap(), r);
+            for cut in 0..bytes.len() {
+                assert!(Request::decode(&bytes[..cut]).is_err());
+            }
+        }
+        let responses = [
+            Response::Status {
+                height: 3,
+                head: [4; 32],
+            },
+            Response::Blocks(vec![vec![1], vec![2, 3]]),
+            Response::Stored(receipt),
+            Response::Blob(vec![5; 10]),
+            Response::NotFound,
+            Response::Refused("too large".into()),
+        ];
+        for r in responses {
+            let bytes = r.encode();
+            assert_eq!(Response::decode(&bytes).unwrap(), r);
+            for cut in 0..bytes.len() {
+                assert!(Response::decode(&bytes[..cut]).is_err());
+            }
+        }
+        assert!(Request::decode(&[9]).is_err());
+    }
+}
