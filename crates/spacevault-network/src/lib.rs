@@ -279,10 +279,12 @@ fn behaviour(key: &identity::Keypair, config: &Config) -> Result<Behaviour, Star
     for topic in Topic::ALL {
         let ident = topic.ident(&config.chain_id);
         gossipsub.subscribe(&ident).map_err(|e| err(&e))?;
-        let mut t = gossipsub::TopicScoreParams::default();
-        t.topic_weight = 1.0;
-        t.invalid_message_deliveries_weight = -100.0;
-        t.invalid_message_deliveries_decay = 0.9;
+        let t = gossipsub::TopicScoreParams {
+            topic_weight: 1.0,
+            invalid_message_deliveries_weight: -100.0,
+            invalid_message_deliveries_decay: 0.9,
+            ..Default::default()
+        };
         params.topics.insert(ident.hash(), t);
     }
     gossipsub
@@ -489,10 +491,8 @@ impl Runner {
                 peer_id,
                 num_established: 0,
                 ..
-            } => {
-                if self.connected.remove(&peer_id) {
-                    emit(&self.events, Event::PeerDown(peer_id)).await;
-                }
+            } if self.connected.remove(&peer_id) => {
+                emit(&self.events, Event::PeerDown(peer_id)).await;
             }
             SwarmEvent::Behaviour(BehaviourEvent::Gossipsub(gossipsub::Event::Message {
                 propagation_source,
