@@ -74,16 +74,19 @@ pub enum Topic {
     Blocks,
     Proofs,
     Txs,
+    /// Each vault's periodic word that it is alive, and where it listens.
+    Vaults,
 }
 
 impl Topic {
-    pub const ALL: [Topic; 3] = [Topic::Blocks, Topic::Proofs, Topic::Txs];
+    pub const ALL: [Topic; 4] = [Topic::Blocks, Topic::Proofs, Topic::Txs, Topic::Vaults];
 
-    fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             Topic::Blocks => "blocks",
             Topic::Proofs => "proofs",
             Topic::Txs => "txs",
+            Topic::Vaults => "vaults",
         }
     }
 
@@ -110,10 +113,12 @@ pub enum Verdict {
 /// What the network tells the node.
 #[derive(Debug)]
 pub enum Event {
-    /// A gossip message, waiting for [`Handle::validate`].
+    /// A gossip message, waiting for [`Handle::validate`]: `source` relayed
+    /// it, `author` signed it.
     Gossip {
         id: MessageId,
         source: PeerId,
+        author: Option<PeerId>,
         topic: Topic,
         data: Vec<u8>,
     },
@@ -150,6 +155,7 @@ enum Command {
     ),
     Respond(Reply, Response),
     Dial(Multiaddr),
+    AddAddress(PeerId, Multiaddr),
     Block(PeerId),
     Unblock(PeerId),
     Peers(oneshot::Sender<Vec<PeerId>>),
@@ -195,6 +201,11 @@ impl Handle {
 
     pub fn dial(&self, address: Multiaddr) {
         let _ = self.commands.send(Command::Dial(address));
+    }
+
+    /// Where a peer listens, for requests to a peer not connected yet.
+    pub fn add_address(&self, peer: PeerId, address: Multiaddr) {
+        let _ = self.commands.send(Command::AddAddress(peer, address));
     }
 
     /// Refuses every connection with `peer` and closes the ones open: what
@@ -453,6 +464,9 @@ impl Runner {
             Command::Dial(address) => {
                 let _ = self.swarm.dial(address);
             }
+            Command::AddAddress(peer, address) => {
+                self.swarm.add_peer_address(peer, address);
+            }
             Command::Block(peer) => {
                 b.blocked.block_peer(peer);
             }
@@ -505,6 +519,7 @@ impl Runner {
                         Event::Gossip {
                             id: message_id,
                             source: propagation_source,
+                            author: message.source,
                             topic,
                             data: message.data,
                         },

@@ -1,0 +1,528 @@
+//! The chain as one vault follows it: importing blocks (checks, storage,
+//! fork choice), the election of the next block's producer, the pool of
+//! pending transactions, and producing a block. No I/O but the store's and
+//! no clock of its own: the node passes the time in, so that the rules are
+//! the same for every caller and tests can drive them.
+
+use spacevault_chain::fork::{self, Fork};
+use spacevault_chain::validate::{self, check_block, check_tx, Parent};
+use spacevault_chain::{
+    Block, ChainProof, ChainSpec, Keypair, Limits, ProofMsg, Ranked, RegisterTx, Rejection,
+};
+use spacevault_store::{Status, Store, StoreError};
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+/// What became of an imported block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Imported {
+    /// It is the new head (`reorg`: the old head is no longer canonical).
+    NewHead { reorg: bool },
+    /// Valid and kept, on a chain that is not (yet) the best.
+    Kept,
+    /// Already known.
+    Duplicate,
+    /// Its parent is not known yet: kept aside until it is.
+    Orphan,
+}
+
+/// The proofs seen for the next height, best first.
+#[derive(Clone, Debug)]
+struct Election {
+    parent: Parent,
+    challenge: [u8; 32],
+    seen: Vec<(Ranked, ChainProof)>,
+    own: Option<(Ranked, ChainProof)>,
+    produced: bool,
+}
+
+/// Proofs an election keeps: enough to rank this vault's own among them.
+const ELECTION_KEEPS: usize = 64;
+/// Blocks kept while their parent is missing.
+const MAX_ORPHANS: usize = 512;
+/// Transactions pending at most.
+const MAX_MEMPOOL: usize = 16_384;
+
+impl Election {
+    fn new(parent: Parent, chain_id: &[u8; 32]) -> Election {
+        Election {
+            challenge: parent.child_challenge(chain_id),
+            parent,
+            seen: Vec::new(),
+            own: None,
+            produced: false,
+        }
+    }
+
+    fn height(&self) -> u64 {
+        self.parent.height + 1
+    }
+
+    /// Adds a proof; whether it is the best seen.
+    fn offer(&mut self, rank: Ranked, proof: ChainProof) -> bool {
+        if self.seen.iter().any(|(r, _)| *r == rank) {
+            return false;
+        }
+        let best = self.seen.first().is_none_or(|(b, _)| rank.beats(b));
+        let at = self.seen.partition_point(|(r, _)| r.beats(&rank));
+        self.seen.insert(at, (rank, proof));
+        self.seen.truncate(ELECTION_KEEPS);
+        best
+    }
+
+    /// This vault's place among the proofs seen (0: the best).
+    fn own_rank(&self) -> Option<usize> {
+        let (own, _) = self.own.as_ref()?;
+        Some(self.seen.iter().filter(|(r, _)| r.beats(own)).count())
+    }
+}
+
+/// A canonical block, as the page and API list them.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct BlockSummary {
+    pub height: u64,
+    pub hash: String,
+    pub producer: String,
+    pub quality: u32,
+    pub timestamp_ms: u64,
+    pub txs: usize,
+}
+
+/// One vault's view of the chain.
+pub struct Engine {
+    spec: ChainSpec,
+    chain_id: [u8; 32],
+    limits: Limits,
+    store: Store,
+    head: Parent,
+    election: Election,
+    /// The last election, kept so that a vault whose better proof lost to
+    /// a block made before its own can still produce for that height.
+    previous: Option<Election>,
+    mempool: BTreeMap<[u8; 32], RegisterTx>,
+    orphans: HashMap<[u8; 32], Vec<Block>>,
+    orphan_count: usize,
+}
+
+impl Engine {
+    /// Opens the vault's store at `path` for `spec`'s chain.
+    pub fn open(path: &Path, spec: ChainSpec) -> Result<Engine, StoreError> {
+        let store = Store::open(path, &spec)?;
+        let chain_id = spec.chain_id();
+        let genesis = Parent::genesis(&spec);
+        let head = match store.head()? {
+            Some((hash, _)) => parent_of(&store, &spec, &hash)?.unwrap_or(genesis),
+            None => genesis,
+        };
+        Ok(Engine {
+            limits: Limits::of(&spec),
+            election: Election::new(head, &chain_id),
+            previous: None,
+            chain_id,
+            spec,
+            store,
+            head,
+            mempool: BTreeMap::new(),
+            orphans: HashMap::new(),
+            orphan_count: 0,
+        })
+    }
+
+    pub fn spec(&self) -> &ChainSpec {
+        &self.spec
+    }
+
+    pub fn chain_id(&self) -> [u8; 32] {
+        self.chain_id
+    }
+
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The canonical head (the genesis before block 1).
+    pub fn head(&self) -> Parent {
+        self.head
+    }
+
+    /// The height and challenge of the election under way.
+    pub fn election(&self) -> (u64, [u8; 32], [u8; 32]) {
+        (
+            self.election.height(),
+            self.election.parent.hash,
+            self.election.challenge,
+        )
+    }
+
+    fn parent(&self, hash: &[u8; 32]) -> Result<Option<Parent>, StoreError> {
+        parent_of(&self.store, &self.spec, hash)
+    }
+
+    /// Checks and keeps a block, and follows it if it makes the better
+    /// chain. Errors are the block's fault (or a store failure, as
+    /// `Malformed`).
+    pub fn import(&mut self, block: Block, now_ms: u64) -> Result<Imported, Rejection> {
+        let hash = block.hash();
+        let store_err = |e: StoreError| Rejection::Malformed(format!("store: {e}"));
+        if self.store.info(&hash).map_err(store_err)?.is_some() {
+            return Ok(Imported::Duplicate);
+        }
+        let parent_hash = block.header.parent;
+        let Some(parent) = self.parent(&parent_hash).map_err(store_err)? else {
+            if block.header.chain_id != self.chain_id {
+                return Err(Rejection::WrongChain);
+            }
+            if self.orphan_count < MAX_ORPHANS {
+                let waiting = self.orphans.entry(parent_hash).or_default();
+                if !waiting.iter().any(|b| b.hash() == hash) {
+                    waiting.push(block);
+                    self.orphan_count += 1;
+                }
+            }
+            return Ok(Imported::Orphan);
+        };
+        if let Some(info) = self.store.info(&parent_hash).map_err(store_err)? {
+            if info.status == Status::Invalid {
+                return Err(Rejection::UnknownParent);
+            }
+        }
+        let rank = check_block(&self.spec, &self.chain_id, &parent, &block, now_ms)?;
+        self.store.insert_block(&block, rank).map_err(store_err)?;
+        let outcome = self.choose(&hash, &block).map_err(store_err)??;
+        Ok(outcome)
+    }
+
+    /// Blocks that waited for `parent`, now that it is known.
+    pub fn take_orphans(&mut self, parent: &[u8; 32]) -> Vec<Block> {
+        let blocks = self.orphans.remove(parent).unwrap_or_default();
+        self.orphan_count -= blocks.len();
+        blocks
+    }
+
+    /// Fork choice between the canonical chain and the one ending at `tip`.
+    fn choose(
+        &mut self,
+        tip: &[u8; 32],
+        block: &Block,
+    ) -> Result<Result<Imported, Rejection>, StoreError> {
+        let genesis = Parent::genesis(&self.spec).hash;
+        let mut branch = Vec::new();
+        let mut at = *tip;
+        let ancestor_height = loop {
+            if at == genesis {
+                break 0;
+            }
+            let info = self
+                .store
+                .info(&at)?
+                .ok_or(StoreError::Corrupt("a block's parent"))?;
+            if info.status == Status::Invalid {
+                return Ok(Ok(Imported::Kept));
+            }
+            if self.store.canonical(info.height)? == Some(at) {
+                break info.height;
+            }
+            branch.push(Fork {
+                hash: at,
+                rank: info.rank,
+            });
+            at = info.parent;
+        };
+        branch.reverse();
+        let mut current = Vec::new();
+        for height in ancestor_height + 1..=self.head.height {
+            let hash = self
+                .store
+                .canonical(height)?
+                .ok_or(StoreError::Corrupt("a height"))?;
+            let info = self
+                .store
+                .info(&hash)?
+                .ok_or(StoreError::Corrupt("a block"))?;
+            current.push(Fork {
+                hash,
+                rank: info.rank,
+            });
+        }
+        if !fork::prefer(&current, &branch) {
+            return Ok(Ok(Imported::Kept));
+        }
+        let hashes: Vec<[u8; 32]> = branch.iter().map(|f| f.hash).collect();
+        if let Err(refused) = self.store.make_canonical(&hashes)? {
+            self.store.mark_invalid(&refused.block)?;
+            if refused.block == *tip {
+                return Ok(Err(refused.why));
+            }
+            return Ok(Ok(Imported::Kept));
+        }
+        let reorg = !current.is_empty();
+        self.set_head(tip, block)?;
+        Ok(Ok(Imported::NewHead { reorg }))
+    }
+
+    fn set_head(&mut self, hash: &[u8; 32], block: &Block) -> Result<(), StoreError> {
+        self.head = Parent {
+            hash: *hash,
+            height: block.header.height,
+            timestamp_ms: block.header.timestamp_ms,
+            proof_hash: block.header.proof.hash(),
+        };
+        let next = Election::new(self.head, &self.chain_id);
+        self.previous = Some(std::mem::replace(&mut self.election, next));
+        // Transactions the new chain holds, or made stale, leave the pool.
+        let store = &self.store;
+        self.mempool.retain(|_, tx| {
+            store
+                .register_version(&tx.owner, &tx.name)
+                .is_ok_and(|v| tx.version > v)
+        });
+        Ok(())
+    }
+
+    /// A proof gossiped for the next block: kept if it is the best seen
+    /// (then it is relayed), else refused with why.
+    pub fn offer_proof(&mut self, msg: &ProofMsg) -> Result<(), Rejection> {
+        if msg.chain_id != self.chain_id {
+            return Err(Rejection::WrongChain);
+        }
+        let height = self.election.height();
+        if msg.height < height || (msg.height == height && msg.parent != self.election.parent.hash)
+        {
+            return Err(Rejection::StaleHeight(msg.height));
+        }
+        if msg.height > height {
+            return Err(Rejection::FutureHeight(msg.height));
+        }
+        let rank = validate::check_proof(
+            &self.spec,
+            &self.chain_id,
+            &self.election.parent,
+            &msg.proof,
+        )?;
+        if self.election.offer(rank, msg.proof.clone()) {
+            Ok(())
+        } else {
+            Err(Rejection::NotBetter)
+        }
+    }
+
+    /// This vault's own best proof for the election at `height` on
+    /// `parent`: returns the message to gossip when it is the best seen.
+    pub fn offer_own(
+        &mut self,
+        height: u64,
+        parent: [u8; 32],
+        proof: ChainProof,
+        rank: Ranked,
+    ) -> Option<ProofMsg> {
+        if self.election.height() != height || self.election.parent.hash != parent {
+            return None;
+        }
+        self.election.own = Some((rank, proof.clone()));
+        let best = self.election.offer(rank, proof.clone());
+        best.then_some(ProofMsg {
+            chain_id: self.chain_id,
+            height,
+            parent,
+            proof,
+        })
+    }
+
+    /// When this vault may produce the next block, in Unix milliseconds:
+    /// one slot after the parent for the best proof seen, one producer
+    /// timeout later for each proof seen that beats this vault's own. None
+    /// without a proof of its own, or once it has produced.
+    pub fn production_due(&self) -> Option<u64> {
+        let e = &self.election;
+        if e.produced {
+            return None;
+        }
+        let rank = e.own_rank()? as u64;
+        Some(self.spec.earliest_ms(e.parent.timestamp_ms) + rank * self.spec.producer_timeout_ms)
+    }
+
+    /// Whether this vault should produce at once for the height just
+    /// settled: its proof beats the new head's, made before its turn came.
+    pub fn should_contest(&self) -> bool {
+        let Some(prev) = &self.previous else {
+            return false;
+        };
+        let Some((own, _)) = &prev.own else {
+            return false;
+        };
+        if prev.produced || prev.height() != self.head.height {
+            return false;
+        }
+        match self.store.info(&self.head.hash) {
+            Ok(Some(info)) => info.parent == prev.parent.hash && own.beats(&info.rank),
+            _ => false,
+        }
+    }
+
+    /// Produces the next block from this vault's proof and the pending
+    /// transactions that apply, marking the election done. `contest`:
+    /// produce for the height just settled instead (see
+    /// [`should_contest`](Self::should_contest)).
+    pub fn produce(&mut self, key: &Keypair, now_ms: u64, contest: bool) -> Option<Block> {
+        let election = if contest {
+            self.previous.as_mut()?
+        } else {
+            &mut self.election
+        };
+        let (_, proof) = election.own.clone()?;
+        if election.produced || proof.farmer_key != key.public() {
+            return None;
+        }
+        election.produced = true;
+        let parent = election.parent;
+        let timestamp = now_ms.max(self.spec.earliest_ms(parent.timestamp_ms));
+        let txs = if contest {
+            Vec::new()
+        } else {
+            self.pending_txs()
+        };
+        Some(Block::produce(
+            key,
+            self.chain_id,
+            parent.height + 1,
+            parent.hash,
+            timestamp,
+            proof,
+            txs,
+        ))
+    }
+
+    /// Pending transactions that apply on the head, in order, within the
+    /// block's limit.
+    fn pending_txs(&self) -> Vec<RegisterTx> {
+        let mut by_register: BTreeMap<(&[u8; 32], &[u8]), Vec<&RegisterTx>> = BTreeMap::new();
+        for tx in self.mempool.values() {
+            by_register
+                .entry((&tx.owner, &tx.name))
+                .or_default()
+                .push(tx);
+        }
+        let mut out = Vec::new();
+        for ((owner, name), mut txs) in by_register {
+            let Ok(mut version) = self.store.register_version(owner, name) else {
+                continue;
+            };
+            txs.sort_by_key(|t| t.version);
+            for tx in txs {
+                if out.len() == self.spec.max_block_txs as usize {
+                    return out;
+                }
+                if tx.version == version + 1 {
+                    out.push(tx.clone());
+                    version += 1;
+                }
+            }
+        }
+        out
+    }
+
+    /// A transaction for the pool: checked on its own and against the
+    /// register's version; Ok(false) when already pending.
+    pub fn add_tx(&mut self, tx: RegisterTx) -> Result<bool, Rejection> {
+        check_tx(&self.spec, &self.chain_id, &tx)?;
+        let current = self
+            .store
+            .register_version(&tx.owner, &tx.name)
+            .map_err(|e| Rejection::Malformed(format!("store: {e}")))?;
+        if tx.version <= current {
+            return Err(Rejection::BadTxVersion {
+                got: tx.version,
+                current,
+            });
+        }
+        let id = tx.id(&self.chain_id);
+        if self.mempool.contains_key(&id) {
+            return Ok(false);
+        }
+        if self.mempool.len() >= MAX_MEMPOOL {
+            return Err(Rejection::Malformed("the transaction pool is full".into()));
+        }
+        self.mempool.insert(id, tx);
+        Ok(true)
+    }
+
+    pub fn mempool_len(&self) -> usize {
+        self.mempool.len()
+    }
+
+    /// Canonical blocks from `from`, at most `max`, encoded.
+    pub fn blocks_from(&self, from: u64, max: u32) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        for height in from.max(1)..from.max(1).saturating_add(max as u64) {
+            let Ok(Some(hash)) = self.store.canonical(height) else {
+                break;
+            };
+            match self.store.block(&hash) {
+                Ok(Some(block)) => out.push(block.encode()),
+                _ => break,
+            }
+        }
+        out
+    }
+
+    /// The canonical block at `height`.
+    pub fn block_at(&self, height: u64) -> Result<Option<Block>, StoreError> {
+        match self.store.canonical(height)? {
+            Some(hash) => self.store.block(&hash),
+            None => Ok(None),
+        }
+    }
+
+    /// The last `n` canonical blocks, newest first.
+    pub fn recent(&self, n: usize) -> Vec<BlockSummary> {
+        let mut out = Vec::new();
+        let mut height = self.head.height;
+        while height > 0 && out.len() < n {
+            if let (Ok(Some(block)), Ok(Some(hash))) =
+                (self.block_at(height), self.store.canonical(height))
+            {
+                let quality = self
+                    .store
+                    .info(&hash)
+                    .ok()
+                    .flatten()
+                    .map_or(0, |i| i.rank.quality);
+                out.push(BlockSummary {
+                    height,
+                    hash: hex::encode(hash),
+                    producer: hex::encode(block.header.proof.farmer_key),
+                    quality,
+                    timestamp_ms: block.header.timestamp_ms,
+                    txs: block.txs.len(),
+                });
+            }
+            height -= 1;
+        }
+        out
+    }
+}
+
+/// A stored block as the parent of its child (the genesis for its hash).
+fn parent_of(
+    store: &Store,
+    spec: &ChainSpec,
+    hash: &[u8; 32],
+) -> Result<Option<Parent>, StoreError> {
+    let genesis = Parent::genesis(spec);
+    if *hash == genesis.hash {
+        return Ok(Some(genesis));
+    }
+    Ok(store.info(hash)?.map(|info| Parent {
+        hash: *hash,
+        height: info.height,
+        timestamp_ms: info.timestamp_ms,
+        proof_hash: info.proof_hash,
+    }))
+}
+
+#[cfg(test)]
+mod tests;

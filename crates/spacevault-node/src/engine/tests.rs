@@ -1,0 +1,267 @@
+use super::*;
+use crate::farmer::Farmer;
+use spacevault::plot::NoProgress;
+use spacevault::PlotOptions;
+
+fn spec() -> ChainSpec {
+    let mut spec = ChainSpec::new("engine-test", 1_000_000, 1000);
+    spec.min_k = 16;
+    spec
+}
+
+/// A vault's key, a plot of it, and its engine.
+struct Vault {
+    key: Keypair,
+    farmer: Farmer,
+    engine: Engine,
+    _dir: tempfile::TempDir,
+}
+
+fn vault(i: u8) -> Vault {
+    let dir = tempfile::tempdir().unwrap();
+    let key = Keypair::from_secret(&[i; 32]);
+    let plots = dir.path().join("plots");
+    std::fs::create_dir_all(&plots).unwrap();
+    spacevault::plot(
+        &PlotOptions::new(16, key.public(), [i; 32]),
+        &plots,
+        &NoProgress,
+    )
+    .unwrap();
+    Vault {
+        farmer: Farmer::open(&[plots], &key.public(), &spec()),
+        engine: Engine::open(&dir.path().join("store.redb"), spec()).unwrap(),
+        key,
+        _dir: dir,
+    }
+}
+
+/// Every vault looks up its proof and hears everyone else's; the best one
+/// produces, and every vault imports its block.
+async fn round(vaults: &mut [Vault]) {
+    let (height, parent, challenge) = vaults[0].engine.election();
+    let mut msgs = Vec::new();
+    for v in vaults.iter_mut() {
+        let found = v.farmer.best(challenge).await.unwrap();
+        if let Some(msg) = v.engine.offer_own(height, parent, found.proof, found.rank) {
+            msgs.push(msg);
+        }
+    }
+    for v in vaults.iter_mut() {
+        for m in &msgs {
+            let _ = v.engine.offer_proof(m);
+        }
+    }
+    // The holder of the best proof is due first.
+    let soonest = vaults
+        .iter()
+        .filter_map(|v| v.engine.production_due())
+        .min();
+    let first = vaults
+        .iter()
+        .position(|v| v.engine.production_due() == soonest)
+        .unwrap();
+    let due = vaults[first].engine.production_due().unwrap();
+    let block = vaults[first]
+        .engine
+        .produce(&vaults[first].key.clone(), due, false)
+        .unwrap();
+    for v in vaults.iter_mut() {
+        let got = v.engine.import(block.clone(), due).unwrap();
+        assert!(matches!(
+            got,
+            Imported::NewHead { .. } | Imported::Duplicate
+        ));
+    }
+}
+
+#[tokio::test]
+async fn vaults_elect_the_best_proof_and_agree() {
+    let mut vaults: Vec<Vault> = (1..=4).map(vault).collect();
+    for _ in 0..5 {
+        round(&mut vaults).await;
+        let heads: Vec<_> = vaults.iter().map(|v| v.engine.head().hash).collect();
+        assert!(heads.iter().all(|h| *h == heads[0]));
+    }
+    assert_eq!(vaults[0].engine.head().height, 5);
+    assert_eq!(vaults[0].engine.recent(3).len(), 3);
+}
+
+#[tokio::test]
+async fn two_blocks_for_one_height_settle_on_the_better_proof_in_any_order() {
+    let mut a = vault(1);
+    let mut b = vault(2);
+    let (height, parent, challenge) = a.engine.election();
+    let fa = a.farmer.best(challenge).await.unwrap();
+    let fb = b.farmer.best(challenge).await.unwrap();
+    a.engine
+        .offer_own(height, parent, fa.proof.clone(), fa.rank);
+    b.engine
+        .offer_own(height, parent, fb.proof.clone(), fb.rank);
+    let t = spec().genesis_unix_ms + 1000;
+    let block_a = a.engine.produce(&a.key.clone(), t, false).unwrap();
+    let block_b = b.engine.produce(&b.key.clone(), t, false).unwrap();
+    let better = if fa.rank.beats(&fb.rank) {
+        block_a.hash()
+    } else {
+        block_b.hash()
+    };
+    let mut c = vault(3);
+    let mut d = vault(4);
+    for blk in [&block_a, &block_b] {
+        c.engine.import(blk.clone(), t).unwrap();
+    }
+    for blk in [&block_b, &block_a] {
+        d.engine.import(blk.clone(), t).unwrap();
+    }
+    assert_eq!(c.engine.head().hash, better);
+    assert_eq!(d.engine.head().hash, better);
+    // A longer chain on the worse block wins over both.
+    let (worse, worse_key, worse_farmer) = if better == block_a.hash() {
+        (&block_b, b.key.clone(), &b.farmer)
+    } else {
+        (&block_a, a.key.clone(), &a.farmer)
+    };
+    let challenge2 = spacevault_chain::challenge(&spec().chain_id(), 2, &worse.header.proof.hash());
+    let found = worse_farmer.best(challenge2).await.unwrap();
+    let child = Block::produce(
+        &worse_key,
+        spec().chain_id(),
+        2,
+        worse.hash(),
+        t + 1000,
+        found.proof,
+        vec![],
+    );
+    assert!(matches!(
+        c.engine.import(child.clone(), t + 1000).unwrap(),
+        Imported::NewHead { reorg: true }
+    ));
+    assert_eq!(c.engine.head().hash, child.hash());
+}
+
+#[tokio::test]
+async fn bad_blocks_are_refused_with_their_reason() {
+    let mut a = vault(1);
+    let (height, parent, challenge) = a.engine.election();
+    let found = a.farmer.best(challenge).await.unwrap();
+    a.engine
+        .offer_own(height, parent, found.proof.clone(), found.rank);
+    let t = spec().genesis_unix_ms + 1000;
+    let good = a.engine.produce(&a.key.clone(), t, false).unwrap();
+    let mut b = vault(2);
+    // Signed by another key than the proof's.
+    let forged = Block::produce(
+        &b.key.clone(),
+        spec().chain_id(),
+        1,
+        parent,
+        t,
+        found.proof.clone(),
+        vec![],
+    );
+    assert_eq!(b.engine.import(forged, t), Err(Rejection::BadSignature));
+    // Too early, and from another chain.
+    let early = Block::produce(
+        &a.key,
+        spec().chain_id(),
+        1,
+        parent,
+        t - 1,
+        found.proof.clone(),
+        vec![],
+    );
+    assert!(matches!(
+        b.engine.import(early, t),
+        Err(Rejection::TooEarly { .. })
+    ));
+    let mut other = good.clone();
+    other.header.chain_id = [0; 32];
+    assert!(b.engine.import(other, t).is_err());
+    // A block whose parent is missing waits, then joins.
+    let (h2, p2) = (2, good.hash());
+    let ch2 = spacevault_chain::challenge(&spec().chain_id(), 2, &good.header.proof.hash());
+    let f2 = a.farmer.best(ch2).await.unwrap();
+    let child = Block::produce(
+        &a.key,
+        spec().chain_id(),
+        h2,
+        p2,
+        t + 1000,
+        f2.proof,
+        vec![],
+    );
+    assert_eq!(
+        b.engine.import(child.clone(), t + 1000),
+        Ok(Imported::Orphan)
+    );
+    assert_eq!(
+        b.engine.import(good.clone(), t),
+        Ok(Imported::NewHead { reorg: false })
+    );
+    let waiting = b.engine.take_orphans(&good.hash());
+    assert_eq!(waiting, vec![child.clone()]);
+    assert_eq!(
+        b.engine.import(child, t + 1000),
+        Ok(Imported::NewHead { reorg: false })
+    );
+    assert_eq!(b.engine.import(good, t), Ok(Imported::Duplicate));
+}
+
+#[tokio::test]
+async fn transactions_go_into_blocks_once_and_in_order() {
+    let mut vaults: Vec<Vault> = (1..=2).map(vault).collect();
+    let owner = Keypair::from_secret(&[42; 32]);
+    let chain = spec().chain_id();
+    let tx =
+        |v: u64| RegisterTx::signed(&owner, &chain, b"name", v, format!("value {v}").as_bytes());
+    for v in vaults.iter_mut() {
+        assert_eq!(v.engine.add_tx(tx(2)), Ok(true));
+        assert_eq!(v.engine.add_tx(tx(1)), Ok(true));
+        assert_eq!(v.engine.add_tx(tx(1)), Ok(false));
+    }
+    round(&mut vaults).await;
+    for v in &vaults {
+        let r = v
+            .engine
+            .store()
+            .register(&owner.public(), b"name")
+            .unwrap()
+            .unwrap();
+        assert_eq!((r.version, r.value.as_slice()), (2, &b"value 2"[..]));
+        assert_eq!(v.engine.mempool_len(), 0);
+    }
+    // A replay of an included transaction is refused.
+    assert!(matches!(
+        vaults[0].engine.add_tx(tx(1)),
+        Err(Rejection::BadTxVersion { got: 1, current: 2 })
+    ));
+    // Proofs for past and future heights are refused as such.
+    let (height, parent, _) = vaults[0].engine.election();
+    let proof = ChainProof {
+        farmer_key: [1; 32],
+        seed: [1; 32],
+        k: 16,
+        nonce: 0,
+    };
+    let stale = ProofMsg {
+        chain_id: chain,
+        height: height - 1,
+        parent,
+        proof: proof.clone(),
+    };
+    assert_eq!(
+        vaults[0].engine.offer_proof(&stale),
+        Err(Rejection::StaleHeight(height - 1))
+    );
+    let future = ProofMsg {
+        chain_id: chain,
+        height: height + 5,
+        parent,
+        proof,
+    };
+    assert_eq!(
+        vaults[0].engine.offer_proof(&future),
+        Err(Rejection::FutureHeight(height + 5))
+    );
+}

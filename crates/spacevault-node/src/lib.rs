@@ -1,0 +1,23 @@
+//! A spacevault vault: it farms its plots, takes part in electing each
+//! block's producer by the proofs its plots give, follows the chain, keeps
+//! clients' blobs and registers, and serves an HTTP API and a page for its
+//! farmer.
+//!
+//! The parts, each a module with a small interface:
+//! - [`identity`]: the farmer's and clients' key files;
+//! - [`farmer`]: the plots and their best proof for a challenge;
+//! - [`engine`]: the chain as this vault follows it (import, fork choice,
+//!   election, transaction pool, production), over the store;
+//! - the network (`spacevault-network`) and the store (`spacevault-store`)
+//!   are crates of their own.
+
+pub mod engine;
+pub mod farmer;
+pub mod identity;
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
