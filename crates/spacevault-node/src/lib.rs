@@ -8,12 +8,24 @@
 //! - [`farmer`]: the plots and their best proof for a challenge;
 //! - [`engine`]: the chain as this vault follows it (import, fork choice,
 //!   election, transaction pool, production), over the store;
+//! - [`data`]: blobs, their holders, replication and repair;
+//! - [`api`] and [`client`]: the HTTP API and a client of it;
+//! - [`metrics`]: what `/metrics` shows;
 //! - the network (`spacevault-network`) and the store (`spacevault-store`)
 //!   are crates of their own.
 
+pub mod api;
+pub mod client;
+pub mod data;
 pub mod engine;
 pub mod farmer;
 pub mod identity;
+pub mod metrics;
+mod node;
+mod page;
+
+pub use node::{Node, NodeConfig, Shared, StartError};
+pub use spacevault_network::TransportKind;
 
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> u64 {

@@ -31,6 +31,9 @@ const REGISTERS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("registers
 const UNDO: TableDefinition<&[u8], &[u8]> = TableDefinition::new("undo");
 const BLOBS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("blobs");
 
+/// The page cache redb keeps for a store.
+const CACHE_BYTES: usize = 16 << 20;
+
 /// Why the store failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -82,7 +85,11 @@ impl Store {
     /// Opens the store at `path`, creating it for `spec`'s chain if it is
     /// new; a store of another chain is refused.
     pub fn open(path: &Path, spec: &ChainSpec) -> Result<Store, StoreError> {
-        let db = Database::create(path)?;
+        // A vault's working set is small; many vaults share one machine in
+        // tests and benchmarks.
+        let db = redb::Builder::new()
+            .set_cache_size(CACHE_BYTES)
+            .create(path)?;
         let chain_id = spec.chain_id();
         let tx = db.begin_write()?;
         {

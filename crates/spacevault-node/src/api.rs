@@ -1,0 +1,377 @@
+//! The vault's HTTP API (`/v1/...`), its health and metrics, and its page.
+//! Bad input gets a 4xx with `{"error": "..."}`; bodies are limited to a
+//! blob's size, and every request to a minute.
+
+use crate::data::{self, PutError};
+use crate::node::Shared;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::http::{header, StatusCode};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use spacevault_chain::RegisterTx;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long a request may take, PUTs that wait for a block included.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// An error answer: its status and reason.
+pub struct ApiError(StatusCode, String);
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.0, Json(json!({ "error": self.1 }))).into_response()
+    }
+}
+
+fn bad(why: impl Into<String>) -> ApiError {
+    ApiError(StatusCode::BAD_REQUEST, why.into())
+}
+
+fn internal(e: impl std::fmt::Display) -> ApiError {
+    ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
+}
+
+type S = State<Arc<Shared>>;
+
+/// The routes.
+pub fn router(shared: Arc<Shared>) -> Router {
+    let body_limit = shared.spec.max_blob_bytes as usize + (64 << 10);
+    Router::new()
+        .route("/", get(page))
+        .route("/health", get(health))
+        .route("/metrics", get(metrics))
+        .route("/v1/status", get(status))
+        .route("/v1/head", get(head))
+        .route("/v1/blocks/{height}", get(block))
+        .route("/v1/blobs", axum::routing::put(put_blob))
+        .route("/v1/blobs/{address}", get(get_blob))
+        .route(
+            "/v1/registers/{owner}/{name}",
+            get(get_register).put(put_register),
+        )
+        .fallback(|| async { ApiError(StatusCode::NOT_FOUND, "no such path".into()) })
+        .layer(DefaultBodyLimit::max(body_limit))
+        .layer(tower_http::timeout::TimeoutLayer::with_status_code(
+            StatusCode::GATEWAY_TIMEOUT,
+            REQUEST_TIMEOUT,
+        ))
+        .with_state(shared)
+}
+
+/// Serves the API on `listener` until the task is aborted.
+pub async fn serve(listener: tokio::net::TcpListener, shared: Arc<Shared>) {
+    let app = router(shared);
+    if let Err(e) = axum::serve(listener, app).await {
+        tracing::error!(%e, "the API stopped");
+    }
+}
+
+async fn page() -> Html<&'static str> {
+    Html(crate::page::HTML)
+}
+
+async fn health(State(s): S) -> Json<serde_json::Value> {
+    Json(json!({ "ok": true, "height": s.engine().head().height }))
+}
+
+async fn metrics(State(s): S) -> impl IntoResponse {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        s.metrics.encode(),
+    )
+}
+
+async fn head(State(s): S) -> Json<serde_json::Value> {
+    let h = s.engine().head();
+    Json(json!({ "height": h.height, "hash": hex::encode(h.hash) }))
+}
+
+/// A block as the API gives it.
+#[derive(Serialize)]
+pub struct BlockJson {
+    pub height: u64,
+    pub hash: String,
+    pub parent: String,
+    pub timestamp_ms: u64,
+    pub producer: String,
+    pub proof: ProofJson,
+    pub quality: Option<u32>,
+    pub txs: Vec<TxJson>,
+    pub signature: String,
+}
+
+#[derive(Serialize)]
+pub struct ProofJson {
+    pub farmer_key: String,
+    pub seed: String,
+    pub k: u8,
+    pub nonce: u64,
+}
+
+#[derive(Serialize)]
+pub struct TxJson {
+    pub owner: String,
+    pub name: String,
+    pub version: u64,
+    pub value_hex: String,
+}
+
+async fn block(State(s): S, Path(height): Path<String>) -> Result<Json<BlockJson>, ApiError> {
+    let height: u64 = height
+        .parse()
+        .map_err(|_| bad(format!("the height '{height}' is not a whole number")))?;
+    let engine = s.engine();
+    let block = engine.block_at(height).map_err(internal)?.ok_or_else(|| {
+        ApiError(
+            StatusCode::NOT_FOUND,
+            format!("no block at height {height}"),
+        )
+    })?;
+    let hash = block.hash();
+    let quality = engine
+        .store()
+        .info(&hash)
+        .ok()
+        .flatten()
+        .map(|i| i.rank.quality);
+    let h = &block.header;
+    Ok(Json(BlockJson {
+        height: h.height,
+        hash: hex::encode(hash),
+        parent: hex::encode(h.parent),
+        timestamp_ms: h.timestamp_ms,
+        producer: hex::encode(h.proof.farmer_key),
+        proof: ProofJson {
+            farmer_key: hex::encode(h.proof.farmer_key),
+            seed: hex::encode(h.proof.seed),
+            k: h.proof.k,
+            nonce: h.proof.nonce,
+        },
+        quality,
+        txs: block
+            .txs
+            .iter()
+            .map(|t| TxJson {
+                owner: hex::encode(t.owner),
+                name: String::from_utf8_lossy(&t.name).into_owned(),
+                version: t.version,
+                value_hex: hex::encode(&t.value),
+            })
+            .collect(),
+        signature: hex::encode(block.signature),
+    }))
+}
+
+async fn status(State(s): S) -> Json<serde_json::Value> {
+    let (head, recent, election) = {
+        let e = s.engine();
+        (e.head(), e.recent(12), e.election())
+    };
+    let (blobs, blob_bytes) = s.engine().store().blob_stats().unwrap_or((0, 0));
+    let peers = s.net.peers().await;
+    let listen: Vec<String> = s
+        .listen_addrs
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+    Json(json!({
+        "peer_id": s.net.local_peer().to_string(),
+        "farmer_key": hex::encode(s.key.public()),
+        "listen": listen,
+        "chain_id": hex::encode(s.chain_id),
+        "slot_ms": s.spec.slot_ms,
+        "proof_window_ms": s.spec.proof_window_ms,
+        "height": head.height,
+        "head": hex::encode(head.hash),
+        "election_height": election.0,
+        "recent_blocks": recent,
+        "plots": s.farmer.plots(),
+        "skipped_plots": s.farmer.skipped(),
+        "peers": peers.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
+        "vaults": s.vaults.lock().unwrap().count(),
+        "blobs": blobs,
+        "blob_bytes": blob_bytes,
+    }))
+}
+
+fn parse_address(text: &str) -> Result<[u8; 32], ApiError> {
+    hex::decode(text)
+        .ok()
+        .and_then(|b| b.try_into().ok())
+        .ok_or_else(|| bad(format!("'{text}' is not an address: 64 hex digits")))
+}
+
+/// A receipt as the API gives it.
+#[derive(Serialize, Deserialize, Clone, Debug)]
+pub struct ReceiptJson {
+    pub holder: String,
+    pub signature: String,
+}
+
+async fn put_blob(State(s): S, body: Result<Bytes, BytesRejection>) -> Result<Response, ApiError> {
+    let body = body.map_err(|e| {
+        let status = e.status();
+        ApiError(
+            status,
+            format!("the body could not be read: {}", e.body_text()),
+        )
+    })?;
+    match data::put(&s, body.to_vec()).await {
+        Ok(put) => Ok((
+            StatusCode::CREATED,
+            Json(json!({
+                "address": hex::encode(put.address),
+                "copies": put.receipts.len(),
+                "wanted": put.wanted,
+                "receipts": receipts_json(&put.receipts),
+            })),
+        )
+            .into_response()),
+        Err(e @ PutError::TooLarge { .. }) => {
+            Err(ApiError(StatusCode::PAYLOAD_TOO_LARGE, e.to_string()))
+        }
+        Err(PutError::TooFewCopies { got, wanted, put }) => Ok((
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({
+                "error": format!("only {got} of {wanted} vaults stored the blob"),
+                "address": hex::encode(put.address),
+                "copies": got,
+                "wanted": wanted,
+                "receipts": receipts_json(&put.receipts),
+            })),
+        )
+            .into_response()),
+    }
+}
+
+fn receipts_json(receipts: &[spacevault_chain::Receipt]) -> Vec<ReceiptJson> {
+    receipts
+        .iter()
+        .map(|r| ReceiptJson {
+            holder: hex::encode(r.holder),
+            signature: hex::encode(r.signature),
+        })
+        .collect()
+}
+
+async fn get_blob(State(s): S, Path(address): Path<String>) -> Result<Response, ApiError> {
+    let address = parse_address(&address)?;
+    match data::read_verified(&s, &address).await {
+        Some(blob) => {
+            Ok(([(header::CONTENT_TYPE, "application/octet-stream")], blob).into_response())
+        }
+        None => Err(ApiError(
+            StatusCode::NOT_FOUND,
+            format!("no vault holds a blob at {}", hex::encode(address)),
+        )),
+    }
+}
+
+/// A register write as a client sends it.
+#[derive(Serialize, Deserialize, Debug)]
+pub struct RegisterPut {
+    pub version: u64,
+    pub value_hex: String,
+    pub signature: String,
+}
+
+async fn put_register(
+    State(s): S,
+    Path((owner, name)): Path<(String, String)>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let owner = parse_address(&owner)?;
+    let body = body.map_err(|e| ApiError(e.status(), e.body_text()))?;
+    let put: RegisterPut = serde_json::from_slice(&body).map_err(|e| {
+        bad(format!(
+            "the body must be JSON with version, value_hex and signature: {e}"
+        ))
+    })?;
+    let value = hex::decode(&put.value_hex).map_err(|_| bad("value_hex is not hex"))?;
+    let signature: [u8; 64] = hex::decode(&put.signature)
+        .ok()
+        .and_then(|b| b.try_into().ok())
+        .ok_or_else(|| bad("signature must be 128 hex digits"))?;
+    let tx = RegisterTx {
+        owner,
+        name: name.into_bytes(),
+        version: put.version,
+        value,
+        signature,
+    };
+    let added = s.engine().add_tx(tx.clone());
+    match added {
+        Ok(_) => {}
+        Err(r @ spacevault_chain::Rejection::BadTxVersion { .. }) => {
+            return Err(ApiError(StatusCode::CONFLICT, r.to_string()))
+        }
+        Err(r) => return Err(bad(r.to_string())),
+    }
+    s.metrics.registers_written.inc();
+    s.net.publish(spacevault_network::Topic::Txs, tx.encode());
+    // Done when a block on the canonical chain holds it.
+    let slot = Duration::from_millis(s.spec.slot_ms);
+    let deadline = tokio::time::Instant::now() + (slot * 40).min(Duration::from_secs(50));
+    let mut heads = s.head.subscribe();
+    loop {
+        let entry = s
+            .engine()
+            .store()
+            .register(&tx.owner, &tx.name)
+            .map_err(internal)?;
+        if let Some(e) = entry.filter(|e| e.version >= tx.version) {
+            return Ok(Json(json!({
+                "owner": hex::encode(tx.owner),
+                "name": String::from_utf8_lossy(&tx.name),
+                "version": e.version,
+                "height": e.height,
+            })));
+        }
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        if left.is_zero() {
+            return Err(ApiError(
+                StatusCode::GATEWAY_TIMEOUT,
+                "the transaction is pending but no block has included it yet".into(),
+            ));
+        }
+        let _ = tokio::time::timeout(left, heads.changed()).await;
+    }
+}
+
+async fn get_register(
+    State(s): S,
+    Path((owner, name)): Path<(String, String)>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let owner = parse_address(&owner)?;
+    let entry = s
+        .engine()
+        .store()
+        .register(&owner, name.as_bytes())
+        .map_err(internal)?
+        .ok_or_else(|| {
+            ApiError(
+                StatusCode::NOT_FOUND,
+                format!("no register {name} of {}", hex::encode(owner)),
+            )
+        })?;
+    Ok(Json(json!({
+        "owner": hex::encode(owner),
+        "name": name,
+        "version": entry.version,
+        "value_hex": hex::encode(&entry.value),
+        "value": String::from_utf8(entry.value.clone()).ok(),
+        "signature": hex::encode(entry.signature),
+        "height": entry.height,
+    })))
+}

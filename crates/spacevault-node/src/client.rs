@@ -1,0 +1,227 @@
+//! A client of a vault's HTTP API: what `spacevault client` and the tests
+//! use. Registers are signed here, with the client's own key.
+
+use crate::api::{ReceiptJson, RegisterPut};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use hyper_util::client::legacy::{connect::HttpConnector, Client as Hyper};
+use hyper_util::rt::TokioExecutor;
+use serde::Deserialize;
+use spacevault_chain::{Keypair, RegisterTx};
+
+/// Why a call failed: the vault's own reason where it gave one.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientError {
+    #[error("{url} is not an HTTP URL of a vault's API")]
+    BadUrl { url: String },
+    #[error("cannot reach the vault at {url}: {why}")]
+    Unreachable { url: String, why: String },
+    #[error("the vault answered {status}: {reason}")]
+    Refused { status: u16, reason: String },
+    #[error("the vault's answer does not parse: {0}")]
+    BadAnswer(String),
+}
+
+/// A PUT's answer.
+#[derive(Deserialize, Debug, Clone)]
+pub struct PutAnswer {
+    pub address: String,
+    pub copies: usize,
+    pub wanted: usize,
+    pub receipts: Vec<ReceiptJson>,
+}
+
+/// A register as the vault gives it.
+#[derive(Deserialize, Debug, Clone)]
+pub struct RegisterAnswer {
+    pub owner: String,
+    pub name: String,
+    pub version: u64,
+    pub value_hex: String,
+    pub value: Option<String>,
+    pub signature: String,
+    pub height: u64,
+}
+
+/// A register write's answer: the block height that holds it.
+#[derive(Deserialize, Debug, Clone)]
+pub struct SetAnswer {
+    pub version: u64,
+    pub height: u64,
+}
+
+/// A vault's API at one base URL.
+#[derive(Clone)]
+pub struct Client {
+    base: String,
+    http: Hyper<HttpConnector, Full<Bytes>>,
+}
+
+impl Client {
+    /// `url` like `http://127.0.0.1:8733`.
+    pub fn new(url: &str) -> Result<Client, ClientError> {
+        let base = url.trim_end_matches('/').to_string();
+        if !base.starts_with("http://") || base.parse::<hyper::Uri>().is_err() {
+            return Err(ClientError::BadUrl { url: url.into() });
+        }
+        Ok(Client {
+            base,
+            http: Hyper::builder(TokioExecutor::new()).build_http(),
+        })
+    }
+
+    async fn call(
+        &self,
+        method: hyper::Method,
+        path: &str,
+        body: Vec<u8>,
+    ) -> Result<(u16, Vec<u8>), ClientError> {
+        let url = format!("{}{path}", self.base);
+        let request = hyper::Request::builder()
+            .method(method)
+            .uri(&url)
+            .body(Full::new(Bytes::from(body)))
+            .map_err(|_| ClientError::BadUrl { url: url.clone() })?;
+        let unreachable = |why: String| ClientError::Unreachable {
+            url: self.base.clone(),
+            why,
+        };
+        let response = self
+            .http
+            .request(request)
+            .await
+            .map_err(|e| unreachable(e.to_string()))?;
+        let status = response.status().as_u16();
+        let bytes = response
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| unreachable(e.to_string()))?
+            .to_bytes()
+            .to_vec();
+        Ok((status, bytes))
+    }
+
+    /// The call's body when it succeeded, else the vault's reason.
+    async fn ok(
+        &self,
+        method: hyper::Method,
+        path: &str,
+        body: Vec<u8>,
+    ) -> Result<Vec<u8>, ClientError> {
+        let (status, bytes) = self.call(method, path, body).await?;
+        if (200..300).contains(&status) {
+            return Ok(bytes);
+        }
+        let reason = serde_json::from_slice::<serde_json::Value>(&bytes)
+            .ok()
+            .and_then(|v| v["error"].as_str().map(String::from))
+            .unwrap_or_else(|| String::from_utf8_lossy(&bytes).into_owned());
+        Err(ClientError::Refused { status, reason })
+    }
+
+    async fn json<T: for<'de> Deserialize<'de>>(
+        &self,
+        method: hyper::Method,
+        path: &str,
+        body: Vec<u8>,
+    ) -> Result<T, ClientError> {
+        let bytes = self.ok(method, path, body).await?;
+        serde_json::from_slice(&bytes).map_err(|e| ClientError::BadAnswer(e.to_string()))
+    }
+
+    pub async fn head(&self) -> Result<(u64, String), ClientError> {
+        let v: serde_json::Value = self.json(hyper::Method::GET, "/v1/head", vec![]).await?;
+        let height = v["height"]
+            .as_u64()
+            .ok_or_else(|| ClientError::BadAnswer("no height".into()))?;
+        Ok((height, v["hash"].as_str().unwrap_or_default().to_string()))
+    }
+
+    pub async fn status(&self) -> Result<serde_json::Value, ClientError> {
+        self.json(hyper::Method::GET, "/v1/status", vec![]).await
+    }
+
+    pub async fn get_path(&self, path: &str) -> Result<(u16, Vec<u8>), ClientError> {
+        self.call(hyper::Method::GET, path, vec![]).await
+    }
+
+    /// Stores a blob; its address and the holders' receipts.
+    pub async fn put(&self, blob: Vec<u8>) -> Result<PutAnswer, ClientError> {
+        self.json(hyper::Method::PUT, "/v1/blobs", blob).await
+    }
+
+    pub async fn get(&self, address: &str) -> Result<Vec<u8>, ClientError> {
+        self.ok(hyper::Method::GET, &format!("/v1/blobs/{address}"), vec![])
+            .await
+    }
+
+    pub async fn read(&self, owner: &[u8; 32], name: &str) -> Result<RegisterAnswer, ClientError> {
+        self.json(
+            hyper::Method::GET,
+            &format!(
+                "/v1/registers/{}/{}",
+                hex::encode(owner),
+                encode_segment(name)
+            ),
+            vec![],
+        )
+        .await
+    }
+
+    /// Sets `owner`'s register to `value`: signs the next version and
+    /// waits until a block holds it.
+    pub async fn set(
+        &self,
+        owner: &Keypair,
+        chain_id: &[u8; 32],
+        name: &str,
+        value: &[u8],
+    ) -> Result<SetAnswer, ClientError> {
+        let current = match self.read(&owner.public(), name).await {
+            Ok(r) => r.version,
+            Err(ClientError::Refused { status: 404, .. }) => 0,
+            Err(e) => return Err(e),
+        };
+        let tx = RegisterTx::signed(owner, chain_id, name.as_bytes(), current + 1, value);
+        let body = RegisterPut {
+            version: tx.version,
+            value_hex: hex::encode(&tx.value),
+            signature: hex::encode(tx.signature),
+        };
+        self.json(
+            hyper::Method::PUT,
+            &format!(
+                "/v1/registers/{}/{}",
+                hex::encode(owner.public()),
+                encode_segment(name)
+            ),
+            serde_json::to_vec(&body).expect("serializes"),
+        )
+        .await
+    }
+
+    /// The chain id the vault follows (for signing registers).
+    pub async fn chain_id(&self) -> Result<[u8; 32], ClientError> {
+        let s = self.status().await?;
+        s["chain_id"]
+            .as_str()
+            .and_then(|h| hex::decode(h).ok())
+            .and_then(|b| b.try_into().ok())
+            .ok_or_else(|| ClientError::BadAnswer("no chain id".into()))
+    }
+}
+
+/// A register name as one URL path segment.
+fn encode_segment(name: &str) -> String {
+    let mut out = String::new();
+    for b in name.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}

@@ -1,0 +1,417 @@
+//! Clients' immutable blobs: which vaults keep one (the R whose farmer keys
+//! are nearest its address by XOR, every vault when there are fewer), how a
+//! PUT gathers their receipts, how a GET finds a copy, and how copies are
+//! made again when a vault leaves or a local copy is found damaged.
+//!
+//! A blob read back from the store is hashed again every time before it is
+//! served: nothing remembers that a copy was good.
+
+use crate::node::Shared;
+use spacevault_chain::{blob_address, Receipt, Rejection};
+use spacevault_network::{self as net, Request, Response, Topic};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How often a vault says it is alive.
+pub fn announce_interval(spec: &spacevault_chain::ChainSpec) -> Duration {
+    Duration::from_millis((spec.slot_ms * 2).clamp(200, 5000))
+}
+
+/// Announcements missed before a vault counts as gone.
+const MISSED_TO_LEAVE: u32 = 3;
+
+/// A vault this one knows of.
+#[derive(Clone, Debug)]
+struct Known {
+    peer: net::Peer,
+    last_seen: Instant,
+}
+
+/// The vaults alive as far as this one knows: itself, and every vault whose
+/// announcement it heard lately.
+pub struct Vaults {
+    own: [u8; 32],
+    known: HashMap<[u8; 32], Known>,
+    /// Changes every time the set of vaults alive does.
+    generation: u64,
+    /// The generation the local blobs were last replicated for.
+    replicated_for: u64,
+}
+
+impl Vaults {
+    pub fn new(own: [u8; 32]) -> Vaults {
+        Vaults {
+            own,
+            known: HashMap::new(),
+            generation: 1,
+            replicated_for: 0,
+        }
+    }
+
+    fn heard(&mut self, key: [u8; 32], peer: net::Peer) {
+        if key == self.own {
+            return;
+        }
+        let new = !self.known.contains_key(&key);
+        self.known.insert(
+            key,
+            Known {
+                peer,
+                last_seen: Instant::now(),
+            },
+        );
+        if new {
+            self.generation += 1;
+        }
+    }
+
+    /// Forgets vaults not heard for a while.
+    fn expire(&mut self, interval: Duration) {
+        let limit = interval * MISSED_TO_LEAVE;
+        let before = self.known.len();
+        self.known.retain(|_, k| k.last_seen.elapsed() < limit);
+        if self.known.len() != before {
+            self.generation += 1;
+        }
+    }
+
+    /// A directly connected peer went away: it is gone until heard again.
+    pub fn disconnected(&mut self, peer: &net::Peer) {
+        let before = self.known.len();
+        self.known.retain(|_, k| k.peer != *peer);
+        if self.known.len() != before {
+            self.generation += 1;
+        }
+    }
+
+    /// Vaults alive, this one included.
+    pub fn count(&self) -> usize {
+        self.known.len() + 1
+    }
+
+    /// The `r` vaults nearest `address` by XOR of their farmer keys.
+    pub fn holders(&self, address: &[u8; 32], r: usize) -> Vec<[u8; 32]> {
+        let mut all: Vec<[u8; 32]> = self.known.keys().copied().collect();
+        all.push(self.own);
+        all.sort_by_key(|k| xor(k, address));
+        all.truncate(r);
+        all
+    }
+
+    fn peer(&self, key: &[u8; 32]) -> Option<net::Peer> {
+        self.known.get(key).map(|k| k.peer)
+    }
+}
+
+fn xor(a: &[u8; 32], b: &[u8; 32]) -> [u8; 32] {
+    let mut out = [0u8; 32];
+    for i in 0..32 {
+        out[i] = a[i] ^ b[i];
+    }
+    out
+}
+
+/// Publishes this vault's listening addresses.
+pub fn announce(shared: &Arc<Shared>) {
+    let addrs = shared.listen_addrs.lock().unwrap().clone();
+    let mut w = spacevault_chain::codec::Writer::new();
+    w.u32(addrs.len() as u32);
+    for a in &addrs {
+        w.bytes(&a.to_vec());
+    }
+    shared.net.publish(Topic::Vaults, w.finish());
+}
+
+/// A vault's announcement: its author is the vault (gossipsub's signature
+/// says so), the payload where it listens.
+pub fn on_announce(
+    shared: &Arc<Shared>,
+    author: Option<net::Peer>,
+    data: &[u8],
+) -> Result<(), Rejection> {
+    let malformed = |why: &str| Rejection::Malformed(why.to_string());
+    let author = author.ok_or_else(|| malformed("an announcement without its author"))?;
+    let key =
+        net::farmer_key_of(&author).ok_or_else(|| malformed("an author without an ed25519 key"))?;
+    let mut r = spacevault_chain::codec::Reader::new(data);
+    let n = r
+        .count("addresses", 16, 4)
+        .map_err(|e| Rejection::Malformed(e.to_string()))?;
+    for _ in 0..n {
+        let bytes = r
+            .bytes("address", 256)
+            .map_err(|e| Rejection::Malformed(e.to_string()))?;
+        let addr = net::Address::try_from(bytes.to_vec())
+            .map_err(|_| malformed("an address that does not parse"))?;
+        shared.net.add_address(author, addr);
+    }
+    r.finish()
+        .map_err(|e| Rejection::Malformed(e.to_string()))?;
+    shared.vaults.lock().unwrap().heard(key, author);
+    Ok(())
+}
+
+/// Timers' work: forget silent vaults, and when the set of vaults changed,
+/// push local blobs to the vaults that should now hold them.
+pub fn housekeeping(shared: &Arc<Shared>) {
+    let interval = announce_interval(&shared.spec);
+    let (generation, replicated_for, count) = {
+        let mut v = shared.vaults.lock().unwrap();
+        v.expire(interval);
+        (v.generation, v.replicated_for, v.count())
+    };
+    shared.metrics.vaults.set(count as i64);
+    if generation != replicated_for {
+        shared.vaults.lock().unwrap().replicated_for = generation;
+        let shared = shared.clone();
+        tokio::spawn(async move { replicate(&shared).await });
+    }
+}
+
+/// Sends each local blob to those of its holders that are other vaults
+/// (they keep it once; a copy already held is kept again at no cost).
+async fn replicate(shared: &Arc<Shared>) {
+    let Ok(addresses) = shared.engine().store().blob_addresses() else {
+        return;
+    };
+    let r = shared.spec.replication as usize;
+    for address in addresses {
+        let targets: Vec<net::Peer> = {
+            let v = shared.vaults.lock().unwrap();
+            v.holders(&address, r)
+                .into_iter()
+                .filter_map(|k| v.peer(&k))
+                .collect()
+        };
+        if targets.is_empty() {
+            continue;
+        }
+        let Some(blob) = read_verified(shared, &address).await else {
+            continue;
+        };
+        for peer in targets {
+            let request = Request::Store { blob: blob.clone() };
+            if let Ok(Response::Stored(_)) = shared.net.request(peer, request).await {
+                shared.metrics.blob_copies_pushed.inc();
+            }
+        }
+    }
+}
+
+pub fn refresh_blob_metrics(shared: &Shared) {
+    if let Ok((count, bytes)) = shared.engine().store().blob_stats() {
+        shared.metrics.blobs_stored.set(count as i64);
+        shared.metrics.blob_bytes_stored.set(bytes as i64);
+    }
+}
+
+/// Keeps a blob for another vault and signs a receipt.
+pub fn store_request(shared: &Arc<Shared>, blob: &[u8]) -> Response {
+    match store_local(shared, blob) {
+        Ok(receipt) => Response::Stored(receipt),
+        Err(why) => Response::Refused(why),
+    }
+}
+
+fn store_local(shared: &Shared, blob: &[u8]) -> Result<Receipt, String> {
+    if blob.len() > shared.spec.max_blob_bytes as usize {
+        return Err("blob_too_large".into());
+    }
+    let address = blob_address(blob);
+    let fresh = {
+        let engine = shared.engine();
+        let store = engine.store();
+        let present = store.get_blob(&address).map_err(|e| e.to_string())?;
+        // A damaged copy is replaced by the good one offered.
+        let good = present.is_some_and(|b| blob_address(&b) == address);
+        if !good {
+            store.put_blob(&address, blob).map_err(|e| e.to_string())?;
+        }
+        !good
+    };
+    if fresh {
+        refresh_blob_metrics(shared);
+    }
+    Ok(Receipt::sign(&shared.key, &shared.chain_id, &address))
+}
+
+/// The local copy of a blob, if it hashes to its address.
+fn read_local(shared: &Shared, address: &[u8; 32]) -> Result<Option<Vec<u8>>, ()> {
+    let bytes = shared.engine().store().get_blob(address).map_err(|_| ())?;
+    match bytes {
+        None => Ok(None),
+        Some(b) if blob_address(&b) == *address => Ok(Some(b)),
+        Some(_) => {
+            shared.metrics.blob_reverify_failures.inc();
+            tracing::warn!(address = %hex::encode(address), "a stored blob does not hash to its address");
+            Err(())
+        }
+    }
+}
+
+/// Answers another vault's fetch from the local copy only.
+pub fn fetch_request(shared: &Arc<Shared>, address: &[u8; 32]) -> Response {
+    match read_local(shared, address) {
+        Ok(Some(b)) => Response::Blob(b),
+        Ok(None) => Response::NotFound,
+        Err(()) => {
+            // Damaged here: repaired in the background, not served.
+            let shared = shared.clone();
+            let address = *address;
+            tokio::spawn(async move { read_verified(&shared, &address).await });
+            Response::NotFound
+        }
+    }
+}
+
+/// A blob checked against its address: the local copy, or else a copy from
+/// a holder; a damaged local copy is replaced by the good one.
+pub async fn read_verified(shared: &Arc<Shared>, address: &[u8; 32]) -> Option<Vec<u8>> {
+    let local = read_local(shared, address);
+    if let Ok(Some(b)) = local {
+        return Some(b);
+    }
+    let damaged = local.is_err();
+    let blob = fetch_remote(shared, address).await?;
+    if damaged {
+        let put = shared.engine().store().put_blob(address, &blob);
+        if put.is_ok() {
+            shared.metrics.blob_repairs.inc();
+            tracing::info!(address = %hex::encode(address), "repaired a damaged blob from another vault");
+        }
+    }
+    Some(blob)
+}
+
+/// A copy from the vaults that should hold it, nearest first, then from
+/// every other vault known.
+async fn fetch_remote(shared: &Arc<Shared>, address: &[u8; 32]) -> Option<Vec<u8>> {
+    let peers: Vec<net::Peer> = {
+        let v = shared.vaults.lock().unwrap();
+        v.holders(address, v.count())
+            .into_iter()
+            .filter_map(|k| v.peer(&k))
+            .collect()
+    };
+    for peer in peers {
+        if let Ok(Response::Blob(b)) = shared
+            .net
+            .request(peer, Request::Fetch { address: *address })
+            .await
+        {
+            if blob_address(&b) == *address {
+                return Some(b);
+            }
+            shared.metrics.rejected("fetch", "wrong_blob");
+        }
+    }
+    None
+}
+
+/// A PUT's result.
+#[derive(Clone, Debug)]
+pub struct Put {
+    pub address: [u8; 32],
+    pub receipts: Vec<Receipt>,
+    /// Copies asked for: the replication factor, or every vault when there
+    /// are fewer.
+    pub wanted: usize,
+}
+
+/// Why a PUT failed.
+#[derive(Debug, thiserror::Error)]
+pub enum PutError {
+    #[error("the blob is {got} bytes, more than the {max} allowed")]
+    TooLarge { got: usize, max: usize },
+    #[error("only {got} of {wanted} vaults stored the blob")]
+    TooFewCopies { got: usize, wanted: usize, put: Put },
+}
+
+/// Stores a blob on its R holders and gathers their receipts.
+pub async fn put(shared: &Arc<Shared>, blob: Vec<u8>) -> Result<Put, PutError> {
+    let max = shared.spec.max_blob_bytes as usize;
+    if blob.len() > max {
+        return Err(PutError::TooLarge {
+            got: blob.len(),
+            max,
+        });
+    }
+    let address = blob_address(&blob);
+    let (holders, peers): (Vec<[u8; 32]>, BTreeMap<[u8; 32], net::Peer>) = {
+        let v = shared.vaults.lock().unwrap();
+        let holders = v.holders(&address, shared.spec.replication as usize);
+        let peers = holders
+            .iter()
+            .filter_map(|k| Some((*k, v.peer(k)?)))
+            .collect();
+        (holders, peers)
+    };
+    let own = shared.key.public();
+    let mut asks = Vec::new();
+    for holder in &holders {
+        if *holder == own {
+            continue;
+        }
+        let Some(&peer) = peers.get(holder) else {
+            continue;
+        };
+        let shared = shared.clone();
+        let blob = blob.clone();
+        asks.push(tokio::spawn(async move {
+            shared.net.request(peer, Request::Store { blob }).await
+        }));
+    }
+    let mut receipts = Vec::new();
+    if holders.contains(&own) {
+        if let Ok(r) = store_local(shared, &blob) {
+            receipts.push(r);
+        }
+    }
+    for ask in asks {
+        if let Ok(Ok(Response::Stored(receipt))) = ask.await {
+            let from_holder = holders.contains(&receipt.holder);
+            if receipt.address == address && from_holder && receipt.verify(&shared.chain_id) {
+                receipts.push(receipt);
+            } else {
+                shared.metrics.rejected("store", "bad_receipt");
+            }
+        }
+    }
+    let put = Put {
+        address,
+        receipts,
+        wanted: holders.len(),
+    };
+    if put.receipts.len() < put.wanted {
+        return Err(PutError::TooFewCopies {
+            got: put.receipts.len(),
+            wanted: put.wanted,
+            put,
+        });
+    }
+    Ok(put)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn holders_are_the_nearest_by_xor_including_this_vault() {
+        let peer =
+            net::peer_of(&spacevault_chain::Keypair::from_secret(&[1; 32]).public()).unwrap();
+        let mut v = Vaults::new([0x00; 32]);
+        for k in [0x10u8, 0x20, 0x30, 0x40, 0x80] {
+            v.heard([k; 32], peer);
+        }
+        assert_eq!(v.count(), 6);
+        assert_eq!(v.holders(&[0x21; 32], 2), vec![[0x20; 32], [0x30; 32]]);
+        assert_eq!(v.holders(&[0x01; 32], 1), vec![[0x00; 32]]);
+        assert_eq!(v.holders(&[0xff; 32], 10).len(), 6);
+        let g = v.generation;
+        v.disconnected(&peer);
+        assert_eq!(v.count(), 1);
+        assert!(v.generation > g);
+    }
+}

@@ -1,0 +1,175 @@
+//! The vault's metrics, in OpenMetrics text at `/metrics`.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct Reason {
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TopicReason {
+    pub topic: String,
+    pub reason: String,
+}
+
+/// Every metric the vault keeps.
+pub struct Metrics {
+    pub registry: Registry,
+    pub height: Gauge,
+    pub peers: Gauge,
+    pub vaults: Gauge,
+    pub lookup_seconds: Histogram,
+    pub proofs_sent: Counter,
+    pub proofs_won: Counter,
+    pub blocks_accepted: Counter,
+    pub blocks_rejected: Family<Reason, Counter>,
+    pub messages_rejected: Family<TopicReason, Counter>,
+    pub reorgs: Counter,
+    pub blobs_stored: Gauge,
+    pub blob_bytes_stored: Gauge,
+    pub blob_reverify_failures: Counter,
+    pub blob_repairs: Counter,
+    pub blob_copies_pushed: Counter,
+    pub registers_written: Counter,
+}
+
+impl Metrics {
+    pub fn new() -> Metrics {
+        let mut registry = Registry::with_prefix("spacevault");
+        let m = Metrics {
+            height: Gauge::default(),
+            peers: Gauge::default(),
+            vaults: Gauge::default(),
+            lookup_seconds: Histogram::new([
+                1e-5, 5e-5, 1e-4, 5e-4, 1e-3, 5e-3, 1e-2, 5e-2, 0.1, 0.5, 1.0,
+            ]),
+            proofs_sent: Counter::default(),
+            proofs_won: Counter::default(),
+            blocks_accepted: Counter::default(),
+            blocks_rejected: Family::default(),
+            messages_rejected: Family::default(),
+            reorgs: Counter::default(),
+            blobs_stored: Gauge::default(),
+            blob_bytes_stored: Gauge::default(),
+            blob_reverify_failures: Counter::default(),
+            blob_repairs: Counter::default(),
+            blob_copies_pushed: Counter::default(),
+            registers_written: Counter::default(),
+            registry: Registry::default(),
+        };
+        registry.register(
+            "chain_height",
+            "Height of the canonical head",
+            m.height.clone(),
+        );
+        registry.register("peers", "Peers connected", m.peers.clone());
+        registry.register(
+            "vaults",
+            "Vaults known alive, this one included",
+            m.vaults.clone(),
+        );
+        registry.register(
+            "lookup_seconds",
+            "Time to look up the best proof of all plots",
+            m.lookup_seconds.clone(),
+        );
+        registry.register(
+            "proofs_sent",
+            "Proofs gossiped as the best seen",
+            m.proofs_sent.clone(),
+        );
+        registry.register(
+            "proofs_won",
+            "Blocks this vault produced",
+            m.proofs_won.clone(),
+        );
+        registry.register(
+            "blocks_accepted",
+            "Valid blocks imported",
+            m.blocks_accepted.clone(),
+        );
+        registry.register(
+            "blocks_rejected",
+            "Blocks refused, by reason",
+            m.blocks_rejected.clone(),
+        );
+        registry.register(
+            "messages_rejected",
+            "Gossip messages and requests refused, by topic and reason",
+            m.messages_rejected.clone(),
+        );
+        registry.register(
+            "reorgs",
+            "Times the canonical head moved to another branch",
+            m.reorgs.clone(),
+        );
+        registry.register(
+            "blobs_stored",
+            "Blobs this vault keeps",
+            m.blobs_stored.clone(),
+        );
+        registry.register(
+            "blob_bytes_stored",
+            "Bytes of the blobs this vault keeps",
+            m.blob_bytes_stored.clone(),
+        );
+        registry.register(
+            "blob_reverify_failures",
+            "Blobs whose bytes read back from the store did not hash to their address",
+            m.blob_reverify_failures.clone(),
+        );
+        registry.register(
+            "blob_repairs",
+            "Damaged local copies replaced by a good copy from another vault",
+            m.blob_repairs.clone(),
+        );
+        registry.register(
+            "blob_copies_pushed",
+            "Copies of local blobs sent to vaults that should hold them",
+            m.blob_copies_pushed.clone(),
+        );
+        registry.register(
+            "registers_written",
+            "Register transactions accepted into the pool from clients",
+            m.registers_written.clone(),
+        );
+        Metrics { registry, ..m }
+    }
+
+    /// Counts a refused message.
+    pub fn rejected(&self, topic: &str, reason: &str) {
+        self.messages_rejected
+            .get_or_create(&TopicReason {
+                topic: topic.to_string(),
+                reason: reason.to_string(),
+            })
+            .inc();
+        if topic == "blocks" {
+            self.blocks_rejected
+                .get_or_create(&Reason {
+                    reason: reason.to_string(),
+                })
+                .inc();
+        }
+    }
+
+    /// The OpenMetrics text.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &self.registry)
+            .expect("metrics encode into a String");
+        out
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}

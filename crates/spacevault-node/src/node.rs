@@ -1,0 +1,573 @@
+//! A running vault: the engine, the farmer and the network wired together
+//! by one task that reacts to gossip, requests and timers.
+
+use crate::data::{self, Vaults};
+use crate::engine::{Engine, Imported};
+use crate::farmer::{Farmer, Found};
+use crate::metrics::Metrics;
+use spacevault_chain::{Block, ChainSpec, Keypair, ProofMsg, RegisterTx, Rejection};
+use spacevault_network::{self as net, Event, Request, Response, Topic, TransportKind, Verdict};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{mpsc, watch};
+
+/// What a vault starts with.
+#[derive(Clone, Debug)]
+pub struct NodeConfig {
+    pub spec: ChainSpec,
+    pub key: Keypair,
+    pub plots: Vec<PathBuf>,
+    /// Where the store lives.
+    pub data_dir: PathBuf,
+    pub transport: TransportKind,
+    pub listen: Vec<net::Address>,
+    pub bootstrap: Vec<net::Address>,
+    /// The HTTP API's address; none for no API.
+    pub api: Option<SocketAddr>,
+    /// Gossipsub's heartbeat.
+    pub heartbeat: Duration,
+}
+
+impl NodeConfig {
+    pub fn new(
+        spec: ChainSpec,
+        key: Keypair,
+        data_dir: PathBuf,
+        transport: TransportKind,
+    ) -> NodeConfig {
+        let heartbeat = Duration::from_millis((spec.slot_ms / 3).clamp(50, 700));
+        NodeConfig {
+            spec,
+            key,
+            plots: Vec::new(),
+            data_dir,
+            transport,
+            listen: Vec::new(),
+            bootstrap: Vec::new(),
+            api: None,
+            heartbeat,
+        }
+    }
+}
+
+/// Why a vault could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StartError {
+    #[error("{0}")]
+    Store(#[from] spacevault_store::StoreError),
+    #[error("{0}")]
+    Network(#[from] net::StartError),
+    #[error("creating the data directory {path}: {cause}")]
+    DataDir {
+        path: PathBuf,
+        cause: std::io::Error,
+    },
+    #[error("the API cannot listen on {addr}: {cause}")]
+    Api {
+        addr: SocketAddr,
+        cause: std::io::Error,
+    },
+}
+
+/// What the vault's parts share.
+pub struct Shared {
+    pub engine: Mutex<Engine>,
+    pub farmer: Farmer,
+    pub key: Keypair,
+    pub metrics: Metrics,
+    pub vaults: Mutex<Vaults>,
+    pub net: net::Handle,
+    pub spec: ChainSpec,
+    pub chain_id: [u8; 32],
+    /// The canonical head's height, for waiters.
+    pub head: watch::Sender<u64>,
+    pub api_addr: Mutex<Option<SocketAddr>>,
+    pub listen_addrs: Mutex<Vec<net::Address>>,
+    syncing: AtomicBool,
+}
+
+impl Shared {
+    pub fn engine(&self) -> std::sync::MutexGuard<'_, Engine> {
+        self.engine.lock().unwrap()
+    }
+}
+
+/// A running vault.
+pub struct Node {
+    pub shared: Arc<Shared>,
+    stop: mpsc::Sender<()>,
+    task: tokio::task::JoinHandle<()>,
+    network: tokio::task::JoinHandle<()>,
+    api: Option<tokio::task::JoinHandle<()>>,
+}
+
+enum Internal {
+    Found {
+        height: u64,
+        parent: [u8; 32],
+        found: Box<Found>,
+    },
+    Synced,
+}
+
+impl Node {
+    /// Opens the store, the plots and the network, and starts the vault on
+    /// the current tokio runtime.
+    pub async fn start(config: NodeConfig) -> Result<Node, StartError> {
+        std::fs::create_dir_all(&config.data_dir).map_err(|cause| StartError::DataDir {
+            path: config.data_dir.clone(),
+            cause,
+        })?;
+        let engine = Engine::open(&config.data_dir.join("vault.redb"), config.spec.clone())?;
+        let farmer = if config.plots.is_empty() {
+            Farmer::empty()
+        } else {
+            Farmer::open(&config.plots, &config.key.public(), &config.spec)
+        };
+        for s in farmer.skipped() {
+            tracing::warn!(plot = %s.path.display(), why = %s.why, "plot not farmed");
+        }
+        let chain_id = config.spec.chain_id();
+        let mut net_config = net::Config::new(config.key.secret(), config.transport, chain_id);
+        net_config.listen = config.listen.clone();
+        net_config.bootstrap = config.bootstrap.clone();
+        net_config.heartbeat = config.heartbeat;
+        let (net, events, network) = net::start(net_config)?;
+        let height = engine.head().height;
+        let (head, _) = watch::channel(height);
+        let metrics = Metrics::new();
+        metrics.height.set(height as i64);
+        let shared = Arc::new(Shared {
+            engine: Mutex::new(engine),
+            farmer,
+            vaults: Mutex::new(Vaults::new(config.key.public())),
+            key: config.key.clone(),
+            metrics,
+            net,
+            chain_id,
+            spec: config.spec.clone(),
+            head,
+            api_addr: Mutex::new(None),
+            listen_addrs: Mutex::new(Vec::new()),
+            syncing: AtomicBool::new(false),
+        });
+        data::refresh_blob_metrics(&shared);
+        let api = match config.api {
+            Some(addr) => {
+                let listener = tokio::net::TcpListener::bind(addr)
+                    .await
+                    .map_err(|cause| StartError::Api { addr, cause })?;
+                *shared.api_addr.lock().unwrap() = listener.local_addr().ok();
+                Some(tokio::spawn(crate::api::serve(listener, shared.clone())))
+            }
+            None => None,
+        };
+        let (stop, stopped) = mpsc::channel(1);
+        let task = tokio::spawn(run(shared.clone(), events, stopped));
+        Ok(Node {
+            shared,
+            stop,
+            task,
+            network,
+            api,
+        })
+    }
+
+    /// The vault's peer id (its farmer key as libp2p names it).
+    pub fn peer_id(&self) -> net::Peer {
+        self.shared.net.local_peer()
+    }
+
+    pub fn farmer_key(&self) -> [u8; 32] {
+        self.shared.key.public()
+    }
+
+    pub fn api_addr(&self) -> Option<SocketAddr> {
+        *self.shared.api_addr.lock().unwrap()
+    }
+
+    /// The addresses the network listens on, once it does (waits up to
+    /// `limit`).
+    pub async fn listen_addrs(&self, limit: Duration) -> Vec<net::Address> {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let addrs = self.shared.net.addresses().await;
+            if !addrs.is_empty() || tokio::time::Instant::now() >= deadline {
+                return addrs;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    pub fn height(&self) -> u64 {
+        *self.shared.head.borrow()
+    }
+
+    /// Stops the vault: its task, its API and its network, and waits for
+    /// them. The store is closed when the last part lets go of it.
+    pub async fn stop(self) {
+        let _ = self.stop.send(()).await;
+        let _ = self.task.await;
+        if let Some(api) = self.api {
+            api.abort();
+            let _ = api.await;
+        }
+        self.network.abort();
+        let _ = self.network.await;
+    }
+}
+
+/// Gossips the vault's own proof, produces when due, and so on: the vault's
+/// one task.
+async fn run(shared: Arc<Shared>, mut events: mpsc::Receiver<Event>, mut stop: mpsc::Receiver<()>) {
+    let (internal_tx, mut internal) = mpsc::unbounded_channel::<Internal>();
+    let slot = Duration::from_millis(shared.spec.slot_ms);
+    let mut tick = tokio::time::interval((slot / 4).max(Duration::from_millis(10)));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let announce_every = data::announce_interval(&shared.spec);
+    let mut announce = tokio::time::interval(announce_every);
+    announce.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut looked_up_for = None;
+    let mut last_progress = tokio::time::Instant::now();
+    loop {
+        // The election under way gets this vault's proof once.
+        let (height, parent, challenge) = shared.engine().election();
+        if looked_up_for != Some((height, parent)) {
+            looked_up_for = Some((height, parent));
+            start_lookup(&shared, &internal_tx, height, parent, challenge);
+        }
+        let due = shared.engine().production_due();
+        let wait = match due {
+            Some(at) => Duration::from_millis(at.saturating_sub(crate::now_ms())),
+            None => Duration::from_secs(3600),
+        };
+        tokio::select! {
+            _ = stop.recv() => break,
+            event = events.recv() => match event {
+                Some(event) => {
+                    let before = shared.engine().head().height;
+                    on_event(&shared, &internal_tx, event);
+                    if shared.engine().head().height != before {
+                        last_progress = tokio::time::Instant::now();
+                    }
+                }
+                None => break,
+            },
+            Some(msg) = internal.recv() => match msg {
+                Internal::Found { height, parent, found } => {
+                    shared.metrics.lookup_seconds.observe(found.took.as_secs_f64());
+                    let Found { proof, rank, .. } = *found;
+                    let msg = shared.engine().offer_own(height, parent, proof, rank);
+                    if let Some(msg) = msg {
+                        shared.metrics.proofs_sent.inc();
+                        shared.net.publish(Topic::Proofs, msg.encode());
+                    }
+                }
+                Internal::Synced => last_progress = tokio::time::Instant::now(),
+            },
+            _ = tokio::time::sleep(wait), if due.is_some() => produce(&shared, false),
+            _ = announce.tick() => data::announce(&shared),
+            _ = tick.tick() => {
+                // A head that has not moved for three slots: ask peers.
+                if last_progress.elapsed() > 3 * slot {
+                    last_progress = tokio::time::Instant::now();
+                    spawn_sync(&shared, &internal_tx, None);
+                }
+                data::housekeeping(&shared);
+            }
+        }
+    }
+}
+
+fn start_lookup(
+    shared: &Arc<Shared>,
+    internal: &mpsc::UnboundedSender<Internal>,
+    height: u64,
+    parent: [u8; 32],
+    challenge: [u8; 32],
+) {
+    let shared = shared.clone();
+    let internal = internal.clone();
+    tokio::spawn(async move {
+        if let Some(found) = shared.farmer.best(challenge).await {
+            let _ = internal.send(Internal::Found {
+                height,
+                parent,
+                found: Box::new(found),
+            });
+        }
+    });
+}
+
+/// Produces the next block (or contests the last), imports it and gossips
+/// it.
+fn produce(shared: &Arc<Shared>, contest: bool) {
+    let block = shared
+        .engine()
+        .produce(&shared.key, crate::now_ms(), contest);
+    let Some(block) = block else { return };
+    shared.metrics.proofs_won.inc();
+    tracing::info!(
+        height = block.header.height,
+        txs = block.txs.len(),
+        "produced a block"
+    );
+    let bytes = block.encode();
+    // A vault's own block passes its own checks; one that does not (a
+    // clock far off) is logged and not sent.
+    match import(shared, block) {
+        Ok(_) => shared.net.publish(Topic::Blocks, bytes),
+        Err(why) => tracing::error!(%why, "this vault's own block was refused"),
+    }
+}
+
+/// Imports a block and the orphans that waited for it; returns the first
+/// block's outcome.
+fn import(shared: &Arc<Shared>, block: Block) -> Result<Imported, Rejection> {
+    let mut queue = vec![block];
+    let mut first = None;
+    while let Some(block) = queue.pop() {
+        let hash = block.hash();
+        let outcome = shared.engine().import(block, crate::now_ms());
+        match &outcome {
+            Ok(Imported::NewHead { reorg }) => {
+                shared.metrics.blocks_accepted.inc();
+                if *reorg {
+                    shared.metrics.reorgs.inc();
+                }
+                let height = shared.engine().head().height;
+                shared.metrics.height.set(height as i64);
+                shared.head.send_replace(height);
+            }
+            Ok(Imported::Kept) => {
+                shared.metrics.blocks_accepted.inc();
+            }
+            _ => {}
+        }
+        if matches!(outcome, Ok(Imported::NewHead { .. }) | Ok(Imported::Kept)) {
+            queue.extend(shared.engine().take_orphans(&hash));
+        }
+        first.get_or_insert(outcome);
+    }
+    if shared.engine().should_contest() {
+        produce(shared, true);
+    }
+    first.expect("one block at least")
+}
+
+fn verdict(r: &Rejection) -> Verdict {
+    if r.is_fault() {
+        Verdict::Reject
+    } else {
+        Verdict::Ignore
+    }
+}
+
+fn on_event(shared: &Arc<Shared>, internal: &mpsc::UnboundedSender<Internal>, event: Event) {
+    match event {
+        Event::Gossip {
+            id,
+            source,
+            author,
+            topic,
+            data,
+        } => {
+            let v = on_gossip(shared, internal, source, author, topic, &data);
+            shared.net.validate(id, source, v);
+        }
+        Event::Request {
+            peer,
+            request,
+            reply,
+        } => on_request(shared, peer, request, reply),
+        Event::PeerUp(peer) => {
+            shared.metrics.peers.inc();
+            // A new peer may be ahead.
+            spawn_sync(shared, internal, Some(peer));
+        }
+        Event::PeerDown(peer) => {
+            shared.metrics.peers.dec();
+            shared.vaults.lock().unwrap().disconnected(&peer);
+        }
+        Event::Listening(addr) => {
+            tracing::info!(%addr, "listening");
+            shared.listen_addrs.lock().unwrap().push(addr);
+        }
+    }
+}
+
+fn on_gossip(
+    shared: &Arc<Shared>,
+    internal: &mpsc::UnboundedSender<Internal>,
+    source: net::Peer,
+    author: Option<net::Peer>,
+    topic: Topic,
+    data: &[u8],
+) -> Verdict {
+    let limits = shared.engine().limits();
+    let refuse = |r: Rejection| {
+        shared.metrics.rejected(topic.name(), r.name());
+        verdict(&r)
+    };
+    match topic {
+        Topic::Blocks => {
+            let block = match Block::decode(data, &limits) {
+                Ok(b) => b,
+                Err(e) => return refuse(Rejection::Malformed(e.to_string())),
+            };
+            match import(shared, block) {
+                Ok(Imported::NewHead { .. }) | Ok(Imported::Kept) => Verdict::Accept,
+                Ok(Imported::Duplicate) => Verdict::Ignore,
+                Ok(Imported::Orphan) => {
+                    spawn_sync(shared, internal, Some(source));
+                    Verdict::Ignore
+                }
+                Err(r) => refuse(r),
+            }
+        }
+        Topic::Proofs => {
+            let msg = match ProofMsg::decode(data) {
+                Ok(m) => m,
+                Err(e) => return refuse(Rejection::Malformed(e.to_string())),
+            };
+            let offered = shared.engine().offer_proof(&msg);
+            match offered {
+                Ok(()) => Verdict::Accept,
+                Err(r @ Rejection::FutureHeight(_)) => {
+                    spawn_sync(shared, internal, Some(source));
+                    refuse(r)
+                }
+                Err(r) => refuse(r),
+            }
+        }
+        Topic::Txs => {
+            let tx = match RegisterTx::decode(data, &limits) {
+                Ok(t) => t,
+                Err(e) => return refuse(Rejection::Malformed(e.to_string())),
+            };
+            let added = shared.engine().add_tx(tx);
+            match added {
+                Ok(true) => Verdict::Accept,
+                Ok(false) => Verdict::Ignore,
+                Err(r) => refuse(r),
+            }
+        }
+        Topic::Vaults => match data::on_announce(shared, author, data) {
+            Ok(()) => Verdict::Accept,
+            Err(r) => refuse(r),
+        },
+    }
+}
+
+fn on_request(shared: &Arc<Shared>, peer: net::Peer, request: Request, reply: net::Reply) {
+    let response = match request {
+        Request::Status => {
+            let head = shared.engine().head();
+            Response::Status {
+                height: head.height,
+                head: head.hash,
+            }
+        }
+        Request::Blocks { from, max } => {
+            let max = max.min(net::wire::MAX_BLOCKS_PER_REQUEST);
+            Response::Blocks(shared.engine().blocks_from(from, max))
+        }
+        Request::Store { blob } => data::store_request(shared, &blob),
+        Request::Fetch { address } => data::fetch_request(shared, &address),
+    };
+    if let Response::Refused(why) = &response {
+        shared.metrics.rejected("requests", why);
+        tracing::debug!(%peer, %why, "refused a request");
+    }
+    shared.net.respond(reply, response);
+}
+
+/// Catches up from `peer` (or from any peer), one sync at a time.
+fn spawn_sync(
+    shared: &Arc<Shared>,
+    internal: &mpsc::UnboundedSender<Internal>,
+    peer: Option<net::Peer>,
+) {
+    if shared.syncing.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    let shared = shared.clone();
+    let internal = internal.clone();
+    tokio::spawn(async move {
+        let peers = match peer {
+            Some(p) => vec![p],
+            None => shared.net.peers().await,
+        };
+        for peer in peers {
+            if sync_from(&shared, peer).await {
+                let _ = internal.send(Internal::Synced);
+                break;
+            }
+        }
+        shared.syncing.store(false, Ordering::Release);
+    });
+}
+
+/// Fetches `peer`'s canonical blocks above this vault's head and imports
+/// them. A peer on another branch is followed back until the branches
+/// meet. Returns whether any block was new.
+async fn sync_from(shared: &Arc<Shared>, peer: net::Peer) -> bool {
+    let Ok(Response::Status { height, .. }) = shared.net.request(peer, Request::Status).await
+    else {
+        return false;
+    };
+    let mut progressed = false;
+    let mut back = 0u64;
+    loop {
+        let ours = shared.engine().head().height;
+        if height <= ours && back == 0 {
+            return progressed;
+        }
+        let from = (ours + 1).saturating_sub(back).max(1);
+        let request = Request::Blocks {
+            from,
+            max: net::wire::MAX_BLOCKS_PER_REQUEST,
+        };
+        let Ok(Response::Blocks(blocks)) = shared.net.request(peer, request).await else {
+            return progressed;
+        };
+        if blocks.is_empty() {
+            return progressed;
+        }
+        let limits = shared.engine().limits();
+        let mut orphaned = false;
+        for bytes in blocks {
+            let Ok(block) = Block::decode(&bytes, &limits) else {
+                shared.metrics.rejected("sync", "malformed");
+                return progressed;
+            };
+            match import(shared, block) {
+                Ok(Imported::NewHead { .. }) | Ok(Imported::Kept) => progressed = true,
+                Ok(Imported::Orphan) => orphaned = true,
+                Ok(Imported::Duplicate) => {}
+                Err(r) => {
+                    shared.metrics.rejected("sync", r.name());
+                    return progressed;
+                }
+            }
+        }
+        // The peer's branch left ours below our head: go further back.
+        back = if orphaned {
+            (back * 2).max(16)
+        } else if shared.engine().head().height >= height {
+            return progressed;
+        } else {
+            0
+        };
+        if back > ours {
+            back = ours;
+            if from == 1 {
+                return progressed;
+            }
+        }
+    }
+}

@@ -1,0 +1,99 @@
+//! Networks of vaults in one process, over the in-memory transport.
+
+#![allow(dead_code)]
+
+use spacevault::plot::NoProgress;
+use spacevault::PlotOptions;
+use spacevault_chain::{ChainSpec, Keypair};
+use spacevault_node::{Node, NodeConfig, TransportKind};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// A spec for tests: short slots, small plots, starting now.
+pub fn spec(slot_ms: u64, replication: u32) -> ChainSpec {
+    let mut spec = ChainSpec::new("network-test", spacevault_node::now_ms(), slot_ms);
+    spec.min_k = 16;
+    spec.replication = replication;
+    spec
+}
+
+/// A vault's key and a directory holding one k = 16 plot of it, made once
+/// per test.
+pub struct VaultFiles {
+    pub key: Keypair,
+    pub plots: PathBuf,
+    pub data: PathBuf,
+}
+
+pub fn vault_files(root: &std::path::Path, i: usize) -> VaultFiles {
+    let key = Keypair::from_secret(&[i as u8 + 1; 32]);
+    let plots = root.join(format!("plots{i}"));
+    let data = root.join(format!("data{i}"));
+    std::fs::create_dir_all(&plots).unwrap();
+    spacevault::plot(
+        &PlotOptions::new(16, key.public(), [i as u8; 32]),
+        &plots,
+        &NoProgress,
+    )
+    .unwrap();
+    VaultFiles { key, plots, data }
+}
+
+pub async fn start(
+    spec: &ChainSpec,
+    files: &VaultFiles,
+    bootstrap: Vec<spacevault_network::Address>,
+    api: bool,
+) -> Node {
+    let mut config = NodeConfig::new(
+        spec.clone(),
+        files.key.clone(),
+        files.data.clone(),
+        TransportKind::Memory,
+    );
+    config.plots = vec![files.plots.clone()];
+    config.listen = vec!["/memory/0".parse().unwrap()];
+    config.bootstrap = bootstrap;
+    if api {
+        config.api = Some("127.0.0.1:0".parse().unwrap());
+    }
+    Node::start(config).await.unwrap()
+}
+
+/// Logs to the test's output when `RUST_LOG` asks for them.
+pub fn logs() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
+}
+
+/// `n` vaults: the first listens, the others bootstrap from it.
+pub async fn network(spec: &ChainSpec, files: &[VaultFiles], api: bool) -> Vec<Node> {
+    logs();
+    let first = start(spec, &files[0], vec![], api).await;
+    let addr = first.listen_addrs(Duration::from_secs(5)).await;
+    assert!(!addr.is_empty(), "the first vault does not listen");
+    let mut nodes = vec![first];
+    for f in &files[1..] {
+        nodes.push(start(spec, f, addr.clone(), api).await);
+    }
+    nodes
+}
+
+/// Polls `done` every 20 ms until it holds or `limit` passes.
+pub async fn wait_for(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if done() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    done()
+}
+
+/// The canonical hash at `height` on `node`.
+pub fn hash_at(node: &Node, height: u64) -> Option<[u8; 32]> {
+    node.shared.engine().store().canonical(height).unwrap()
+}
