@@ -1,8 +1,8 @@
 //! Farmer keys, plot seeds and challenges given as hex, and the farmer key
 //! kept in the user's config directory.
 
-use anyhow::{bail, Context, Result};
-use std::path::{Path, PathBuf};
+use anyhow::{bail, Result};
+use std::path::PathBuf;
 
 /// 32 bytes from 64 hex digits.
 pub fn parse_hex32(what: &str, text: &str) -> Result<[u8; 32]> {
@@ -43,103 +43,62 @@ pub fn config_dir() -> Result<PathBuf> {
     }
 }
 
-/// The farmer key from the config directory, made on first use. Says on
-/// stderr where a new key was saved. Several processes starting at once
-/// all end up with the one key: a new key is written whole under a name of
-/// its own, then linked into place only if no other process got there
-/// first; the others read the winner's.
+/// The farmer key file in the config directory.
+pub fn farmer_key_path() -> Result<PathBuf> {
+    Ok(config_dir()?.join("farmer.key"))
+}
+
+/// The client key file in the config directory.
+pub fn client_key_path() -> Result<PathBuf> {
+    Ok(config_dir()?.join("client.key"))
+}
+
+/// The farmer key F from the config directory, made on first use (an
+/// ed25519 key pair whose public key is F; a file of an earlier spacevault
+/// with F alone still plots). Says on stderr where a new key was saved.
 pub fn stored_farmer_key() -> Result<[u8; 32]> {
-    let dir = config_dir()?;
-    let path = dir.join("farmer.key");
-    let what = format!("the farmer key in {}", path.display());
-    match std::fs::read_to_string(&path) {
-        Ok(text) => return parse_hex32(&what, &text),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
-    }
-    let key = random32()?;
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    if create_private(&path, &format!("{}\n", hex::encode(key)))? {
+    let path = farmer_key_path()?;
+    let (key, made) = spacevault_node::identity::load_or_create(&path)?;
+    if made {
         errln!(
             "created a new farmer key in {} (back it up: plots belong to it)",
             path.display()
         );
-        return Ok(key);
     }
-    let text =
-        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-    parse_hex32(&what, &text)
+    Ok(key.public())
 }
 
-/// Writes `text` to `path` readable by its owner only, unless `path`
-/// exists: false then, and the file there is left as it is. The file
-/// appears whole or not at all.
-fn create_private(path: &Path, text: &str) -> Result<bool> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let draft = dir.join(format!(
-        ".{name}.{}-{}.new",
-        std::process::id(),
-        hex::encode(&random32()?[..4])
-    ));
-    let written = (|| -> std::io::Result<()> {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&draft)?;
-        f.write_all(text.as_bytes())?;
-        f.sync_all()
-    })();
-    // A link, unlike a rename, fails where the name is taken.
-    let linked = written.and_then(|()| std::fs::hard_link(&draft, path));
-    let _ = std::fs::remove_file(&draft);
-    match linked {
-        Ok(()) => {
-            std::fs::File::open(dir).and_then(|d| d.sync_all()).ok();
-            Ok(true)
+/// The farmer's key pair, for a node.
+pub fn farmer_keypair() -> Result<spacevault_chain::Keypair> {
+    let path = farmer_key_path()?;
+    let (key, made) = spacevault_node::identity::farmer_keypair(&path)?;
+    if made {
+        errln!(
+            "created a new farmer key in {} (back it up: plots belong to it)",
+            path.display()
+        );
+    }
+    Ok(key)
+}
+
+/// The client's key pair, which owns its registers; made on first use.
+pub fn client_keypair() -> Result<spacevault_chain::Keypair> {
+    let path = client_key_path()?;
+    let (key, made) = spacevault_node::identity::load_or_create(&path)?;
+    if made {
+        errln!("created a new client key in {}", path.display());
+    }
+    match key {
+        spacevault_node::identity::KeyFile::Pair(k) => Ok(k),
+        spacevault_node::identity::KeyFile::PublicOnly(_) => {
+            bail!("{} holds no secret key: move it aside", path.display())
         }
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
-        Err(e) => Err(e).with_context(|| format!("creating {}", path.display())),
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{create_private, parse_hex32};
-
-    #[test]
-    fn a_private_file_is_created_once_and_never_replaced() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("farmer.key");
-        // Many writers at once: exactly one wins, every reader then sees
-        // its text whole, and no draft is left behind.
-        for round in 0..50 {
-            let _ = std::fs::remove_file(&path);
-            let winners: usize = std::thread::scope(|s| {
-                let writers: Vec<_> = (0..8)
-                    .map(|i| {
-                        let path = &path;
-                        s.spawn(move || create_private(path, &format!("{round} {i}\n")).unwrap())
-                    })
-                    .collect();
-                writers
-                    .into_iter()
-                    .map(|w| w.join().unwrap() as usize)
-                    .sum()
-            });
-            assert_eq!(winners, 1, "round {round}");
-            let text = std::fs::read_to_string(&path).unwrap();
-            assert!(text.starts_with(&format!("{round} ")) && text.ends_with('\n'));
-            let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
-            assert_eq!(names.len(), 1, "round {round}");
-        }
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
-        assert_eq!(mode & 0o777, 0o600);
-    }
+    use super::parse_hex32;
 
     #[test]
     fn hex32_takes_64_digits_with_or_without_0x() {

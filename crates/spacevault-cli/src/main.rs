@@ -5,6 +5,7 @@
 mod out;
 mod cmd;
 mod keys;
+mod logs;
 mod progress;
 mod signals;
 mod size;
@@ -12,12 +13,12 @@ mod size;
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
-/// Proof-of-Space plots of keyed BLAKE3 records: plot, prove, verify, check.
+/// Proof-of-Space plots of keyed BLAKE3 records, and the vaults that farm them.
 #[derive(Parser, Debug)]
 #[command(
     name = "spacevault",
     version,
-    about = "Proof-of-Space plots of keyed BLAKE3 records: plot, prove, verify, check, benchmark",
+    about = "Proof-of-Space plots of keyed BLAKE3 records: plot, prove, verify, check, benchmark; and vaults that farm them, agree on a chain and keep clients' data",
     long_about = None
 )]
 struct Cli {
@@ -40,6 +41,15 @@ enum Command {
     /// Benchmarks: plotting and lookups against this machine's limits, and hash functions.
     #[command(subcommand)]
     Bench(cmd::bench::BenchCommand),
+    /// Chain specs: what the vaults of one network agree on.
+    #[command(subcommand)]
+    Chain(cmd::chain::ChainCommand),
+    /// Run a vault: farm plots, follow the chain, keep clients' data.
+    Node(cmd::node::NodeArgs),
+    /// Store and fetch data through a vault.
+    Client(cmd::client::ClientArgs),
+    /// Show the farmer key and the peer id of this machine's vault.
+    Identity(cmd::identity::IdentityArgs),
 }
 
 impl Command {
@@ -52,6 +62,10 @@ impl Command {
             Command::Check(a) => a.json,
             Command::Info(a) => a.json,
             Command::Bench(c) => c.json(),
+            Command::Chain(cmd::chain::ChainCommand::Init(a)) => a.json,
+            Command::Node(_) => false,
+            Command::Client(a) => a.json,
+            Command::Identity(a) => a.json,
         }
     }
 }
@@ -79,6 +93,10 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
         Command::Check(a) => cmd::check::run(a),
         Command::Info(a) => cmd::info::run(a).map(|_| true),
         Command::Bench(c) => cmd::bench::run(c).map(|_| true),
+        Command::Chain(c) => cmd::chain::run(c).map(|_| true),
+        Command::Node(a) => cmd::node::run(a).map(|_| true),
+        Command::Client(a) => cmd::client::run(a).map(|_| true),
+        Command::Identity(a) => cmd::identity::run(a).map(|_| true),
     }
 }
 

@@ -363,8 +363,36 @@ fn a_farmer_key_is_made_once_and_kept() {
     };
     let first = run();
     assert_eq!(first, run());
+    // The file holds the key pair whose public key the plots carry.
+    let identity = json(
+        Command::cargo_bin("spacevault")
+            .unwrap()
+            .env("SPACEVAULT_CONFIG_DIR", &config)
+            .args(["identity", "--json"]),
+    );
+    assert_eq!(identity["farmer_key"], first.as_str());
+    assert_eq!(identity["can_run_a_node"], true);
     let stored = std::fs::read_to_string(config.join("farmer.key")).unwrap();
-    assert_eq!(stored.trim(), first);
+    assert!(stored.starts_with("spacevault ed25519 secret key v1\n"));
+    // A farmer key file of an earlier spacevault (the key alone) still
+    // plots, for that key.
+    let old = dir.path().join("old-config");
+    std::fs::create_dir_all(&old).unwrap();
+    std::fs::write(old.join("farmer.key"), format!("{FARMER}\n")).unwrap();
+    let out = Command::cargo_bin("spacevault")
+        .unwrap()
+        .env("SPACEVAULT_CONFIG_DIR", &old)
+        .args(["plot", "-k", "16", "--json", "--out"])
+        .arg(dir.path().join("old-plots"))
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let info = json(Command::cargo_bin("spacevault").unwrap().args([
+        "info",
+        "--json",
+        v[0]["path"].as_str().unwrap(),
+    ]));
+    assert_eq!(info["farmer_key"], FARMER);
 }
 
 #[test]

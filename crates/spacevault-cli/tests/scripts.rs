@@ -93,9 +93,10 @@ fn plotters_started_together_on_a_fresh_machine_make_every_plot_with_one_key() {
             let info = json(sv(&config).args(["info", "--json", path.trim()]));
             keys.push(info["farmer_key"].as_str().unwrap().to_string());
         }
-        let stored = std::fs::read_to_string(config.join("farmer.key")).unwrap();
+        let identity = json(sv(&config).args(["identity", "--json"]));
+        let stored = identity["farmer_key"].as_str().unwrap();
         assert!(
-            keys.iter().all(|k| *k == stored.trim()),
+            keys.iter().all(|k| k == stored),
             "round {round}: {keys:?}, stored {stored}"
         );
         assert_eq!(names_in(&config), ["farmer.key"], "round {round}");

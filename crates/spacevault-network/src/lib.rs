@@ -308,11 +308,10 @@ fn behaviour(key: &identity::Keypair, config: &Config) -> Result<Behaviour, Star
     let identify =
         identify::Behaviour::new(identify::Config::new("/spacevault/1".into(), key.public()));
     let peer = key.public().to_peer_id();
-    let mut kad = kad::Behaviour::with_config(
-        peer,
-        kad::store::MemoryStore::new(peer),
-        kad::Config::new(StreamProtocol::new("/spacevault/kad/1")),
-    );
+    let mut kad_config = kad::Config::new(StreamProtocol::new("/spacevault/kad/1"));
+    // The runner bootstraps when it wants more peers, never without any.
+    kad_config.set_periodic_bootstrap_interval(None);
+    let mut kad = kad::Behaviour::with_config(peer, kad::store::MemoryStore::new(peer), kad_config);
     kad.set_mode(Some(kad::Mode::Server));
     Ok(Behaviour {
         gossipsub,

@@ -112,10 +112,12 @@ fn xor(a: &[u8; 32], b: &[u8; 32]) -> [u8; 32] {
     out
 }
 
-/// Publishes this vault's listening addresses.
+/// Publishes this vault's listening addresses. The time makes each
+/// announcement a message of its own (gossip ids are content hashes).
 pub fn announce(shared: &Arc<Shared>) {
     let addrs = shared.listen_addrs.lock().unwrap().clone();
     let mut w = spacevault_chain::codec::Writer::new();
+    w.u64(crate::now_ms());
     w.u32(addrs.len() as u32);
     for a in &addrs {
         w.bytes(&a.to_vec());
@@ -135,6 +137,8 @@ pub fn on_announce(
     let key =
         net::farmer_key_of(&author).ok_or_else(|| malformed("an author without an ed25519 key"))?;
     let mut r = spacevault_chain::codec::Reader::new(data);
+    r.u64("time")
+        .map_err(|e| Rejection::Malformed(e.to_string()))?;
     let n = r
         .count("addresses", 16, 4)
         .map_err(|e| Rejection::Malformed(e.to_string()))?;

@@ -1,7 +1,11 @@
 pub mod bench;
+pub mod chain;
 pub mod check;
+pub mod client;
 pub mod hash;
+pub mod identity;
 pub mod info;
+pub mod node;
 pub mod plot;
 pub mod plot_paths;
 pub mod prove;

@@ -1,0 +1,87 @@
+//! `spacevault chain init`: a new chain spec for a network of vaults.
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand};
+use spacevault_chain::ChainSpec;
+use std::path::PathBuf;
+
+#[derive(Subcommand, Debug)]
+pub enum ChainCommand {
+    /// Write a new chain spec: every vault of one network runs with it.
+    Init(InitArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct InitArgs {
+    /// Where to write the spec (JSON).
+    #[arg(long, value_name = "SPEC")]
+    pub out: PathBuf,
+    /// The time between blocks.
+    #[arg(long, value_name = "MS", default_value_t = 1000)]
+    pub slot_ms: u64,
+    /// A name for the network.
+    #[arg(long, default_value = "spacevault")]
+    pub name: String,
+    /// Vaults that keep each blob.
+    #[arg(long, default_value_t = 4)]
+    pub replication: u32,
+    /// The smallest plot a proof may come from.
+    #[arg(long, value_name = "K", default_value_t = spacevault::MIN_K)]
+    pub min_k: u8,
+    /// When the chain starts, in Unix milliseconds (default: now).
+    #[arg(long, value_name = "MS")]
+    pub genesis_ms: Option<u64>,
+    /// Overwrite an existing spec.
+    #[arg(long)]
+    pub force: bool,
+    /// Print the spec and its chain id as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(command: ChainCommand) -> Result<()> {
+    match command {
+        ChainCommand::Init(a) => init(a),
+    }
+}
+
+fn init(a: InitArgs) -> Result<()> {
+    if a.out.exists() && !a.force {
+        bail!(
+            "{} exists: a chain spec is the network's identity, pass --force to replace it",
+            a.out.display()
+        );
+    }
+    let mut spec = ChainSpec::new(
+        &a.name,
+        a.genesis_ms.unwrap_or_else(spacevault_node::now_ms),
+        a.slot_ms,
+    );
+    spec.replication = a.replication;
+    spec.min_k = a.min_k;
+    spec.validate()?;
+    if let Some(dir) = a.out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    std::fs::write(&a.out, spec.to_json() + "\n")
+        .with_context(|| format!("writing {}", a.out.display()))?;
+    let chain_id = hex::encode(spec.chain_id());
+    if a.json {
+        crate::cmd::print_json(&serde_json::json!({
+            "path": a.out,
+            "chain_id": chain_id,
+            "spec": spec,
+        }))?;
+    } else {
+        outln!("{}", a.out.display());
+        errln!("chain id {chain_id}, {} ms slots", spec.slot_ms);
+    }
+    Ok(())
+}
+
+/// Reads and checks a spec file.
+pub fn read_spec(path: &std::path::Path) -> Result<ChainSpec> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading the chain spec {}", path.display()))?;
+    ChainSpec::from_json(&text).with_context(|| format!("the chain spec {}", path.display()))
+}

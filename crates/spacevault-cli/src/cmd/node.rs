@@ -1,0 +1,100 @@
+//! `spacevault node`: runs a vault until Ctrl-C or SIGTERM.
+
+use anyhow::{Context, Result};
+use clap::Args;
+use spacevault_node::{Node, NodeConfig, TransportKind};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Args, Debug)]
+pub struct NodeArgs {
+    /// Directories of plots to farm (plots of other farmer keys are skipped).
+    #[arg(long = "plots", value_name = "DIR")]
+    pub plots: Vec<PathBuf>,
+    /// The vault's data: its store of the chain, registers and blobs.
+    #[arg(long, value_name = "DIR")]
+    pub data: PathBuf,
+    /// The chain spec (from `spacevault chain init`).
+    #[arg(long, value_name = "SPEC")]
+    pub chain: PathBuf,
+    /// Where to listen for other vaults (a multiaddr).
+    #[arg(long, value_name = "ADDR", default_value = "/ip4/0.0.0.0/tcp/7733")]
+    pub listen: Vec<String>,
+    /// Other vaults to join: the addresses they print.
+    #[arg(long, value_name = "ADDR")]
+    pub bootstrap: Vec<String>,
+    /// The HTTP API's address (port 0: any free port).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8733")]
+    pub api: SocketAddr,
+}
+
+fn parse_addrs(what: &str, addrs: &[String]) -> Result<Vec<spacevault_network::Address>> {
+    addrs
+        .iter()
+        .map(|a| {
+            a.parse().map_err(|e| {
+                anyhow::anyhow!(
+                    "{what} '{a}' is not a multiaddr ({e}), e.g. /ip4/127.0.0.1/tcp/7733"
+                )
+            })
+        })
+        .collect()
+}
+
+pub fn run(args: NodeArgs) -> Result<()> {
+    let spec = super::chain::read_spec(&args.chain)?;
+    let key = crate::keys::farmer_keypair()?;
+    let listen = parse_addrs("--listen", &args.listen)?;
+    let bootstrap = parse_addrs("--bootstrap", &args.bootstrap)?;
+    for dir in &args.plots {
+        if !dir.exists() {
+            anyhow::bail!("--plots {} does not exist", dir.display());
+        }
+    }
+    crate::logs::init();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    runtime.block_on(async move {
+        let mut config = NodeConfig::new(spec, key, args.data.clone(), TransportKind::Tcp);
+        config.plots = args.plots;
+        config.listen = listen;
+        config.bootstrap = bootstrap;
+        config.api = Some(args.api);
+        let node = Node::start(config).await?;
+        let peer = node.peer_id();
+        outln!("peer id     {peer}");
+        outln!("farmer key  {}", hex::encode(node.farmer_key()));
+        for addr in node.listen_addrs(Duration::from_secs(5)).await {
+            outln!("listening   {addr}/p2p/{peer}");
+        }
+        if let Some(api) = node.api_addr() {
+            outln!("api         http://{api}");
+        }
+        let plots = node.shared.farmer.plots();
+        tracing::info!(
+            plots = plots.len(),
+            height = node.height(),
+            "the vault is running"
+        );
+        wait_for_stop().await;
+        tracing::info!("stopping");
+        node.stop().await;
+        tracing::info!("stopped");
+        anyhow::Ok(())
+    })
+}
+
+/// Waits for Ctrl-C or SIGTERM.
+async fn wait_for_stop() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).expect("a SIGTERM handler");
+    let mut hup = signal(SignalKind::hangup()).expect("a SIGHUP handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+        _ = hup.recv() => {}
+    }
+}

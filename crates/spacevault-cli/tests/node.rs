@@ -1,0 +1,213 @@
+//! Vaults as separate processes on loopback TCP: `chain init`, two nodes,
+//! the client's PUT, GET, set and read, and a clean stop.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+struct Vault {
+    child: Child,
+    addr: String,
+    api: String,
+}
+
+/// Starts `spacevault node` and reads the addresses it prints.
+fn start_node(dir: &Path, name: &str, spec: &Path, bootstrap: Option<&str>) -> Vault {
+    let config = dir.join(format!("cfg-{name}"));
+    let plots = dir.join(format!("plots-{name}"));
+    sv(&config)
+        .args(["plot", "-k", "16", "--out"])
+        .arg(&plots)
+        .assert()
+        .success();
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("spacevault"));
+    cmd.env("SPACEVAULT_CONFIG_DIR", &config)
+        .args([
+            "node",
+            "--listen",
+            "/ip4/127.0.0.1/tcp/0",
+            "--api",
+            "127.0.0.1:0",
+            "--plots",
+        ])
+        .arg(&plots)
+        .arg("--data")
+        .arg(dir.join(format!("data-{name}")))
+        .arg("--chain")
+        .arg(spec)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(b) = bootstrap {
+        cmd.args(["--bootstrap", b]);
+    }
+    let mut child = cmd.spawn().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let (mut addr, mut api) = (None, None);
+    while addr.is_none() || api.is_none() {
+        let line = lines
+            .next()
+            .expect("the node printed its addresses")
+            .unwrap();
+        if let Some(a) = line.strip_prefix("listening") {
+            addr.get_or_insert(a.trim().to_string());
+        }
+        if let Some(a) = line.strip_prefix("api") {
+            api = Some(a.trim().to_string());
+        }
+    }
+    Vault {
+        child,
+        addr: addr.unwrap(),
+        api: api.unwrap(),
+    }
+}
+
+fn client(dir: &Path, vault: &Vault, args: &[&str]) -> std::process::Output {
+    Command::new(assert_cmd::cargo::cargo_bin("spacevault"))
+        .env("SPACEVAULT_CONFIG_DIR", dir.join("cfg-client"))
+        .args(["client", "--api", &vault.api])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn head(dir: &Path, vault: &Vault) -> Option<(u64, String)> {
+    let out = client(dir, vault, &["head", "--json"]);
+    let v: Value = serde_json::from_slice(&out.stdout).ok()?;
+    Some((v["height"].as_u64()?, v["hash"].as_str()?.to_string()))
+}
+
+fn block_hash(vault: &Vault, height: u64) -> Option<String> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let c = spacevault_node::client::Client::new(&vault.api).unwrap();
+    let (status, body) = runtime
+        .block_on(c.get_path(&format!("/v1/blocks/{height}")))
+        .ok()?;
+    if status != 200 {
+        return None;
+    }
+    let v: Value = serde_json::from_slice(&body).ok()?;
+    v["hash"].as_str().map(String::from)
+}
+
+#[test]
+fn two_vaults_on_loopback_agree_and_keep_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("spec.json");
+    sv(dir.path())
+        .args([
+            "chain",
+            "init",
+            "--slot-ms",
+            "300",
+            "--replication",
+            "2",
+            "--out",
+        ])
+        .arg(&spec)
+        .assert()
+        .success();
+    // A second init does not overwrite the network's spec.
+    sv(dir.path())
+        .args(["chain", "init", "--out"])
+        .arg(&spec)
+        .assert()
+        .code(1);
+    let a = start_node(dir.path(), "a", &spec, None);
+    let b = start_node(dir.path(), "b", &spec, Some(&a.addr));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (ha, hb) = (head(dir.path(), &a), head(dir.path(), &b));
+        if ha.as_ref().is_some_and(|h| h.0 >= 5) && hb.as_ref().is_some_and(|h| h.0 >= 5) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the vaults did not grow the chain: {ha:?} {hb:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for h in 1..=3 {
+        let (x, y) = (block_hash(&a, h), block_hash(&b, h));
+        assert!(x.is_some() && x == y, "height {h}: {x:?} {y:?}");
+    }
+
+    // A blob put through one vault is read through the other.
+    let file = dir.path().join("data.bin");
+    let blob: Vec<u8> = (0..100_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    std::fs::write(&file, &blob).unwrap();
+    let put = client(dir.path(), &a, &["put", file.to_str().unwrap(), "--json"]);
+    assert!(
+        put.status.success(),
+        "{}",
+        String::from_utf8_lossy(&put.stderr)
+    );
+    let v: Value = serde_json::from_slice(&put.stdout).unwrap();
+    assert_eq!(v["copies"], 2);
+    assert_eq!(v["receipts"].as_array().unwrap().len(), 2);
+    let address = v["address"].as_str().unwrap();
+    let got = dir.path().join("got.bin");
+    let get = client(
+        dir.path(),
+        &b,
+        &["get", address, "--out", got.to_str().unwrap()],
+    );
+    assert!(
+        get.status.success(),
+        "{}",
+        String::from_utf8_lossy(&get.stderr)
+    );
+    assert_eq!(std::fs::read(&got).unwrap(), blob);
+
+    // A register set through one vault is read through the other.
+    let set = client(dir.path(), &b, &["set", "greeting", "hello", "--json"]);
+    assert!(
+        set.status.success(),
+        "{}",
+        String::from_utf8_lossy(&set.stderr)
+    );
+    let v: Value = serde_json::from_slice(&set.stdout).unwrap();
+    let owner = v["owner"].as_str().unwrap().to_string();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let read = client(dir.path(), &a, &["read", &format!("{owner}/greeting")]);
+        if read.status.success() {
+            assert_eq!(String::from_utf8_lossy(&read.stdout).trim(), "hello");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{}",
+            String::from_utf8_lossy(&read.stderr)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    // Bad input: a clear error, not a panic.
+    let bad = client(dir.path(), &a, &["get", "not-an-address"]);
+    assert_eq!(bad.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        err.contains("400") && err.contains("not an address"),
+        "{err}"
+    );
+
+    // SIGTERM stops each vault cleanly.
+    for mut v in [a, b] {
+        let _ = Command::new("kill")
+            .args(["-TERM", &v.child.id().to_string()])
+            .status();
+        let status = v.child.wait().unwrap();
+        let err = std::io::read_to_string(v.child.stderr.take().unwrap()).unwrap();
+        assert!(status.success(), "{err}");
+        assert!(err.contains("stopped"), "{err}");
+    }
+}
