@@ -207,17 +207,35 @@ impl Node {
         *self.shared.head.borrow()
     }
 
-    /// Stops the vault: its task, its API and its network, and waits for
-    /// them. The store is closed when the last part lets go of it.
-    pub async fn stop(self) {
+    /// Stops the vault: its task, its API and its network, and waits until
+    /// every part has let go of the store, which then closes.
+    pub async fn stop(mut self) {
         let _ = self.stop.send(()).await;
-        let _ = self.task.await;
+        let _ = (&mut self.task).await;
+        self.end().await;
+    }
+
+    /// Ends the vault at once, as a killed process would: nothing is
+    /// finished or flushed beyond what the store has committed.
+    pub async fn kill(mut self) {
+        self.task.abort();
+        let _ = (&mut self.task).await;
+        self.end().await;
+    }
+
+    async fn end(self) {
         if let Some(api) = self.api {
             api.abort();
             let _ = api.await;
         }
         self.network.abort();
         let _ = self.network.await;
+        // Lookups, syncs and copies under way hold the vault's parts; they
+        // end within a request's timeout once the network is gone.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        while Arc::strong_count(&self.shared) > 1 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
     }
 }
 

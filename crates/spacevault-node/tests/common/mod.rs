@@ -97,3 +97,41 @@ pub async fn wait_for(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
 pub fn hash_at(node: &Node, height: u64) -> Option<[u8; 32]> {
     node.shared.engine().store().canonical(height).unwrap()
 }
+
+/// Vault `i`'s view: its height and canonical hash at `height`.
+pub fn metric(node: &Node, name: &str) -> f64 {
+    node.shared
+        .metrics
+        .encode()
+        .lines()
+        .filter(|l| l.starts_with(name) && !l.starts_with('#'))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// Whether every node's canonical chain agrees up to `height`.
+pub fn agree_up_to(nodes: &[&Node], height: u64) -> bool {
+    (1..=height).all(|h| {
+        let first = hash_at(nodes[0], h);
+        first.is_some() && nodes.iter().all(|n| hash_at(n, h) == first)
+    })
+}
+
+/// Blocks every peer of `a` from every peer of `b`, both ways.
+pub fn split(a: &[&Node], b: &[&Node]) {
+    for x in a {
+        for y in b {
+            x.shared.net.block(y.peer_id());
+            y.shared.net.block(x.peer_id());
+        }
+    }
+}
+
+pub fn heal(a: &[&Node], b: &[&Node]) {
+    for x in a {
+        for y in b {
+            x.shared.net.unblock(y.peer_id());
+            y.shared.net.unblock(x.peer_id());
+        }
+    }
+}

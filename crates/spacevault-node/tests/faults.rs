@@ -1,0 +1,279 @@
+//! Faults: vaults killed and restarted, a network split and healed, a
+//! damaged blob, a holder that leaves, and messages no honest vault sends.
+
+mod common;
+
+use common::*;
+use spacevault_chain::Keypair;
+use spacevault_node::client::Client;
+use std::time::Duration;
+
+async fn put_via(node: &spacevault_node::Node, blob: Vec<u8>) -> spacevault_node::data::Put {
+    spacevault_node::data::put(&node.shared, blob)
+        .await
+        .unwrap()
+}
+
+async fn get_via(node: &spacevault_node::Node, address: &[u8; 32]) -> Option<Vec<u8>> {
+    spacevault_node::data::read_verified(&node.shared, address).await
+}
+
+/// Waits until every node knows `n` vaults.
+async fn all_know(nodes: &[spacevault_node::Node], n: usize) -> bool {
+    wait_for(Duration::from_secs(20), || {
+        nodes
+            .iter()
+            .all(|x| x.shared.vaults.lock().unwrap().count() == n)
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_vaults_lose_no_stored_blob_and_rejoin() {
+    let dir = tempfile::tempdir().unwrap();
+    let files: Vec<_> = (0..6).map(|i| vault_files(dir.path(), i)).collect();
+    let spec = spec(300, 3);
+    let mut nodes = network(&spec, &files, false).await;
+    assert!(
+        all_know(&nodes, 6).await,
+        "the vaults did not find each other"
+    );
+    // Clients store blobs through every vault.
+    let mut stored = Vec::new();
+    for i in 0..12u32 {
+        let blob = format!("blob {i} ").repeat(100 + i as usize).into_bytes();
+        let put = put_via(&nodes[i as usize % 6], blob.clone()).await;
+        assert_eq!(put.receipts.len(), 3);
+        stored.push((put.address, blob));
+    }
+    // Two of six killed at once, mid-work.
+    let b = nodes.pop().unwrap();
+    let a = nodes.pop().unwrap();
+    a.kill().await;
+    b.kill().await;
+    let height = nodes[0].height();
+    // The others go on producing, and every blob is still readable.
+    assert!(
+        wait_for(Duration::from_secs(20), || nodes
+            .iter()
+            .all(|n| n.height() >= height + 3))
+        .await
+    );
+    for (address, blob) in &stored {
+        assert_eq!(get_via(&nodes[0], address).await.as_ref(), Some(blob));
+    }
+    // Restarted, the two catch up.
+    let boot = nodes[0].listen_addrs(Duration::from_secs(1)).await;
+    nodes.push(start(&spec, &files[4], boot.clone(), false).await);
+    nodes.push(start(&spec, &files[5], boot, false).await);
+    let target = nodes[0].height() + 2;
+    assert!(
+        wait_for(Duration::from_secs(30), || nodes
+            .iter()
+            .all(|n| n.height() >= target))
+        .await,
+        "heights {:?}",
+        nodes.iter().map(|n| n.height()).collect::<Vec<_>>()
+    );
+    let all: Vec<&_> = nodes.iter().collect();
+    assert!(agree_up_to(&all, target - 2));
+    for n in nodes {
+        n.stop().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_split_network_heals_into_one_chain() {
+    let dir = tempfile::tempdir().unwrap();
+    let files: Vec<_> = (0..6).map(|i| vault_files(dir.path(), i)).collect();
+    let spec = spec(300, 3);
+    let nodes = network(&spec, &files, false).await;
+    assert!(
+        wait_for(Duration::from_secs(20), || nodes
+            .iter()
+            .all(|n| n.height() >= 3))
+        .await
+    );
+    let (left, right): (Vec<&_>, Vec<&_>) =
+        (nodes[..3].iter().collect(), nodes[3..].iter().collect());
+    split(&left, &right);
+    let split_at = nodes.iter().map(|n| n.height()).max().unwrap();
+    // Both halves go on, each on a branch of its own.
+    assert!(
+        wait_for(Duration::from_secs(20), || nodes
+            .iter()
+            .all(|n| n.height() >= split_at + 4))
+        .await
+    );
+    let forked = hash_at(&nodes[0], split_at + 3) != hash_at(&nodes[3], split_at + 3);
+    assert!(forked, "the halves did not fork: the split did not hold");
+    heal(&left, &right);
+    for n in &right {
+        for addr in left[0].listen_addrs(Duration::from_secs(1)).await {
+            n.shared.net.dial(addr);
+        }
+    }
+    // One chain again: every vault agrees on every block two slots back.
+    let healed = wait_for(Duration::from_secs(40), || {
+        let h = nodes.iter().map(|n| n.height()).min().unwrap();
+        h > split_at + 6 && agree_up_to(&nodes.iter().collect::<Vec<_>>(), h - 2)
+    })
+    .await;
+    assert!(
+        healed,
+        "heights {:?}",
+        nodes.iter().map(|n| n.height()).collect::<Vec<_>>()
+    );
+    assert!(nodes
+        .iter()
+        .any(|n| metric(n, "spacevault_reorgs_total") > 0.0));
+    for n in nodes {
+        n.stop().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flipped_byte_is_found_on_the_next_read_and_repaired() {
+    let dir = tempfile::tempdir().unwrap();
+    let files: Vec<_> = (0..4).map(|i| vault_files(dir.path(), i)).collect();
+    let spec = spec(300, 3);
+    let nodes = network(&spec, &files, false).await;
+    assert!(all_know(&nodes, 4).await);
+    let blob: Vec<u8> = (0..50_000u32).map(|i| (i % 253) as u8).collect();
+    let put = put_via(&nodes[0], blob.clone()).await;
+    // Damage one holder's copy.
+    let holder = nodes
+        .iter()
+        .find(|n| n.farmer_key() == put.receipts[0].holder)
+        .unwrap();
+    let store =
+        |n: &spacevault_node::Node| n.shared.engine().store().get_blob(&put.address).unwrap();
+    let mut bad = store(holder).unwrap();
+    bad[1234] ^= 0x40;
+    holder
+        .shared
+        .engine()
+        .store()
+        .corrupt_blob_for_tests(&put.address, &bad)
+        .unwrap();
+    // The next read through it detects it, serves a good copy, repairs.
+    assert_eq!(get_via(holder, &put.address).await, Some(blob.clone()));
+    assert_eq!(
+        metric(holder, "spacevault_blob_reverify_failures_total"),
+        1.0
+    );
+    assert_eq!(metric(holder, "spacevault_blob_repairs_total"), 1.0);
+    assert_eq!(store(holder), Some(blob));
+    for n in nodes {
+        n.stop().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leaving_holders_blobs_are_copied_back_to_r() {
+    let dir = tempfile::tempdir().unwrap();
+    let files: Vec<_> = (0..5).map(|i| vault_files(dir.path(), i)).collect();
+    let spec = spec(200, 3);
+    let mut nodes = network(&spec, &files, false).await;
+    assert!(all_know(&nodes, 5).await);
+    let mut addresses = Vec::new();
+    for i in 0..10u32 {
+        let put = put_via(&nodes[0], format!("churn {i}").into_bytes()).await;
+        addresses.push(put.address);
+    }
+    let copies = |nodes: &[spacevault_node::Node], a: &[u8; 32]| {
+        nodes
+            .iter()
+            .filter(|n| n.shared.engine().store().has_blob(a).unwrap())
+            .count()
+    };
+    // The vault holding the most blobs leaves.
+    let leaving = (0..5)
+        .max_by_key(|&i| {
+            addresses
+                .iter()
+                .filter(|a| nodes[i].shared.engine().store().has_blob(a).unwrap())
+                .count()
+        })
+        .unwrap();
+    nodes.remove(leaving).kill().await;
+    let started = std::time::Instant::now();
+    let back = wait_for(Duration::from_secs(30), || {
+        addresses.iter().all(|a| copies(&nodes, a) >= 3)
+    })
+    .await;
+    assert!(
+        back,
+        "copies: {:?}",
+        addresses
+            .iter()
+            .map(|a| copies(&nodes, a))
+            .collect::<Vec<_>>()
+    );
+    eprintln!(
+        "back at 3 copies {:?} after the holder left",
+        started.elapsed()
+    );
+    for n in nodes {
+        n.stop().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_http_api_answers_bad_input_with_a_4xx_and_a_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let files: Vec<_> = (0..2).map(|i| vault_files(dir.path(), i)).collect();
+    let mut spec = spec(300, 2);
+    spec.max_blob_bytes = 1000;
+    let nodes = network(&spec, &files, true).await;
+    let c = Client::new(&format!("http://{}", nodes[0].api_addr().unwrap())).unwrap();
+    let cases: Vec<(&str, &str)> = vec![
+        ("/v1/blocks/abc", "not a whole number"),
+        ("/v1/blocks/999999", "no block at height"),
+        ("/v1/blobs/xyz", "not an address"),
+        ("/v1/registers/00/name", "not an address"),
+        ("/nope", "no such path"),
+    ];
+    for (path, says) in cases {
+        let (status, body) = c.get_path(path).await.unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert!((400..500).contains(&status), "{path}: {status}");
+        assert!(v["error"].as_str().unwrap().contains(says), "{path}: {v}");
+    }
+    match c.put(vec![0; 1500]).await {
+        Err(spacevault_node::client::ClientError::Refused {
+            status: 413,
+            reason,
+        }) => {
+            assert!(reason.contains("1000"), "{reason}")
+        }
+        other => panic!("{other:?}"),
+    }
+    // A register write with a bad signature or version.
+    let owner = Keypair::from_secret(&[77; 32]);
+    let chain = spec.chain_id();
+    let good = c.set(&owner, &chain, "n", b"v1").await.unwrap();
+    assert_eq!(good.version, 1);
+    let forged = c
+        .set(&Keypair::from_secret(&[78; 32]), &[0; 32], "n", b"x")
+        .await;
+    assert!(matches!(
+        forged,
+        Err(spacevault_node::client::ClientError::Refused { status: 400, .. })
+    ));
+    let (status, _) = c.get_path("/health").await.unwrap();
+    assert_eq!(status, 200);
+    let (_, metrics) = c.get_path("/metrics").await.unwrap();
+    let metrics = String::from_utf8(metrics).unwrap();
+    for name in [
+        "spacevault_chain_height",
+        "spacevault_peers",
+        "spacevault_lookup_seconds",
+        "spacevault_blob_reverify_failures_total",
+    ] {
+        assert!(metrics.contains(name), "{name} missing");
+    }
+    for n in nodes {
+        n.stop().await;
+    }
+}
