@@ -42,6 +42,8 @@ const ELECTION_KEEPS: usize = 64;
 const MAX_ORPHANS: usize = 512;
 /// Transactions pending at most.
 const MAX_MEMPOOL: usize = 16_384;
+/// How far ahead of a register's version a pending transaction may be.
+const MAX_VERSIONS_AHEAD: u64 = 64;
 
 impl Election {
     fn new(parent: Parent, chain_id: &[u8; 32]) -> Election {
@@ -433,7 +435,9 @@ impl Engine {
             .store
             .register_version(&tx.owner, &tx.name)
             .map_err(|e| Rejection::Malformed(format!("store: {e}")))?;
-        if tx.version <= current {
+        // Versions already written are replays; versions far ahead could
+        // never be included and would only fill the pool.
+        if tx.version <= current || tx.version > current + MAX_VERSIONS_AHEAD {
             return Err(Rejection::BadTxVersion {
                 got: tx.version,
                 current,
