@@ -107,6 +107,8 @@ pub struct BlockJson {
     pub quality: Option<u32>,
     pub txs: Vec<TxJson>,
     pub signature: String,
+    /// When this vault first imported the block (Unix ms).
+    pub received_unix_ms: Option<u64>,
 }
 
 #[derive(Serialize)]
@@ -168,6 +170,7 @@ async fn block(State(s): S, Path(height): Path<String>) -> Result<Json<BlockJson
             })
             .collect(),
         signature: hex::encode(block.signature),
+        received_unix_ms: s.arrivals.lock().unwrap().get(&hash),
     }))
 }
 

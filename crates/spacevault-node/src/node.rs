@@ -87,7 +87,37 @@ pub struct Shared {
     pub head: watch::Sender<u64>,
     pub api_addr: Mutex<Option<SocketAddr>>,
     pub listen_addrs: Mutex<Vec<net::Address>>,
+    /// When each recent block was first imported here (Unix ms): what the
+    /// network benchmark measures propagation with.
+    pub arrivals: Mutex<Arrivals>,
     syncing: AtomicBool,
+}
+
+/// First-import times of the last blocks, bounded.
+#[derive(Default)]
+pub struct Arrivals {
+    times: std::collections::HashMap<[u8; 32], u64>,
+    order: std::collections::VecDeque<[u8; 32]>,
+}
+
+/// Blocks whose arrival time is kept.
+const ARRIVALS_KEPT: usize = 4096;
+
+impl Arrivals {
+    fn note(&mut self, hash: [u8; 32], at_ms: u64) {
+        if self.times.insert(hash, at_ms).is_none() {
+            self.order.push_back(hash);
+            if self.order.len() > ARRIVALS_KEPT {
+                if let Some(old) = self.order.pop_front() {
+                    self.times.remove(&old);
+                }
+            }
+        }
+    }
+
+    pub fn get(&self, hash: &[u8; 32]) -> Option<u64> {
+        self.times.get(hash).copied()
+    }
 }
 
 impl Shared {
@@ -153,6 +183,7 @@ impl Node {
             head,
             api_addr: Mutex::new(None),
             listen_addrs: Mutex::new(Vec::new()),
+            arrivals: Mutex::new(Arrivals::default()),
             syncing: AtomicBool::new(false),
         });
         data::refresh_blob_metrics(&shared);
@@ -350,7 +381,11 @@ fn import(shared: &Arc<Shared>, block: Block) -> Result<Imported, Rejection> {
     let mut first = None;
     while let Some(block) = queue.pop() {
         let hash = block.hash();
-        let outcome = shared.engine().import(block, crate::now_ms());
+        let now = crate::now_ms();
+        let outcome = shared.engine().import(block, now);
+        if matches!(outcome, Ok(Imported::NewHead { .. }) | Ok(Imported::Kept)) {
+            shared.arrivals.lock().unwrap().note(hash, now);
+        }
         match &outcome {
             Ok(Imported::NewHead { reorg }) => {
                 shared.metrics.blocks_accepted.inc();
