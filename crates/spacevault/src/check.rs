@@ -174,9 +174,13 @@ impl<'a> Window<'a> {
         slots: std::ops::Range<u64>,
         problems: &mut Vec<Problem>,
     ) -> Result<(), crate::ReadError> {
-        let per_region = self.plot.header().layout.slots_per_region as u64;
+        let header = self.plot.header();
+        let per_region = header.layout.slots_per_region as u64;
+        // A group that claims to start past the end of the file is reported
+        // by the caller; the padding checked is what the file holds.
+        let file_end = header.region_count * per_region;
         let mut values = Vec::new();
-        let n = slots.end.saturating_sub(slots.start);
+        let n = slots.end.min(file_end).saturating_sub(slots.start);
         self.slots(slots.start, n, &mut values, problems)?;
         let first_set = values.iter().position(|v| v.is_some_and(|v| v != 0));
         if let Some(s) = first_set.map(|i| slots.start + i as u64) {

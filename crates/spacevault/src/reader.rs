@@ -175,6 +175,9 @@ impl RegionBuf {
     }
 
     pub fn region<'a>(&'a self, header: &'a Header, r: u64) -> Region<'a> {
+        // A buffer clipped to the end of the file may hold fewer regions than
+        // were asked for (none at all past the end).
+        assert!(self.contains(r), "region {r} is not in this buffer");
         let size = header.layout.region_size as usize;
         let i = (r - self.first) as usize;
         Region {

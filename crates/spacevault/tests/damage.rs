@@ -230,3 +230,28 @@ fn crc32_bit_by_bit(b: &[u8]) -> u32 {
     }
     !crc
 }
+
+#[test]
+fn a_last_group_offset_past_the_end_of_the_file_is_reported_not_a_panic() {
+    // The padding before a group is checked up to where the group claims to
+    // start; a claim past the end of the file must not read past it.
+    let dir = tempfile::tempdir().unwrap();
+    let path = make_plot(dir.path());
+    let layout = PlotFile::open(&path).unwrap().header().layout;
+    let mut bytes = std::fs::read(&path).unwrap();
+    let off = bytes.len() - layout.region_size as usize;
+    let offset = layout.slots_per_region + layout.slots_per_region / 2;
+    bytes[off + 4..off + 8].copy_from_slice(&offset.to_le_bytes());
+    let crc = crc32_bit_by_bit(&bytes[off + 4..]);
+    bytes[off..off + 4].copy_from_slice(&crc.to_le_bytes());
+    std::fs::write(&path, &bytes).unwrap();
+    let report = check(&path, full());
+    assert!(
+        report
+            .problems
+            .iter()
+            .any(|p| p.what.contains("group starts at slot")),
+        "{:?}",
+        report.problems
+    );
+}
