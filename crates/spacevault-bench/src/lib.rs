@@ -4,6 +4,7 @@
 
 pub mod lookup;
 pub mod machine;
+pub mod network;
 pub mod plot;
 pub mod stats;
 

@@ -15,7 +15,7 @@ pub use codec::DecodeError;
 pub use keys::Keypair;
 pub use spec::{ChainSpec, SpecError};
 pub use types::{
-    blob_address, challenge, genesis_hash, Block, BlockHeader, ChainProof, Limits, ProofMsg,
-    Ranked, Receipt, RegisterTx,
+    blob_address, challenge, genesis_hash, Announce, Block, BlockHeader, ChainProof, Limits,
+    ProofMsg, Ranked, Receipt, RegisterTx,
 };
 pub use validate::{Parent, Rejection};

@@ -18,6 +18,7 @@ pub mod context {
     pub const REGISTER_TX: &str = "spacevault 2026-11 chain register tx v1";
     pub const TX_ROOT: &str = "spacevault 2026-11 chain tx root v1";
     pub const RECEIPT: &str = "spacevault 2026-11 storage receipt v1";
+    pub const ANNOUNCE: &str = "spacevault 2026-11 vault announcement v1";
 }
 
 fn derive(context: &str, bytes: &[u8]) -> [u8; 32] {
@@ -436,6 +437,85 @@ impl Receipt {
     }
 }
 
+/// A vault's periodic, signed word that it is alive and where it listens
+/// (multiaddrs in their binary form).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Announce {
+    pub time_ms: u64,
+    pub vault: [u8; 32],
+    pub addresses: Vec<Vec<u8>>,
+    pub signature: [u8; 64],
+}
+
+/// Addresses an announcement holds at most, and their size.
+pub const MAX_ANNOUNCED_ADDRESSES: usize = 16;
+pub const MAX_ADDRESS_BYTES: usize = 256;
+
+impl Announce {
+    fn body(&self, w: &mut Writer) {
+        w.u64(self.time_ms)
+            .fixed(&self.vault)
+            .u32(self.addresses.len() as u32);
+        for a in &self.addresses {
+            w.bytes(a);
+        }
+    }
+
+    fn message(&self, chain_id: &[u8; 32]) -> [u8; 32] {
+        let mut w = Writer::new();
+        w.fixed(chain_id);
+        self.body(&mut w);
+        derive(context::ANNOUNCE, &w.finish())
+    }
+
+    pub fn signed(
+        vault: &Keypair,
+        chain_id: &[u8; 32],
+        time_ms: u64,
+        addresses: Vec<Vec<u8>>,
+    ) -> Announce {
+        let mut a = Announce {
+            time_ms,
+            vault: vault.public(),
+            addresses,
+            signature: [0; 64],
+        };
+        a.signature = vault.sign(&a.message(chain_id));
+        a
+    }
+
+    pub fn signature_ok(&self, chain_id: &[u8; 32]) -> bool {
+        keys::verify(&self.vault, &self.message(chain_id), &self.signature)
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.u16(PROTOCOL_VERSION);
+        self.body(&mut w);
+        w.fixed(&self.signature);
+        w.finish()
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Announce, DecodeError> {
+        let mut r = Reader::new(bytes);
+        check_version(&mut r, "announcement")?;
+        let time_ms = r.u64("time")?;
+        let vault = r.array("vault")?;
+        let n = r.count("addresses", MAX_ANNOUNCED_ADDRESSES, 4)?;
+        let addresses = (0..n)
+            .map(|_| r.bytes("address", MAX_ADDRESS_BYTES).map(<[u8]>::to_vec))
+            .collect::<Result<_, _>>()?;
+        let a = Announce {
+            time_ms,
+            vault,
+            addresses,
+            signature: r.array("signature")?,
+        };
+        r.finish()?;
+        Ok(a)
+    }
+}
+
 /// A blob's address: the BLAKE3 hash of its bytes.
 pub fn blob_address(blob: &[u8]) -> [u8; 32] {
     *blake3::hash(blob).as_bytes()
@@ -490,6 +570,14 @@ mod tests {
         assert_eq!(ProofMsg::decode(&msg.encode()).unwrap(), msg);
         let tx = &block.txs[0];
         assert_eq!(&RegisterTx::decode(&tx.encode(), &limits()).unwrap(), tx);
+        let vault = Keypair::from_secret(&[7; 32]);
+        let a = Announce::signed(&vault, &[1; 32], 99, vec![vec![4, 127, 0, 0, 1]]);
+        let bytes = a.encode();
+        assert_eq!(Announce::decode(&bytes).unwrap(), a);
+        assert!(a.signature_ok(&[1; 32]) && !a.signature_ok(&[2; 32]));
+        for cut in 0..bytes.len() {
+            assert!(Announce::decode(&bytes[..cut]).is_err());
+        }
     }
 
     #[test]

@@ -114,11 +114,10 @@ pub enum Verdict {
 #[derive(Debug)]
 pub enum Event {
     /// A gossip message, waiting for [`Handle::validate`]: `source` relayed
-    /// it, `author` signed it.
+    /// it (messages carry no author: what needs one signs it inside).
     Gossip {
         id: MessageId,
         source: PeerId,
-        author: Option<PeerId>,
         topic: Topic,
         data: Vec<u8>,
     },
@@ -271,9 +270,18 @@ fn behaviour(key: &identity::Keypair, config: &Config) -> Result<Behaviour, Star
     let err = |e: &dyn std::fmt::Display| StartError(e.to_string());
     let gossip_config = gossipsub::ConfigBuilder::default()
         .heartbeat_interval(config.heartbeat)
-        .validation_mode(gossipsub::ValidationMode::Strict)
+        // Messages carry no gossip signature: blocks are signed by their
+        // producers, transactions by their owners, announcements by their
+        // vaults, and proofs verify against their challenge. A gossip
+        // signature on top would be checked on every copy received,
+        // duplicates included: the most costly work of a large network.
+        .validation_mode(gossipsub::ValidationMode::Anonymous)
         .validate_messages()
         .max_transmit_size(wire::MAX_MESSAGE_BYTES)
+        // A vault's own messages go to its mesh, as relayed ones do: sent
+        // to every connected peer, each message would cost every vault
+        // work in proportion to the network's size.
+        .flood_publish(false)
         // Content-addressed ids: the same block from two peers is one
         // message.
         .message_id_fn(|m: &gossipsub::Message| {
@@ -281,9 +289,8 @@ fn behaviour(key: &identity::Keypair, config: &Config) -> Result<Behaviour, Star
         })
         .build()
         .map_err(|e| err(&e))?;
-    let mut gossipsub =
-        gossipsub::Behaviour::new(MessageAuthenticity::Signed(key.clone()), gossip_config)
-            .map_err(|e| err(&e))?;
+    let mut gossipsub = gossipsub::Behaviour::new(MessageAuthenticity::Anonymous, gossip_config)
+        .map_err(|e| err(&e))?;
     // An invalid message costs its sender far more score than gossipsub's
     // graylist threshold: one forged block and the peer is ignored.
     let mut params = gossipsub::PeerScoreParams::default();
@@ -518,7 +525,6 @@ impl Runner {
                         Event::Gossip {
                             id: message_id,
                             source: propagation_source,
-                            author: message.source,
                             topic,
                             data: message.data,
                         },

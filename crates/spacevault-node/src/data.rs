@@ -7,15 +7,19 @@
 //! served: nothing remembers that a copy was good.
 
 use crate::node::Shared;
-use spacevault_chain::{blob_address, Receipt, Rejection};
+use spacevault_chain::{blob_address, Announce, Receipt, Rejection};
 use spacevault_network::{self as net, Request, Response, Topic};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// How often a vault says it is alive.
-pub fn announce_interval(spec: &spacevault_chain::ChainSpec) -> Duration {
-    Duration::from_millis((spec.slot_ms * 2).clamp(200, 5000))
+/// How often a vault says it is alive: every two slots in a small network,
+/// and less often as it grows, so that the network carries a few
+/// announcements a second whatever its size (each reaches every vault).
+pub fn announce_interval(spec: &spacevault_chain::ChainSpec, vaults: usize) -> Duration {
+    let by_slot = (spec.slot_ms * 2).clamp(200, 5000);
+    let by_size = 200 * vaults as u64;
+    Duration::from_millis(by_slot.max(by_size).min(30_000))
 }
 
 /// Announcements missed before a vault counts as gone.
@@ -112,56 +116,44 @@ fn xor(a: &[u8; 32], b: &[u8; 32]) -> [u8; 32] {
     out
 }
 
-/// Publishes this vault's listening addresses. The time makes each
-/// announcement a message of its own (gossip ids are content hashes).
+/// Publishes this vault's signed announcement: where it listens, and the
+/// time (which also makes each announcement a message of its own, gossip
+/// ids being content hashes).
 pub fn announce(shared: &Arc<Shared>) {
-    let addrs = shared.listen_addrs.lock().unwrap().clone();
-    let mut w = spacevault_chain::codec::Writer::new();
-    w.u64(crate::now_ms());
-    w.u32(addrs.len() as u32);
-    for a in &addrs {
-        w.bytes(&a.to_vec());
-    }
-    shared.net.publish(Topic::Vaults, w.finish());
+    let addrs: Vec<Vec<u8>> = shared
+        .listen_addrs
+        .lock()
+        .unwrap()
+        .iter()
+        .take(spacevault_chain::types::MAX_ANNOUNCED_ADDRESSES)
+        .map(|a| a.to_vec())
+        .collect();
+    let a = Announce::signed(&shared.key, &shared.chain_id, crate::now_ms(), addrs);
+    shared.net.publish(Topic::Vaults, a.encode());
 }
 
-/// A vault's announcement: its author is the vault (gossipsub's signature
-/// says so), the payload where it listens.
-pub fn on_announce(
-    shared: &Arc<Shared>,
-    author: Option<net::Peer>,
-    data: &[u8],
-) -> Result<(), Rejection> {
-    let malformed = |why: &str| Rejection::Malformed(why.to_string());
-    let author = author.ok_or_else(|| malformed("an announcement without its author"))?;
-    let key =
-        net::farmer_key_of(&author).ok_or_else(|| malformed("an author without an ed25519 key"))?;
-    let mut r = spacevault_chain::codec::Reader::new(data);
-    r.u64("time")
-        .map_err(|e| Rejection::Malformed(e.to_string()))?;
-    let n = r
-        .count("addresses", 16, 4)
-        .map_err(|e| Rejection::Malformed(e.to_string()))?;
-    for _ in 0..n {
-        let bytes = r
-            .bytes("address", 256)
-            .map_err(|e| Rejection::Malformed(e.to_string()))?;
-        let addr = net::Address::try_from(bytes.to_vec())
-            .map_err(|_| malformed("an address that does not parse"))?;
-        shared.net.add_address(author, addr);
+/// Another vault's announcement.
+pub fn on_announce(shared: &Arc<Shared>, data: &[u8]) -> Result<(), Rejection> {
+    let a = Announce::decode(data).map_err(|e| Rejection::Malformed(e.to_string()))?;
+    if !a.signature_ok(&shared.chain_id) {
+        return Err(Rejection::BadSignature);
     }
-    r.finish()
-        .map_err(|e| Rejection::Malformed(e.to_string()))?;
-    shared.vaults.lock().unwrap().heard(key, author);
+    let peer = net::peer_of(&a.vault).ok_or(Rejection::BadSignature)?;
+    for bytes in a.addresses {
+        let addr = net::Address::try_from(bytes)
+            .map_err(|_| Rejection::Malformed("an address that does not parse".into()))?;
+        shared.net.add_address(peer, addr);
+    }
+    shared.vaults.lock().unwrap().heard(a.vault, peer);
     Ok(())
 }
 
 /// Timers' work: forget silent vaults, and when the set of vaults changed,
 /// push local blobs to the vaults that should now hold them.
 pub fn housekeeping(shared: &Arc<Shared>) {
-    let interval = announce_interval(&shared.spec);
     let (generation, replicated_for, count) = {
         let mut v = shared.vaults.lock().unwrap();
+        let interval = announce_interval(&shared.spec, v.count());
         v.expire(interval);
         (v.generation, v.replicated_for, v.count())
     };

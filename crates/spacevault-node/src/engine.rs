@@ -334,6 +334,13 @@ impl Engine {
         })
     }
 
+    /// Whether this vault's own proof is still the best seen for the
+    /// election at `height` on `parent`.
+    pub fn own_is_best(&self, height: u64, parent: &[u8; 32]) -> bool {
+        let e = &self.election;
+        e.height() == height && e.parent.hash == *parent && e.own_rank() == Some(0)
+    }
+
     /// When this vault may produce the next block, in Unix milliseconds:
     /// one slot after the parent for the best proof seen, one producer
     /// timeout later for each proof seen that beats this vault's own. None

@@ -277,9 +277,7 @@ async fn run(shared: Arc<Shared>, mut events: mpsc::Receiver<Event>, mut stop: m
     let slot = Duration::from_millis(shared.spec.slot_ms);
     let mut tick = tokio::time::interval((slot / 4).max(Duration::from_millis(10)));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let announce_every = data::announce_interval(&shared.spec);
-    let mut announce = tokio::time::interval(announce_every);
-    announce.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut next_announce = tokio::time::Instant::now();
     let mut looked_up_for = None;
     let mut last_progress = tokio::time::Instant::now();
     loop {
@@ -312,14 +310,17 @@ async fn run(shared: Arc<Shared>, mut events: mpsc::Receiver<Event>, mut stop: m
                     let Found { proof, rank, .. } = *found;
                     let msg = shared.engine().offer_own(height, parent, proof, rank);
                     if let Some(msg) = msg {
-                        shared.metrics.proofs_sent.inc();
-                        shared.net.publish(Topic::Proofs, msg.encode());
+                        publish_proof_later(&shared, msg, &rank);
                     }
                 }
                 Internal::Synced => last_progress = tokio::time::Instant::now(),
             },
             _ = tokio::time::sleep(wait), if due.is_some() => produce(&shared, false),
-            _ = announce.tick() => data::announce(&shared),
+            _ = tokio::time::sleep_until(next_announce) => {
+                data::announce(&shared);
+                let vaults = shared.vaults.lock().unwrap().count();
+                next_announce += data::announce_interval(&shared.spec, vaults);
+            }
             _ = tick.tick() => {
                 // A head that has not moved for three slots: ask peers.
                 if last_progress.elapsed() > 3 * slot {
@@ -331,6 +332,45 @@ async fn run(shared: Arc<Shared>, mut events: mpsc::Receiver<Event>, mut stop: m
         }
     }
 }
+
+/// Gossips this vault's proof after a delay that grows with the rank its
+/// distance suggests among all the records the network is thought to hold,
+/// unless a better proof arrived meanwhile. Every vault looks up at once,
+/// and sent at once every vault's proof would be the best it had seen; this
+/// way the likely winners send first, a few steps apart, and most vaults
+/// never send.
+fn publish_proof_later(shared: &Arc<Shared>, msg: ProofMsg, rank: &spacevault_chain::Ranked) {
+    let records_known = {
+        let vaults = shared.vaults.lock().unwrap().count() as f64;
+        let plots: f64 = shared
+            .farmer
+            .plots()
+            .iter()
+            .map(|p| (p.k as f64).exp2())
+            .sum();
+        (vaults * plots).max(1.0)
+    };
+    let top = u64::from_be_bytes(rank.distance[..8].try_into().expect("8 bytes")) as f64;
+    // The distance as a share of all distances, times the records: about
+    // the proof's rank among them.
+    let rank_estimate = top / u64::MAX as f64 * records_known;
+    let half_window = shared.spec.proof_window_ms as f64 / 2.0;
+    let delay = (half_window * rank_estimate / PROOF_RANKS_SENT).min(half_window);
+    let msg_delay = Duration::from_millis(delay as u64);
+    let shared = shared.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(msg_delay).await;
+        let still_best = shared.engine().own_is_best(msg.height, &msg.parent);
+        if still_best {
+            shared.metrics.proofs_sent.inc();
+            shared.net.publish(Topic::Proofs, msg.encode());
+        }
+    });
+}
+
+/// Estimated ranks spread over half the proof window: worse proofs wait the
+/// whole half, by when the better ones have arrived.
+const PROOF_RANKS_SENT: f64 = 8.0;
 
 fn start_lookup(
     shared: &Arc<Shared>,
@@ -425,11 +465,10 @@ fn on_event(shared: &Arc<Shared>, internal: &mpsc::UnboundedSender<Internal>, ev
         Event::Gossip {
             id,
             source,
-            author,
             topic,
             data,
         } => {
-            let v = on_gossip(shared, internal, source, author, topic, &data);
+            let v = on_gossip(shared, internal, source, topic, &data);
             shared.net.validate(id, source, v);
         }
         Event::Request {
@@ -457,7 +496,6 @@ fn on_gossip(
     shared: &Arc<Shared>,
     internal: &mpsc::UnboundedSender<Internal>,
     source: net::Peer,
-    author: Option<net::Peer>,
     topic: Topic,
     data: &[u8],
 ) -> Verdict {
@@ -509,7 +547,7 @@ fn on_gossip(
                 Err(r) => refuse(r),
             }
         }
-        Topic::Vaults => match data::on_announce(shared, author, data) {
+        Topic::Vaults => match data::on_announce(shared, data) {
             Ok(()) => Verdict::Accept,
             Err(r) => refuse(r),
         },

@@ -16,6 +16,9 @@ pub enum BenchCommand {
     Lookup(BenchLookupArgs),
     /// Hash functions compared: BLAKE3, SHA-256, SHA-512, SHA3-256, BLAKE2b.
     Hash(super::hash::BenchHashArgs),
+    /// A network of vaults on this machine: start-up, agreement, block
+    /// propagation, memory and CPU per vault, clients' PUT and GET.
+    Network(super::network::BenchNetworkArgs),
     /// One process of a `bench hash --processes` run (internal).
     #[command(hide = true)]
     HashWorker(super::hash::HashWorkerArgs),
@@ -28,6 +31,7 @@ impl BenchCommand {
             BenchCommand::Plot(a) => a.json,
             BenchCommand::Lookup(a) => a.json,
             BenchCommand::Hash(a) => a.json,
+            BenchCommand::Network(a) => a.json,
             BenchCommand::HashWorker(_) => false,
         }
     }
@@ -97,6 +101,7 @@ pub fn run(command: BenchCommand) -> Result<()> {
         BenchCommand::Plot(a) => bench_plot(a),
         BenchCommand::Lookup(a) => bench_lookup(a),
         BenchCommand::Hash(a) => super::hash::run(a),
+        BenchCommand::Network(a) => super::network::run(a),
         BenchCommand::HashWorker(a) => super::hash::worker(a),
     }
 }

@@ -5,6 +5,7 @@ pub mod client;
 pub mod hash;
 pub mod identity;
 pub mod info;
+pub mod network;
 pub mod node;
 pub mod plot;
 pub mod plot_paths;

@@ -1,0 +1,153 @@
+//! `spacevault bench network`: the table and JSON of a network benchmark.
+
+use crate::size::{format_size, parse_size};
+use anyhow::{Context, Result};
+use clap::{Args, ValueEnum};
+use spacevault_bench::network::{self, Mode, NetworkBenchOptions, OpStats};
+use std::path::PathBuf;
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum ModeArg {
+    /// Every vault in this process, over the in-memory transport.
+    Inprocess,
+    /// Each vault its own process, on loopback TCP.
+    Processes,
+}
+
+#[derive(Args, Debug)]
+pub struct BenchNetworkArgs {
+    /// Vaults in the network.
+    #[arg(long, default_value_t = 64)]
+    pub vaults: usize,
+    /// Each vault's plot size.
+    #[arg(short = 'k', long = "k", value_name = "K", default_value_t = 18)]
+    pub k: u8,
+    /// The chain's slot.
+    #[arg(long, value_name = "MS", default_value_t = 1000)]
+    pub slot_ms: u64,
+    /// Copies of each blob.
+    #[arg(long, default_value_t = 4)]
+    pub replication: u32,
+    /// How long the clients work.
+    #[arg(long, value_name = "SECS", default_value_t = 20.0)]
+    pub seconds: f64,
+    /// Concurrent clients.
+    #[arg(long, default_value_t = 16)]
+    pub clients: usize,
+    /// Each blob's size.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "1KiB")]
+    pub size: u64,
+    #[arg(long, value_enum, default_value_t = ModeArg::Inprocess)]
+    pub mode: ModeArg,
+    /// Where the vaults' plots (kept for the next run) and stores go.
+    #[arg(long, value_name = "DIR", default_value = "spacevault-bench-network")]
+    pub dir: PathBuf,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(a: BenchNetworkArgs) -> Result<()> {
+    if !(1..=1024).contains(&a.vaults) {
+        anyhow::bail!("--vaults must be 1 to 1024");
+    }
+    if !(0.5..=3600.0).contains(&a.seconds) {
+        anyhow::bail!("--seconds must be 0.5 to 3600");
+    }
+    let mode = match a.mode {
+        ModeArg::Inprocess => Mode::InProcess,
+        ModeArg::Processes => Mode::Processes {
+            exe: std::env::current_exe().context("finding this program to start vaults")?,
+        },
+    };
+    let options = NetworkBenchOptions {
+        vaults: a.vaults,
+        k: a.k,
+        slot_ms: a.slot_ms,
+        replication: a.replication,
+        seconds: a.seconds,
+        clients: a.clients,
+        blob_bytes: a.size as usize,
+        mode,
+        dir: a.dir,
+    };
+    if !a.json {
+        errln!(
+            "starting {} vaults with a k={} plot each, then {} clients for {} s ...",
+            options.vaults,
+            options.k,
+            options.clients,
+            options.seconds
+        );
+    }
+    let r = network::run(&options)?;
+    if a.json {
+        return crate::cmd::print_json(&r);
+    }
+    outln!("machine         {}", r.machine.describe());
+    outln!(
+        "network         {} vaults ({}), k={} plots, {} ms slots, {} copies a blob",
+        options.vaults,
+        match options.mode {
+            Mode::InProcess => "one process, in-memory transport",
+            Mode::Processes { .. } => "one process each, loopback TCP",
+        },
+        options.k,
+        options.slot_ms,
+        options.replication
+    );
+    outln!(
+        "started         {:.2} s (every vault listening)",
+        r.started_seconds
+    );
+    outln!(
+        "joined          {:.2} s (every vault with a peer and a block)",
+        r.joined_seconds
+    );
+    outln!(
+        "heights         {} to {}; {} settled heights compared, {} disagreements, {} blocks some vault never imported",
+        r.heights.0,
+        r.heights.1,
+        r.settled_heights,
+        r.disagreements,
+        r.blocks_missing_somewhere
+    );
+    match &r.propagation_ms {
+        Some(p) => outln!(
+            "propagation     to every vault: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms ({} blocks)",
+            p.median,
+            p.p99,
+            p.max,
+            p.count
+        ),
+        None => outln!("propagation     no settled block reached every vault"),
+    }
+    if let Some(m) = r.memory_per_vault_bytes {
+        outln!("memory          {} a vault", format_size(m));
+    }
+    if let Some(c) = r.cpu_ms_per_block {
+        outln!(
+            "cpu             {:.1} ms a block, all vaults together, under the client load ({} blocks, {:.1} CPU-s)",
+            c,
+            r.blocks_during_load,
+            r.cpu_seconds.unwrap_or(0.0)
+        );
+    }
+    let op = |name: &str, s: &OpStats| -> Result<()> {
+        match &s.latency_ms {
+            Some(l) => outln!(
+                "{name:<15} {} ok, {} errors, {:.0}/s; latency p50 {:.2} ms, p99 {:.2} ms",
+                s.ok,
+                s.errors,
+                s.per_second,
+                l.median,
+                l.p99
+            ),
+            None => outln!("{name:<15} {} ok, {} errors", s.ok, s.errors),
+        }
+        Ok(())
+    };
+    op("put", &r.put)?;
+    op("get", &r.get)?;
+    Ok(())
+}
