@@ -34,13 +34,38 @@ pub struct NetworkBenchOptions {
     pub k: u8,
     pub slot_ms: u64,
     pub replication: u32,
-    /// How long the clients work, after the vaults joined.
+    /// How long the network runs without clients once the vaults joined.
+    pub idle_seconds: f64,
+    /// How long the clients work, after the idle phase.
     pub seconds: f64,
     pub clients: usize,
     pub blob_bytes: usize,
     pub mode: Mode,
     /// Where plots (kept between runs), stores and specs go.
     pub dir: PathBuf,
+}
+
+/// CPU and blocks of one phase of the run.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Phase {
+    pub seconds: f64,
+    pub blocks: u64,
+    pub cpu_seconds: Option<f64>,
+    /// CPU of every vault together for each block made.
+    pub cpu_ms_per_block: Option<f64>,
+}
+
+impl Phase {
+    fn of(seconds: f64, blocks: u64, cpu_seconds: Option<f64>) -> Phase {
+        Phase {
+            seconds,
+            blocks,
+            cpu_seconds,
+            cpu_ms_per_block: cpu_seconds
+                .filter(|_| blocks > 0)
+                .map(|c| c * 1000.0 / blocks as f64),
+        }
+    }
 }
 
 /// One kind of client operation's figures.
@@ -67,15 +92,18 @@ pub struct NetworkBench {
     /// Settled heights at which some vault's block differs.
     pub disagreements: u64,
     /// Time from a block's first import (its producer's) to its import by
-    /// the last vault, over the settled blocks, in milliseconds.
-    pub propagation_ms: Option<Summary>,
+    /// the last vault, in milliseconds, over the settled blocks made while
+    /// no client worked.
+    pub propagation_idle_ms: Option<Summary>,
+    /// The same over the blocks made under the client load.
+    pub propagation_load_ms: Option<Summary>,
     /// Settled blocks that some vault never imported (it synced past them
     /// on another branch, or was behind).
     pub blocks_missing_somewhere: u64,
     pub memory_per_vault_bytes: Option<u64>,
-    pub cpu_seconds: Option<f64>,
-    pub blocks_during_load: u64,
-    pub cpu_ms_per_block: Option<f64>,
+    /// CPU seconds of every vault together, and blocks made, in each phase.
+    pub idle: Phase,
+    pub load: Phase,
     pub put: OpStats,
     pub get: OpStats,
 }
@@ -214,22 +242,41 @@ async fn run_async(options: &NetworkBenchOptions) -> Result<NetworkBench, BenchE
             .map(|c| cpu_seconds(&c.id().to_string()))
             .sum(),
     };
-    let (h0, _) = clients[0]
-        .head()
-        .await
-        .map_err(|e| BenchError::Invalid(e.to_string()))?;
-    let cpu_before = cpu_now(&vaults);
+    let head = |c: &Client| {
+        let c = c.clone();
+        async move {
+            c.head()
+                .await
+                .map(|h| h.0)
+                .map_err(|e| BenchError::Invalid(e.to_string()))
+        }
+    };
+    let h0 = head(&clients[0]).await?;
+    let cpu0 = cpu_now(&vaults);
+    let idle_started = Instant::now();
+    tokio::time::sleep(Duration::from_secs_f64(options.idle_seconds)).await;
+    let idle_took = idle_started.elapsed().as_secs_f64();
+    let h1 = head(&clients[0]).await?;
+    let cpu1 = cpu_now(&vaults);
+    let load_started = Instant::now();
     let (put, get) = client_load(&clients, options).await;
-    let cpu_after = cpu_now(&vaults);
-    let (h1, _) = clients[0]
-        .head()
-        .await
-        .map_err(|e| BenchError::Invalid(e.to_string()))?;
-    let blocks_during_load = h1.saturating_sub(h0);
-    let cpu_seconds = cpu_before.zip(cpu_after).map(|(b, a)| a - b);
+    let load_took = load_started.elapsed().as_secs_f64();
+    let cpu2 = cpu_now(&vaults);
+    let h2 = head(&clients[0]).await?;
+    let cpu = |a: Option<f64>, b: Option<f64>| a.zip(b).map(|(a, b)| b - a);
+    let idle = Phase::of(idle_took, h1.saturating_sub(h0), cpu(cpu0, cpu1));
+    let load = Phase::of(load_took, h2.saturating_sub(h1), cpu(cpu1, cpu2));
     // Two slots for the last blocks to settle, then compare.
     tokio::time::sleep(Duration::from_millis(2 * options.slot_ms)).await;
     let (heights, settled, disagreements, propagation, missing) = agreement(&clients).await;
+    let between = |from: u64, to: u64| {
+        let ms: Vec<f64> = propagation
+            .iter()
+            .filter(|(h, _)| (from..to).contains(h))
+            .map(|&(_, ms)| ms)
+            .collect();
+        (!ms.is_empty()).then(|| Summary::of(&ms))
+    };
     stop(vaults).await;
     let _ = std::fs::remove_dir_all(&run_dir);
     Ok(NetworkBench {
@@ -240,14 +287,13 @@ async fn run_async(options: &NetworkBenchOptions) -> Result<NetworkBench, BenchE
         heights,
         settled_heights: settled,
         disagreements,
-        propagation_ms: (!propagation.is_empty()).then(|| Summary::of(&propagation)),
+        // A block made at the end of a phase was made in it.
+        propagation_idle_ms: between(h0 + 1, h1 + 1),
+        propagation_load_ms: between(h1 + 1, h2 + 1),
         blocks_missing_somewhere: missing,
         memory_per_vault_bytes,
-        cpu_seconds,
-        blocks_during_load,
-        cpu_ms_per_block: cpu_seconds
-            .filter(|_| blocks_during_load > 0)
-            .map(|c| c * 1000.0 / blocks_during_load as f64),
+        idle,
+        load,
         put,
         get,
     })
@@ -429,7 +475,9 @@ async fn client_load(clients: &[Client], options: &NetworkBenchOptions) -> (OpSt
 
 /// Heights, heights compared, disagreements, propagation times (ms) and
 /// blocks some vault lacks, over every vault's canonical chain.
-async fn agreement(clients: &[Client]) -> ((u64, u64), u64, u64, Vec<f64>, u64) {
+/// Heights at every vault, settled heights compared, disagreements, each
+/// settled block's propagation time (height, ms), blocks some vault lacks.
+async fn agreement(clients: &[Client]) -> ((u64, u64), u64, u64, Vec<(u64, f64)>, u64) {
     let mut heights = Vec::new();
     for c in clients {
         heights.push(c.head().await.map(|h| h.0).unwrap_or(0));
@@ -463,7 +511,7 @@ async fn agreement(clients: &[Client]) -> ((u64, u64), u64, u64, Vec<f64>, u64) 
         let times: Vec<u64> = times.into_iter().flatten().collect();
         let first = *times.iter().min().expect("vaults");
         let last = *times.iter().max().expect("vaults");
-        propagation.push((last - first) as f64);
+        propagation.push((h, (last - first) as f64));
     }
     ((low, high), settled, disagreements, propagation, missing)
 }

@@ -211,3 +211,44 @@ fn two_vaults_on_loopback_agree_and_keep_data() {
         assert!(err.contains("stopped"), "{err}");
     }
 }
+
+#[test]
+fn bench_network_runs_a_small_network_and_reports_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = sv(&dir.path().join("cfg"))
+        .args([
+            "bench",
+            "network",
+            "--vaults",
+            "3",
+            "-k",
+            "16",
+            "--slot-ms",
+            "500",
+            "--idle-seconds",
+            "2",
+            "--seconds",
+            "1",
+            "--clients",
+            "2",
+            "--json",
+            "--dir",
+        ])
+        .arg(dir.path().join("bench"))
+        .assert()
+        .success();
+    let r: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(r["disagreements"], 0, "{r}");
+    assert!(r["settled_heights"].as_u64().unwrap() >= 2, "{r}");
+    for op in ["put", "get"] {
+        assert!(r[op]["ok"].as_u64().unwrap() > 0, "{r}");
+        assert_eq!(r[op]["errors"], 0, "{r}");
+    }
+    assert!(r["propagation_idle_ms"]["p99"].as_f64().is_some(), "{r}");
+    // The plots are kept for the next run; the stores are not.
+    let kept: Vec<_> = std::fs::read_dir(dir.path().join("bench"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(kept, vec!["plots".to_string()]);
+}

@@ -338,7 +338,9 @@ pub fn start(
     let mut secret = config.secret;
     let ed = identity::ed25519::SecretKey::try_from_bytes(&mut secret).map_err(|e| err(&e))?;
     let key = identity::Keypair::from(identity::ed25519::Keypair::from(ed));
-    let idle = Duration::from_secs(3600);
+    // Connections that no mesh, query or request uses close after this: a
+    // vault keeps the peers it works with, not every peer it ever met.
+    let idle = IDLE_CONNECTION;
     let mut swarm: Swarm<Behaviour> = match config.transport {
         TransportKind::Tcp => libp2p::SwarmBuilder::with_existing_identity(key.clone())
             .with_tokio()
@@ -392,10 +394,16 @@ pub fn start(
         bootstrap: config.bootstrap,
         target_peers: config.target_peers,
         connected: HashSet::new(),
+        dialing: HashSet::new(),
+        last_walk: None,
     };
     let task = tokio::spawn(runner.run());
     Ok((Handle { commands, local }, events, task))
 }
+
+const IDLE_CONNECTION: Duration = Duration::from_secs(30);
+/// A Kademlia walk for more peers, at most this often.
+const DISCOVERY_INTERVAL: Duration = Duration::from_secs(30);
 
 /// Hands an event to the node, waiting while its queue is full.
 async fn emit(events: &mpsc::Sender<Event>, event: Event) {
@@ -412,6 +420,9 @@ struct Runner {
     bootstrap: Vec<Multiaddr>,
     target_peers: usize,
     connected: HashSet<PeerId>,
+    /// Peers dialled to reach `target_peers`, not yet connected.
+    dialing: HashSet<PeerId>,
+    last_walk: Option<tokio::time::Instant>,
 }
 
 impl Runner {
@@ -439,7 +450,11 @@ impl Runner {
             }
             return;
         }
-        if self.connected.len() < self.target_peers {
+        let due = self
+            .last_walk
+            .is_none_or(|t| t.elapsed() >= DISCOVERY_INTERVAL);
+        if self.connected.len() < self.target_peers && due {
+            self.last_walk = Some(tokio::time::Instant::now());
             let _ = self.swarm.behaviour_mut().kad.bootstrap();
         }
     }
@@ -503,6 +518,7 @@ impl Runner {
                         .kad
                         .add_address(&peer_id, address);
                 }
+                self.dialing.remove(&peer_id);
                 if self.connected.insert(peer_id) {
                     emit(&self.events, Event::PeerUp(peer_id)).await;
                 }
@@ -542,6 +558,12 @@ impl Runner {
                         );
                 }
             },
+            SwarmEvent::OutgoingConnectionError {
+                peer_id: Some(peer),
+                ..
+            } => {
+                self.dialing.remove(&peer);
+            }
             SwarmEvent::Behaviour(BehaviourEvent::Requests(event)) => self.on_request(event).await,
             SwarmEvent::Behaviour(BehaviourEvent::Identify(identify::Event::Received {
                 peer_id,
@@ -560,10 +582,13 @@ impl Runner {
                 addresses,
                 ..
             })) => {
-                let wanted = self.connected.len() < self.target_peers;
-                if wanted && !self.connected.contains(&peer) {
+                let wanted = self.connected.len() + self.dialing.len() < self.target_peers;
+                let known = self.connected.contains(&peer) || self.dialing.contains(&peer);
+                if wanted && !known {
                     if let Some(address) = addresses.iter().next() {
-                        let _ = self.swarm.dial(address.clone());
+                        if self.swarm.dial(address.clone()).is_ok() {
+                            self.dialing.insert(peer);
+                        }
                     }
                 }
             }

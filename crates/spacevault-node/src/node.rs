@@ -280,6 +280,8 @@ async fn run(shared: Arc<Shared>, mut events: mpsc::Receiver<Event>, mut stop: m
     let mut next_announce = tokio::time::Instant::now();
     let mut looked_up_for = None;
     let mut last_progress = tokio::time::Instant::now();
+    let mut flush = tokio::time::interval(STORE_FLUSH_INTERVAL);
+    flush.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         // The election under way gets this vault's proof once.
         let (height, parent, challenge) = shared.engine().election();
@@ -329,7 +331,19 @@ async fn run(shared: Arc<Shared>, mut events: mpsc::Receiver<Event>, mut stop: m
                 }
                 data::housekeeping(&shared);
             }
+            _ = flush.tick() => flush_store(&shared),
         }
+    }
+    flush_store(&shared);
+}
+
+/// How long the chain's latest blocks may wait to be made durable: a vault
+/// killed meanwhile opens at an earlier head and syncs the rest again.
+const STORE_FLUSH_INTERVAL: Duration = Duration::from_secs(2);
+
+fn flush_store(shared: &Shared) {
+    if let Err(e) = shared.engine().store().flush() {
+        tracing::error!(%e, "could not make the store durable");
     }
 }
 

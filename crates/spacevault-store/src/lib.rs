@@ -6,9 +6,18 @@
 //! and its reads random (a block, a register, a blob), redb's copy-on-write
 //! B-trees commit atomically with one fsync and need no compaction or
 //! write-ahead log to replay, and a process killed at any moment leaves the
-//! last committed transaction. Everything that must change together (a new
+//! last durable transaction. Everything that must change together (a new
 //! head, the canonical heights, the registers and their undo records)
 //! changes in one transaction, so a reopened store is always consistent.
+//!
+//! Two kinds of writes differ in what they promise. A blob is durable when
+//! `put_blob` returns, since the vault then signs a receipt for it. Chain
+//! writes (blocks, the head) are atomic but not synced one by one: any peer
+//! can send a block again, and an fsync for every block on every vault is
+//! the largest cost of a busy machine running many vaults. They become
+//! durable with the next blob or [`Store::flush`], which the node calls
+//! every few seconds and when it stops; a store killed before that opens at
+//! an earlier, consistent head.
 //!
 //! Blobs are stored as their bytes only; whoever reads one hashes it again
 //! before trusting it (the store never remembers that a blob was valid).
@@ -71,6 +80,8 @@ pub struct Refused {
 pub struct Store {
     db: Database,
     limits: Limits,
+    /// Whether chain writes wait for a durable commit.
+    unsynced: std::sync::atomic::AtomicBool,
 }
 
 /// The key of a register: its owner, then its name.
@@ -121,7 +132,39 @@ impl Store {
         Ok(Store {
             db,
             limits: Limits::of(spec),
+            unsynced: Default::default(),
         })
+    }
+
+    /// A transaction for chain data: atomic, durable with the next flush.
+    fn begin_chain_write(&self) -> Result<redb::WriteTransaction, StoreError> {
+        let mut tx = self.db.begin_write()?;
+        tx.set_durability(redb::Durability::None)?;
+        self.unsynced
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        Ok(tx)
+    }
+
+    /// A durable transaction: it makes every earlier write durable too.
+    fn begin_durable_write(&self) -> Result<redb::WriteTransaction, StoreError> {
+        let tx = self.db.begin_write()?;
+        // Taken under redb's write lock, as chain writes set it.
+        self.unsynced
+            .store(false, std::sync::atomic::Ordering::Relaxed);
+        Ok(tx)
+    }
+
+    /// Makes every earlier write durable; a no-op when there is none.
+    pub fn flush(&self) -> Result<(), StoreError> {
+        if !self
+            .unsynced
+            .swap(false, std::sync::atomic::Ordering::Relaxed)
+        {
+            return Ok(());
+        }
+        let tx = self.db.begin_write()?;
+        tx.commit()?;
+        Ok(())
     }
 
     /// The canonical head: its hash and height, none before block 1.
@@ -188,7 +231,7 @@ impl Store {
             status: Status::Stored,
         };
         let hash = block.hash();
-        let tx = self.db.begin_write()?;
+        let tx = self.begin_chain_write()?;
         {
             tx.open_table(BLOCKS)?
                 .insert(hash.as_slice(), block.encode().as_slice())?;
@@ -203,7 +246,7 @@ impl Store {
 
     /// Marks a block (and so every block built on it) as invalid.
     pub fn mark_invalid(&self, hash: &[u8; 32]) -> Result<(), StoreError> {
-        let tx = self.db.begin_write()?;
+        let tx = self.begin_chain_write()?;
         {
             let mut infos = tx.open_table(INFO)?;
             let current = infos.get(hash.as_slice())?.map(|v| v.value().to_vec());
@@ -231,7 +274,7 @@ impl Store {
             .ok_or_else(|| StoreError::MissingBlock(hex::encode(first)))?
             .height;
         let head_height = self.head()?.map_or(0, |(_, h)| h);
-        let tx = self.db.begin_write()?;
+        let tx = self.begin_chain_write()?;
         {
             let mut canonical = tx.open_table(CANONICAL)?;
             let mut registers = tx.open_table(REGISTERS)?;
@@ -327,7 +370,7 @@ impl Store {
 
     /// Keeps a blob's bytes under its address.
     pub fn put_blob(&self, address: &[u8; 32], bytes: &[u8]) -> Result<(), StoreError> {
-        let tx = self.db.begin_write()?;
+        let tx = self.begin_durable_write()?;
         tx.open_table(BLOBS)?.insert(address.as_slice(), bytes)?;
         tx.commit()?;
         Ok(())
@@ -348,7 +391,7 @@ impl Store {
     }
 
     pub fn delete_blob(&self, address: &[u8; 32]) -> Result<(), StoreError> {
-        let tx = self.db.begin_write()?;
+        let tx = self.begin_durable_write()?;
         tx.open_table(BLOBS)?.remove(address.as_slice())?;
         tx.commit()?;
         Ok(())

@@ -174,12 +174,22 @@ fn store_writer_child() {
         );
         store.insert_block(&b, rank(1)).unwrap();
         store.make_canonical(&[b.hash()]).unwrap().unwrap();
-        let blob = vec![height as u8; 1000 + height as usize % 5000];
-        store
-            .put_blob(&spacevault_chain::blob_address(&blob), &blob)
-            .unwrap();
         parent = b.hash();
-        println!("committed {height}");
+        // Chain writes become durable with a blob, a flush, or neither yet.
+        match height % 3 {
+            0 => {
+                let blob = vec![height as u8; 1000 + height as usize % 5000];
+                store
+                    .put_blob(&spacevault_chain::blob_address(&blob), &blob)
+                    .unwrap();
+            }
+            1 => store.flush().unwrap(),
+            _ => {
+                println!("committed {height}");
+                continue;
+            }
+        }
+        println!("committed {height} durable");
     }
 }
 
@@ -200,9 +210,15 @@ fn a_store_killed_at_any_moment_opens_and_is_consistent() {
         let mut lines =
             std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap()));
         let mut commits = 0;
+        let mut durable = 0;
         while commits < 3 + 5 * round {
             match lines.next() {
-                Some(Ok(line)) if line.starts_with("committed") => commits += 1,
+                Some(Ok(line)) if line.starts_with("committed") => {
+                    commits += 1;
+                    if let Some(h) = line.strip_suffix(" durable") {
+                        durable = h["committed ".len()..].parse().unwrap();
+                    }
+                }
                 Some(_) => {}
                 None => panic!("the writer stopped after {commits} commits"),
             }
@@ -211,7 +227,7 @@ fn a_store_killed_at_any_moment_opens_and_is_consistent() {
         child.wait().unwrap();
         let store = Store::open(&path, &spec()).unwrap();
         let (head, height) = store.head().unwrap().expect("some blocks were committed");
-        assert!(height > 0, "round {round}");
+        assert!(height >= durable, "round {round}: {height} < {durable}");
         // Every height up to the head is canonical and links to its parent,
         // and the register's value is the head's.
         let mut at = head;

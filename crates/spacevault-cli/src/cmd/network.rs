@@ -28,7 +28,10 @@ pub struct BenchNetworkArgs {
     /// Copies of each blob.
     #[arg(long, default_value_t = 4)]
     pub replication: u32,
-    /// How long the clients work.
+    /// How long the network runs without clients once every vault joined.
+    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
+    pub idle_seconds: f64,
+    /// How long the clients work, after the idle phase.
     #[arg(long, value_name = "SECS", default_value_t = 20.0)]
     pub seconds: f64,
     /// Concurrent clients.
@@ -54,6 +57,9 @@ pub fn run(a: BenchNetworkArgs) -> Result<()> {
     if !(0.5..=3600.0).contains(&a.seconds) {
         anyhow::bail!("--seconds must be 0.5 to 3600");
     }
+    if !(0.0..=3600.0).contains(&a.idle_seconds) {
+        anyhow::bail!("--idle-seconds must be 0 to 3600");
+    }
     let mode = match a.mode {
         ModeArg::Inprocess => Mode::InProcess,
         ModeArg::Processes => Mode::Processes {
@@ -65,6 +71,7 @@ pub fn run(a: BenchNetworkArgs) -> Result<()> {
         k: a.k,
         slot_ms: a.slot_ms,
         replication: a.replication,
+        idle_seconds: a.idle_seconds,
         seconds: a.seconds,
         clients: a.clients,
         blob_bytes: a.size as usize,
@@ -112,26 +119,34 @@ pub fn run(a: BenchNetworkArgs) -> Result<()> {
         r.disagreements,
         r.blocks_missing_somewhere
     );
-    match &r.propagation_ms {
-        Some(p) => outln!(
-            "propagation     to every vault: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms ({} blocks)",
-            p.median,
-            p.p99,
-            p.max,
-            p.count
-        ),
-        None => outln!("propagation     no settled block reached every vault"),
+    for (name, p) in [
+        ("propagation", &r.propagation_idle_ms),
+        ("  under load", &r.propagation_load_ms),
+    ] {
+        match p {
+            Some(p) => outln!(
+                "{name:<15} to every vault: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms ({} blocks)",
+                p.median,
+                p.p99,
+                p.max,
+                p.count
+            ),
+            None => outln!("{name:<15} no settled block reached every vault"),
+        }
     }
     if let Some(m) = r.memory_per_vault_bytes {
         outln!("memory          {} a vault", format_size(m));
     }
-    if let Some(c) = r.cpu_ms_per_block {
-        outln!(
-            "cpu             {:.1} ms a block, all vaults together, under the client load ({} blocks, {:.1} CPU-s)",
-            c,
-            r.blocks_during_load,
-            r.cpu_seconds.unwrap_or(0.0)
-        );
+    for (name, phase) in [("cpu", &r.idle), ("  under load", &r.load)] {
+        if let Some(c) = phase.cpu_ms_per_block {
+            outln!(
+                "{name:<15} {:.1} ms a block, all vaults together ({} blocks, {:.1} CPU-s in {:.1} s)",
+                c,
+                phase.blocks,
+                phase.cpu_seconds.unwrap_or(0.0),
+                phase.seconds
+            );
+        }
     }
     let op = |name: &str, s: &OpStats| -> Result<()> {
         match &s.latency_ms {
