@@ -6,6 +6,8 @@
 
 pub mod codec;
 pub mod fork;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod keys;
 pub mod spec;
 pub mod types;

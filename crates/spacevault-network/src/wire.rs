@@ -140,7 +140,10 @@ impl Response {
             2 => Response::Stored(Receipt::decode_from(&mut r)?),
             3 => Response::Blob(r.bytes("blob", MAX_MESSAGE_BYTES)?.to_vec()),
             4 => Response::NotFound,
-            5 => Response::Refused(String::from_utf8_lossy(r.bytes("reason", 1024)?).into_owned()),
+            5 => Response::Refused(
+                String::from_utf8(r.bytes("reason", 1024)?.to_vec())
+                    .map_err(|_| DecodeError::Invalid("a refusal's reason is not UTF-8"))?,
+            ),
             kind => {
                 return Err(DecodeError::UnknownKind {
                     what: "response",
@@ -150,6 +153,25 @@ impl Response {
         };
         r.finish()?;
         Ok(response)
+    }
+}
+
+/// What the fuzz target `wire` and its property test check: decoding
+/// untrusted bytes never panics, and what decodes is in its canonical form.
+#[doc(hidden)]
+pub fn check_decoders(data: &[u8]) {
+    if let Ok(request) = Request::decode(data) {
+        assert_eq!(request.encode(), data, "a request in a non-canonical form");
+    }
+    if let Ok(response) = Response::decode(data) {
+        assert_eq!(
+            response.encode(),
+            data,
+            "a response in a non-canonical form"
+        );
+        if let Response::Stored(receipt) = response {
+            let _ = receipt.verify(&[0; 32]);
+        }
     }
 }
 

@@ -289,30 +289,35 @@ pub struct RegisterPut {
     pub signature: String,
 }
 
+/// The transaction a register PUT asks for, from its path and body: the
+/// one parser of this untrusted input (fuzzed as `api`). The signature is
+/// checked later, with the rest of the transaction's validity.
+#[doc(hidden)]
+pub fn register_tx(owner: &str, name: &str, body: &[u8]) -> Result<RegisterTx, String> {
+    let owner = parse_address(owner).map_err(|e| e.1)?;
+    let put: RegisterPut = serde_json::from_slice(body)
+        .map_err(|e| format!("the body must be JSON with version, value_hex and signature: {e}"))?;
+    let value = hex::decode(&put.value_hex).map_err(|_| "value_hex is not hex".to_string())?;
+    let signature: [u8; 64] = hex::decode(&put.signature)
+        .ok()
+        .and_then(|b| b.try_into().ok())
+        .ok_or_else(|| "signature must be 128 hex digits".to_string())?;
+    Ok(RegisterTx {
+        owner,
+        name: name.as_bytes().to_vec(),
+        version: put.version,
+        value,
+        signature,
+    })
+}
+
 async fn put_register(
     State(s): S,
     Path((owner, name)): Path<(String, String)>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let owner = parse_address(&owner)?;
     let body = body.map_err(|e| ApiError(e.status(), e.body_text()))?;
-    let put: RegisterPut = serde_json::from_slice(&body).map_err(|e| {
-        bad(format!(
-            "the body must be JSON with version, value_hex and signature: {e}"
-        ))
-    })?;
-    let value = hex::decode(&put.value_hex).map_err(|_| bad("value_hex is not hex"))?;
-    let signature: [u8; 64] = hex::decode(&put.signature)
-        .ok()
-        .and_then(|b| b.try_into().ok())
-        .ok_or_else(|| bad("signature must be 128 hex digits"))?;
-    let tx = RegisterTx {
-        owner,
-        name: name.into_bytes(),
-        version: put.version,
-        value,
-        signature,
-    };
+    let tx = register_tx(&owner, &name, &body).map_err(bad)?;
     let added = s.engine().add_tx(tx.clone());
     match added {
         Ok(_) => {}

@@ -621,12 +621,21 @@ fn spawn_sync(
 /// them. A peer on another branch is followed back until the branches
 /// meet. Returns whether any block was new.
 async fn sync_from(shared: &Arc<Shared>, peer: net::Peer) -> bool {
-    let Ok(Response::Status { height, .. }) = shared.net.request(peer, Request::Status).await
+    let Ok(Response::Status { height, head }) = shared.net.request(peer, Request::Status).await
     else {
         return false;
     };
     let mut progressed = false;
-    let mut back = 0u64;
+    let own = shared.engine().head();
+    // A peer as high as this vault on another branch is synced too, from
+    // this vault's height back: two branches that grow a block a slot
+    // each would otherwise never meet, and fork choice must see both.
+    let mut back = match height.cmp(&own.height) {
+        std::cmp::Ordering::Less => return false,
+        std::cmp::Ordering::Equal if head == own.hash => return false,
+        std::cmp::Ordering::Equal => 1,
+        std::cmp::Ordering::Greater => 0,
+    };
     loop {
         let ours = shared.engine().head().height;
         if height <= ours && back == 0 {

@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use spacevault_chain::Keypair;
+use spacevault_chain::{Block, ChainProof, Keypair, Parent};
 use spacevault_node::client::Client;
 use std::time::Duration;
 
@@ -130,6 +130,83 @@ async fn a_split_network_heals_into_one_chain() {
     for n in nodes {
         n.stop().await;
     }
+}
+
+/// Blocks 1..=n of a branch made with `files`' plot and key, from genesis.
+fn branch(spec: &spacevault_chain::ChainSpec, files: &VaultFiles, n: u64) -> Vec<Block> {
+    let chain = spec.chain_id();
+    let path = std::fs::read_dir(&files.plots)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let plot = spacevault::PlotFile::open(&path).unwrap();
+    let mut parent = Parent::genesis(spec);
+    let mut blocks = Vec::new();
+    for height in 1..=n {
+        let answer = plot.prove(&parent.child_challenge(&chain)).unwrap();
+        let proof = ChainProof {
+            farmer_key: files.key.public(),
+            seed: plot.header().seed,
+            k: 16,
+            nonce: answer.nonce,
+        };
+        let block = Block::produce(
+            &files.key,
+            chain,
+            height,
+            parent.hash,
+            parent.timestamp_ms + spec.slot_ms,
+            proof.clone(),
+            vec![],
+        );
+        parent = Parent {
+            hash: block.hash(),
+            height,
+            timestamp_ms: block.header.timestamp_ms,
+            proof_hash: proof.hash(),
+        };
+        blocks.push(block);
+    }
+    blocks
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vaults_on_branches_of_one_height_meet_on_one() {
+    // Two vaults that farm nothing, each holding a branch of its own of one
+    // height: no block will come to settle it, "longer wins" cannot, and
+    // only syncing from a peer as high as itself brings them together.
+    let dir = tempfile::tempdir().unwrap();
+    let files: Vec<_> = (0..4).map(|i| vault_files(dir.path(), i)).collect();
+    let mut spec = spec(300, 2);
+    spec.genesis_unix_ms -= 10_000;
+    let idle = |f: &VaultFiles| VaultFiles {
+        key: f.key.clone(),
+        plots: dir.path().join("no-plots"),
+        data: f.data.clone(),
+    };
+    std::fs::create_dir_all(dir.path().join("no-plots")).unwrap();
+    let a = start(&spec, &idle(&files[2]), vec![], false).await;
+    let b = start(&spec, &idle(&files[3]), vec![], false).await;
+    let now = spacevault_node::now_ms();
+    for (node, maker) in [(&a, &files[0]), (&b, &files[1])] {
+        for block in branch(&spec, maker, 3) {
+            node.shared.engine().import(block, now).unwrap();
+        }
+    }
+    let head = |n: &spacevault_node::Node| n.shared.engine().head();
+    assert_eq!(head(&a).height, 3);
+    assert_eq!(head(&b).height, 3);
+    assert_ne!(head(&a).hash, head(&b).hash);
+    for addr in a.listen_addrs(Duration::from_secs(1)).await {
+        b.shared.net.dial(addr);
+    }
+    let met = wait_for(Duration::from_secs(20), || head(&a).hash == head(&b).hash).await;
+    assert!(met, "the vaults stayed on their own branches");
+    assert_eq!(head(&a).height, 3);
+    a.stop().await;
+    b.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

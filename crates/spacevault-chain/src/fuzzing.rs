@@ -1,0 +1,52 @@
+//! What the fuzz targets and property tests check of every decoder of
+//! untrusted chain bytes: no panic, and a message that decodes is in its
+//! canonical form (it encodes back to exactly the bytes it came from), so
+//! that its hash and signature mean one thing.
+
+use crate::types::{Announce, Block, ProofMsg, RegisterTx};
+use crate::{ChainSpec, Limits};
+
+/// Limits small enough that a fuzzer reaches them.
+pub fn limits() -> Limits {
+    Limits {
+        max_block_txs: 8,
+        max_register_name_bytes: 64,
+        max_register_value_bytes: 256,
+    }
+}
+
+/// Runs `data` through every chain decoder; panics if one panics or
+/// accepts bytes that are not its canonical encoding.
+pub fn decode_everything(data: &[u8]) {
+    let limits = limits();
+    if let Ok(block) = Block::decode(data, &limits) {
+        assert_eq!(block.encode(), data, "a block in a non-canonical form");
+        assert!(block.txs.len() <= limits.max_block_txs);
+        let _ = block.hash();
+    }
+    if let Ok(tx) = RegisterTx::decode(data, &limits) {
+        assert_eq!(tx.encode(), data, "a transaction in a non-canonical form");
+        let _ = tx.signature_ok(&[0; 32]);
+    }
+    if let Ok(msg) = ProofMsg::decode(data) {
+        assert_eq!(
+            msg.encode(),
+            data,
+            "a proof message in a non-canonical form"
+        );
+        let _ = msg.proof.verify(&[0; 32]);
+    }
+    if let Ok(a) = Announce::decode(data) {
+        assert_eq!(a.encode(), data, "an announcement in a non-canonical form");
+        let _ = a.signature_ok(&[0; 32]);
+    }
+    if let Ok(spec) = ChainSpec::decode(data) {
+        assert_eq!(spec.encode(), data, "a spec in a non-canonical form");
+    }
+    if let Ok(text) = std::str::from_utf8(data) {
+        if let Ok(spec) = ChainSpec::from_json(text) {
+            assert!(spec.validate().is_ok());
+            assert_eq!(ChainSpec::from_json(&spec.to_json()).ok(), Some(spec));
+        }
+    }
+}

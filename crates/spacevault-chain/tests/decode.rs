@@ -1,0 +1,84 @@
+//! The fuzz target `chain` under proptest: every decoder of untrusted chain
+//! bytes, on arbitrary bytes and on valid messages with bytes changed, cut
+//! or added, never panics and accepts only canonical encodings.
+
+use proptest::prelude::*;
+use spacevault_chain::fuzzing::decode_everything;
+use spacevault_chain::*;
+
+fn valid_messages() -> Vec<Vec<u8>> {
+    let producer = Keypair::from_secret(&[3; 32]);
+    let owner = Keypair::from_secret(&[4; 32]);
+    let chain = [9; 32];
+    let tx = RegisterTx::signed(&owner, &chain, b"name", 1, b"value");
+    let proof = ChainProof {
+        farmer_key: producer.public(),
+        seed: [5; 32],
+        k: 16,
+        nonce: 77,
+    };
+    let block = Block::produce(
+        &producer,
+        chain,
+        1,
+        genesis_hash(&chain),
+        1000,
+        proof.clone(),
+        vec![tx.clone(), tx.clone()],
+    );
+    let msg = ProofMsg {
+        chain_id: chain,
+        height: 2,
+        parent: [1; 32],
+        proof,
+    };
+    let announce = Announce::signed(&producer, &chain, 5, vec![vec![4, 127, 0, 0, 1]]);
+    let spec = ChainSpec::new("fuzz", 1_000_000, 1000);
+    vec![
+        block.encode(),
+        tx.encode(),
+        msg.encode(),
+        announce.encode(),
+        spec.encode(),
+        spec.to_json().into_bytes(),
+    ]
+}
+
+proptest! {
+    #[test]
+    fn arbitrary_bytes_never_panic(data in proptest::collection::vec(any::<u8>(), 0..600)) {
+        decode_everything(&data);
+    }
+
+    #[test]
+    fn changed_messages_never_panic(
+        which in 0usize..6,
+        edits in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>(), 0u8..3), 1..6),
+    ) {
+        let mut data = valid_messages()[which].clone();
+        for (at, byte, how) in edits {
+            match how {
+                0 if !data.is_empty() => { let i = at.index(data.len()); data[i] = byte; }
+                1 if !data.is_empty() => { let i = at.index(data.len()); data.truncate(i); }
+                _ => { let i = at.index(data.len() + 1); data.insert(i, byte); }
+            }
+        }
+        decode_everything(&data);
+    }
+}
+
+#[test]
+fn the_valid_messages_decode() {
+    // So that the property above starts from messages that reach deep.
+    let limits = spacevault_chain::fuzzing::limits();
+    let m = valid_messages();
+    assert!(Block::decode(&m[0], &limits).is_ok());
+    assert!(RegisterTx::decode(&m[1], &limits).is_ok());
+    assert!(ProofMsg::decode(&m[2]).is_ok());
+    assert!(Announce::decode(&m[3]).is_ok());
+    assert!(ChainSpec::decode(&m[4]).is_ok());
+    assert!(ChainSpec::from_json(std::str::from_utf8(&m[5]).unwrap()).is_ok());
+    for data in &m {
+        decode_everything(data);
+    }
+}

@@ -1,0 +1,8 @@
+//! Any bytes as a block, transaction, proof message, announcement or chain
+//! spec (binary and JSON): no panic, and only canonical encodings decode.
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    spacevault_chain::fuzzing::decode_everything(data);
+});
