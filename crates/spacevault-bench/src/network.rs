@@ -191,7 +191,9 @@ async fn run_async(options: &NetworkBenchOptions) -> Result<NetworkBench, BenchE
     let started = Instant::now();
     let (vaults, apis) = match &options.mode {
         Mode::InProcess => start_in_process(&spec, &plots, &run_dir).await?,
-        Mode::Processes { exe } => start_processes(exe, &spec, &plots, &run_dir)?,
+        Mode::Processes { exe } => {
+            start_processes(exe, &spec, &plots, &run_dir, &options.dir.join("logs"))?
+        }
     };
     let started_seconds = started.elapsed().as_secs_f64();
     let clients: Vec<Client> = apis
@@ -337,6 +339,7 @@ fn start_processes(
     spec: &ChainSpec,
     plots: &[(Keypair, PathBuf)],
     dir: &Path,
+    logs_dir: &Path,
 ) -> Result<(Vaults, Vec<String>), BenchError> {
     use std::io::BufRead;
     let spec_path = dir.join("spec.json");
@@ -344,6 +347,8 @@ fn start_processes(
     let mut children = Vec::new();
     let mut apis = Vec::new();
     let mut boot: Option<String> = None;
+    let logs = logs_dir.to_path_buf();
+    std::fs::create_dir_all(&logs).map_err(io("creating the log directory"))?;
     for (i, (key, plot_dir)) in plots.iter().enumerate() {
         let config = dir.join(format!("config{i}"));
         std::fs::create_dir_all(&config).map_err(io("creating a config directory"))?;
@@ -353,6 +358,9 @@ fn start_processes(
             hex::encode(key.secret())
         );
         std::fs::write(config.join("farmer.key"), key_text).map_err(io("writing a key"))?;
+        // Each vault's log is kept beside the plots for after the run.
+        let log = std::fs::File::create(logs.join(format!("vault{i}.log")))
+            .map_err(io("creating a vault's log"))?;
         let mut cmd = std::process::Command::new(exe);
         cmd.env("SPACEVAULT_CONFIG_DIR", &config)
             .args([
@@ -369,7 +377,7 @@ fn start_processes(
             .arg("--chain")
             .arg(&spec_path)
             .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null());
+            .stderr(log);
         if let Some(b) = &boot {
             cmd.args(["--bootstrap", b]);
         }

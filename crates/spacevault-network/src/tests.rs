@@ -153,3 +153,72 @@ async fn gossip_is_relayed_only_when_accepted_and_requests_are_answered() {
     }
     assert!(a.peers().await.is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_peers_on_one_address_all_hear_gossip() {
+    // Twenty nodes on loopback TCP share one IP address, as vaults on one
+    // host or behind one router do: none may be scored down for it (more
+    // than ten peers on one IP graylist each other under gossipsub's
+    // default scoring, once scores are refreshed).
+    const NODES: usize = 20;
+    let mut handles = Vec::new();
+    let mut heard = Vec::new();
+    let mut boot = Vec::new();
+    for i in 0..NODES {
+        let mut config = Config::new([i as u8 + 1; 32], TransportKind::Tcp, [8; 32]);
+        config.listen = vec!["/ip4/127.0.0.1/tcp/0".parse().unwrap()];
+        config.bootstrap = boot.clone();
+        config.heartbeat = Duration::from_millis(100);
+        let (handle, mut events, _task) = start(config).unwrap();
+        if i == 0 {
+            boot = vec![first_address(&mut events, &handle).await];
+        }
+        let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (h, f) = (handle.clone(), flag.clone());
+        tokio::spawn(async move {
+            while let Some(event) = events.recv().await {
+                match event {
+                    Event::Gossip { id, source, .. } => {
+                        f.store(true, std::sync::atomic::Ordering::Relaxed);
+                        h.validate(id, source, Verdict::Accept);
+                    }
+                    Event::Request { reply, .. } => h.respond(reply, Response::NotFound),
+                    _ => {}
+                }
+            }
+        });
+        handles.push(handle);
+        heard.push(flag);
+    }
+    // Connected and scored: every node has a peer, and a few score
+    // refreshes (one a second) have passed.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    for h in &handles {
+        while h.peers().await.is_empty() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    for f in &heard {
+        f.store(false, std::sync::atomic::Ordering::Relaxed);
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut round = 0u32;
+    let all_heard = || {
+        heard[1..]
+            .iter()
+            .all(|f| f.load(std::sync::atomic::Ordering::Relaxed))
+    };
+    while !all_heard() && Instant::now() < deadline {
+        round += 1;
+        handles[0].publish(Topic::Vaults, format!("hello {round}").into_bytes());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let deaf: Vec<usize> = (1..NODES)
+        .filter(|&i| !heard[i].load(std::sync::atomic::Ordering::Relaxed))
+        .collect();
+    assert!(
+        deaf.is_empty(),
+        "nodes {deaf:?} heard nothing in {round} rounds"
+    );
+}
