@@ -355,11 +355,16 @@ impl Engine {
     }
 
     /// Whether this vault should produce at once for the height just
-    /// settled: its proof beats the new head's, made before its turn came.
-    pub fn should_contest(&self) -> bool {
+    /// settled: its proof beats the new head's, made before its turn came,
+    /// and the head is of this slot (an old block met while catching up is
+    /// not worth a branch).
+    pub fn should_contest(&self, now_ms: u64) -> bool {
         let Some(prev) = &self.previous else {
             return false;
         };
+        if now_ms > self.head.timestamp_ms + self.spec.slot_ms {
+            return false;
+        }
         let Some((own, _)) = &prev.own else {
             return false;
         };

@@ -280,6 +280,7 @@ async fn run(shared: Arc<Shared>, mut events: mpsc::Receiver<Event>, mut stop: m
     let mut next_announce = tokio::time::Instant::now();
     let mut looked_up_for = None;
     let mut last_progress = tokio::time::Instant::now();
+    let started_ms = crate::now_ms();
     let mut flush = tokio::time::interval(STORE_FLUSH_INTERVAL);
     flush.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -289,7 +290,21 @@ async fn run(shared: Arc<Shared>, mut events: mpsc::Receiver<Event>, mut stop: m
             looked_up_for = Some((height, parent));
             start_lookup(&shared, &internal_tx, height, parent, challenge);
         }
-        let due = shared.engine().production_due();
+        // A vault that starts on a head many slots old has likely missed
+        // blocks: it gives its peers a few slots to catch it up before it
+        // builds on that head, rather than add a stale branch.
+        let (due, head_ms) = {
+            let engine = shared.engine();
+            (engine.production_due(), engine.head().timestamp_ms)
+        };
+        let due = due.map(|at| {
+            let head_age = crate::now_ms().saturating_sub(head_ms);
+            if head_age > STALE_HEAD_SLOTS * shared.spec.slot_ms {
+                at.max(started_ms + STALE_HEAD_SLOTS * shared.spec.slot_ms)
+            } else {
+                at
+            }
+        });
         let wait = match due {
             Some(at) => Duration::from_millis(at.saturating_sub(crate::now_ms())),
             None => Duration::from_secs(3600),
@@ -336,6 +351,9 @@ async fn run(shared: Arc<Shared>, mut events: mpsc::Receiver<Event>, mut stop: m
     }
     flush_store(&shared);
 }
+
+/// Slots a head may be old before a starting vault waits to sync.
+const STALE_HEAD_SLOTS: u64 = 3;
 
 /// How long the chain's latest blocks may wait to be made durable: a vault
 /// killed meanwhile opens at an earlier head and syncs the rest again.
@@ -460,7 +478,7 @@ fn import(shared: &Arc<Shared>, block: Block) -> Result<Imported, Rejection> {
         }
         first.get_or_insert(outcome);
     }
-    if shared.engine().should_contest() {
+    if shared.engine().should_contest(crate::now_ms()) {
         produce(shared, true);
     }
     first.expect("one block at least")

@@ -265,3 +265,32 @@ async fn transactions_go_into_blocks_once_and_in_order() {
         Err(Rejection::FutureHeight(height + 5))
     );
 }
+
+#[tokio::test]
+async fn a_worse_head_is_contested_in_its_slot_and_not_after() {
+    // a's proof beats b's, but b's block arrives before a's turn: a
+    // contests it at once, unless the block is old news (met while
+    // catching up), when a branch of a's would only be waste.
+    let (mut a, mut b) = (vault(1), vault(2));
+    let (height, parent, challenge) = a.engine.election();
+    let fa = a.farmer.best(challenge).await.unwrap();
+    let fb = b.farmer.best(challenge).await.unwrap();
+    if !fa.rank.beats(&fb.rank) {
+        std::mem::swap(&mut a, &mut b);
+    }
+    let (fa, fb) = if fa.rank.beats(&fb.rank) {
+        (fa, fb)
+    } else {
+        (fb, fa)
+    };
+    a.engine.offer_own(height, parent, fa.proof, fa.rank);
+    b.engine.offer_own(height, parent, fb.proof, fb.rank);
+    let t = spec().genesis_unix_ms + 1000;
+    let worse = b.engine.produce(&b.key.clone(), t, false).unwrap();
+    a.engine.import(worse, t).unwrap();
+    assert!(a.engine.should_contest(t + 10));
+    assert!(!a.engine.should_contest(t + 5 * spec().slot_ms));
+    let contest = a.engine.produce(&a.key.clone(), t + 10, true).unwrap();
+    assert_eq!(contest.header.height, 1);
+    assert!(!a.engine.should_contest(t + 10), "one contest a height");
+}
