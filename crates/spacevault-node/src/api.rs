@@ -77,7 +77,11 @@ async fn page() -> Html<&'static str> {
 }
 
 async fn health(State(s): S) -> Json<serde_json::Value> {
-    Json(json!({ "ok": true, "height": s.engine().head().height }))
+    Json(json!({
+        "ok": true,
+        "height": s.engine().head().height,
+        "peers": s.metrics.peers.get(),
+    }))
 }
 
 async fn metrics(State(s): S) -> impl IntoResponse {

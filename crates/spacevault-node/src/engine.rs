@@ -95,7 +95,7 @@ pub struct Engine {
     spec: ChainSpec,
     chain_id: [u8; 32],
     limits: Limits,
-    store: Store,
+    store: std::sync::Arc<Store>,
     head: Parent,
     election: Election,
     /// The last election, kept so that a vault whose better proof lost to
@@ -122,7 +122,7 @@ impl Engine {
             previous: None,
             chain_id,
             spec,
-            store,
+            store: std::sync::Arc::new(store),
             head,
             mempool: BTreeMap::new(),
             orphans: HashMap::new(),
@@ -144,6 +144,11 @@ impl Engine {
 
     pub fn store(&self) -> &Store {
         &self.store
+    }
+
+    /// The store, for work done without holding the engine (a flush).
+    pub fn shared_store(&self) -> std::sync::Arc<Store> {
+        self.store.clone()
     }
 
     /// The canonical head (the genesis before block 1).

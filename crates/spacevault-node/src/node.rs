@@ -267,6 +267,12 @@ impl Node {
         while Arc::strong_count(&self.shared) > 1 && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
+        // And a flush under way: the store closes with the engine only when
+        // nothing else holds it.
+        let store = self.shared.engine().shared_store();
+        while Arc::strong_count(&store) > 2 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
     }
 }
 
@@ -281,7 +287,11 @@ async fn run(shared: Arc<Shared>, mut events: mpsc::Receiver<Event>, mut stop: m
     let mut looked_up_for = None;
     let mut last_progress = tokio::time::Instant::now();
     let started_ms = crate::now_ms();
-    let mut flush = tokio::time::interval(STORE_FLUSH_INTERVAL);
+    // Vaults that share a machine flush at different moments, not all at
+    // once every interval.
+    let offset = STORE_FLUSH_INTERVAL.mul_f64(shared.key.public()[0] as f64 / 256.0);
+    let mut flush =
+        tokio::time::interval_at(tokio::time::Instant::now() + offset, STORE_FLUSH_INTERVAL);
     flush.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         // The election under way gets this vault's proof once.
@@ -346,7 +356,16 @@ async fn run(shared: Arc<Shared>, mut events: mpsc::Receiver<Event>, mut stop: m
                 }
                 data::housekeeping(&shared);
             }
-            _ = flush.tick() => flush_store(&shared),
+            _ = flush.tick() => {
+                // An fsync off the runtime's threads, which the network and
+                // every other vault in the process share.
+                let store = shared.engine().shared_store();
+                tokio::task::spawn_blocking(move || {
+                    if let Err(e) = store.flush() {
+                        tracing::error!(%e, "could not make the store durable");
+                    }
+                });
+            }
         }
     }
     flush_store(&shared);

@@ -108,8 +108,9 @@ pub fn run(a: BenchNetworkArgs) -> Result<()> {
         r.started_seconds
     );
     outln!(
-        "joined          {:.2} s (every vault with a peer and a block)",
-        r.joined_seconds
+        "joined          {:.2} s (every vault with a peer and a block; block 1 was due at {:.2} s)",
+        r.joined_seconds,
+        r.first_block_due_seconds
     );
     outln!(
         "heights         {} to {}; {} settled heights compared, {} disagreements, {} blocks some vault never imported",
