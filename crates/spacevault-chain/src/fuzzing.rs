@@ -15,6 +15,20 @@ pub fn limits() -> Limits {
     }
 }
 
+/// Changes `data` as a fuzzer would: `how` 0 sets the byte at `at`, 1 cuts
+/// the message there, anything else inserts `byte` there (`at` is taken
+/// modulo the length). For property tests that start from valid messages.
+pub fn edit(data: &mut Vec<u8>, at: usize, byte: u8, how: u8) {
+    match how {
+        0 if !data.is_empty() => {
+            let i = at % data.len();
+            data[i] = byte;
+        }
+        1 if !data.is_empty() => data.truncate(at % data.len()),
+        _ => data.insert(at % (data.len() + 1), byte),
+    }
+}
+
 /// Runs `data` through every chain decoder; panics if one panics or
 /// accepts bytes that are not its canonical encoding.
 pub fn decode_everything(data: &[u8]) {

@@ -360,15 +360,11 @@ async fn run(shared: Arc<Shared>, mut events: mpsc::Receiver<Event>, mut stop: m
                 // An fsync off the runtime's threads, which the network and
                 // every other vault in the process share.
                 let store = shared.engine().shared_store();
-                tokio::task::spawn_blocking(move || {
-                    if let Err(e) = store.flush() {
-                        tracing::error!(%e, "could not make the store durable");
-                    }
-                });
+                tokio::task::spawn_blocking(move || flush_store(&store));
             }
         }
     }
-    flush_store(&shared);
+    flush_store(shared.engine().store());
 }
 
 /// Slots a head may be old before a starting vault waits to sync.
@@ -378,8 +374,8 @@ const STALE_HEAD_SLOTS: u64 = 3;
 /// killed meanwhile opens at an earlier head and syncs the rest again.
 const STORE_FLUSH_INTERVAL: Duration = Duration::from_secs(2);
 
-fn flush_store(shared: &Shared) {
-    if let Err(e) = shared.engine().store().flush() {
+fn flush_store(store: &spacevault_store::Store) {
+    if let Err(e) = store.flush() {
         tracing::error!(%e, "could not make the store durable");
     }
 }
