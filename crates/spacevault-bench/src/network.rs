@@ -34,7 +34,11 @@ pub struct NetworkBenchOptions {
     pub k: u8,
     pub slot_ms: u64,
     pub replication: u32,
-    /// How long the network runs without clients once the vaults joined.
+    /// How long the network runs once the vaults joined before anything
+    /// is measured: a new network's first seconds are its vaults finding
+    /// each other (connections, Kademlia walks), not its steady state.
+    pub settle_seconds: f64,
+    /// How long the network runs without clients once it settled.
     pub idle_seconds: f64,
     /// How long the clients work, after the idle phase.
     pub seconds: f64,
@@ -95,16 +99,22 @@ pub struct NetworkBench {
     /// Settled heights at which some vault's block differs.
     pub disagreements: u64,
     /// Time from a block's first import (its producer's) to its import by
-    /// the last vault, in milliseconds, over the settled blocks made while
-    /// no client worked.
+    /// the last vault, in milliseconds, over the blocks made while the
+    /// network settled.
+    pub propagation_settling_ms: Option<Summary>,
+    /// The same over the blocks made once it settled, while no client
+    /// worked.
     pub propagation_idle_ms: Option<Summary>,
     /// The same over the blocks made under the client load.
     pub propagation_load_ms: Option<Summary>,
+    /// Every compared height's propagation time in milliseconds.
+    pub propagation_by_height: Vec<(u64, f64)>,
     /// Settled blocks that some vault never imported (it synced past them
     /// on another branch, or was behind).
     pub blocks_missing_somewhere: u64,
     pub memory_per_vault_bytes: Option<u64>,
     /// CPU seconds of every vault together, and blocks made, in each phase.
+    pub settling: Phase,
     pub idle: Phase,
     pub load: Phase,
     pub put: OpStats,
@@ -272,6 +282,11 @@ async fn run_async(options: &NetworkBenchOptions) -> Result<NetworkBench, BenchE
                 .map_err(|e| BenchError::Invalid(e.to_string()))
         }
     };
+    let hs = head(&clients[0]).await?;
+    let cpu_s = cpu_now(&vaults);
+    let settle_started = Instant::now();
+    tokio::time::sleep(Duration::from_secs_f64(options.settle_seconds)).await;
+    let settle_took = settle_started.elapsed().as_secs_f64();
     let h0 = head(&clients[0]).await?;
     let cpu0 = cpu_now(&vaults);
     let idle_started = Instant::now();
@@ -285,6 +300,7 @@ async fn run_async(options: &NetworkBenchOptions) -> Result<NetworkBench, BenchE
     let cpu2 = cpu_now(&vaults);
     let h2 = head(&clients[0]).await?;
     let cpu = |a: Option<f64>, b: Option<f64>| a.zip(b).map(|(a, b)| b - a);
+    let settling = Phase::of(settle_took, h0.saturating_sub(hs), cpu(cpu_s, cpu0));
     let idle = Phase::of(idle_took, h1.saturating_sub(h0), cpu(cpu0, cpu1));
     let load = Phase::of(load_took, h2.saturating_sub(h1), cpu(cpu1, cpu2));
     // Two slots for the last blocks to settle, then compare.
@@ -310,15 +326,31 @@ async fn run_async(options: &NetworkBenchOptions) -> Result<NetworkBench, BenchE
         settled_heights: settled,
         disagreements,
         // A block made at the end of a phase was made in it.
+        propagation_settling_ms: between(hs + 1, h0 + 1),
         propagation_idle_ms: between(h0 + 1, h1 + 1),
         propagation_load_ms: between(h1 + 1, h2 + 1),
+        propagation_by_height: propagation.clone(),
         blocks_missing_somewhere: missing,
         memory_per_vault_bytes,
+        settling,
         idle,
         load,
         put,
         get,
     })
+}
+
+/// The vaults that vault `i` bootstraps from: a few earlier ones, near and
+/// far, as a network's newcomers would be given different addresses. All
+/// from vault 0 would make it every vault's first peer and the one hub
+/// of every gossip mesh until discovery spread the connections.
+fn bootstrap_of(i: usize) -> Vec<usize> {
+    let mut from: Vec<usize> = [i.wrapping_sub(1), i / 2, i / 3]
+        .into_iter()
+        .filter(|&j| j < i)
+        .collect();
+    from.dedup();
+    from
 }
 
 async fn start_in_process(
@@ -327,7 +359,7 @@ async fn start_in_process(
     dir: &Path,
 ) -> Result<(Vaults, Vec<String>), BenchError> {
     let mut nodes = Vec::new();
-    let mut boot = Vec::new();
+    let mut listening: Vec<Vec<spacevault_node::Address>> = Vec::new();
     for (i, (key, plot_dir)) in plots.iter().enumerate() {
         let mut config = NodeConfig::new(
             spec.clone(),
@@ -337,14 +369,15 @@ async fn start_in_process(
         );
         config.plots = vec![plot_dir.clone()];
         config.listen = vec!["/memory/0".parse().expect("a memory address")];
-        config.bootstrap = boot.clone();
+        config.bootstrap = bootstrap_of(i)
+            .into_iter()
+            .flat_map(|j| listening[j].clone())
+            .collect();
         config.api = Some("127.0.0.1:0".parse().expect("a socket address"));
         let node = Node::start(config)
             .await
             .map_err(|e| BenchError::Invalid(format!("vault {i}: {e}")))?;
-        if i == 0 {
-            boot = node.listen_addrs(Duration::from_secs(5)).await;
-        }
+        listening.push(node.listen_addrs(Duration::from_secs(5)).await);
         nodes.push(node);
     }
     let apis = nodes
@@ -366,7 +399,7 @@ fn start_processes(
     std::fs::write(&spec_path, spec.to_json()).map_err(io("writing the chain spec"))?;
     let mut children = Vec::new();
     let mut apis = Vec::new();
-    let mut boot: Option<String> = None;
+    let mut listening: Vec<String> = Vec::new();
     let logs = logs_dir.to_path_buf();
     std::fs::create_dir_all(&logs).map_err(io("creating the log directory"))?;
     for (i, (key, plot_dir)) in plots.iter().enumerate() {
@@ -398,8 +431,8 @@ fn start_processes(
             .arg(&spec_path)
             .stdout(std::process::Stdio::piped())
             .stderr(log);
-        if let Some(b) = &boot {
-            cmd.args(["--bootstrap", b]);
+        for j in bootstrap_of(i) {
+            cmd.args(["--bootstrap", &listening[j]]);
         }
         let mut child = cmd.spawn().map_err(io("starting a vault"))?;
         let mut lines = std::io::BufReader::new(child.stdout.take().expect("piped")).lines();
@@ -420,9 +453,7 @@ fn start_processes(
         // The rest of its output is not needed; reading it keeps the pipe
         // from filling.
         std::thread::spawn(move || lines.for_each(drop));
-        if boot.is_none() {
-            boot = addr;
-        }
+        listening.push(addr.expect("read above"));
         apis.push(api.expect("read above"));
         children.push(child);
     }

@@ -225,6 +225,8 @@ fn bench_network_runs_a_small_network_and_reports_it() {
             "16",
             "--slot-ms",
             "500",
+            "--settle-seconds",
+            "1",
             "--idle-seconds",
             "2",
             "--seconds",
@@ -245,6 +247,12 @@ fn bench_network_runs_a_small_network_and_reports_it() {
         assert_eq!(r[op]["errors"], 0, "{r}");
     }
     assert!(r["propagation_idle_ms"]["p99"].as_f64().is_some(), "{r}");
+    let by_height = r["propagation_by_height"].as_array().unwrap();
+    let settled = r["settled_heights"].as_u64().unwrap();
+    assert!(
+        !by_height.is_empty() && by_height.len() as u64 <= settled,
+        "{r}"
+    );
     // The plots are kept for the next run; the stores are not.
     let kept: Vec<_> = std::fs::read_dir(dir.path().join("bench"))
         .unwrap()

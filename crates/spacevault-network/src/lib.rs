@@ -128,8 +128,23 @@ pub enum Event {
         reply: Reply,
     },
     PeerUp(PeerId),
-    PeerDown(PeerId),
+    /// The last connection with a peer closed.
+    PeerDown {
+        peer: PeerId,
+        why: Closed,
+    },
     Listening(Multiaddr),
+}
+
+/// Why the last connection with a peer closed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Closed {
+    /// This node closed it, unused for the idle timeout: the peer may be
+    /// as alive as ever.
+    Idle,
+    /// Anything else: the peer stopped, crashed, closed it for its own
+    /// idle timeout, or the network failed.
+    Lost,
 }
 
 /// Where a response goes.
@@ -537,15 +552,22 @@ impl Runner {
                 }
                 self.dialing.remove(&peer_id);
                 if self.connected.insert(peer_id) {
+                    tracing::debug!(%peer_id, dialer = endpoint.is_dialer(), "connected");
                     emit(&self.events, Event::PeerUp(peer_id)).await;
                 }
             }
             SwarmEvent::ConnectionClosed {
                 peer_id,
                 num_established: 0,
+                cause,
                 ..
             } if self.connected.remove(&peer_id) => {
-                emit(&self.events, Event::PeerDown(peer_id)).await;
+                let why = match cause {
+                    Some(libp2p::swarm::ConnectionError::KeepAliveTimeout) => Closed::Idle,
+                    _ => Closed::Lost,
+                };
+                tracing::debug!(%peer_id, ?why, "disconnected");
+                emit(&self.events, Event::PeerDown { peer: peer_id, why }).await;
             }
             SwarmEvent::Behaviour(BehaviourEvent::Gossipsub(gossipsub::Event::Message {
                 propagation_source,

@@ -80,7 +80,8 @@ impl Vaults {
         }
     }
 
-    /// A directly connected peer went away: it is gone until heard again.
+    /// A peer that went away and did not answer: it is gone until heard
+    /// again.
     pub fn disconnected(&mut self, peer: &net::Peer) {
         let before = self.known.len();
         self.known.retain(|_, k| k.peer != *peer);

@@ -25,7 +25,7 @@ mod node;
 mod page;
 
 pub use node::{Node, NodeConfig, Shared, StartError};
-pub use spacevault_network::TransportKind;
+pub use spacevault_network::{Address, TransportKind};
 
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> u64 {

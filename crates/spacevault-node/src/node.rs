@@ -528,9 +528,25 @@ fn on_event(shared: &Arc<Shared>, internal: &mpsc::UnboundedSender<Internal>, ev
             // A new peer may be ahead.
             spawn_sync(shared, internal, Some(peer));
         }
-        Event::PeerDown(peer) => {
+        Event::PeerDown { peer, why } => {
             shared.metrics.peers.dec();
-            shared.vaults.lock().unwrap().disconnected(&peer);
+            // A connection closed for want of use says nothing of the
+            // vault; one lost may be a vault gone, or the other side's
+            // idle timeout: ask it once before counting it gone, so that
+            // idle connections closing never move blobs, and a vault that
+            // died is replaced as soon as its connections drop.
+            if why == net::Closed::Lost {
+                let shared = shared.clone();
+                tokio::spawn(async move {
+                    let alive = matches!(
+                        shared.net.request(peer, Request::Status).await,
+                        Ok(Response::Status { .. })
+                    );
+                    if !alive {
+                        shared.vaults.lock().unwrap().disconnected(&peer);
+                    }
+                });
+            }
         }
         Event::Listening(addr) => {
             tracing::info!(%addr, "listening");

@@ -28,7 +28,11 @@ pub struct BenchNetworkArgs {
     /// Copies of each blob.
     #[arg(long, default_value_t = 4)]
     pub replication: u32,
-    /// How long the network runs without clients once every vault joined.
+    /// How long the network runs once every vault joined before the idle
+    /// phase: its vaults finding each other, measured on its own.
+    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
+    pub settle_seconds: f64,
+    /// How long the network runs without clients once it settled.
     #[arg(long, value_name = "SECS", default_value_t = 10.0)]
     pub idle_seconds: f64,
     /// How long the clients work, after the idle phase.
@@ -51,6 +55,10 @@ pub struct BenchNetworkArgs {
 }
 
 pub fn run(a: BenchNetworkArgs) -> Result<()> {
+    // The vaults' own logs, in process, when asked for.
+    if std::env::var_os("RUST_LOG").is_some() {
+        crate::logs::init();
+    }
     if !(1..=1024).contains(&a.vaults) {
         anyhow::bail!("--vaults must be 1 to 1024");
     }
@@ -59,6 +67,9 @@ pub fn run(a: BenchNetworkArgs) -> Result<()> {
     }
     if !(0.0..=3600.0).contains(&a.idle_seconds) {
         anyhow::bail!("--idle-seconds must be 0 to 3600");
+    }
+    if !(0.0..=3600.0).contains(&a.settle_seconds) {
+        anyhow::bail!("--settle-seconds must be 0 to 3600");
     }
     let mode = match a.mode {
         ModeArg::Inprocess => Mode::InProcess,
@@ -71,6 +82,7 @@ pub fn run(a: BenchNetworkArgs) -> Result<()> {
         k: a.k,
         slot_ms: a.slot_ms,
         replication: a.replication,
+        settle_seconds: a.settle_seconds,
         idle_seconds: a.idle_seconds,
         seconds: a.seconds,
         clients: a.clients,
@@ -120,28 +132,34 @@ pub fn run(a: BenchNetworkArgs) -> Result<()> {
         r.disagreements,
         r.blocks_missing_somewhere
     );
-    for (name, p) in [
-        ("propagation", &r.propagation_idle_ms),
-        ("  under load", &r.propagation_load_ms),
-    ] {
+    // Each phase on a line of its own: a block's time to reach every
+    // vault, from its producer's import to the last vault's.
+    let phases = [
+        ("settling", &r.propagation_settling_ms, &r.settling),
+        ("idle", &r.propagation_idle_ms, &r.idle),
+        ("load", &r.propagation_load_ms, &r.load),
+    ];
+    for (i, (name, p, _)) in phases.iter().enumerate() {
+        let head = if i == 0 { "propagation" } else { "" };
         match p {
             Some(p) => outln!(
-                "{name:<15} to every vault: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms ({} blocks)",
+                "{head:<15} {name:<9} p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms ({} blocks)",
                 p.median,
                 p.p99,
                 p.max,
                 p.count
             ),
-            None => outln!("{name:<15} no settled block reached every vault"),
+            None => outln!("{head:<15} {name:<9} no settled block reached every vault"),
         }
     }
     if let Some(m) = r.memory_per_vault_bytes {
         outln!("memory          {} a vault", format_size(m));
     }
-    for (name, phase) in [("cpu", &r.idle), ("  under load", &r.load)] {
+    for (i, (name, _, phase)) in phases.iter().enumerate() {
+        let head = if i == 0 { "cpu" } else { "" };
         if let Some(c) = phase.cpu_ms_per_block {
             outln!(
-                "{name:<15} {:.1} ms a block, all vaults together ({} blocks, {:.1} CPU-s in {:.1} s)",
+                "{head:<15} {name:<9} {:.1} ms a block, all vaults together ({} blocks, {:.1} CPU-s in {:.1} s)",
                 c,
                 phase.blocks,
                 phase.cpu_seconds.unwrap_or(0.0),
