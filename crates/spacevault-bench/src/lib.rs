@@ -2,11 +2,13 @@
 //! limits measured in the same run: how fast this machine hashes records on
 //! every core, and how fast it writes and reads the output disk.
 
+pub mod launch;
 pub mod lookup;
 pub mod machine;
 pub mod network;
 pub mod plot;
 pub mod stats;
+pub mod stress;
 
 /// Why a benchmark could not run.
 #[derive(Debug, thiserror::Error)]

@@ -5,27 +5,15 @@
 //! takes to reach every vault, memory and CPU per vault, and clients' PUT
 //! and GET latency and throughput through the vaults' HTTP APIs.
 
+pub use crate::launch::Mode;
+use crate::launch::{io, LaunchOptions, Network};
 use crate::machine::Machine;
 use crate::stats::Summary;
 use crate::BenchError;
 use serde::Serialize;
-use spacevault::plot::NoProgress;
-use spacevault::PlotOptions;
-use spacevault_chain::{ChainSpec, Keypair};
 use spacevault_node::client::Client;
-use spacevault_node::{Node, NodeConfig, TransportKind};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
-
-/// How the vaults run.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Mode {
-    /// All in this process, over the in-memory transport.
-    InProcess,
-    /// Each its own process (this program's `node` command) on loopback TCP.
-    Processes { exe: PathBuf },
-}
 
 /// What to run.
 #[derive(Clone, Debug, Serialize)]
@@ -121,56 +109,6 @@ pub struct NetworkBench {
     pub get: OpStats,
 }
 
-fn io(context: &str) -> impl Fn(std::io::Error) -> BenchError + '_ {
-    move |e| BenchError::io(context.to_string(), e)
-}
-
-/// The key and plot directory of vault `i`, plotted once and kept in `dir`.
-fn vault_plot(dir: &Path, i: usize, k: u8) -> Result<(Keypair, PathBuf), BenchError> {
-    let mut secret = [0u8; 32];
-    secret[..8].copy_from_slice(&(i as u64 + 1).to_le_bytes());
-    secret[8] = 0x5a;
-    let key = Keypair::from_secret(&secret);
-    let plots = dir.join("plots").join(format!("k{k}-vault{i}"));
-    let exists = std::fs::read_dir(&plots)
-        .map(|mut d| d.any(|e| e.is_ok_and(|e| e.path().extension().is_some_and(|x| x == "plot"))))
-        .unwrap_or(false);
-    if !exists {
-        std::fs::create_dir_all(&plots).map_err(io("creating the plot cache"))?;
-        let mut seed = [0u8; 32];
-        seed[..8].copy_from_slice(&(i as u64).to_le_bytes());
-        spacevault::plot(
-            &PlotOptions::new(k, key.public(), seed),
-            &plots,
-            &NoProgress,
-        )?;
-    }
-    Ok((key, plots))
-}
-
-/// CPU seconds (user and system) of a process, from /proc.
-fn cpu_seconds(pid: &str) -> Option<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let after = &stat[stat.rfind(')')? + 2..];
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
-    // SAFETY: sysconf has no memory effects.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-    Some(ticks / hz)
-}
-
-fn rss_bytes(pid: &str) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    Some(line.split_whitespace().nth(1)?.parse::<u64>().ok()? * 1024)
-}
-
-/// The vaults as the benchmark drives them.
-enum Vaults {
-    InProcess(Vec<Node>),
-    Processes(Vec<std::process::Child>),
-}
-
 /// Runs the benchmark on a tokio runtime of its own.
 pub fn run(options: &NetworkBenchOptions) -> Result<NetworkBench, BenchError> {
     if options.vaults == 0 || options.clients == 0 {
@@ -186,119 +124,43 @@ pub fn run(options: &NetworkBenchOptions) -> Result<NetworkBench, BenchError> {
 }
 
 async fn run_async(options: &NetworkBenchOptions) -> Result<NetworkBench, BenchError> {
-    let run_dir = options.dir.join(format!("run-{}", std::process::id()));
-    std::fs::create_dir_all(&run_dir).map_err(io("creating the benchmark directory"))?;
-    let plots: Vec<(Keypair, PathBuf)> = (0..options.vaults)
-        .map(|i| vault_plot(&options.dir, i, options.k))
-        .collect::<Result<_, _>>()?;
-    let mut spec = ChainSpec::new(
-        "bench-network",
-        // Time for every vault to start and connect before the first block,
-        // as a network's first vaults would have: a chain whose first
-        // slots find most vaults still dialling is contested by all.
-        spacevault_node::now_ms() + 1000 + 40 * options.vaults as u64,
-        options.slot_ms,
-    );
-    spec.min_k = options.k.clamp(spacevault::MIN_K, spacevault::MAX_K);
-    spec.replication = options.replication;
-    spec.validate()
-        .map_err(|e| BenchError::Invalid(e.to_string()))?;
-    let rss_before = rss_bytes("self");
-    let started = Instant::now();
-    let first_block_due_seconds = (spec.genesis_unix_ms + spec.slot_ms)
-        .saturating_sub(spacevault_node::now_ms()) as f64
-        / 1000.0;
-    let (vaults, apis) = match &options.mode {
-        Mode::InProcess => start_in_process(&spec, &plots, &run_dir).await?,
-        Mode::Processes { exe } => {
-            start_processes(exe, &spec, &plots, &run_dir, &options.dir.join("logs"))?
-        }
-    };
-    let started_seconds = started.elapsed().as_secs_f64();
-    let clients: Vec<Client> = apis
-        .iter()
-        .map(|a| Client::new(a).map_err(|e| BenchError::Invalid(e.to_string())))
-        .collect::<Result<_, _>>()?;
-    // Joined: every vault has a peer (or is alone) and a block.
-    let join_deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        // Every vault asked at once, for its cheapest answer: asked one
-        // after another, 64 busy vaults took seconds a round.
-        let asks = clients.iter().map(|c| {
-            let c = c.clone();
-            tokio::spawn(async move {
-                match c.get_path("/health").await {
-                    Ok((200, body)) => {
-                        let h: serde_json::Value =
-                            serde_json::from_slice(&body).unwrap_or_default();
-                        let height = h["height"].as_u64().unwrap_or(0);
-                        (height, h["peers"].as_u64().unwrap_or(0))
-                    }
-                    _ => (0, 0),
-                }
-            })
-        });
-        let alone = clients.len() == 1;
-        let mut joined = true;
-        for ask in asks.collect::<Vec<_>>() {
-            let (height, peers) = ask.await.unwrap_or((0, 0));
-            joined &= height >= 1 && (alone || peers >= 1);
-        }
-        if joined {
-            break;
-        }
-        if Instant::now() > join_deadline {
-            stop(vaults).await;
-            return Err(BenchError::Invalid(
-                "the vaults did not join within 2 minutes".into(),
-            ));
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    let network = Network::start(&LaunchOptions {
+        vaults: options.vaults,
+        k: options.k,
+        slot_ms: options.slot_ms,
+        replication: options.replication,
+        mode: options.mode.clone(),
+        plot_cache: options.dir.clone(),
+        run_dir: options.dir.join(format!("run-{}", std::process::id())),
+        logs_dir: options.dir.join("logs"),
+    })
+    .await?;
+    if let Err(e) = network.wait_joined(Duration::from_secs(120)).await {
+        network.stop().await;
+        return Err(e);
     }
-    let joined_seconds = started.elapsed().as_secs_f64();
-    let memory_per_vault_bytes = match &vaults {
-        Vaults::InProcess(_) => rss_bytes("self")
-            .zip(rss_before)
-            .map(|(after, before)| after.saturating_sub(before) / options.vaults as u64),
-        Vaults::Processes(children) => children
-            .iter()
-            .map(|c| rss_bytes(&c.id().to_string()))
-            .sum::<Option<u64>>()
-            .map(|b| b / options.vaults as u64),
-    };
-    let cpu_now = |vaults: &Vaults| match vaults {
-        Vaults::InProcess(_) => cpu_seconds("self"),
-        Vaults::Processes(children) => children
-            .iter()
-            .map(|c| cpu_seconds(&c.id().to_string()))
-            .sum(),
-    };
-    let head = |c: &Client| {
-        let c = c.clone();
-        async move {
-            c.head()
-                .await
-                .map(|h| h.0)
-                .map_err(|e| BenchError::Invalid(e.to_string()))
-        }
-    };
-    let hs = head(&clients[0]).await?;
-    let cpu_s = cpu_now(&vaults);
+    let joined_seconds = network.elapsed_seconds();
+    let memory_per_vault_bytes = network.memory_per_vault_bytes();
+    let clients = network.clients.clone();
+    let cpu_now = || network.cpu_seconds();
+    let head = || network.height(0);
+    let hs = head().await?;
+    let cpu_s = cpu_now();
     let settle_started = Instant::now();
     tokio::time::sleep(Duration::from_secs_f64(options.settle_seconds)).await;
     let settle_took = settle_started.elapsed().as_secs_f64();
-    let h0 = head(&clients[0]).await?;
-    let cpu0 = cpu_now(&vaults);
+    let h0 = head().await?;
+    let cpu0 = cpu_now();
     let idle_started = Instant::now();
     tokio::time::sleep(Duration::from_secs_f64(options.idle_seconds)).await;
     let idle_took = idle_started.elapsed().as_secs_f64();
-    let h1 = head(&clients[0]).await?;
-    let cpu1 = cpu_now(&vaults);
+    let h1 = head().await?;
+    let cpu1 = cpu_now();
     let load_started = Instant::now();
     let (put, get) = client_load(&clients, options).await;
     let load_took = load_started.elapsed().as_secs_f64();
-    let cpu2 = cpu_now(&vaults);
-    let h2 = head(&clients[0]).await?;
+    let cpu2 = cpu_now();
+    let h2 = head().await?;
     let cpu = |a: Option<f64>, b: Option<f64>| a.zip(b).map(|(a, b)| b - a);
     let settling = Phase::of(settle_took, h0.saturating_sub(hs), cpu(cpu_s, cpu0));
     let idle = Phase::of(idle_took, h1.saturating_sub(h0), cpu(cpu0, cpu1));
@@ -314,8 +176,9 @@ async fn run_async(options: &NetworkBenchOptions) -> Result<NetworkBench, BenchE
             .collect();
         (!ms.is_empty()).then(|| Summary::of(&ms))
     };
-    stop(vaults).await;
-    let _ = std::fs::remove_dir_all(&run_dir);
+    let (started_seconds, first_block_due_seconds) =
+        (network.started_seconds, network.first_block_due_seconds);
+    network.stop().await;
     Ok(NetworkBench {
         machine: Machine::this(),
         options: options.clone(),
@@ -338,145 +201,6 @@ async fn run_async(options: &NetworkBenchOptions) -> Result<NetworkBench, BenchE
         put,
         get,
     })
-}
-
-/// The vaults that vault `i` bootstraps from: a few earlier ones, near and
-/// far, as a network's newcomers would be given different addresses. All
-/// from vault 0 would make it every vault's first peer and the one hub
-/// of every gossip mesh until discovery spread the connections.
-fn bootstrap_of(i: usize) -> Vec<usize> {
-    let mut from: Vec<usize> = [i.wrapping_sub(1), i / 2, i / 3]
-        .into_iter()
-        .filter(|&j| j < i)
-        .collect();
-    from.dedup();
-    from
-}
-
-async fn start_in_process(
-    spec: &ChainSpec,
-    plots: &[(Keypair, PathBuf)],
-    dir: &Path,
-) -> Result<(Vaults, Vec<String>), BenchError> {
-    let mut nodes = Vec::new();
-    let mut listening: Vec<Vec<spacevault_node::Address>> = Vec::new();
-    for (i, (key, plot_dir)) in plots.iter().enumerate() {
-        let mut config = NodeConfig::new(
-            spec.clone(),
-            key.clone(),
-            dir.join(format!("data{i}")),
-            TransportKind::Memory,
-        );
-        config.plots = vec![plot_dir.clone()];
-        config.listen = vec!["/memory/0".parse().expect("a memory address")];
-        config.bootstrap = bootstrap_of(i)
-            .into_iter()
-            .flat_map(|j| listening[j].clone())
-            .collect();
-        config.api = Some("127.0.0.1:0".parse().expect("a socket address"));
-        let node = Node::start(config)
-            .await
-            .map_err(|e| BenchError::Invalid(format!("vault {i}: {e}")))?;
-        listening.push(node.listen_addrs(Duration::from_secs(5)).await);
-        nodes.push(node);
-    }
-    let apis = nodes
-        .iter()
-        .map(|n| format!("http://{}", n.api_addr().expect("an API")))
-        .collect();
-    Ok((Vaults::InProcess(nodes), apis))
-}
-
-fn start_processes(
-    exe: &Path,
-    spec: &ChainSpec,
-    plots: &[(Keypair, PathBuf)],
-    dir: &Path,
-    logs_dir: &Path,
-) -> Result<(Vaults, Vec<String>), BenchError> {
-    use std::io::BufRead;
-    let spec_path = dir.join("spec.json");
-    std::fs::write(&spec_path, spec.to_json()).map_err(io("writing the chain spec"))?;
-    let mut children = Vec::new();
-    let mut apis = Vec::new();
-    let mut listening: Vec<String> = Vec::new();
-    let logs = logs_dir.to_path_buf();
-    std::fs::create_dir_all(&logs).map_err(io("creating the log directory"))?;
-    for (i, (key, plot_dir)) in plots.iter().enumerate() {
-        let config = dir.join(format!("config{i}"));
-        std::fs::create_dir_all(&config).map_err(io("creating a config directory"))?;
-        let key_text = format!(
-            "{}\n{}\n",
-            spacevault_node::identity::HEADER,
-            hex::encode(key.secret())
-        );
-        std::fs::write(config.join("farmer.key"), key_text).map_err(io("writing a key"))?;
-        // Each vault's log is kept beside the plots for after the run.
-        let log = std::fs::File::create(logs.join(format!("vault{i}.log")))
-            .map_err(io("creating a vault's log"))?;
-        let mut cmd = std::process::Command::new(exe);
-        cmd.env("SPACEVAULT_CONFIG_DIR", &config)
-            .args([
-                "node",
-                "--listen",
-                "/ip4/127.0.0.1/tcp/0",
-                "--api",
-                "127.0.0.1:0",
-                "--plots",
-            ])
-            .arg(plot_dir)
-            .arg("--data")
-            .arg(dir.join(format!("data{i}")))
-            .arg("--chain")
-            .arg(&spec_path)
-            .stdout(std::process::Stdio::piped())
-            .stderr(log);
-        for j in bootstrap_of(i) {
-            cmd.args(["--bootstrap", &listening[j]]);
-        }
-        let mut child = cmd.spawn().map_err(io("starting a vault"))?;
-        let mut lines = std::io::BufReader::new(child.stdout.take().expect("piped")).lines();
-        let (mut addr, mut api) = (None, None);
-        while addr.is_none() || api.is_none() {
-            let Some(Ok(line)) = lines.next() else {
-                return Err(BenchError::Invalid(format!(
-                    "vault {i} exited before printing its addresses"
-                )));
-            };
-            if let Some(a) = line.strip_prefix("listening") {
-                addr.get_or_insert(a.trim().to_string());
-            }
-            if let Some(a) = line.strip_prefix("api") {
-                api = Some(a.trim().to_string());
-            }
-        }
-        // The rest of its output is not needed; reading it keeps the pipe
-        // from filling.
-        std::thread::spawn(move || lines.for_each(drop));
-        listening.push(addr.expect("read above"));
-        apis.push(api.expect("read above"));
-        children.push(child);
-    }
-    Ok((Vaults::Processes(children), apis))
-}
-
-async fn stop(vaults: Vaults) {
-    match vaults {
-        Vaults::InProcess(nodes) => {
-            for n in nodes {
-                n.stop().await;
-            }
-        }
-        Vaults::Processes(children) => {
-            for c in &children {
-                // SAFETY: kill has no memory effects.
-                unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
-            }
-            for mut c in children {
-                let _ = c.wait();
-            }
-        }
-    }
 }
 
 /// `clients` concurrent clients, each putting a blob through one vault and

@@ -30,6 +30,9 @@ const MISSED_TO_LEAVE: u32 = 3;
 struct Known {
     peer: net::Peer,
     last_seen: Instant,
+    /// When this vault's last connection with it was lost (Unix ms), until
+    /// it is heard of again.
+    lost_ms: Option<u64>,
 }
 
 /// The vaults alive as far as this one knows: itself, and every vault whose
@@ -53,16 +56,24 @@ impl Vaults {
         }
     }
 
-    fn heard(&mut self, key: [u8; 32], peer: net::Peer) {
+    /// An announcement made at `time_ms`: an older one than the loss of
+    /// the connection (relayed late) does not prove the vault alive.
+    fn heard(&mut self, key: [u8; 32], peer: net::Peer, time_ms: u64) {
         if key == self.own {
             return;
         }
+        let lost_ms = self
+            .known
+            .get(&key)
+            .and_then(|k| k.lost_ms)
+            .filter(|&lost| time_ms <= lost);
         let new = !self.known.contains_key(&key);
         self.known.insert(
             key,
             Known {
                 peer,
                 last_seen: Instant::now(),
+                lost_ms,
             },
         );
         if new {
@@ -70,21 +81,46 @@ impl Vaults {
         }
     }
 
-    /// Forgets vaults not heard for a while.
+    /// Forgets vaults not heard for a while, and vaults lost and not heard
+    /// of for an interval since.
     fn expire(&mut self, interval: Duration) {
         let limit = interval * MISSED_TO_LEAVE;
+        let now = crate::now_ms();
+        let lost_limit = interval.as_millis() as u64;
         let before = self.known.len();
-        self.known.retain(|_, k| k.last_seen.elapsed() < limit);
+        self.known.retain(|_, k| {
+            k.last_seen.elapsed() < limit
+                && k.lost_ms.is_none_or(|t| now.saturating_sub(t) < lost_limit)
+        });
         if self.known.len() != before {
             self.generation += 1;
         }
     }
 
-    /// A peer that went away and did not answer: it is gone until heard
-    /// again.
-    pub fn disconnected(&mut self, peer: &net::Peer) {
+    /// The last connection with `peer` was lost: not proof that it left
+    /// (the other side's idle timeout closes connections too), so it is
+    /// gone only if not heard of for an interval, or at once if a request
+    /// to it fails ([`Vaults::unreachable`]).
+    pub fn lost(&mut self, peer: &net::Peer) {
+        let now = crate::now_ms();
+        for k in self.known.values_mut().filter(|k| k.peer == *peer) {
+            k.lost_ms.get_or_insert(now);
+        }
+    }
+
+    /// A connection with `peer` is up: it is alive.
+    pub fn connected(&mut self, peer: &net::Peer) {
+        for k in self.known.values_mut().filter(|k| k.peer == *peer) {
+            k.lost_ms = None;
+        }
+    }
+
+    /// A request to `peer` failed: if its connection was lost too, it is
+    /// gone until heard again.
+    pub fn unreachable(&mut self, peer: &net::Peer) {
         let before = self.known.len();
-        self.known.retain(|_, k| k.peer != *peer);
+        self.known
+            .retain(|_, k| k.peer != *peer || k.lost_ms.is_none());
         if self.known.len() != before {
             self.generation += 1;
         }
@@ -145,7 +181,11 @@ pub fn on_announce(shared: &Arc<Shared>, data: &[u8]) -> Result<(), Rejection> {
             .map_err(|_| Rejection::Malformed("an address that does not parse".into()))?;
         shared.net.add_address(peer, addr);
     }
-    shared.vaults.lock().unwrap().heard(a.vault, peer);
+    shared
+        .vaults
+        .lock()
+        .unwrap()
+        .heard(a.vault, peer, a.time_ms);
     Ok(())
 }
 
@@ -189,11 +229,24 @@ async fn replicate(shared: &Arc<Shared>) {
         };
         for peer in targets {
             let request = Request::Store { blob: blob.clone() };
-            if let Ok(Response::Stored(_)) = shared.net.request(peer, request).await {
+            if let Ok(Response::Stored(_)) = request_vault(shared, peer, request).await {
                 shared.metrics.blob_copies_pushed.inc();
             }
         }
     }
+}
+
+/// A request to another vault; one that fails tells the vault table.
+async fn request_vault(
+    shared: &Shared,
+    peer: net::Peer,
+    request: Request,
+) -> Result<Response, net::RequestError> {
+    let answer = shared.net.request(peer, request).await;
+    if answer.is_err() {
+        shared.vaults.lock().unwrap().unreachable(&peer);
+    }
+    answer
 }
 
 pub fn refresh_blob_metrics(shared: &Shared) {
@@ -292,10 +345,8 @@ async fn fetch_remote(shared: &Arc<Shared>, address: &[u8; 32]) -> Option<Vec<u8
             .collect()
     };
     for peer in peers {
-        if let Ok(Response::Blob(b)) = shared
-            .net
-            .request(peer, Request::Fetch { address: *address })
-            .await
+        if let Ok(Response::Blob(b)) =
+            request_vault(shared, peer, Request::Fetch { address: *address }).await
         {
             if blob_address(&b) == *address {
                 return Some(b);
@@ -356,7 +407,7 @@ pub async fn put(shared: &Arc<Shared>, blob: Vec<u8>) -> Result<Put, PutError> {
         let shared = shared.clone();
         let blob = blob.clone();
         asks.push(tokio::spawn(async move {
-            shared.net.request(peer, Request::Store { blob }).await
+            request_vault(&shared, peer, Request::Store { blob }).await
         }));
     }
     let mut receipts = Vec::new();
@@ -400,15 +451,54 @@ mod tests {
             net::peer_of(&spacevault_chain::Keypair::from_secret(&[1; 32]).public()).unwrap();
         let mut v = Vaults::new([0x00; 32]);
         for k in [0x10u8, 0x20, 0x30, 0x40, 0x80] {
-            v.heard([k; 32], peer);
+            v.heard([k; 32], peer, 1);
         }
         assert_eq!(v.count(), 6);
         assert_eq!(v.holders(&[0x21; 32], 2), vec![[0x20; 32], [0x30; 32]]);
         assert_eq!(v.holders(&[0x01; 32], 1), vec![[0x00; 32]]);
         assert_eq!(v.holders(&[0xff; 32], 10).len(), 6);
         let g = v.generation;
-        v.disconnected(&peer);
+        v.lost(&peer);
+        v.unreachable(&peer);
         assert_eq!(v.count(), 1);
         assert!(v.generation > g);
+    }
+
+    #[test]
+    fn a_lost_connection_alone_or_a_failed_request_alone_keeps_a_vault() {
+        let key = |i: u8| spacevault_chain::Keypair::from_secret(&[i; 32]).public();
+        let (a, b) = (key(1), key(2));
+        let (pa, pb) = (net::peer_of(&a).unwrap(), net::peer_of(&b).unwrap());
+        let mut v = Vaults::new([0x00; 32]);
+        v.heard(a, pa, 1);
+        v.heard(b, pb, 1);
+        // A request that failed while connected (a timeout under load).
+        v.unreachable(&pa);
+        assert_eq!(v.count(), 3);
+        // A lost connection, then word from the vault made before it.
+        v.lost(&pb);
+        v.heard(b, pb, 1);
+        v.expire(Duration::ZERO);
+        assert_eq!(
+            v.count(),
+            1,
+            "a lost vault not heard since is gone after an interval"
+        );
+        // Lost, then heard anew, then a failed request: alive.
+        let mut v = Vaults::new([0x00; 32]);
+        v.heard(a, pa, 1);
+        v.lost(&pa);
+        v.heard(a, pa, crate::now_ms() + 1);
+        v.unreachable(&pa);
+        assert_eq!(v.count(), 2);
+        // Lost, then reconnected: alive.
+        v.lost(&pa);
+        v.connected(&pa);
+        v.unreachable(&pa);
+        assert_eq!(v.count(), 2);
+        // Lost, and a request fails: gone at once.
+        v.lost(&pa);
+        v.unreachable(&pa);
+        assert_eq!(v.count(), 1);
     }
 }

@@ -525,27 +525,20 @@ fn on_event(shared: &Arc<Shared>, internal: &mpsc::UnboundedSender<Internal>, ev
         } => on_request(shared, peer, request, reply),
         Event::PeerUp(peer) => {
             shared.metrics.peers.inc();
+            shared.vaults.lock().unwrap().connected(&peer);
             // A new peer may be ahead.
             spawn_sync(shared, internal, Some(peer));
         }
         Event::PeerDown { peer, why } => {
             shared.metrics.peers.dec();
             // A connection closed for want of use says nothing of the
-            // vault; one lost may be a vault gone, or the other side's
-            // idle timeout: ask it once before counting it gone, so that
-            // idle connections closing never move blobs, and a vault that
-            // died is replaced as soon as its connections drop.
+            // vault. One lost may be a vault gone, or the other side's
+            // idle timeout: asking it would dial it again, and a network's
+            // idle connections all closing at once would redial each
+            // other. The vault is gone if a request to it fails, or if it
+            // is not heard of for an announcement interval.
             if why == net::Closed::Lost {
-                let shared = shared.clone();
-                tokio::spawn(async move {
-                    let alive = matches!(
-                        shared.net.request(peer, Request::Status).await,
-                        Ok(Response::Status { .. })
-                    );
-                    if !alive {
-                        shared.vaults.lock().unwrap().disconnected(&peer);
-                    }
-                });
+                shared.vaults.lock().unwrap().lost(&peer);
             }
         }
         Event::Listening(addr) => {

@@ -1,0 +1,391 @@
+//! Starting a network of vaults on this machine for a benchmark: in one
+//! process over the in-memory transport, or as separate `spacevault node`
+//! processes on loopback TCP; waiting until they joined; their CPU and
+//! memory; stopping them. `bench network` and `stress` both use it.
+
+use crate::BenchError;
+use serde::Serialize;
+use spacevault::plot::NoProgress;
+use spacevault::PlotOptions;
+use spacevault_chain::{ChainSpec, Keypair};
+use spacevault_node::client::Client;
+use spacevault_node::{Node, NodeConfig, TransportKind};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// How the vaults run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// All in this process, over the in-memory transport.
+    InProcess,
+    /// Each its own process (this program's `node` command) on loopback TCP.
+    Processes { exe: PathBuf },
+}
+
+/// The network to start.
+#[derive(Clone, Debug)]
+pub struct LaunchOptions {
+    pub vaults: usize,
+    pub k: u8,
+    pub slot_ms: u64,
+    pub replication: u32,
+    pub mode: Mode,
+    /// Where plots are made once and kept for later runs.
+    pub plot_cache: PathBuf,
+    /// Where this network's stores and spec go (removed by [`Network::stop`]).
+    pub run_dir: PathBuf,
+    /// Where vault processes' logs go.
+    pub logs_dir: PathBuf,
+}
+
+/// A running network of vaults.
+pub struct Network {
+    vaults: Vaults,
+    /// Each vault's API client, in vault order.
+    pub clients: Vec<Client>,
+    pub spec: ChainSpec,
+    run_dir: PathBuf,
+    /// From the first vault's start until every vault listened.
+    pub started_seconds: f64,
+    /// When block 1 was due, from the same start.
+    pub first_block_due_seconds: f64,
+    started: Instant,
+    rss_before: Option<u64>,
+}
+
+pub(crate) fn io(context: &str) -> impl Fn(std::io::Error) -> BenchError + '_ {
+    move |e| BenchError::io(context.to_string(), e)
+}
+
+impl Network {
+    /// Plots what is not in the cache yet, writes a chain spec whose first
+    /// block is due once every vault has had time to start, and starts the
+    /// vaults.
+    pub async fn start(options: &LaunchOptions) -> Result<Network, BenchError> {
+        if options.vaults == 0 {
+            return Err(BenchError::Invalid("a network needs a vault".into()));
+        }
+        std::fs::create_dir_all(&options.run_dir).map_err(io("creating the run directory"))?;
+        let plots: Vec<(Keypair, PathBuf)> = (0..options.vaults)
+            .map(|i| vault_plot(&options.plot_cache, i, options.k))
+            .collect::<Result<_, _>>()?;
+        let mut spec = ChainSpec::new(
+            "bench-network",
+            // Time for every vault to start and connect before the first
+            // block, as a network's first vaults would have: a chain whose
+            // first slots find most vaults still dialling is contested by
+            // all.
+            spacevault_node::now_ms() + 1000 + 40 * options.vaults as u64,
+            options.slot_ms,
+        );
+        spec.min_k = options.k.clamp(spacevault::MIN_K, spacevault::MAX_K);
+        spec.replication = options.replication;
+        spec.validate()
+            .map_err(|e| BenchError::Invalid(e.to_string()))?;
+        let rss_before = rss_bytes("self");
+        let started = Instant::now();
+        let first_block_due_seconds = (spec.genesis_unix_ms + spec.slot_ms)
+            .saturating_sub(spacevault_node::now_ms()) as f64
+            / 1000.0;
+        let (vaults, apis) = match &options.mode {
+            Mode::InProcess => start_in_process(&spec, &plots, &options.run_dir).await?,
+            Mode::Processes { exe } => {
+                start_processes(exe, &spec, &plots, &options.run_dir, &options.logs_dir)?
+            }
+        };
+        let started_seconds = started.elapsed().as_secs_f64();
+        let clients = apis
+            .iter()
+            .map(|a| Client::new(a).map_err(|e| BenchError::Invalid(e.to_string())))
+            .collect::<Result<_, _>>();
+        let clients = match clients {
+            Ok(c) => c,
+            Err(e) => {
+                stop(vaults).await;
+                return Err(e);
+            }
+        };
+        Ok(Network {
+            vaults,
+            clients,
+            spec,
+            run_dir: options.run_dir.clone(),
+            started_seconds,
+            first_block_due_seconds,
+            started,
+            rss_before,
+        })
+    }
+
+    /// Seconds since the network started.
+    pub fn elapsed_seconds(&self) -> f64 {
+        self.started.elapsed().as_secs_f64()
+    }
+
+    /// Waits until every vault has a peer (or is alone) and a block.
+    pub async fn wait_joined(&self, limit: Duration) -> Result<(), BenchError> {
+        let deadline = Instant::now() + limit;
+        loop {
+            // Every vault asked at once, for its cheapest answer: asked one
+            // after another, 64 busy vaults took seconds a round.
+            let asks = self.clients.iter().map(|c| {
+                let c = c.clone();
+                tokio::spawn(async move {
+                    match c.get_path("/health").await {
+                        Ok((200, body)) => {
+                            let h: serde_json::Value =
+                                serde_json::from_slice(&body).unwrap_or_default();
+                            let height = h["height"].as_u64().unwrap_or(0);
+                            (height, h["peers"].as_u64().unwrap_or(0))
+                        }
+                        _ => (0, 0),
+                    }
+                })
+            });
+            let alone = self.clients.len() == 1;
+            let mut joined = true;
+            for ask in asks.collect::<Vec<_>>() {
+                let (height, peers) = ask.await.unwrap_or((0, 0));
+                joined &= height >= 1 && (alone || peers >= 1);
+            }
+            if joined {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(BenchError::Invalid(format!(
+                    "the vaults did not join within {} s",
+                    limit.as_secs()
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// CPU seconds the vaults used so far, all together.
+    pub fn cpu_seconds(&self) -> Option<f64> {
+        match &self.vaults {
+            Vaults::InProcess(_) => cpu_seconds("self"),
+            Vaults::Processes(children) => children
+                .iter()
+                .map(|c| cpu_seconds(&c.id().to_string()))
+                .sum(),
+        }
+    }
+
+    /// Resident memory a vault, on average: in one process, what the
+    /// process grew by since before the vaults started.
+    pub fn memory_per_vault_bytes(&self) -> Option<u64> {
+        let n = self.clients.len() as u64;
+        match &self.vaults {
+            Vaults::InProcess(_) => rss_bytes("self")
+                .zip(self.rss_before)
+                .map(|(after, before)| after.saturating_sub(before) / n),
+            Vaults::Processes(children) => children
+                .iter()
+                .map(|c| rss_bytes(&c.id().to_string()))
+                .sum::<Option<u64>>()
+                .map(|b| b / n),
+        }
+    }
+
+    /// The canonical head's height at vault `i`.
+    pub async fn height(&self, i: usize) -> Result<u64, BenchError> {
+        self.clients[i]
+            .head()
+            .await
+            .map(|h| h.0)
+            .map_err(|e| BenchError::Invalid(e.to_string()))
+    }
+
+    /// Stops every vault and removes the stores.
+    pub async fn stop(self) {
+        stop(self.vaults).await;
+        let _ = std::fs::remove_dir_all(&self.run_dir);
+    }
+}
+
+/// The vaults as the benchmark drives them.
+enum Vaults {
+    InProcess(Vec<Node>),
+    Processes(Vec<std::process::Child>),
+}
+
+/// The key and plot directory of vault `i`, plotted once and kept in `dir`.
+fn vault_plot(dir: &Path, i: usize, k: u8) -> Result<(Keypair, PathBuf), BenchError> {
+    let mut secret = [0u8; 32];
+    secret[..8].copy_from_slice(&(i as u64 + 1).to_le_bytes());
+    secret[8] = 0x5a;
+    let key = Keypair::from_secret(&secret);
+    let plots = dir.join("plots").join(format!("k{k}-vault{i}"));
+    let exists = std::fs::read_dir(&plots)
+        .map(|mut d| d.any(|e| e.is_ok_and(|e| e.path().extension().is_some_and(|x| x == "plot"))))
+        .unwrap_or(false);
+    if !exists {
+        std::fs::create_dir_all(&plots).map_err(io("creating the plot cache"))?;
+        let mut seed = [0u8; 32];
+        seed[..8].copy_from_slice(&(i as u64).to_le_bytes());
+        spacevault::plot(
+            &PlotOptions::new(k, key.public(), seed),
+            &plots,
+            &NoProgress,
+        )?;
+    }
+    Ok((key, plots))
+}
+
+/// CPU seconds (user and system) of a process, from /proc.
+fn cpu_seconds(pid: &str) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    // SAFETY: sysconf has no memory effects.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    Some(ticks / hz)
+}
+
+fn rss_bytes(pid: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    Some(line.split_whitespace().nth(1)?.parse::<u64>().ok()? * 1024)
+}
+
+/// The vaults that vault `i` bootstraps from: a few earlier ones, near and
+/// far, as a network's newcomers would be given different addresses. All
+/// from vault 0 would make it every vault's first peer and the one hub
+/// of every gossip mesh until discovery spread the connections.
+fn bootstrap_of(i: usize) -> Vec<usize> {
+    let mut from: Vec<usize> = [i.wrapping_sub(1), i / 2, i / 3]
+        .into_iter()
+        .filter(|&j| j < i)
+        .collect();
+    from.dedup();
+    from
+}
+
+async fn start_in_process(
+    spec: &ChainSpec,
+    plots: &[(Keypair, PathBuf)],
+    dir: &Path,
+) -> Result<(Vaults, Vec<String>), BenchError> {
+    let mut nodes = Vec::new();
+    let mut listening: Vec<Vec<spacevault_node::Address>> = Vec::new();
+    for (i, (key, plot_dir)) in plots.iter().enumerate() {
+        let mut config = NodeConfig::new(
+            spec.clone(),
+            key.clone(),
+            dir.join(format!("data{i}")),
+            TransportKind::Memory,
+        );
+        config.plots = vec![plot_dir.clone()];
+        config.listen = vec!["/memory/0".parse().expect("a memory address")];
+        config.bootstrap = bootstrap_of(i)
+            .into_iter()
+            .flat_map(|j| listening[j].clone())
+            .collect();
+        config.api = Some("127.0.0.1:0".parse().expect("a socket address"));
+        let node = Node::start(config)
+            .await
+            .map_err(|e| BenchError::Invalid(format!("vault {i}: {e}")))?;
+        listening.push(node.listen_addrs(Duration::from_secs(5)).await);
+        nodes.push(node);
+    }
+    let apis = nodes
+        .iter()
+        .map(|n| format!("http://{}", n.api_addr().expect("an API")))
+        .collect();
+    Ok((Vaults::InProcess(nodes), apis))
+}
+
+fn start_processes(
+    exe: &Path,
+    spec: &ChainSpec,
+    plots: &[(Keypair, PathBuf)],
+    dir: &Path,
+    logs_dir: &Path,
+) -> Result<(Vaults, Vec<String>), BenchError> {
+    use std::io::BufRead;
+    let spec_path = dir.join("spec.json");
+    std::fs::write(&spec_path, spec.to_json()).map_err(io("writing the chain spec"))?;
+    let mut children = Vec::new();
+    let mut apis = Vec::new();
+    let mut listening: Vec<String> = Vec::new();
+    let logs = logs_dir.to_path_buf();
+    std::fs::create_dir_all(&logs).map_err(io("creating the log directory"))?;
+    for (i, (key, plot_dir)) in plots.iter().enumerate() {
+        let config = dir.join(format!("config{i}"));
+        std::fs::create_dir_all(&config).map_err(io("creating a config directory"))?;
+        let key_text = format!(
+            "{}\n{}\n",
+            spacevault_node::identity::HEADER,
+            hex::encode(key.secret())
+        );
+        std::fs::write(config.join("farmer.key"), key_text).map_err(io("writing a key"))?;
+        // Each vault's log is kept beside the plots for after the run.
+        let log = std::fs::File::create(logs.join(format!("vault{i}.log")))
+            .map_err(io("creating a vault's log"))?;
+        let mut cmd = std::process::Command::new(exe);
+        cmd.env("SPACEVAULT_CONFIG_DIR", &config)
+            .args([
+                "node",
+                "--listen",
+                "/ip4/127.0.0.1/tcp/0",
+                "--api",
+                "127.0.0.1:0",
+                "--plots",
+            ])
+            .arg(plot_dir)
+            .arg("--data")
+            .arg(dir.join(format!("data{i}")))
+            .arg("--chain")
+            .arg(&spec_path)
+            .stdout(std::process::Stdio::piped())
+            .stderr(log);
+        for j in bootstrap_of(i) {
+            cmd.args(["--bootstrap", &listening[j]]);
+        }
+        let mut child = cmd.spawn().map_err(io("starting a vault"))?;
+        let mut lines = std::io::BufReader::new(child.stdout.take().expect("piped")).lines();
+        let (mut addr, mut api) = (None, None);
+        while addr.is_none() || api.is_none() {
+            let Some(Ok(line)) = lines.next() else {
+                return Err(BenchError::Invalid(format!(
+                    "vault {i} exited before printing its addresses"
+                )));
+            };
+            if let Some(a) = line.strip_prefix("listening") {
+                addr.get_or_insert(a.trim().to_string());
+            }
+            if let Some(a) = line.strip_prefix("api") {
+                api = Some(a.trim().to_string());
+            }
+        }
+        // The rest of its output is not needed; reading it keeps the pipe
+        // from filling.
+        std::thread::spawn(move || lines.for_each(drop));
+        listening.push(addr.expect("read above"));
+        apis.push(api.expect("read above"));
+        children.push(child);
+    }
+    Ok((Vaults::Processes(children), apis))
+}
+
+async fn stop(vaults: Vaults) {
+    match vaults {
+        Vaults::InProcess(nodes) => {
+            for n in nodes {
+                n.stop().await;
+            }
+        }
+        Vaults::Processes(children) => {
+            for c in &children {
+                // SAFETY: kill has no memory effects.
+                unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+            }
+            for mut c in children {
+                let _ = c.wait();
+            }
+        }
+    }
+}

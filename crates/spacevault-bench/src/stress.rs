@@ -1,0 +1,609 @@
+//! `spacevault stress`: the client stress test of a network of vaults,
+//! over a grid of network sizes and client counts. Each cell starts a fresh
+//! network of V vaults; then C clients each PUT their immutable blobs and
+//! their mutable registers, then GET every one of them back, through the
+//! vaults' HTTP APIs on loopback as a user's client does. A cell's time to
+//! run is from the clients' start to the last client's end; every answer is
+//! checked, and a blob or register that does not come back as it was put
+//! is counted as lost or wrong, never averaged away.
+
+use crate::launch::{LaunchOptions, Mode, Network};
+use crate::machine::{Machine, SplitMix};
+use crate::stats::Summary;
+use crate::BenchError;
+use serde::Serialize;
+use spacevault_chain::Keypair;
+use spacevault_node::client::{Client, ClientError};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The largest blob a vault takes (docs/PROTOCOL.md).
+const MAX_BLOB_BYTES: usize = 1 << 20;
+
+/// The grid and the work of each client.
+#[derive(Clone, Debug, Serialize)]
+pub struct StressOptions {
+    pub vaults: Vec<usize>,
+    pub clients: Vec<usize>,
+    /// Immutable blobs each client PUTs and GETs.
+    pub immutable: usize,
+    /// Registers each client writes and reads.
+    pub mutable: usize,
+    /// Each blob's size; a register's value is as long, at most the
+    /// chain's limit on register values.
+    pub size: usize,
+    /// Operations each client keeps outstanding at once.
+    pub in_flight: usize,
+    pub k: u8,
+    pub slot_ms: u64,
+    pub replication: u32,
+    pub mode: Mode,
+    /// Runs of each cell.
+    pub repeats: usize,
+    /// Rent of the machine, for each cell's cost.
+    pub price_per_hour: Option<f64>,
+    /// Plot cache and the networks' stores.
+    pub dir: PathBuf,
+}
+
+/// The kinds of operation a client performs, in the order it performs them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OpKind {
+    PutImmutable,
+    PutMutable,
+    GetImmutable,
+    GetMutable,
+}
+
+impl OpKind {
+    pub const ALL: [OpKind; 4] = [
+        OpKind::PutImmutable,
+        OpKind::PutMutable,
+        OpKind::GetImmutable,
+        OpKind::GetMutable,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            OpKind::PutImmutable => "put_immutable",
+            OpKind::PutMutable => "put_mutable",
+            OpKind::GetImmutable => "get_immutable",
+            OpKind::GetMutable => "get_mutable",
+        }
+    }
+}
+
+/// One kind of operation's outcome in a cell.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct OpFigures {
+    pub ok: usize,
+    /// The vault refused or failed the operation (a PUT that did not
+    /// succeed, a GET that could not reach the vault).
+    pub errors: usize,
+    /// A GET of something PUT successfully that the network no longer has.
+    pub lost: usize,
+    /// A GET that returned other bytes, or another register version, than
+    /// were PUT.
+    pub wrong: usize,
+    pub latency_ms: Option<Summary>,
+    /// The first error's message, for the report.
+    pub first_error: Option<String>,
+}
+
+/// One run of one cell of the grid.
+#[derive(Clone, Debug, Serialize)]
+pub struct Cell {
+    pub vaults: usize,
+    pub clients: usize,
+    pub repeat: usize,
+    /// From the first client's start to the last client's end.
+    pub seconds: f64,
+    /// The network's start and join before the clients began.
+    pub network_start_seconds: f64,
+    pub operations: usize,
+    pub put_immutable: OpFigures,
+    pub put_mutable: OpFigures,
+    pub get_immutable: OpFigures,
+    pub get_mutable: OpFigures,
+    /// CPU seconds of every vault together during the clients' work.
+    pub cpu_seconds: Option<f64>,
+    /// `seconds` at the machine's price.
+    pub cost_usd: Option<f64>,
+}
+
+impl Cell {
+    pub fn figures(&self, kind: OpKind) -> &OpFigures {
+        match kind {
+            OpKind::PutImmutable => &self.put_immutable,
+            OpKind::PutMutable => &self.put_mutable,
+            OpKind::GetImmutable => &self.get_immutable,
+            OpKind::GetMutable => &self.get_mutable,
+        }
+    }
+
+    /// Data that did not come back as it was put: what no average may hide.
+    pub fn lost_or_wrong(&self) -> usize {
+        OpKind::ALL
+            .iter()
+            .map(|&k| self.figures(k).lost + self.figures(k).wrong)
+            .sum()
+    }
+
+    pub fn errors(&self) -> usize {
+        OpKind::ALL.iter().map(|&k| self.figures(k).errors).sum()
+    }
+}
+
+/// The whole grid's results.
+#[derive(Clone, Debug, Serialize)]
+pub struct StressReport {
+    pub machine: Machine,
+    pub options: StressOptions,
+    pub cells: Vec<Cell>,
+}
+
+impl StressReport {
+    /// The median time to run of each (vaults, clients) cell over its
+    /// repeats, in the grid's order.
+    pub fn median_seconds(&self, vaults: usize, clients: usize) -> Option<f64> {
+        let runs: Vec<f64> = self
+            .cells
+            .iter()
+            .filter(|c| c.vaults == vaults && c.clients == clients)
+            .map(|c| c.seconds)
+            .collect();
+        (!runs.is_empty()).then(|| Summary::of(&runs).median)
+    }
+
+    /// Lost or wrong data over every repeat of a cell.
+    pub fn lost_or_wrong(&self, vaults: usize, clients: usize) -> usize {
+        self.cells
+            .iter()
+            .filter(|c| c.vaults == vaults && c.clients == clients)
+            .map(Cell::lost_or_wrong)
+            .sum()
+    }
+}
+
+/// Where the grid is, for a progress line.
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    pub done: usize,
+    pub total: usize,
+    pub vaults: usize,
+    pub clients: usize,
+    pub repeat: usize,
+    pub elapsed: Duration,
+}
+
+impl StressOptions {
+    pub fn validate(&self) -> Result<(), BenchError> {
+        let bad = |m: &str| Err(BenchError::Invalid(m.into()));
+        if self.vaults.is_empty() || self.vaults.contains(&0) {
+            return bad("--vaults needs sizes of at least 1");
+        }
+        if self.clients.is_empty() || self.clients.contains(&0) {
+            return bad("--clients needs counts of at least 1");
+        }
+        if self.immutable + self.mutable == 0 {
+            return bad("--immutable and --mutable are both 0: the clients would do nothing");
+        }
+        if self.size == 0 || self.size > MAX_BLOB_BYTES {
+            return bad("--size must be 1 byte to 1 MiB");
+        }
+        if self.in_flight == 0 {
+            return bad("--in-flight must be at least 1");
+        }
+        if self.repeats == 0 {
+            return bad("--repeats must be at least 1");
+        }
+        Ok(())
+    }
+
+    /// Every run the grid holds, in the order they run: small networks
+    /// and light loads first, so that a grid cut short has its easy end.
+    pub fn runs(&self) -> Vec<(usize, usize, usize)> {
+        let mut runs = Vec::new();
+        for &v in &self.vaults {
+            for &c in &self.clients {
+                for r in 0..self.repeats {
+                    runs.push((v, c, r));
+                }
+            }
+        }
+        runs
+    }
+}
+
+/// Runs the grid on a tokio runtime of its own, telling `progress` before
+/// each run.
+pub fn run(
+    options: &StressOptions,
+    progress: &dyn Fn(Progress),
+) -> Result<StressReport, BenchError> {
+    options.validate()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(crate::launch::io("starting the runtime"))?;
+    let runs = options.runs();
+    let started = Instant::now();
+    let mut cells = Vec::new();
+    for (done, &(vaults, clients, repeat)) in runs.iter().enumerate() {
+        progress(Progress {
+            done,
+            total: runs.len(),
+            vaults,
+            clients,
+            repeat,
+            elapsed: started.elapsed(),
+        });
+        cells.push(runtime.block_on(run_cell(options, vaults, clients, repeat))?);
+    }
+    Ok(StressReport {
+        machine: Machine::this(),
+        options: options.clone(),
+        cells,
+    })
+}
+
+async fn run_cell(
+    options: &StressOptions,
+    vaults: usize,
+    clients: usize,
+    repeat: usize,
+) -> Result<Cell, BenchError> {
+    let network = Network::start(&LaunchOptions {
+        vaults,
+        k: options.k,
+        slot_ms: options.slot_ms,
+        replication: options.replication,
+        mode: options.mode.clone(),
+        plot_cache: options.dir.clone(),
+        run_dir: options.dir.join(format!(
+            "run-{}-v{vaults}-c{clients}-r{repeat}",
+            std::process::id()
+        )),
+        logs_dir: options.dir.join("logs"),
+    })
+    .await?;
+    if let Err(e) = network.wait_joined(Duration::from_secs(120)).await {
+        network.stop().await;
+        return Err(e);
+    }
+    let network_start_seconds = network.elapsed_seconds();
+    let cpu_before = network.cpu_seconds();
+    let chain_id = network.spec.chain_id();
+    let value_bytes = options
+        .size
+        .min(network.spec.max_register_value_bytes as usize);
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for c in 0..clients {
+        let work = ClientWork {
+            index: c,
+            // A client talks to one vault, as seed 004's do, and reads
+            // back through the next, so that GETs cross the network.
+            put_via: network.clients[c % vaults].clone(),
+            get_via: network.clients[(c + 1) % vaults].clone(),
+            chain_id,
+            immutable: options.immutable,
+            mutable: options.mutable,
+            size: options.size,
+            value_bytes,
+            in_flight: options.in_flight,
+        };
+        tasks.push(tokio::spawn(work.run()));
+    }
+    let mut records = Vec::new();
+    for t in tasks {
+        match t.await {
+            Ok(r) => records.extend(r),
+            Err(e) => {
+                network.stop().await;
+                return Err(BenchError::Invalid(format!("a client failed: {e}")));
+            }
+        }
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    let cpu_seconds = cpu_before.zip(network.cpu_seconds()).map(|(a, b)| b - a);
+    network.stop().await;
+    let figures = |kind: OpKind| figures_of(records.iter().filter(|r| r.kind == kind));
+    Ok(Cell {
+        vaults,
+        clients,
+        repeat,
+        seconds,
+        network_start_seconds,
+        operations: records.len(),
+        put_immutable: figures(OpKind::PutImmutable),
+        put_mutable: figures(OpKind::PutMutable),
+        get_immutable: figures(OpKind::GetImmutable),
+        get_mutable: figures(OpKind::GetMutable),
+        cpu_seconds,
+        cost_usd: options.price_per_hour.map(|p| p * seconds / 3600.0),
+    })
+}
+
+/// What became of one operation.
+#[derive(Clone, Debug, PartialEq)]
+enum Outcome {
+    Ok,
+    Error(String),
+    Lost,
+    Wrong,
+}
+
+struct Record {
+    kind: OpKind,
+    ms: f64,
+    outcome: Outcome,
+}
+
+fn figures_of<'a>(records: impl Iterator<Item = &'a Record>) -> OpFigures {
+    let mut f = OpFigures::default();
+    let mut ms = Vec::new();
+    for r in records {
+        match &r.outcome {
+            Outcome::Ok => {
+                f.ok += 1;
+                ms.push(r.ms);
+            }
+            Outcome::Error(why) => {
+                f.errors += 1;
+                f.first_error.get_or_insert_with(|| why.clone());
+            }
+            Outcome::Lost => f.lost += 1,
+            Outcome::Wrong => f.wrong += 1,
+        }
+    }
+    f.latency_ms = (!ms.is_empty()).then(|| Summary::of(&ms));
+    f
+}
+
+/// One client's share of a cell.
+struct ClientWork {
+    index: usize,
+    put_via: Client,
+    get_via: Client,
+    chain_id: [u8; 32],
+    immutable: usize,
+    mutable: usize,
+    size: usize,
+    value_bytes: usize,
+    in_flight: usize,
+}
+
+/// What a client put, to check what it gets back against.
+enum Put {
+    Blob { address: String, bytes: Vec<u8> },
+    Register { name: String, value: Vec<u8> },
+}
+
+impl ClientWork {
+    /// The client's own key: registers belong to their writer.
+    fn key(&self) -> Keypair {
+        let mut secret = [0u8; 32];
+        secret[..8].copy_from_slice(&(self.index as u64).to_le_bytes());
+        secret[8] = 0xc1;
+        Keypair::from_secret(&secret)
+    }
+
+    fn bytes(&self, what: u64, i: usize, len: usize) -> Vec<u8> {
+        let mut rng = SplitMix(((self.index as u64) << 32) ^ (what << 24) ^ i as u64);
+        let mut out = vec![0u8; len];
+        for chunk in out.chunks_mut(8) {
+            let r = rng.next_u64().to_le_bytes();
+            chunk.copy_from_slice(&r[..chunk.len()]);
+        }
+        out
+    }
+
+    async fn run(self) -> Vec<Record> {
+        let me = Arc::new(self);
+        let key = Arc::new(me.key());
+        let mut records = Vec::new();
+        // PUT everything, then GET everything back, as seed 004's clients
+        // do: immutable blobs first, then registers, each stage with
+        // `in_flight` operations outstanding.
+        let puts_imm = (0..me.immutable)
+            .map(|i| (OpKind::PutImmutable, i))
+            .collect();
+        let puts_mut = (0..me.mutable).map(|i| (OpKind::PutMutable, i)).collect();
+        let mut put: Vec<Option<Put>> = Vec::new();
+        for stage in [puts_imm, puts_mut] {
+            for (record, p) in me.stage(&key, stage, Vec::new()).await {
+                records.push(record);
+                put.push(p);
+            }
+        }
+        let put: Vec<Put> = put.into_iter().flatten().collect();
+        let (blobs, registers): (Vec<Put>, Vec<Put>) =
+            put.into_iter().partition(|p| matches!(p, Put::Blob { .. }));
+        for (kind, items) in [
+            (OpKind::GetImmutable, blobs),
+            (OpKind::GetMutable, registers),
+        ] {
+            let ops = (0..items.len()).map(|i| (kind, i)).collect();
+            for (record, _) in me.stage(&key, ops, items).await {
+                records.push(record);
+            }
+        }
+        records
+    }
+
+    /// Runs `ops` with `in_flight` of them outstanding; GETs check against
+    /// `items` (indexed by the op's number).
+    async fn stage(
+        self: &Arc<Self>,
+        key: &Arc<Keypair>,
+        ops: Vec<(OpKind, usize)>,
+        items: Vec<Put>,
+    ) -> Vec<(Record, Option<Put>)> {
+        let items = Arc::new(items);
+        let ops = Arc::new(ops);
+        let workers = self.in_flight.min(ops.len().max(1));
+        let mut tasks = Vec::new();
+        for w in 0..workers {
+            let (me, key, ops, items) = (self.clone(), key.clone(), ops.clone(), items.clone());
+            tasks.push(tokio::spawn(async move {
+                let mut out = Vec::new();
+                for &(kind, i) in ops.iter().skip(w).step_by(workers) {
+                    out.push(me.op(&key, kind, i, &items).await);
+                }
+                out
+            }));
+        }
+        let mut out = Vec::new();
+        for t in tasks {
+            if let Ok(r) = t.await {
+                out.extend(r);
+            }
+        }
+        out
+    }
+
+    async fn op(
+        &self,
+        key: &Keypair,
+        kind: OpKind,
+        i: usize,
+        items: &[Put],
+    ) -> (Record, Option<Put>) {
+        let t = Instant::now();
+        let (outcome, put) = match kind {
+            OpKind::PutImmutable => {
+                let bytes = self.bytes(1, i, self.size);
+                match self.put_via.put(bytes.clone()).await {
+                    Ok(a) => (
+                        Outcome::Ok,
+                        Some(Put::Blob {
+                            address: a.address,
+                            bytes,
+                        }),
+                    ),
+                    Err(e) => (Outcome::Error(e.to_string()), None),
+                }
+            }
+            OpKind::PutMutable => {
+                let name = format!("stress-{i}");
+                let value = self.bytes(2, i, self.value_bytes);
+                match self.put_via.set(key, &self.chain_id, &name, &value).await {
+                    Ok(_) => (Outcome::Ok, Some(Put::Register { name, value })),
+                    Err(e) => (Outcome::Error(e.to_string()), None),
+                }
+            }
+            OpKind::GetImmutable => {
+                let Put::Blob { address, bytes } = &items[i] else {
+                    unreachable!("GETs of blobs are given blobs")
+                };
+                match self.get_via.get(address).await {
+                    Ok(got) if got == *bytes => (Outcome::Ok, None),
+                    Ok(_) => (Outcome::Wrong, None),
+                    Err(e) => (judge(e), None),
+                }
+            }
+            OpKind::GetMutable => {
+                let Put::Register { name, value } = &items[i] else {
+                    unreachable!("GETs of registers are given registers")
+                };
+                match self.get_via.read(&key.public(), name).await {
+                    Ok(r) if r.version == 1 && r.value_hex == hex::encode(value) => {
+                        (Outcome::Ok, None)
+                    }
+                    Ok(_) => (Outcome::Wrong, None),
+                    Err(e) => (judge(e), None),
+                }
+            }
+        };
+        let record = Record {
+            kind,
+            ms: t.elapsed().as_secs_f64() * 1e3,
+            outcome,
+        };
+        (record, put)
+    }
+}
+
+/// A failed GET of something that was put: lost when the vault says it
+/// has no such thing, an error when the vault could not be asked.
+fn judge(e: ClientError) -> Outcome {
+    match e {
+        ClientError::Refused { status: 404, .. } => Outcome::Lost,
+        e => Outcome::Error(e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn figures_count_each_outcome_and_time_only_the_good() {
+        let r = |ms, outcome| Record {
+            kind: OpKind::GetImmutable,
+            ms,
+            outcome,
+        };
+        let records = [
+            r(1.0, Outcome::Ok),
+            r(3.0, Outcome::Ok),
+            r(100.0, Outcome::Lost),
+            r(200.0, Outcome::Wrong),
+            r(300.0, Outcome::Error("refused".into())),
+        ];
+        let f = figures_of(records.iter());
+        assert_eq!((f.ok, f.lost, f.wrong, f.errors), (2, 1, 1, 1));
+        assert_eq!(f.latency_ms.unwrap().max, 3.0);
+        assert_eq!(f.first_error.as_deref(), Some("refused"));
+    }
+
+    #[test]
+    fn a_404_is_lost_data_and_anything_else_an_error() {
+        let refused = |status| ClientError::Refused {
+            status,
+            reason: "x".into(),
+        };
+        assert_eq!(judge(refused(404)), Outcome::Lost);
+        assert!(matches!(judge(refused(503)), Outcome::Error(_)));
+    }
+
+    #[test]
+    fn the_grid_runs_small_first_with_every_repeat() {
+        let o = StressOptions {
+            vaults: vec![1, 4],
+            clients: vec![2, 8],
+            immutable: 1,
+            mutable: 0,
+            size: 1024,
+            in_flight: 1,
+            k: 16,
+            slot_ms: 500,
+            replication: 4,
+            mode: Mode::InProcess,
+            repeats: 2,
+            price_per_hour: None,
+            dir: PathBuf::from("x"),
+        };
+        let runs = o.runs();
+        assert_eq!(runs.len(), 8);
+        assert_eq!(runs[0], (1, 2, 0));
+        assert_eq!(runs[1], (1, 2, 1));
+        assert_eq!(runs[7], (4, 8, 1));
+        assert!(o.validate().is_ok());
+        assert!(StressOptions {
+            in_flight: 0,
+            ..o.clone()
+        }
+        .validate()
+        .is_err());
+        assert!(StressOptions {
+            vaults: vec![],
+            ..o
+        }
+        .validate()
+        .is_err());
+    }
+}
