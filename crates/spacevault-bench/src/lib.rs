@@ -2,6 +2,7 @@
 //! limits measured in the same run: how fast this machine hashes records on
 //! every core, and how fast it writes and reads the output disk.
 
+pub mod heatmap;
 pub mod launch;
 pub mod lookup;
 pub mod machine;
@@ -9,6 +10,7 @@ pub mod network;
 pub mod plot;
 pub mod stats;
 pub mod stress;
+pub mod stress_output;
 
 /// Why a benchmark could not run.
 #[derive(Debug, thiserror::Error)]

@@ -50,6 +50,8 @@ enum Command {
     Client(cmd::client::ClientArgs),
     /// Show the farmer key and the peer id of this machine's vault.
     Identity(cmd::identity::IdentityArgs),
+    /// Client stress test of vault networks over a grid of vaults × clients.
+    Stress(cmd::stress::StressArgs),
 }
 
 impl Command {
@@ -66,6 +68,7 @@ impl Command {
             Command::Node(_) => false,
             Command::Client(a) => a.json,
             Command::Identity(a) => a.json,
+            Command::Stress(a) => a.json,
         }
     }
 }
@@ -97,6 +100,7 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
         Command::Node(a) => cmd::node::run(a).map(|_| true),
         Command::Client(a) => cmd::client::run(a).map(|_| true),
         Command::Identity(a) => cmd::identity::run(a).map(|_| true),
+        Command::Stress(a) => cmd::stress::run(a).map(|_| true),
     }
 }
 

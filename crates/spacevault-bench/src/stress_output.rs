@@ -1,0 +1,238 @@
+//! What `spacevault stress` writes: a CSV row a run, a Markdown summary
+//! (machine, settings, command, the grid of times), and the heatmap of
+//! time to run over vaults × clients.
+
+use crate::heatmap::Heatmap;
+use crate::stress::{Cell, OpKind, StressReport};
+use std::fmt::Write;
+
+pub const CSV_HEADER: &str = "vaults,clients,repeat,seconds,network_start_seconds,operations,errors,lost,wrong,put_immutable_p50_ms,put_immutable_p99_ms,put_mutable_p50_ms,put_mutable_p99_ms,get_immutable_p50_ms,get_immutable_p99_ms,get_mutable_p50_ms,get_mutable_p99_ms,cpu_seconds,cost_usd";
+
+fn opt(v: Option<f64>) -> String {
+    v.map(|v| format!("{v:.3}")).unwrap_or_default()
+}
+
+/// One line a run of a cell.
+pub fn csv(report: &StressReport) -> String {
+    let mut s = format!("{CSV_HEADER}\n");
+    for c in &report.cells {
+        let lost: usize = OpKind::ALL.iter().map(|&k| c.figures(k).lost).sum();
+        let wrong: usize = OpKind::ALL.iter().map(|&k| c.figures(k).wrong).sum();
+        let _ = write!(
+            s,
+            "{},{},{},{:.3},{:.3},{},{},{},{}",
+            c.vaults,
+            c.clients,
+            c.repeat,
+            c.seconds,
+            c.network_start_seconds,
+            c.operations,
+            c.errors(),
+            lost,
+            wrong
+        );
+        for k in OpKind::ALL {
+            let l = c.figures(k).latency_ms;
+            let _ = write!(s, ",{},{}", opt(l.map(|l| l.median)), opt(l.map(|l| l.p99)));
+        }
+        let _ = writeln!(s, ",{},{}", opt(c.cpu_seconds), opt(c.cost_usd));
+    }
+    s
+}
+
+/// The heatmap of median time to run, vaults up, clients across.
+pub fn heatmap(report: &StressReport, scale_max: f64) -> String {
+    let o = &report.options;
+    let values = o
+        .vaults
+        .iter()
+        .map(|&v| {
+            o.clients
+                .iter()
+                .map(|&c| report.median_seconds(v, c))
+                .collect()
+        })
+        .collect();
+    let failed = o
+        .vaults
+        .iter()
+        .map(|&v| {
+            o.clients
+                .iter()
+                .map(|&c| match report.lost_or_wrong(v, c) {
+                    0 => None,
+                    n => Some(format!("{n} LOST/WRONG")),
+                })
+                .collect()
+        })
+        .collect();
+    let subtitle = format!(
+        "{}; {} blobs + {} registers of {} B a client",
+        report.machine.describe(),
+        o.immutable,
+        o.mutable,
+        o.size
+    );
+    Heatmap {
+        title: "Client stress test: time to run",
+        subtitle: &subtitle,
+        x_label: "concurrent clients",
+        y_label: "vaults",
+        xs: o.clients.iter().map(|c| c.to_string()).collect(),
+        ys: o.vaults.iter().map(|v| v.to_string()).collect(),
+        values,
+        failed,
+        scale_max,
+        unit: "seconds",
+    }
+    .svg()
+}
+
+fn cell_line(c: &Cell) -> String {
+    let lat = |k: OpKind| {
+        c.figures(k)
+            .latency_ms
+            .map(|l| format!("{:.1} / {:.1}", l.median, l.p99))
+            .unwrap_or_else(|| "–".into())
+    };
+    let trouble = c.lost_or_wrong() + c.errors();
+    format!(
+        "| {} | {} | {} | {:.2} | {} | {} | {} | {} | {} | {}{} |",
+        c.vaults,
+        c.clients,
+        c.repeat,
+        c.seconds,
+        c.operations,
+        lat(OpKind::PutImmutable),
+        lat(OpKind::PutMutable),
+        lat(OpKind::GetImmutable),
+        lat(OpKind::GetMutable),
+        if trouble == 0 {
+            "none".to_string()
+        } else {
+            format!(
+                "**{} errors, {} lost or wrong**",
+                c.errors(),
+                c.lost_or_wrong()
+            )
+        },
+        c.cost_usd
+            .map(|u| format!(" (${u:.5})"))
+            .unwrap_or_default()
+    )
+}
+
+/// The summary a reader opens first.
+pub fn markdown(report: &StressReport, command: &str, date: &str) -> String {
+    let o = &report.options;
+    let mut s = String::new();
+    let _ = writeln!(s, "# spacevault stress, {date}\n");
+    let _ = writeln!(s, "- machine: {}", report.machine.describe());
+    let _ = writeln!(s, "- command: `{command}`");
+    let _ = writeln!(
+        s,
+        "- each client: {} immutable blobs and {} registers of {} bytes, {} operations in flight; PUT everything, then GET everything back",
+        o.immutable, o.mutable, o.size, o.in_flight
+    );
+    let _ = writeln!(
+        s,
+        "- network: k={} plots, {} ms slots, {} copies a blob, {}, {} run(s) a cell\n",
+        o.k,
+        o.slot_ms,
+        o.replication,
+        match o.mode {
+            crate::launch::Mode::InProcess => "every vault in one process (in-memory transport)",
+            crate::launch::Mode::Processes { .. } => "a process a vault (loopback TCP)",
+        },
+        o.repeats
+    );
+    let _ = writeln!(s, "## Time to run (median seconds), vaults × clients\n");
+    let _ = write!(s, "| vaults \\ clients |");
+    for c in &o.clients {
+        let _ = write!(s, " {c} |");
+    }
+    let _ = write!(s, "\n|---|");
+    for _ in &o.clients {
+        let _ = write!(s, "---:|");
+    }
+    s.push('\n');
+    for &v in &o.vaults {
+        let _ = write!(s, "| {v} |");
+        for &c in &o.clients {
+            let bad = report.lost_or_wrong(v, c);
+            match report.median_seconds(v, c) {
+                Some(t) if bad > 0 => {
+                    let _ = write!(s, " {t:.2} **{bad} lost/wrong** |");
+                }
+                Some(t) => {
+                    let _ = write!(s, " {t:.2} |");
+                }
+                None => s.push_str(" – |"),
+            }
+        }
+        s.push('\n');
+    }
+    let _ = writeln!(
+        s,
+        "\n## Every run\n\nLatencies are p50 / p99 in milliseconds over the operations that succeeded.\n"
+    );
+    let _ = writeln!(
+        s,
+        "| vaults | clients | run | seconds | operations | PUT immutable | PUT mutable | GET immutable | GET mutable | trouble |"
+    );
+    let _ = writeln!(s, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
+    for c in &report.cells {
+        let _ = writeln!(s, "{}", cell_line(c));
+    }
+    let errors: Vec<String> = report
+        .cells
+        .iter()
+        .flat_map(|c| {
+            OpKind::ALL.iter().filter_map(move |&k| {
+                c.figures(k).first_error.as_ref().map(|e| {
+                    format!(
+                        "- {} vaults, {} clients, run {}, {}: {e}",
+                        c.vaults,
+                        c.clients,
+                        c.repeat,
+                        k.name()
+                    )
+                })
+            })
+        })
+        .collect();
+    if !errors.is_empty() {
+        let _ = writeln!(s, "\n## First error of each kind\n");
+        for e in errors {
+            let _ = writeln!(s, "{e}");
+        }
+    }
+    s
+}
+
+/// The UTC date of a Unix time, `YYYY-MM-DD` (the civil calendar from a
+/// day count, as Howard Hinnant's `civil_from_days`).
+pub fn utc_date(unix_seconds: u64) -> String {
+    let z = (unix_seconds / 86_400) as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_of_known_days() {
+        assert_eq!(utc_date(0), "1970-01-01");
+        assert_eq!(utc_date(951_782_400), "2000-02-29");
+        assert_eq!(utc_date(1_795_564_800 + 86_399), "2026-11-25");
+    }
+}

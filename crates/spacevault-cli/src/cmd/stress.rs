@@ -1,0 +1,160 @@
+//! `spacevault stress`: seed 004's client stress test over a grid of
+//! network sizes and client counts, written as CSV, JSON, a Markdown
+//! summary and heatmaps.
+
+use crate::size::parse_size;
+use anyhow::{Context, Result};
+use clap::Args;
+use spacevault_bench::launch::Mode;
+use spacevault_bench::stress::{self, Progress, StressOptions};
+use spacevault_bench::stress_output;
+use std::path::PathBuf;
+
+use super::network::ModeArg;
+
+#[derive(Args, Debug)]
+pub struct StressArgs {
+    /// Network sizes, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16,32,64")]
+    pub vaults: Vec<usize>,
+    /// Concurrent clients, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,5,10,20,40")]
+    pub clients: Vec<usize>,
+    /// Immutable blobs each client PUTs and then GETs.
+    #[arg(long, default_value_t = 100)]
+    pub immutable: usize,
+    /// Registers each client writes and then reads.
+    #[arg(long, default_value_t = 100)]
+    pub mutable: usize,
+    /// Each blob's (and register value's, at most 1 KiB) size.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "1KiB")]
+    pub size: u64,
+    /// Operations each client keeps outstanding.
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    pub in_flight: usize,
+    /// Runs of each cell.
+    #[arg(long, default_value_t = 1)]
+    pub repeats: usize,
+    /// The machine's price, for a cost column.
+    #[arg(long, value_name = "USD")]
+    pub price_per_hour: Option<f64>,
+    /// The heatmap's colour scale ends here, so that charts of two
+    /// machines compare by colour.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60.0)]
+    pub scale_max: f64,
+    /// Each vault's plot size.
+    #[arg(short = 'k', long = "k", value_name = "K", default_value_t = 16)]
+    pub k: u8,
+    /// The chain's slot.
+    #[arg(long, value_name = "MS", default_value_t = 500)]
+    pub slot_ms: u64,
+    /// Copies of each blob.
+    #[arg(long, default_value_t = 4)]
+    pub replication: u32,
+    #[arg(long, value_enum, default_value_t = ModeArg::Inprocess)]
+    pub mode: ModeArg,
+    /// Where the results go.
+    #[arg(long, value_name = "DIR", default_value = "spacevault-stress")]
+    pub out: PathBuf,
+    /// Where the vaults' plots (kept for the next run) and stores go.
+    #[arg(long, value_name = "DIR", default_value = "spacevault-bench-network")]
+    pub dir: PathBuf,
+    /// Print the results as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(a: StressArgs) -> Result<()> {
+    if !(a.scale_max.is_finite() && a.scale_max > 0.0) {
+        anyhow::bail!("--scale-max must be a positive number of seconds");
+    }
+    if a.vaults.iter().any(|&v| v > 1024) {
+        anyhow::bail!("--vaults sizes must be at most 1024");
+    }
+    if a.price_per_hour
+        .is_some_and(|p| !(p.is_finite() && p >= 0.0))
+    {
+        anyhow::bail!("--price-per-hour must be a non-negative number");
+    }
+    let mode = match a.mode {
+        ModeArg::Inprocess => Mode::InProcess,
+        ModeArg::Processes => Mode::Processes {
+            exe: std::env::current_exe().context("finding this program to start vaults")?,
+        },
+    };
+    let options = StressOptions {
+        vaults: a.vaults,
+        clients: a.clients,
+        immutable: a.immutable,
+        mutable: a.mutable,
+        size: a.size as usize,
+        in_flight: a.in_flight,
+        k: a.k,
+        slot_ms: a.slot_ms,
+        replication: a.replication,
+        mode,
+        repeats: a.repeats,
+        price_per_hour: a.price_per_hour,
+        dir: a.dir,
+    };
+    options.validate()?;
+    std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
+    let progress = |p: Progress| {
+        let eta = match p.done {
+            0 => "?".to_string(),
+            d => {
+                let left = p.elapsed.as_secs_f64() / d as f64 * (p.total - d) as f64;
+                format!("{:.0} s", left)
+            }
+        };
+        errln!(
+            "[{}/{}] {} vaults × {} clients, run {} (elapsed {:.0} s, about {eta} left)",
+            p.done + 1,
+            p.total,
+            p.vaults,
+            p.clients,
+            p.repeat + 1,
+            p.elapsed.as_secs_f64()
+        );
+    };
+    let report = stress::run(&options, &progress)?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let date = stress_output::utc_date(now);
+    let write = |name: &str, text: String| -> Result<PathBuf> {
+        let path = a.out.join(name);
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+        Ok(path)
+    };
+    write("results.csv", stress_output::csv(&report))?;
+    write("results.json", serde_json::to_string_pretty(&report)?)?;
+    write(
+        "summary.md",
+        stress_output::markdown(&report, &command, &date),
+    )?;
+    let svg = write(
+        "heatmap-time.svg",
+        stress_output::heatmap(&report, a.scale_max),
+    )?;
+    let png = spacevault_hashbench::chart::png_from_svg(&svg, &svg.with_extension("png"));
+    if !png {
+        errln!("no PNG copy of the heatmap: install rsvg-convert (Debian: librsvg2-bin) for one");
+    }
+    if a.json {
+        return crate::cmd::print_json(&report);
+    }
+    outln!("{}", stress_output::markdown(&report, &command, &date));
+    outln!(
+        "written to {}: results.csv, results.json, summary.md, heatmap-time.svg{}",
+        a.out.display(),
+        if png { ", heatmap-time.png" } else { "" }
+    );
+    let bad: usize = report.cells.iter().map(|c| c.lost_or_wrong()).sum();
+    if bad > 0 {
+        anyhow::bail!("{bad} operations lost or returned wrong data (see summary.md)");
+    }
+    Ok(())
+}

@@ -1,0 +1,99 @@
+//! `spacevault stress` on a grid small enough for the test suite.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+
+#[test]
+fn stress_runs_a_small_grid_and_writes_every_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("out");
+    let out = sv(&dir.path().join("cfg"))
+        .args([
+            "stress",
+            "--vaults",
+            "1,3",
+            "--clients",
+            "1,2",
+            "--immutable",
+            "4",
+            "--mutable",
+            "2",
+            "--size",
+            "2KiB",
+            "--in-flight",
+            "2",
+            "--price-per-hour",
+            "0.5",
+            "--json",
+            "--dir",
+        ])
+        .arg(dir.path().join("bench"))
+        .arg("--out")
+        .arg(&out_dir)
+        .assert()
+        .success();
+    let r: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let cells = r["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 4, "{r}");
+    for c in cells {
+        let clients = c["clients"].as_u64().unwrap();
+        // Each client: 4 blobs and 2 registers, each put and got back.
+        assert_eq!(c["operations"].as_u64().unwrap(), clients * 12, "{c}");
+        for op in [
+            "put_immutable",
+            "put_mutable",
+            "get_immutable",
+            "get_mutable",
+        ] {
+            assert_eq!(c[op]["errors"], 0, "{c}");
+            assert_eq!(c[op]["lost"], 0, "{c}");
+            assert_eq!(c[op]["wrong"], 0, "{c}");
+        }
+        assert_eq!(c["get_immutable"]["ok"].as_u64().unwrap(), clients * 4);
+        let seconds = c["seconds"].as_f64().unwrap();
+        let cost = c["cost_usd"].as_f64().unwrap();
+        assert!((cost - 0.5 * seconds / 3600.0).abs() < 1e-9, "{c}");
+    }
+    let csv = std::fs::read_to_string(out_dir.join("results.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 5, "{csv}");
+    assert!(csv.starts_with("vaults,clients,repeat,seconds"));
+    let summary = std::fs::read_to_string(out_dir.join("summary.md")).unwrap();
+    assert!(
+        summary.contains("| vaults \\ clients | 1 | 2 |"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("stress --vaults 1,3"),
+        "the command is recorded"
+    );
+    let svg = std::fs::read_to_string(out_dir.join("heatmap-time.svg")).unwrap();
+    assert!(svg.contains("concurrent clients") && svg.contains(">60.0<"));
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("results.json")).unwrap())
+            .unwrap();
+    assert_eq!(json["cells"].as_array().unwrap().len(), 4);
+}
+
+#[test]
+fn stress_refuses_a_grid_that_would_do_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, says) in [
+        (vec!["--in-flight", "0"], "--in-flight"),
+        (vec!["--immutable", "0", "--mutable", "0"], "do nothing"),
+        (vec!["--vaults", "0,2"], "--vaults"),
+        (vec!["--scale-max", "0"], "--scale-max"),
+    ] {
+        let out = sv(&dir.path().join("cfg"))
+            .arg("stress")
+            .args(&args)
+            .arg("--out")
+            .arg(dir.path().join("out"))
+            .assert()
+            .failure();
+        let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    }
+}
