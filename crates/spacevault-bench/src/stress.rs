@@ -109,6 +109,9 @@ pub struct Cell {
     pub get_mutable: OpFigures,
     /// CPU seconds of every vault together during the clients' work.
     pub cpu_seconds: Option<f64>,
+    /// The vaults' cryptographic operations during the clients' work, all
+    /// vaults together, by kind and purpose.
+    pub crypto: Vec<CryptoTotal>,
     /// `seconds` at the machine's price.
     pub cost_usd: Option<f64>,
 }
@@ -134,6 +137,77 @@ impl Cell {
     pub fn errors(&self) -> usize {
         OpKind::ALL.iter().map(|&k| self.figures(k).errors).sum()
     }
+}
+
+/// One kind and purpose of cryptographic operation, summed over vaults.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct CryptoTotal {
+    pub kind: String,
+    pub purpose: String,
+    pub count: u64,
+    pub seconds: f64,
+}
+
+impl Cell {
+    /// Operations and seconds of one kind (hash, sign, verify).
+    pub fn crypto_of(&self, kind: &str) -> (u64, f64) {
+        self.crypto
+            .iter()
+            .filter(|c| c.kind == kind)
+            .fold((0, 0.0), |(n, s), c| (n + c.count, s + c.seconds))
+    }
+}
+
+/// Every vault's crypto counters, summed.
+async fn crypto_totals(clients: &[Client]) -> Vec<CryptoTotal> {
+    let mut totals: Vec<CryptoTotal> = Vec::new();
+    for c in clients {
+        let Ok((200, body)) = c.get_path("/v1/crypto").await else {
+            continue;
+        };
+        let v: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+        for op in v["operations"].as_array().into_iter().flatten() {
+            let (kind, purpose) = (op["kind"].as_str(), op["purpose"].as_str());
+            let (Some(kind), Some(purpose)) = (kind, purpose) else {
+                continue;
+            };
+            let count = op["count"].as_u64().unwrap_or(0);
+            let seconds = op["seconds"].as_f64().unwrap_or(0.0);
+            match totals
+                .iter_mut()
+                .find(|t| t.kind == kind && t.purpose == purpose)
+            {
+                Some(t) => {
+                    t.count += count;
+                    t.seconds += seconds;
+                }
+                None => totals.push(CryptoTotal {
+                    kind: kind.into(),
+                    purpose: purpose.into(),
+                    count,
+                    seconds,
+                }),
+            }
+        }
+    }
+    totals
+}
+
+/// `after` less `before`, by kind and purpose.
+fn crypto_between(before: &[CryptoTotal], after: &[CryptoTotal]) -> Vec<CryptoTotal> {
+    after
+        .iter()
+        .map(|a| {
+            let b = before
+                .iter()
+                .find(|b| b.kind == a.kind && b.purpose == a.purpose);
+            CryptoTotal {
+                count: a.count - b.map_or(0, |b| b.count.min(a.count)),
+                seconds: (a.seconds - b.map_or(0.0, |b| b.seconds)).max(0.0),
+                ..a.clone()
+            }
+        })
+        .collect()
 }
 
 /// The whole grid's results.
@@ -275,6 +349,7 @@ async fn run_cell(
     }
     let network_start_seconds = network.elapsed_seconds();
     let cpu_before = network.cpu_seconds();
+    let crypto_before = crypto_totals(&network.clients).await;
     let chain_id = network.spec.chain_id();
     let value_bytes = options
         .size
@@ -308,6 +383,7 @@ async fn run_cell(
         }
     }
     let seconds = started.elapsed().as_secs_f64();
+    let crypto = crypto_between(&crypto_before, &crypto_totals(&network.clients).await);
     let cpu_seconds = cpu_before.zip(network.cpu_seconds()).map(|(a, b)| b - a);
     network.stop().await;
     let figures = |kind: OpKind| figures_of(records.iter().filter(|r| r.kind == kind));
@@ -323,6 +399,7 @@ async fn run_cell(
         get_immutable: figures(OpKind::GetImmutable),
         get_mutable: figures(OpKind::GetMutable),
         cpu_seconds,
+        crypto,
         cost_usd: options.price_per_hour.map(|p| p * seconds / 3600.0),
     })
 }

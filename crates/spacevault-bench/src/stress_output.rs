@@ -184,6 +184,32 @@ pub fn markdown(report: &StressReport, command: &str, date: &str) -> String {
     for c in &report.cells {
         let _ = writeln!(s, "{}", cell_line(c));
     }
+    let cores = report.machine.cores.max(1) as f64;
+    let _ = writeln!(
+        s,
+        "\n## Cryptographic operations during the clients' work\n\nAll vaults together. The last column is every operation's time divided by the machine's {cores} cores: how long the run would take if it did nothing but its crypto, perfectly in parallel.\n"
+    );
+    let _ = writeln!(
+        s,
+        "| vaults | clients | run | hashes | signs | verifies | crypto seconds | ÷ cores, against the time to run |"
+    );
+    let _ = writeln!(s, "|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for c in &report.cells {
+        let (h, hs) = c.crypto_of("hash");
+        let (g, gs) = c.crypto_of("sign");
+        let (v, vs) = c.crypto_of("verify");
+        let total = hs + gs + vs;
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {h} | {g} | {v} | {total:.4} | {:.4} s of {:.2} s ({:.2}%) |",
+            c.vaults,
+            c.clients,
+            c.repeat,
+            total / cores,
+            c.seconds,
+            100.0 * total / cores / c.seconds.max(1e-9)
+        );
+    }
     let errors: Vec<String> = report
         .cells
         .iter()

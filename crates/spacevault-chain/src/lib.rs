@@ -9,6 +9,7 @@ pub mod fork;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod keys;
+pub mod meter;
 pub mod spec;
 pub mod types;
 pub mod validate;

@@ -4,6 +4,7 @@
 
 use crate::codec::{DecodeError, Reader, Writer};
 use crate::keys::{self, Keypair};
+use crate::meter::{self, Op};
 
 /// The encoding version of blocks and messages.
 pub const PROTOCOL_VERSION: u16 = 1;
@@ -58,7 +59,7 @@ impl ChainProof {
     pub fn hash(&self) -> [u8; 32] {
         let mut w = Writer::new();
         self.encode_into(&mut w);
-        derive(context::PROOF, &w.finish())
+        meter::timed(Op::HashProof, || derive(context::PROOF, &w.finish()))
     }
 
     pub fn as_proof(&self) -> spacevault::Proof {
@@ -73,7 +74,9 @@ impl ChainProof {
     /// Verifies the proof for `challenge`: one derive_key and one record
     /// hash.
     pub fn verify(&self, challenge: &[u8; 32]) -> Result<Ranked, spacevault::VerifyError> {
-        let v = spacevault::verify(&self.as_proof(), challenge)?;
+        let v = meter::timed(Op::HashProof, || {
+            spacevault::verify(&self.as_proof(), challenge)
+        })?;
         Ok(Ranked {
             distance: v.distance,
             nonce: self.nonce,
@@ -104,7 +107,7 @@ impl Ranked {
 /// The parent hash of block 1, and the "proof hash" its challenge is
 /// derived from.
 pub fn genesis_hash(chain_id: &[u8; 32]) -> [u8; 32] {
-    derive(context::GENESIS, chain_id)
+    meter::timed(Op::HashChallenge, || derive(context::GENESIS, chain_id))
 }
 
 /// The challenge of block `height`: derived from the chain, the height and
@@ -113,7 +116,9 @@ pub fn genesis_hash(chain_id: &[u8; 32]) -> [u8; 32] {
 pub fn challenge(chain_id: &[u8; 32], height: u64, parent_proof_hash: &[u8; 32]) -> [u8; 32] {
     let mut w = Writer::new();
     w.fixed(chain_id).u64(height).fixed(parent_proof_hash);
-    derive(context::CHALLENGE, &w.finish())
+    meter::timed(Op::HashChallenge, || {
+        derive(context::CHALLENGE, &w.finish())
+    })
 }
 
 /// A register write, signed by the register's owner.
@@ -146,7 +151,8 @@ impl RegisterTx {
             value: value.to_vec(),
             signature: [0; 64],
         };
-        tx.signature = owner.sign(&tx.id(chain_id));
+        let id = tx.id(chain_id);
+        tx.signature = meter::timed(Op::SignTx, || owner.sign(&id));
         tx
     }
 
@@ -159,11 +165,14 @@ impl RegisterTx {
             .bytes(&self.name)
             .u64(self.version)
             .bytes(&self.value);
-        derive(context::REGISTER_TX, &w.finish())
+        meter::timed(Op::HashTx, || derive(context::REGISTER_TX, &w.finish()))
     }
 
     pub fn signature_ok(&self, chain_id: &[u8; 32]) -> bool {
-        keys::verify(&self.owner, &self.id(chain_id), &self.signature)
+        let id = self.id(chain_id);
+        meter::timed(Op::VerifyTx, || {
+            keys::verify(&self.owner, &id, &self.signature)
+        })
     }
 
     pub fn encode_into(&self, w: &mut Writer) {
@@ -236,7 +245,7 @@ pub fn tx_root(chain_id: &[u8; 32], txs: &[RegisterTx]) -> [u8; 32] {
     for tx in txs {
         w.fixed(&tx.id(chain_id));
     }
-    derive(context::TX_ROOT, &w.finish())
+    meter::timed(Op::HashBlock, || derive(context::TX_ROOT, &w.finish()))
 }
 
 /// What a block's producer signs.
@@ -277,7 +286,7 @@ impl BlockHeader {
         let mut w = Writer::new();
         w.u16(PROTOCOL_VERSION);
         self.encode_into(&mut w);
-        derive(context::BLOCK, &w.finish())
+        meter::timed(Op::HashBlock, || derive(context::BLOCK, &w.finish()))
     }
 }
 
@@ -310,7 +319,8 @@ impl Block {
             proof,
             tx_root: tx_root(&chain_id, &txs),
         };
-        let signature = producer.sign(&header.hash());
+        let hash = header.hash();
+        let signature = meter::timed(Op::SignBlock, || producer.sign(&hash));
         Block {
             header,
             txs,
@@ -405,7 +415,7 @@ impl Receipt {
     fn message(chain_id: &[u8; 32], address: &[u8; 32], holder: &[u8; 32]) -> [u8; 32] {
         let mut w = Writer::new();
         w.fixed(chain_id).fixed(address).fixed(holder);
-        derive(context::RECEIPT, &w.finish())
+        meter::timed(Op::HashMessage, || derive(context::RECEIPT, &w.finish()))
     }
 
     pub fn sign(holder: &Keypair, chain_id: &[u8; 32], address: &[u8; 32]) -> Receipt {
@@ -413,13 +423,18 @@ impl Receipt {
         Receipt {
             address: *address,
             holder: public,
-            signature: holder.sign(&Receipt::message(chain_id, address, &public)),
+            signature: {
+                let message = Receipt::message(chain_id, address, &public);
+                meter::timed(Op::SignReceipt, || holder.sign(&message))
+            },
         }
     }
 
     pub fn verify(&self, chain_id: &[u8; 32]) -> bool {
         let message = Receipt::message(chain_id, &self.address, &self.holder);
-        keys::verify(&self.holder, &message, &self.signature)
+        meter::timed(Op::VerifyReceipt, || {
+            keys::verify(&self.holder, &message, &self.signature)
+        })
     }
 
     pub fn encode_into(&self, w: &mut Writer) {
@@ -465,7 +480,7 @@ impl Announce {
         let mut w = Writer::new();
         w.fixed(chain_id);
         self.body(&mut w);
-        derive(context::ANNOUNCE, &w.finish())
+        meter::timed(Op::HashMessage, || derive(context::ANNOUNCE, &w.finish()))
     }
 
     pub fn signed(
@@ -480,12 +495,16 @@ impl Announce {
             addresses,
             signature: [0; 64],
         };
-        a.signature = vault.sign(&a.message(chain_id));
+        let message = a.message(chain_id);
+        a.signature = meter::timed(Op::SignAnnouncement, || vault.sign(&message));
         a
     }
 
     pub fn signature_ok(&self, chain_id: &[u8; 32]) -> bool {
-        keys::verify(&self.vault, &self.message(chain_id), &self.signature)
+        let message = self.message(chain_id);
+        meter::timed(Op::VerifyAnnouncement, || {
+            keys::verify(&self.vault, &message, &self.signature)
+        })
     }
 
     pub fn encode(&self) -> Vec<u8> {

@@ -3,6 +3,7 @@
 //! counts in its metrics.
 
 use crate::keys;
+use crate::meter::{self, Op};
 use crate::spec::ChainSpec;
 use crate::types::{challenge, Block, ChainProof, Ranked, RegisterTx};
 
@@ -202,7 +203,11 @@ pub fn check_block(
         return Err(Rejection::BadTxRoot);
     }
     let ranked = check_proof(spec, chain_id, parent, &h.proof)?;
-    if !keys::verify(&h.proof.farmer_key, &block.hash(), &block.signature) {
+    let hash = block.hash();
+    let signed = meter::timed(Op::VerifyBlock, || {
+        keys::verify(&h.proof.farmer_key, &hash, &block.signature)
+    });
+    if !signed {
         return Err(Rejection::BadSignature);
     }
     for tx in &block.txs {

@@ -20,7 +20,9 @@ use libp2p::swarm::{NetworkBehaviour, SwarmEvent};
 use libp2p::{
     allow_block_list, identify, kad, noise, tcp, yamux, Multiaddr, StreamProtocol, Swarm,
 };
+use spacevault_chain::meter::{Meter, Op};
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 pub use wire::{Request, Response};
@@ -52,6 +54,8 @@ pub struct Config {
     pub heartbeat: Duration,
     /// Connections a node keeps open beyond its bootstrap peers.
     pub target_peers: usize,
+    /// Where the hashing of gossip message ids is counted.
+    pub meter: Option<Arc<Meter>>,
 }
 
 impl Config {
@@ -64,6 +68,7 @@ impl Config {
             chain_id,
             heartbeat: Duration::from_millis(700),
             target_peers: 12,
+            meter: None,
         }
     }
 }
@@ -283,6 +288,7 @@ pub struct StartError(String);
 
 fn behaviour(key: &identity::Keypair, config: &Config) -> Result<Behaviour, StartError> {
     let err = |e: &dyn std::fmt::Display| StartError(e.to_string());
+    let meter = config.meter.clone();
     let gossip_config = gossipsub::ConfigBuilder::default()
         .heartbeat_interval(config.heartbeat)
         // Messages carry no gossip signature: blocks are signed by their
@@ -299,8 +305,13 @@ fn behaviour(key: &identity::Keypair, config: &Config) -> Result<Behaviour, Star
         .flood_publish(false)
         // Content-addressed ids: the same block from two peers is one
         // message.
-        .message_id_fn(|m: &gossipsub::Message| {
-            MessageId::from(&blake3::hash(&m.data).as_bytes()[..20])
+        .message_id_fn(move |m: &gossipsub::Message| {
+            let started = std::time::Instant::now();
+            let id = MessageId::from(&blake3::hash(&m.data).as_bytes()[..20]);
+            if let Some(meter) = &meter {
+                meter.record(Op::HashMessageId, started, std::time::Instant::now());
+            }
+            id
         })
         .build()
         .map_err(|e| err(&e))?;

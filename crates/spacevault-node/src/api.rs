@@ -47,6 +47,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route("/health", get(health))
         .route("/metrics", get(metrics))
         .route("/v1/status", get(status))
+        .route("/v1/crypto", get(crypto))
         .route("/v1/head", get(head))
         .route("/v1/blocks/{height}", get(block))
         .route("/v1/blobs", axum::routing::put(put_blob))
@@ -85,6 +86,7 @@ async fn health(State(s): S) -> Json<serde_json::Value> {
 }
 
 async fn metrics(State(s): S) -> impl IntoResponse {
+    s.metrics.sync_crypto(&s.meter);
     (
         [(
             header::CONTENT_TYPE,
@@ -92,6 +94,22 @@ async fn metrics(State(s): S) -> impl IntoResponse {
         )],
         s.metrics.encode(),
     )
+}
+
+/// The vault's cryptographic operations so far, by kind and purpose.
+async fn crypto(State(s): S) -> Json<serde_json::Value> {
+    let ops: Vec<serde_json::Value> = spacevault_chain::meter::Op::ALL
+        .iter()
+        .map(|&op| {
+            json!({
+                "kind": op.kind().name(),
+                "purpose": op.purpose(),
+                "count": s.meter.count(op),
+                "seconds": s.meter.nanos(op) as f64 / 1e9,
+            })
+        })
+        .collect();
+    Json(json!({ "operations": ops }))
 }
 
 async fn head(State(s): S) -> Json<serde_json::Value> {
@@ -322,7 +340,7 @@ async fn put_register(
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let body = body.map_err(|e| ApiError(e.status(), e.body_text()))?;
     let tx = register_tx(&owner, &name, &body).map_err(bad)?;
-    let added = s.engine().add_tx(tx.clone());
+    let added = spacevault_chain::meter::with(&s.meter, || s.engine().add_tx(tx.clone()));
     match added {
         Ok(_) => {}
         Err(r @ spacevault_chain::Rejection::BadTxVersion { .. }) => {

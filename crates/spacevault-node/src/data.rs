@@ -7,6 +7,7 @@
 //! served: nothing remembers that a copy was good.
 
 use crate::node::Shared;
+use spacevault_chain::meter::{self, Op};
 use spacevault_chain::{blob_address, Announce, Receipt, Rejection};
 use spacevault_network::{self as net, Request, Response, Topic};
 use std::collections::{BTreeMap, HashMap};
@@ -265,16 +266,21 @@ pub fn store_request(shared: &Arc<Shared>, blob: &[u8]) -> Response {
 }
 
 fn store_local(shared: &Shared, blob: &[u8]) -> Result<Receipt, String> {
+    meter::with(&shared.meter, || store_local_metered(shared, blob))
+}
+
+fn store_local_metered(shared: &Shared, blob: &[u8]) -> Result<Receipt, String> {
     if blob.len() > shared.spec.max_blob_bytes as usize {
         return Err("blob_too_large".into());
     }
-    let address = blob_address(blob);
+    let address = meter::timed(Op::HashData, || blob_address(blob));
     let fresh = {
         let engine = shared.engine();
         let store = engine.store();
         let present = store.get_blob(&address).map_err(|e| e.to_string())?;
         // A damaged copy is replaced by the good one offered.
-        let good = present.is_some_and(|b| blob_address(&b) == address);
+        let good =
+            present.is_some_and(|b| meter::timed(Op::HashReread, || blob_address(&b)) == address);
         if !good {
             store.put_blob(&address, blob).map_err(|e| e.to_string())?;
         }
@@ -289,9 +295,14 @@ fn store_local(shared: &Shared, blob: &[u8]) -> Result<Receipt, String> {
 /// The local copy of a blob, if it hashes to its address.
 fn read_local(shared: &Shared, address: &[u8; 32]) -> Result<Option<Vec<u8>>, ()> {
     let bytes = shared.engine().store().get_blob(address).map_err(|_| ())?;
+    let rehash = |b: &[u8]| {
+        meter::with(&shared.meter, || {
+            meter::timed(Op::HashReread, || blob_address(b))
+        })
+    };
     match bytes {
         None => Ok(None),
-        Some(b) if blob_address(&b) == *address => Ok(Some(b)),
+        Some(b) if rehash(&b) == *address => Ok(Some(b)),
         Some(_) => {
             shared.metrics.blob_reverify_failures.inc();
             tracing::warn!(address = %hex::encode(address), "a stored blob does not hash to its address");
@@ -348,7 +359,10 @@ async fn fetch_remote(shared: &Arc<Shared>, address: &[u8; 32]) -> Option<Vec<u8
         if let Ok(Response::Blob(b)) =
             request_vault(shared, peer, Request::Fetch { address: *address }).await
         {
-            if blob_address(&b) == *address {
+            let fetched = meter::with(&shared.meter, || {
+                meter::timed(Op::HashData, || blob_address(&b))
+            });
+            if fetched == *address {
                 return Some(b);
             }
             shared.metrics.rejected("fetch", "wrong_blob");
@@ -385,7 +399,9 @@ pub async fn put(shared: &Arc<Shared>, blob: Vec<u8>) -> Result<Put, PutError> {
             max,
         });
     }
-    let address = blob_address(&blob);
+    let address = meter::with(&shared.meter, || {
+        meter::timed(Op::HashData, || blob_address(&blob))
+    });
     let (holders, peers): (Vec<[u8; 32]>, BTreeMap<[u8; 32], net::Peer>) = {
         let v = shared.vaults.lock().unwrap();
         let holders = v.holders(&address, shared.spec.replication as usize);
@@ -419,7 +435,8 @@ pub async fn put(shared: &Arc<Shared>, blob: Vec<u8>) -> Result<Put, PutError> {
     for ask in asks {
         if let Ok(Ok(Response::Stored(receipt))) = ask.await {
             let from_holder = holders.contains(&receipt.holder);
-            if receipt.address == address && from_holder && receipt.verify(&shared.chain_id) {
+            let signed = meter::with(&shared.meter, || receipt.verify(&shared.chain_id));
+            if receipt.address == address && from_holder && signed {
                 receipts.push(receipt);
             } else {
                 shared.metrics.rejected("store", "bad_receipt");

@@ -32,6 +32,8 @@ pub struct Found {
     pub rank: Ranked,
     /// The slowest plot's lookup: when the proof was ready.
     pub took: Duration,
+    /// Plots that answered, each with a record read and hashed again.
+    pub answers: usize,
 }
 
 /// The plots of one farmer key.
@@ -143,6 +145,7 @@ impl Farmer {
             })
             .collect();
         let mut best: Option<(ChainProof, Ranked)> = None;
+        let mut answers = 0;
         for (i, lookup) in lookups.into_iter().enumerate() {
             let Ok((answer, took)) = lookup.await else {
                 continue;
@@ -152,6 +155,7 @@ impl Farmer {
                 tracing::warn!(plot = %self.plots[i].path().display(), "lookup failed");
                 continue;
             };
+            answers += 1;
             let h = self.plots[i].header();
             let proof = ChainProof {
                 farmer_key: h.farmer_key,
@@ -173,6 +177,7 @@ impl Farmer {
             proof,
             rank,
             took: started.elapsed(),
+            answers,
         })
     }
 }

@@ -18,6 +18,12 @@ pub struct TopicReason {
     pub reason: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CryptoOp {
+    pub kind: String,
+    pub purpose: String,
+}
+
 /// Every metric the vault keeps.
 pub struct Metrics {
     pub registry: Registry,
@@ -37,6 +43,10 @@ pub struct Metrics {
     pub blob_repairs: Counter,
     pub blob_copies_pushed: Counter,
     pub registers_written: Counter,
+    /// Copies of the vault's crypto meter, brought up to date at each
+    /// scrape.
+    pub crypto_ops: Family<CryptoOp, Counter>,
+    pub crypto_seconds: Family<CryptoOp, Counter<f64, std::sync::atomic::AtomicU64>>,
 }
 
 impl Metrics {
@@ -61,6 +71,8 @@ impl Metrics {
             blob_repairs: Counter::default(),
             blob_copies_pushed: Counter::default(),
             registers_written: Counter::default(),
+            crypto_ops: Family::default(),
+            crypto_seconds: Family::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -139,7 +151,34 @@ impl Metrics {
             "Register transactions accepted into the pool from clients",
             m.registers_written.clone(),
         );
+        registry.register(
+            "crypto_operations",
+            "Cryptographic operations performed, by kind and purpose",
+            m.crypto_ops.clone(),
+        );
+        registry.register(
+            "crypto_operation_seconds",
+            "Time spent in cryptographic operations, by kind and purpose",
+            m.crypto_seconds.clone(),
+        );
         Metrics { registry, ..m }
+    }
+
+    /// Brings the crypto counters up to the meter's figures.
+    pub fn sync_crypto(&self, meter: &spacevault_chain::meter::Meter) {
+        for op in spacevault_chain::meter::Op::ALL {
+            let label = CryptoOp {
+                kind: op.kind().name().to_string(),
+                purpose: op.purpose().to_string(),
+            };
+            let count = self.crypto_ops.get_or_create(&label);
+            count.inc_by(meter.count(op).saturating_sub(count.get()));
+            let seconds = self.crypto_seconds.get_or_create(&label);
+            let total = meter.nanos(op) as f64 / 1e9;
+            if total > seconds.get() {
+                seconds.inc_by(total - seconds.get());
+            }
+        }
     }
 
     /// Counts a refused message.

@@ -5,6 +5,7 @@ use crate::data::{self, Vaults};
 use crate::engine::{Engine, Imported};
 use crate::farmer::{Farmer, Found};
 use crate::metrics::Metrics;
+use spacevault_chain::meter::{self, Meter, Op};
 use spacevault_chain::{Block, ChainSpec, Keypair, ProofMsg, RegisterTx, Rejection};
 use spacevault_network::{self as net, Event, Request, Response, Topic, TransportKind, Verdict};
 use std::net::SocketAddr;
@@ -29,6 +30,8 @@ pub struct NodeConfig {
     pub api: Option<SocketAddr>,
     /// Gossipsub's heartbeat.
     pub heartbeat: Duration,
+    /// Keep every cryptographic operation's start and end for a trace.
+    pub trace_crypto: bool,
 }
 
 impl NodeConfig {
@@ -49,6 +52,7 @@ impl NodeConfig {
             bootstrap: Vec::new(),
             api: None,
             heartbeat,
+            trace_crypto: false,
         }
     }
 }
@@ -91,6 +95,8 @@ pub struct Shared {
     /// network benchmark measures propagation with.
     pub arrivals: Mutex<Arrivals>,
     syncing: AtomicBool,
+    /// This vault's cryptographic operations.
+    pub meter: Arc<Meter>,
 }
 
 /// First-import times of the last blocks, bounded.
@@ -166,6 +172,8 @@ impl Node {
         net_config.listen = config.listen.clone();
         net_config.bootstrap = config.bootstrap.clone();
         net_config.heartbeat = config.heartbeat;
+        let meter = Arc::new(Meter::new(config.trace_crypto));
+        net_config.meter = Some(meter.clone());
         let (net, events, network) = net::start(net_config)?;
         let height = engine.head().height;
         let (head, _) = watch::channel(height);
@@ -185,6 +193,7 @@ impl Node {
             listen_addrs: Mutex::new(Vec::new()),
             arrivals: Mutex::new(Arrivals::default()),
             syncing: AtomicBool::new(false),
+            meter,
         });
         data::refresh_blob_metrics(&shared);
         let api = match config.api {
@@ -324,7 +333,7 @@ async fn run(shared: Arc<Shared>, mut events: mpsc::Receiver<Event>, mut stop: m
             event = events.recv() => match event {
                 Some(event) => {
                     let before = shared.engine().head().height;
-                    on_event(&shared, &internal_tx, event);
+                    meter::with(&shared.meter, || on_event(&shared, &internal_tx, event));
                     if shared.engine().head().height != before {
                         last_progress = tokio::time::Instant::now();
                     }
@@ -334,6 +343,9 @@ async fn run(shared: Arc<Shared>, mut events: mpsc::Receiver<Event>, mut stop: m
             Some(msg) = internal.recv() => match msg {
                 Internal::Found { height, parent, found } => {
                     shared.metrics.lookup_seconds.observe(found.took.as_secs_f64());
+                    // The record's hash is inside each plot's lookup, on a
+                    // blocking thread: counted here, timed in the lookup.
+                    shared.meter.add(Op::HashLookup, found.answers as u64);
                     let Found { proof, rank, .. } = *found;
                     let msg = shared.engine().offer_own(height, parent, proof, rank);
                     if let Some(msg) = msg {
@@ -342,9 +354,11 @@ async fn run(shared: Arc<Shared>, mut events: mpsc::Receiver<Event>, mut stop: m
                 }
                 Internal::Synced => last_progress = tokio::time::Instant::now(),
             },
-            _ = tokio::time::sleep(wait), if due.is_some() => produce(&shared, false),
+            _ = tokio::time::sleep(wait), if due.is_some() => {
+                meter::with(&shared.meter, || produce(&shared, false))
+            }
             _ = tokio::time::sleep_until(next_announce) => {
-                data::announce(&shared);
+                meter::with(&shared.meter, || data::announce(&shared));
                 let vaults = shared.vaults.lock().unwrap().count();
                 next_announce += data::announce_interval(&shared.spec, vaults);
             }
@@ -701,7 +715,7 @@ async fn sync_from(shared: &Arc<Shared>, peer: net::Peer) -> bool {
                 shared.metrics.rejected("sync", "malformed");
                 return progressed;
             };
-            match import(shared, block) {
+            match meter::with(&shared.meter, || import(shared, block)) {
                 Ok(Imported::NewHead { .. }) | Ok(Imported::Kept) => progressed = true,
                 Ok(Imported::Orphan) => orphaned = true,
                 Ok(Imported::Duplicate) => {}

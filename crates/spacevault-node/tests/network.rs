@@ -31,6 +31,55 @@ async fn vaults_agree_on_every_settled_block() {
         .map(|b| b.header.proof.farmer_key)
         .collect();
     assert!(producers.len() > 1, "one producer made every block");
+    // Every vault counted its own cryptographic work: the blocks it
+    // checked, its lookups, the gossip ids it hashed; and a blob put and
+    // read back is hashed as it arrives and again off the disk.
+    use spacevault_chain::meter::Op;
+    for n in &nodes {
+        let m = &n.shared.meter;
+        for op in [
+            Op::VerifyBlock,
+            Op::HashBlock,
+            Op::HashLookup,
+            Op::HashMessageId,
+            Op::HashProof,
+        ] {
+            assert!(m.count(op) > 0, "{op:?} not counted: {m:?}");
+        }
+        assert!(m.nanos(Op::VerifyBlock) > 0);
+    }
+    let signed: u64 = nodes
+        .iter()
+        .map(|n| n.shared.meter.count(Op::SignBlock))
+        .sum();
+    assert!(signed >= 6, "{signed} blocks signed for 6 heights");
+    let blob = b"counted".to_vec();
+    let put = spacevault_node::data::put(&nodes[0].shared, blob.clone())
+        .await
+        .unwrap();
+    let reads_before: u64 = nodes
+        .iter()
+        .map(|n| n.shared.meter.count(Op::HashReread))
+        .sum();
+    let got = spacevault_node::data::read_verified(&nodes[0].shared, &put.address).await;
+    assert_eq!(got.as_deref(), Some(&blob[..]));
+    let reads_after: u64 = nodes
+        .iter()
+        .map(|n| n.shared.meter.count(Op::HashReread))
+        .sum();
+    assert!(
+        reads_after > reads_before,
+        "a read from disk is hashed again"
+    );
+    assert!(nodes[0].shared.meter.count(Op::HashData) >= 1);
+    let receipts: u64 = nodes
+        .iter()
+        .map(|n| n.shared.meter.count(Op::SignReceipt))
+        .sum();
+    assert!(
+        receipts >= 3,
+        "each of 3 holders signs a receipt: {receipts}"
+    );
     for n in nodes {
         n.stop().await;
     }

@@ -1,0 +1,284 @@
+//! Accounting of cryptographic operations: every BLAKE3 hash, ed25519
+//! signature and verification a vault performs, by purpose, with the time
+//! each took. Seed 004's profiling wished for exactly this ("total messages
+//! × signature verification time + total chunks × hashing time") to compare
+//! a network's real time against.
+//!
+//! Many vaults share one process in tests and benchmarks, so a meter is
+//! not global: the vault makes its meter current on the thread for each
+//! synchronous piece of its work ([`with`]), and the operations inside
+//! record themselves into it ([`timed`]). Crypto is synchronous, so a meter
+//! current for a synchronous call is current for every operation in it.
+//! Outside any meter, operations cost one thread-local read.
+
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// Every operation counted, by kind and purpose.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Op {
+    /// The record re-hashed after a plot lookup, before it becomes a proof.
+    HashLookup,
+    /// A proof verified: its plot id and record hash.
+    HashProof,
+    /// A block's (or header's) hash and its transaction root.
+    HashBlock,
+    /// A challenge or genesis derived.
+    HashChallenge,
+    /// A transaction's id.
+    HashTx,
+    /// A blob's address computed as it arrives (PUT, a copy pushed or
+    /// fetched).
+    HashData,
+    /// A blob hashed again after it was read back from disk.
+    HashReread,
+    /// A gossip message's id (every copy received, duplicates included).
+    HashMessageId,
+    /// Receipts' and announcements' signed messages.
+    HashMessage,
+    SignBlock,
+    SignReceipt,
+    SignAnnouncement,
+    SignTx,
+    VerifyBlock,
+    VerifyTx,
+    VerifyReceipt,
+    VerifyAnnouncement,
+}
+
+/// The three kinds seed 004 tallies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    Hash,
+    Sign,
+    Verify,
+}
+
+impl Op {
+    pub const ALL: [Op; 17] = [
+        Op::HashLookup,
+        Op::HashProof,
+        Op::HashBlock,
+        Op::HashChallenge,
+        Op::HashTx,
+        Op::HashData,
+        Op::HashReread,
+        Op::HashMessageId,
+        Op::HashMessage,
+        Op::SignBlock,
+        Op::SignReceipt,
+        Op::SignAnnouncement,
+        Op::SignTx,
+        Op::VerifyBlock,
+        Op::VerifyTx,
+        Op::VerifyReceipt,
+        Op::VerifyAnnouncement,
+    ];
+
+    pub fn kind(self) -> Kind {
+        use Op::*;
+        match self {
+            HashLookup | HashProof | HashBlock | HashChallenge | HashTx | HashData | HashReread
+            | HashMessageId | HashMessage => Kind::Hash,
+            SignBlock | SignReceipt | SignAnnouncement | SignTx => Kind::Sign,
+            VerifyBlock | VerifyTx | VerifyReceipt | VerifyAnnouncement => Kind::Verify,
+        }
+    }
+
+    /// The purpose's name, as metrics and reports print it.
+    pub fn purpose(self) -> &'static str {
+        use Op::*;
+        match self {
+            HashLookup => "lookup_rehash",
+            HashProof => "proof",
+            HashBlock => "block",
+            HashChallenge => "challenge",
+            HashTx => "tx_id",
+            HashData => "data_address",
+            HashReread => "disk_reverify",
+            HashMessageId => "message_id",
+            HashMessage => "signed_message",
+            SignBlock | VerifyBlock => "block",
+            SignReceipt | VerifyReceipt => "receipt",
+            SignAnnouncement | VerifyAnnouncement => "announcement",
+            SignTx | VerifyTx => "tx",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Hash => "hash",
+            Kind::Sign => "sign",
+            Kind::Verify => "verify",
+        }
+    }
+}
+
+/// One operation's start and end, in nanoseconds since the meter's start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Span {
+    pub op: Op,
+    pub start_ns: u64,
+    pub end_ns: u64,
+}
+
+/// A vault's counts and times of each operation.
+pub struct Meter {
+    counts: [AtomicU64; Op::ALL.len()],
+    nanos: [AtomicU64; Op::ALL.len()],
+    epoch: Instant,
+    /// Each operation's span, when tracing.
+    trace: Option<Mutex<Vec<Span>>>,
+}
+
+impl Default for Meter {
+    fn default() -> Meter {
+        Meter::new(false)
+    }
+}
+
+impl Meter {
+    /// A meter; with `trace`, one that also keeps every operation's span.
+    pub fn new(trace: bool) -> Meter {
+        Meter {
+            counts: std::array::from_fn(|_| AtomicU64::new(0)),
+            nanos: std::array::from_fn(|_| AtomicU64::new(0)),
+            epoch: Instant::now(),
+            trace: trace.then(|| Mutex::new(Vec::new())),
+        }
+    }
+
+    pub fn record(&self, op: Op, started: Instant, ended: Instant) {
+        self.counts[op.index()].fetch_add(1, Ordering::Relaxed);
+        let ns = ended.duration_since(started).as_nanos() as u64;
+        self.nanos[op.index()].fetch_add(ns, Ordering::Relaxed);
+        if let Some(trace) = &self.trace {
+            let since = |t: Instant| t.duration_since(self.epoch).as_nanos() as u64;
+            trace.lock().unwrap().push(Span {
+                op,
+                start_ns: since(started),
+                end_ns: since(ended),
+            });
+        }
+    }
+
+    /// Operations counted whose time is spent inside other work.
+    pub fn add(&self, op: Op, n: u64) {
+        self.counts[op.index()].fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub fn count(&self, op: Op) -> u64 {
+        self.counts[op.index()].load(Ordering::Relaxed)
+    }
+
+    /// Nanoseconds spent in `op`, all of them together.
+    pub fn nanos(&self, op: Op) -> u64 {
+        self.nanos[op.index()].load(Ordering::Relaxed)
+    }
+
+    /// The spans kept so far, emptied; none unless tracing.
+    pub fn take_trace(&self) -> Vec<Span> {
+        match &self.trace {
+            Some(t) => std::mem::take(&mut *t.lock().unwrap()),
+            None => Vec::new(),
+        }
+    }
+
+    /// When the meter started: spans count from here.
+    pub fn epoch(&self) -> Instant {
+        self.epoch
+    }
+}
+
+impl std::fmt::Debug for Meter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut m = f.debug_map();
+        for op in Op::ALL.iter().filter(|&&op| self.count(op) > 0) {
+            m.entry(op, &self.count(*op));
+        }
+        m.finish()
+    }
+}
+
+thread_local! {
+    static CURRENT: RefCell<Option<Arc<Meter>>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` with `meter` current on this thread (and the meter before it
+/// current again after). `f` must not await: a task may move threads.
+pub fn with<R>(meter: &Arc<Meter>, f: impl FnOnce() -> R) -> R {
+    let before = CURRENT.with(|c| c.replace(Some(meter.clone())));
+    struct Restore(Option<Arc<Meter>>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let before = self.0.take();
+            CURRENT.with(|c| *c.borrow_mut() = before);
+        }
+    }
+    let _restore = Restore(before);
+    f()
+}
+
+/// Runs one operation, recording it into the current meter if any.
+pub fn timed<R>(op: Op, f: impl FnOnce() -> R) -> R {
+    let meter = CURRENT.with(|c| c.borrow().clone());
+    match meter {
+        None => f(),
+        Some(m) => {
+            let started = Instant::now();
+            let r = f();
+            m.record(op, started, Instant::now());
+            r
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operations_count_into_the_current_meter_only() {
+        let a = Arc::new(Meter::new(true));
+        let b = Arc::new(Meter::default());
+        timed(Op::HashBlock, || ());
+        with(&a, || {
+            timed(Op::HashBlock, || ());
+            with(&b, || timed(Op::VerifyTx, || ()));
+            timed(Op::VerifyTx, || ());
+        });
+        timed(Op::VerifyTx, || ());
+        assert_eq!((a.count(Op::HashBlock), a.count(Op::VerifyTx)), (1, 1));
+        assert_eq!((b.count(Op::HashBlock), b.count(Op::VerifyTx)), (0, 1));
+        let spans = a.take_trace();
+        assert_eq!(spans.len(), 2);
+        assert!(spans.iter().all(|s| s.end_ns >= s.start_ns));
+        assert!(b.take_trace().is_empty(), "no spans without tracing");
+    }
+
+    #[test]
+    fn a_panic_inside_leaves_no_meter_current() {
+        let a = Arc::new(Meter::default());
+        let _ = std::panic::catch_unwind(|| with(&a, || panic!("inside")));
+        timed(Op::HashBlock, || ());
+        assert_eq!(a.count(Op::HashBlock), 0);
+    }
+
+    #[test]
+    fn every_op_has_a_kind_and_a_place() {
+        for (i, op) in Op::ALL.iter().enumerate() {
+            assert_eq!(op.index(), i);
+            assert!(!op.purpose().is_empty());
+        }
+        assert_eq!(Op::SignTx.kind(), Kind::Sign);
+        assert_eq!(Op::HashReread.kind(), Kind::Hash);
+    }
+}
