@@ -37,6 +37,8 @@ pub struct LaunchOptions {
     pub run_dir: PathBuf,
     /// Where vault processes' logs go.
     pub logs_dir: PathBuf,
+    /// The vaults remember signatures they verified.
+    pub verify_cache: bool,
 }
 
 /// A running network of vaults.
@@ -89,10 +91,8 @@ impl Network {
             .saturating_sub(spacevault_node::now_ms()) as f64
             / 1000.0;
         let (vaults, apis) = match &options.mode {
-            Mode::InProcess => start_in_process(&spec, &plots, &options.run_dir).await?,
-            Mode::Processes { exe } => {
-                start_processes(exe, &spec, &plots, &options.run_dir, &options.logs_dir)?
-            }
+            Mode::InProcess => start_in_process(&spec, &plots, options).await?,
+            Mode::Processes { exe } => start_processes(exe, &spec, &plots, options)?,
         };
         let started_seconds = started.elapsed().as_secs_f64();
         let clients = apis
@@ -267,8 +267,9 @@ fn bootstrap_of(i: usize) -> Vec<usize> {
 async fn start_in_process(
     spec: &ChainSpec,
     plots: &[(Keypair, PathBuf)],
-    dir: &Path,
+    options: &LaunchOptions,
 ) -> Result<(Vaults, Vec<String>), BenchError> {
+    let dir = &options.run_dir;
     let mut nodes = Vec::new();
     let mut listening: Vec<Vec<spacevault_node::Address>> = Vec::new();
     for (i, (key, plot_dir)) in plots.iter().enumerate() {
@@ -285,6 +286,7 @@ async fn start_in_process(
             .flat_map(|j| listening[j].clone())
             .collect();
         config.api = Some("127.0.0.1:0".parse().expect("a socket address"));
+        config.verify_cache = options.verify_cache;
         let node = Node::start(config)
             .await
             .map_err(|e| BenchError::Invalid(format!("vault {i}: {e}")))?;
@@ -302,9 +304,9 @@ fn start_processes(
     exe: &Path,
     spec: &ChainSpec,
     plots: &[(Keypair, PathBuf)],
-    dir: &Path,
-    logs_dir: &Path,
+    options: &LaunchOptions,
 ) -> Result<(Vaults, Vec<String>), BenchError> {
+    let (dir, logs_dir) = (&options.run_dir, &options.logs_dir);
     use std::io::BufRead;
     let spec_path = dir.join("spec.json");
     std::fs::write(&spec_path, spec.to_json()).map_err(io("writing the chain spec"))?;
@@ -340,6 +342,10 @@ fn start_processes(
             .arg(dir.join(format!("data{i}")))
             .arg("--chain")
             .arg(&spec_path)
+            .args([
+                "--verify-cache",
+                if options.verify_cache { "on" } else { "off" },
+            ])
             .stdout(std::process::Stdio::piped())
             .stderr(log);
         for j in bootstrap_of(i) {

@@ -133,6 +133,7 @@ async fn run_async(options: &NetworkBenchOptions) -> Result<NetworkBench, BenchE
         plot_cache: options.dir.clone(),
         run_dir: options.dir.join(format!("run-{}", std::process::id())),
         logs_dir: options.dir.join("logs"),
+        verify_cache: true,
     })
     .await?;
     if let Err(e) = network.wait_joined(Duration::from_secs(120)).await {

@@ -43,6 +43,8 @@ pub struct StressOptions {
     pub repeats: usize,
     /// Rent of the machine, for each cell's cost.
     pub price_per_hour: Option<f64>,
+    /// The vaults remember signatures they verified.
+    pub verify_cache: bool,
     /// Plot cache and the networks' stores.
     pub dir: PathBuf,
 }
@@ -146,6 +148,8 @@ pub struct CryptoTotal {
     pub purpose: String,
     pub count: u64,
     pub seconds: f64,
+    /// Verifications answered from the vaults' caches instead.
+    pub cache_hits: u64,
 }
 
 impl Cell {
@@ -173,6 +177,7 @@ async fn crypto_totals(clients: &[Client]) -> Vec<CryptoTotal> {
             };
             let count = op["count"].as_u64().unwrap_or(0);
             let seconds = op["seconds"].as_f64().unwrap_or(0.0);
+            let cache_hits = op["cache_hits"].as_u64().unwrap_or(0);
             match totals
                 .iter_mut()
                 .find(|t| t.kind == kind && t.purpose == purpose)
@@ -180,12 +185,14 @@ async fn crypto_totals(clients: &[Client]) -> Vec<CryptoTotal> {
                 Some(t) => {
                     t.count += count;
                     t.seconds += seconds;
+                    t.cache_hits += cache_hits;
                 }
                 None => totals.push(CryptoTotal {
                     kind: kind.into(),
                     purpose: purpose.into(),
                     count,
                     seconds,
+                    cache_hits,
                 }),
             }
         }
@@ -204,6 +211,7 @@ fn crypto_between(before: &[CryptoTotal], after: &[CryptoTotal]) -> Vec<CryptoTo
             CryptoTotal {
                 count: a.count - b.map_or(0, |b| b.count.min(a.count)),
                 seconds: (a.seconds - b.map_or(0.0, |b| b.seconds)).max(0.0),
+                cache_hits: a.cache_hits - b.map_or(0, |b| b.cache_hits.min(a.cache_hits)),
                 ..a.clone()
             }
         })
@@ -341,6 +349,7 @@ async fn run_cell(
             std::process::id()
         )),
         logs_dir: options.dir.join("logs"),
+        verify_cache: options.verify_cache,
     })
     .await?;
     if let Err(e) = network.wait_joined(Duration::from_secs(120)).await {
@@ -455,8 +464,15 @@ struct ClientWork {
 
 /// What a client put, to check what it gets back against.
 enum Put {
-    Blob { address: String, bytes: Vec<u8> },
-    Register { name: String, value: Vec<u8> },
+    Blob {
+        address: String,
+        bytes: Vec<u8>,
+    },
+    Register {
+        name: String,
+        value: Vec<u8>,
+        height: u64,
+    },
 }
 
 impl ClientWork {
@@ -568,7 +584,14 @@ impl ClientWork {
                 let name = format!("stress-{i}");
                 let value = self.bytes(2, i, self.value_bytes);
                 match self.put_via.set(key, &self.chain_id, &name, &value).await {
-                    Ok(_) => (Outcome::Ok, Some(Put::Register { name, value })),
+                    Ok(a) => (
+                        Outcome::Ok,
+                        Some(Put::Register {
+                            name,
+                            value,
+                            height: a.height,
+                        }),
+                    ),
                     Err(e) => (Outcome::Error(e.to_string()), None),
                 }
             }
@@ -583,10 +606,19 @@ impl ClientWork {
                 }
             }
             OpKind::GetMutable => {
-                let Put::Register { name, value } = &items[i] else {
+                let Put::Register {
+                    name,
+                    value,
+                    height,
+                } = &items[i]
+                else {
                     unreachable!("GETs of registers are given registers")
                 };
-                match self.get_via.read(&key.public(), name).await {
+                // Read through another vault once it has the block that
+                // holds the write: a 404 then is a write the chain lost
+                // (a reorganisation that left it out), not one still on
+                // its way.
+                match self.get_via.read_at(&key.public(), name, *height).await {
                     Ok(r) if r.version == 1 && r.value_hex == hex::encode(value) => {
                         (Outcome::Ok, None)
                     }
@@ -662,6 +694,7 @@ mod tests {
             mode: Mode::InProcess,
             repeats: 2,
             price_per_hour: None,
+            verify_cache: true,
             dir: PathBuf::from("x"),
         };
         let runs = o.runs();

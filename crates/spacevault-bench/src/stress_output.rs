@@ -136,10 +136,11 @@ pub fn markdown(report: &StressReport, command: &str, date: &str) -> String {
     );
     let _ = writeln!(
         s,
-        "- network: k={} plots, {} ms slots, {} copies a blob, {}, {} run(s) a cell\n",
+        "- network: k={} plots, {} ms slots, {} copies a blob, verify cache {}, {}, {} run(s) a cell\n",
         o.k,
         o.slot_ms,
         o.replication,
+        if o.verify_cache { "on" } else { "off" },
         match o.mode {
             crate::launch::Mode::InProcess => "every vault in one process (in-memory transport)",
             crate::launch::Mode::Processes { .. } => "a process a vault (loopback TCP)",
@@ -191,17 +192,28 @@ pub fn markdown(report: &StressReport, command: &str, date: &str) -> String {
     );
     let _ = writeln!(
         s,
-        "| vaults | clients | run | hashes | signs | verifies | crypto seconds | ÷ cores, against the time to run |"
+        "| vaults | clients | run | hashes | signs | verifies | verifies saved by the cache (time) | crypto seconds | ÷ cores, against the time to run |"
     );
-    let _ = writeln!(s, "|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(s, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for c in &report.cells {
         let (h, hs) = c.crypto_of("hash");
         let (g, gs) = c.crypto_of("sign");
         let (v, vs) = c.crypto_of("verify");
         let total = hs + gs + vs;
+        // A hit saves what a verification of its kind costs on average.
+        let (hits, saved) = c
+            .crypto
+            .iter()
+            .filter(|t| t.kind == "verify" && t.count > 0)
+            .fold((0, 0.0), |(n, s), t| {
+                (
+                    n + t.cache_hits,
+                    s + t.cache_hits as f64 * t.seconds / t.count as f64,
+                )
+            });
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {h} | {g} | {v} | {total:.4} | {:.4} s of {:.2} s ({:.2}%) |",
+            "| {} | {} | {} | {h} | {g} | {v} | {hits} ({saved:.4} s) | {total:.4} | {:.4} s of {:.2} s ({:.2}%) |",
             c.vaults,
             c.clients,
             c.repeat,

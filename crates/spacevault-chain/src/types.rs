@@ -170,7 +170,7 @@ impl RegisterTx {
 
     pub fn signature_ok(&self, chain_id: &[u8; 32]) -> bool {
         let id = self.id(chain_id);
-        meter::timed(Op::VerifyTx, || {
+        meter::verify_cached(Op::VerifyTx, &self.owner, &id, &self.signature, || {
             keys::verify(&self.owner, &id, &self.signature)
         })
     }

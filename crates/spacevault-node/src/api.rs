@@ -106,10 +106,11 @@ async fn crypto(State(s): S) -> Json<serde_json::Value> {
                 "purpose": op.purpose(),
                 "count": s.meter.count(op),
                 "seconds": s.meter.nanos(op) as f64 / 1e9,
+                "cache_hits": s.meter.cache_hits(op),
             })
         })
         .collect();
-    Json(json!({ "operations": ops }))
+    Json(json!({ "verify_cache": s.meter.has_verify_cache(), "operations": ops }))
 }
 
 async fn head(State(s): S) -> Json<serde_json::Value> {
@@ -333,6 +334,9 @@ pub fn register_tx(owner: &str, name: &str, body: &[u8]) -> Result<RegisterTx, S
     })
 }
 
+/// Blocks above a register write's block before its PUT is answered.
+const SETTLED_DEPTH: u64 = 2;
+
 async fn put_register(
     State(s): S,
     Path((owner, name)): Path<(String, String)>,
@@ -350,7 +354,10 @@ async fn put_register(
     }
     s.metrics.registers_written.inc();
     s.net.publish(spacevault_network::Topic::Txs, tx.encode());
-    // Done when a block on the canonical chain holds it.
+    // Done when a canonical block holds it and is settled (two blocks
+    // deep): a branch of one or two blocks that loses to another takes
+    // its writes back to the pool, and a write answered earlier could be
+    // missing from the chain for a while.
     let slot = Duration::from_millis(s.spec.slot_ms);
     let deadline = tokio::time::Instant::now() + (slot * 40).min(Duration::from_secs(50));
     let mut heads = s.head.subscribe();
@@ -360,7 +367,9 @@ async fn put_register(
             .store()
             .register(&tx.owner, &tx.name)
             .map_err(internal)?;
-        if let Some(e) = entry.filter(|e| e.version >= tx.version) {
+        let head = s.engine().head().height;
+        let settled = |e: &spacevault_store::RegisterEntry| head >= e.height + SETTLED_DEPTH;
+        if let Some(e) = entry.filter(|e| e.version >= tx.version && settled(e)) {
             return Ok(Json(json!({
                 "owner": hex::encode(tx.owner),
                 "name": String::from_utf8_lossy(&tx.name),
@@ -379,11 +388,40 @@ async fn put_register(
     }
 }
 
+/// `?min_height=H`: answer only once this vault's chain reached height H
+/// (a write's height, from the vault that took it), so that a client reads
+/// its own writes through any vault.
+#[derive(Deserialize)]
+struct ReadQuery {
+    min_height: Option<u64>,
+}
+
 async fn get_register(
     State(s): S,
     Path((owner, name)): Path<(String, String)>,
+    query: Result<axum::extract::Query<ReadQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let owner = parse_address(&owner)?;
+    let query = query.map_err(|e| bad(format!("the query: {}", e.body_text())))?;
+    if let Some(min) = query.min_height {
+        let slot = Duration::from_millis(s.spec.slot_ms);
+        let deadline = tokio::time::Instant::now() + (slot * 40).min(Duration::from_secs(50));
+        let mut heads = s.head.subscribe();
+        loop {
+            let height = s.engine().head().height;
+            if height >= min {
+                break;
+            }
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if left.is_zero() {
+                return Err(ApiError(
+                    StatusCode::GATEWAY_TIMEOUT,
+                    format!("this vault's chain is at height {height}, below min_height {min}"),
+                ));
+            }
+            let _ = tokio::time::timeout(left, heads.changed()).await;
+        }
+    }
     let entry = s
         .engine()
         .store()

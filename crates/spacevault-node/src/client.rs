@@ -170,6 +170,27 @@ impl Client {
         .await
     }
 
+    /// A register as the vault has it once its chain reached `height`
+    /// (a write's height as another vault reported it): the client's own
+    /// writes, read through any vault.
+    pub async fn read_at(
+        &self,
+        owner: &[u8; 32],
+        name: &str,
+        height: u64,
+    ) -> Result<RegisterAnswer, ClientError> {
+        self.json(
+            hyper::Method::GET,
+            &format!(
+                "/v1/registers/{}/{}?min_height={height}",
+                hex::encode(owner),
+                encode_segment(name)
+            ),
+            vec![],
+        )
+        .await
+    }
+
     /// Sets `owner`'s register to `value`: signs the next version and
     /// waits until a block holds it.
     pub async fn set(

@@ -268,6 +268,20 @@ impl Engine {
         }
         let reorg = !current.is_empty();
         self.set_head(tip, block)?;
+        // The transactions of the blocks that left the canonical chain go
+        // back to the pool, unless the new chain holds them: a write that
+        // a client was told had succeeded must not vanish with its block.
+        for left in &current {
+            let Some(old) = self.store.block(&left.hash)? else {
+                continue;
+            };
+            for tx in old.txs {
+                let applied = self.store.register_version(&tx.owner, &tx.name)?;
+                if tx.version > applied && self.mempool.len() < MAX_MEMPOOL {
+                    self.mempool.insert(tx.id(&self.chain_id), tx);
+                }
+            }
+        }
         Ok(Ok(Imported::NewHead { reorg }))
     }
 

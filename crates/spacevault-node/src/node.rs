@@ -32,6 +32,8 @@ pub struct NodeConfig {
     pub heartbeat: Duration,
     /// Keep every cryptographic operation's start and end for a trace.
     pub trace_crypto: bool,
+    /// Remember signatures verified once (see `meter::verify_cached`).
+    pub verify_cache: bool,
 }
 
 impl NodeConfig {
@@ -53,6 +55,7 @@ impl NodeConfig {
             api: None,
             heartbeat,
             trace_crypto: false,
+            verify_cache: true,
         }
     }
 }
@@ -172,7 +175,11 @@ impl Node {
         net_config.listen = config.listen.clone();
         net_config.bootstrap = config.bootstrap.clone();
         net_config.heartbeat = config.heartbeat;
-        let meter = Arc::new(Meter::new(config.trace_crypto));
+        let meter = Meter::new(config.trace_crypto);
+        let meter = Arc::new(match config.verify_cache {
+            true => meter.with_verify_cache(),
+            false => meter,
+        });
         net_config.meter = Some(meter.clone());
         let (net, events, network) = net::start(net_config)?;
         let height = engine.head().height;

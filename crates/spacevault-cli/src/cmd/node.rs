@@ -27,6 +27,17 @@ pub struct NodeArgs {
     /// The HTTP API's address (port 0: any free port).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8733")]
     pub api: SocketAddr,
+    /// Remember signatures verified once (a transaction is checked when it
+    /// arrives and again inside its block).
+    #[arg(long, value_enum, value_name = "ON|OFF", default_value_t = Switch::On)]
+    pub verify_cache: Switch,
+}
+
+/// A setting that is on or off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Switch {
+    On,
+    Off,
 }
 
 fn parse_addrs(what: &str, addrs: &[String]) -> Result<Vec<spacevault_network::Address>> {
@@ -63,6 +74,7 @@ pub fn run(args: NodeArgs) -> Result<()> {
         config.listen = listen;
         config.bootstrap = bootstrap;
         config.api = Some(args.api);
+        config.verify_cache = args.verify_cache == Switch::On;
         let node = Node::start(config).await?;
         let peer = node.peer_id();
         outln!("peer id     {peer}");

@@ -11,6 +11,7 @@ use spacevault_bench::stress_output;
 use std::path::PathBuf;
 
 use super::network::ModeArg;
+use super::node::Switch;
 
 #[derive(Args, Debug)]
 pub struct StressArgs {
@@ -53,6 +54,9 @@ pub struct StressArgs {
     pub replication: u32,
     #[arg(long, value_enum, default_value_t = ModeArg::Inprocess)]
     pub mode: ModeArg,
+    /// The vaults remember signatures they verified.
+    #[arg(long, value_enum, value_name = "ON|OFF", default_value_t = Switch::On)]
+    pub verify_cache: Switch,
     /// Where the results go.
     #[arg(long, value_name = "DIR", default_value = "spacevault-stress")]
     pub out: PathBuf,
@@ -95,6 +99,7 @@ pub fn run(a: StressArgs) -> Result<()> {
         mode,
         repeats: a.repeats,
         price_per_hour: a.price_per_hour,
+        verify_cache: a.verify_cache == Switch::On,
         dir: a.dir,
     };
     options.validate()?;

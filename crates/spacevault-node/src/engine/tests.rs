@@ -294,3 +294,65 @@ async fn a_worse_head_is_contested_in_its_slot_and_not_after() {
     assert_eq!(contest.header.height, 1);
     assert!(!a.engine.should_contest(t + 10), "one contest a height");
 }
+
+#[tokio::test]
+async fn a_write_in_a_block_that_loses_its_place_goes_back_to_the_pool() {
+    let mut a = vault(1);
+    let mut b = vault(2);
+    let (height, parent, challenge) = a.engine.election();
+    let fa = a.farmer.best(challenge).await.unwrap();
+    let fb = b.farmer.best(challenge).await.unwrap();
+    a.engine
+        .offer_own(height, parent, fa.proof.clone(), fa.rank);
+    b.engine
+        .offer_own(height, parent, fb.proof.clone(), fb.rank);
+    // The write goes into the better block, which a third vault takes first.
+    let owner = Keypair::from_secret(&[9; 32]);
+    let tx = RegisterTx::signed(&owner, &spec().chain_id(), b"r", 1, b"v");
+    let a_better = fa.rank.beats(&fb.rank);
+    let holder = if a_better { &mut a } else { &mut b };
+    assert!(holder.engine.add_tx(tx.clone()).unwrap());
+    let t = spec().genesis_unix_ms + 1000;
+    let block_a = a.engine.produce(&a.key.clone(), t, false).unwrap();
+    let block_b = b.engine.produce(&b.key.clone(), t, false).unwrap();
+    let (better, worse) = if a_better {
+        (&block_a, &block_b)
+    } else {
+        (&block_b, &block_a)
+    };
+    assert_eq!(better.txs, vec![tx.clone()]);
+    let mut c = vault(3);
+    c.engine.import(better.clone(), t).unwrap();
+    c.engine.import(worse.clone(), t).unwrap();
+    assert_eq!(c.engine.head().hash, better.hash());
+    assert_eq!(c.engine.mempool_len(), 0, "the write is in the chain");
+    // A longer branch on the other block wins: the write must not vanish.
+    let (worse_key, worse_farmer) = if a_better {
+        (b.key.clone(), &b.farmer)
+    } else {
+        (a.key.clone(), &a.farmer)
+    };
+    let challenge2 = spacevault_chain::challenge(&spec().chain_id(), 2, &worse.header.proof.hash());
+    let found = worse_farmer.best(challenge2).await.unwrap();
+    let child = Block::produce(
+        &worse_key,
+        spec().chain_id(),
+        2,
+        worse.hash(),
+        t + 1000,
+        found.proof,
+        vec![],
+    );
+    assert!(matches!(
+        c.engine.import(child, t + 1000).unwrap(),
+        Imported::NewHead { reorg: true }
+    ));
+    assert_eq!(c.engine.mempool_len(), 1, "the write is pending again");
+    assert_eq!(
+        c.engine
+            .store()
+            .register_version(&owner.public(), b"r")
+            .unwrap(),
+        0
+    );
+}
