@@ -22,6 +22,8 @@ pub struct Heatmap<'a> {
     /// colour and read "≥".
     pub scale_max: f64,
     pub unit: &'a str,
+    /// What a red frame means, under the chart when any cell has one.
+    pub failed_note: &'a str,
 }
 
 /// Viridis, sampled: dark (small) to bright (large); readable in grey.
@@ -78,7 +80,7 @@ impl Heatmap<'_> {
         let plot_w = cell_w * cols as f64;
         let plot_h = cell_h * rows as f64;
         let width = left + plot_w + legend_w;
-        let height = top + plot_h + 62.0;
+        let height = top + plot_h + 78.0;
         let mut s = String::new();
         let _ = write!(
             s,
@@ -177,6 +179,15 @@ impl Heatmap<'_> {
             top + plot_h / 2.0,
             escape(self.y_label)
         );
+        if self.failed.iter().flatten().any(Option::is_some) {
+            let _ = write!(
+                s,
+                r#"<text x="{:.1}" y="{:.1}" font-size="10" text-anchor="middle" fill="red">{}</text>"#,
+                left + plot_w / 2.0,
+                top + plot_h + 58.0,
+                escape(self.failed_note)
+            );
+        }
         // The legend: the fixed scale, bottom 0, top scale_max.
         let lx = left + plot_w + 24.0;
         let steps = 40;
@@ -244,12 +255,14 @@ mod tests {
             failed: vec![vec![None, Some("3 LOST".into())]],
             scale_max: 60.0,
             unit: "seconds",
+            failed_note: "red: lost",
         };
         let svg = h.svg();
         assert!(svg.starts_with("<svg") && svg.ends_with("</svg>\n"));
         assert!(svg.contains(">2.50<"), "{svg}");
         assert!(svg.contains(">≥60.0<"), "a value past the scale says so");
         assert!(svg.contains(">3 LOST<") && svg.contains(r#"stroke="red""#));
+        assert!(svg.contains(">red: lost<"), "the note says what red means");
         assert!(svg.contains("time &lt;to&gt; run"));
         assert!(
             svg.contains(">60.0<"),

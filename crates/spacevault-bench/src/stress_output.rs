@@ -61,7 +61,7 @@ pub fn heatmap(report: &StressReport, scale_max: f64) -> String {
                 .iter()
                 .map(|&c| match report.lost_or_wrong(v, c) {
                     0 => None,
-                    n => Some(format!("{n} LOST/WRONG")),
+                    n => Some(format!("{n} bad")),
                 })
                 .collect()
         })
@@ -84,6 +84,7 @@ pub fn heatmap(report: &StressReport, scale_max: f64) -> String {
         failed,
         scale_max,
         unit: "seconds",
+        failed_note: "red frame: N operations lost or wrong (summary.md)",
     }
     .svg()
 }

@@ -30,8 +30,6 @@ pub struct NodeConfig {
     pub api: Option<SocketAddr>,
     /// Gossipsub's heartbeat.
     pub heartbeat: Duration,
-    /// Keep every cryptographic operation's start and end for a trace.
-    pub trace_crypto: bool,
     /// Remember signatures verified once (see `meter::verify_cached`).
     pub verify_cache: bool,
 }
@@ -54,7 +52,6 @@ impl NodeConfig {
             bootstrap: Vec::new(),
             api: None,
             heartbeat,
-            trace_crypto: false,
             verify_cache: true,
         }
     }
@@ -175,7 +172,7 @@ impl Node {
         net_config.listen = config.listen.clone();
         net_config.bootstrap = config.bootstrap.clone();
         net_config.heartbeat = config.heartbeat;
-        let meter = Meter::new(config.trace_crypto);
+        let meter = Meter::new(false);
         let meter = Arc::new(match config.verify_cache {
             true => meter.with_verify_cache(),
             false => meter,
