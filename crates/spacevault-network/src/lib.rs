@@ -181,11 +181,19 @@ enum Command {
     Addresses(oneshot::Sender<Vec<Multiaddr>>),
 }
 
+/// Requests to one peer in flight at once, at most; more wait their turn.
+/// A connection carries at most 100 streams both ways (rust-libp2p's
+/// request-response default): past that, requests failed outright, and a
+/// vault taking many PUTs at once saw its Store requests to the other
+/// holders refused.
+pub const MAX_REQUESTS_PER_PEER: usize = 48;
+
 /// The node's side of the network.
 #[derive(Clone)]
 pub struct Handle {
     commands: mpsc::UnboundedSender<Command>,
     local: PeerId,
+    in_flight: Arc<std::sync::Mutex<HashMap<PeerId, Arc<tokio::sync::Semaphore>>>>,
 }
 
 impl Handle {
@@ -203,6 +211,14 @@ impl Handle {
     }
 
     pub async fn request(&self, peer: PeerId, request: Request) -> Result<Response, RequestError> {
+        let turn = self
+            .in_flight
+            .lock()
+            .unwrap()
+            .entry(peer)
+            .or_insert_with(|| Arc::new(tokio::sync::Semaphore::new(MAX_REQUESTS_PER_PEER)))
+            .clone();
+        let _permit = turn.acquire_owned().await;
         let (tx, rx) = oneshot::channel();
         let stopped = || RequestError {
             peer: peer.to_string(),
@@ -441,7 +457,12 @@ pub fn start(
         last_walk: None,
     };
     let task = tokio::spawn(runner.run());
-    Ok((Handle { commands, local }, events, task))
+    let handle = Handle {
+        commands,
+        local,
+        in_flight: Default::default(),
+    };
+    Ok((handle, events, task))
 }
 
 const IDLE_CONNECTION: Duration = Duration::from_secs(30);

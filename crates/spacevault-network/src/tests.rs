@@ -222,3 +222,55 @@ async fn many_peers_on_one_address_all_hear_gossip() {
         "nodes {deaf:?} heard nothing in {round} rounds"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_requests_to_one_peer_at_once_wait_their_turn_and_all_succeed() {
+    let (a, mut a_events) = node(11, vec![]);
+    let a_addr = first_address(&mut a_events, &a).await;
+    let (b, mut b_events) = node(12, vec![a_addr]);
+    let _ = first_address(&mut b_events, &b).await;
+    // a answers every request, slowly enough that they pile up.
+    let answering = tokio::spawn({
+        let a = a.clone();
+        async move {
+            while let Some(event) = a_events.recv().await {
+                match event {
+                    Event::Request { reply, .. } => {
+                        let a = a.clone();
+                        tokio::spawn(async move {
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                            a.respond(reply, Response::NotFound);
+                        });
+                    }
+                    Event::Gossip { id, source, .. } => a.validate(id, source, Verdict::Accept),
+                    _ => {}
+                }
+            }
+        }
+    });
+    let drain = tokio::spawn(async move { while b_events.recv().await.is_some() {} });
+    let a_peer = a.local_peer();
+    // Three times what one connection carries at once.
+    let asks: Vec<_> = (0..300u32)
+        .map(|i| {
+            let b = b.clone();
+            let mut address = [0u8; 32];
+            address[..4].copy_from_slice(&i.to_le_bytes());
+            tokio::spawn(async move { b.request(a_peer, Request::Fetch { address }).await })
+        })
+        .collect();
+    let mut failed = Vec::new();
+    for ask in asks {
+        if let Err(e) = ask.await.unwrap() {
+            failed.push(e.why);
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "{} failed, e.g. {:?}",
+        failed.len(),
+        failed.first()
+    );
+    answering.abort();
+    drain.abort();
+}
