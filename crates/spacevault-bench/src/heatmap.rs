@@ -136,13 +136,17 @@ impl Heatmap<'_> {
                 if let Some(why) = failed {
                     let _ = write!(
                         s,
-                        r#"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="none" stroke="red" stroke-width="3"/><text x="{:.1}" y="{:.1}" font-size="9" text-anchor="middle" fill="red" font-weight="bold">{}</text>"#,
+                        // The count on a white band, readable on any colour.
+                        r#"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="none" stroke="red" stroke-width="3"/><rect x="{:.1}" y="{:.1}" width="{:.1}" height="11" fill="white"/><text x="{:.1}" y="{:.1}" font-size="9" text-anchor="middle" fill="red" font-weight="bold">{}</text>"#,
                         x + 1.5,
                         y + 1.5,
                         cell_w - 3.0,
                         cell_h - 3.0,
+                        x + 3.0,
+                        y + cell_h - 14.0,
+                        cell_w - 6.0,
                         x + cell_w / 2.0,
-                        y + cell_h - 4.0,
+                        y + cell_h - 5.5,
                         escape(why)
                     );
                 }
