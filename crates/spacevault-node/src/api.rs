@@ -358,10 +358,7 @@ async fn put_register(
     // deep): a branch of one or two blocks that loses to another takes
     // its writes back to the pool, and a write answered earlier could be
     // missing from the chain for a while.
-    let slot = Duration::from_millis(s.spec.slot_ms);
-    let deadline = tokio::time::Instant::now() + (slot * 40).min(Duration::from_secs(50));
-    let mut heads = s.head.subscribe();
-    loop {
+    let written = until_head_moves(&s, || {
         let entry = s
             .engine()
             .store()
@@ -369,20 +366,39 @@ async fn put_register(
             .map_err(internal)?;
         let head = s.engine().head().height;
         let settled = |e: &spacevault_store::RegisterEntry| head >= e.height + SETTLED_DEPTH;
-        if let Some(e) = entry.filter(|e| e.version >= tx.version && settled(e)) {
-            return Ok(Json(json!({
-                "owner": hex::encode(tx.owner),
-                "name": String::from_utf8_lossy(&tx.name),
-                "version": e.version,
-                "height": e.height,
-            })));
+        Ok(entry.filter(|e| e.version >= tx.version && settled(e)))
+    })
+    .await?;
+    let Some(e) = written else {
+        return Err(ApiError(
+            StatusCode::GATEWAY_TIMEOUT,
+            "the transaction is pending but no block has included it yet".into(),
+        ));
+    };
+    Ok(Json(json!({
+        "owner": hex::encode(tx.owner),
+        "name": String::from_utf8_lossy(&tx.name),
+        "version": e.version,
+        "height": e.height,
+    })))
+}
+
+/// Asks `ready` now and after each change of the head, until it answers
+/// or a request's wait is over (40 slots, at most 50 s): None then.
+async fn until_head_moves<T>(
+    s: &Shared,
+    mut ready: impl FnMut() -> Result<Option<T>, ApiError>,
+) -> Result<Option<T>, ApiError> {
+    let slot = Duration::from_millis(s.spec.slot_ms);
+    let deadline = tokio::time::Instant::now() + (slot * 40).min(Duration::from_secs(50));
+    let mut heads = s.head.subscribe();
+    loop {
+        if let Some(answer) = ready()? {
+            return Ok(Some(answer));
         }
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
         if left.is_zero() {
-            return Err(ApiError(
-                StatusCode::GATEWAY_TIMEOUT,
-                "the transaction is pending but no block has included it yet".into(),
-            ));
+            return Ok(None);
         }
         let _ = tokio::time::timeout(left, heads.changed()).await;
     }
@@ -404,22 +420,14 @@ async fn get_register(
     let owner = parse_address(&owner)?;
     let query = query.map_err(|e| bad(format!("the query: {}", e.body_text())))?;
     if let Some(min) = query.min_height {
-        let slot = Duration::from_millis(s.spec.slot_ms);
-        let deadline = tokio::time::Instant::now() + (slot * 40).min(Duration::from_secs(50));
-        let mut heads = s.head.subscribe();
-        loop {
+        let reached =
+            until_head_moves(&s, || Ok((s.engine().head().height >= min).then_some(()))).await?;
+        if reached.is_none() {
             let height = s.engine().head().height;
-            if height >= min {
-                break;
-            }
-            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            if left.is_zero() {
-                return Err(ApiError(
-                    StatusCode::GATEWAY_TIMEOUT,
-                    format!("this vault's chain is at height {height}, below min_height {min}"),
-                ));
-            }
-            let _ = tokio::time::timeout(left, heads.changed()).await;
+            return Err(ApiError(
+                StatusCode::GATEWAY_TIMEOUT,
+                format!("this vault's chain is at height {height}, below min_height {min}"),
+            ));
         }
     }
     let entry = s

@@ -158,16 +158,8 @@ impl Client {
     }
 
     pub async fn read(&self, owner: &[u8; 32], name: &str) -> Result<RegisterAnswer, ClientError> {
-        self.json(
-            hyper::Method::GET,
-            &format!(
-                "/v1/registers/{}/{}",
-                hex::encode(owner),
-                encode_segment(name)
-            ),
-            vec![],
-        )
-        .await
+        let path = register_path(owner, name);
+        self.json(hyper::Method::GET, &path, vec![]).await
     }
 
     /// A register as the vault has it once its chain reached `height`
@@ -179,16 +171,8 @@ impl Client {
         name: &str,
         height: u64,
     ) -> Result<RegisterAnswer, ClientError> {
-        self.json(
-            hyper::Method::GET,
-            &format!(
-                "/v1/registers/{}/{}?min_height={height}",
-                hex::encode(owner),
-                encode_segment(name)
-            ),
-            vec![],
-        )
-        .await
+        let path = format!("{}?min_height={height}", register_path(owner, name));
+        self.json(hyper::Method::GET, &path, vec![]).await
     }
 
     /// Sets `owner`'s register to `value`: signs the next version and
@@ -213,11 +197,7 @@ impl Client {
         };
         self.json(
             hyper::Method::PUT,
-            &format!(
-                "/v1/registers/{}/{}",
-                hex::encode(owner.public()),
-                encode_segment(name)
-            ),
+            &register_path(&owner.public(), name),
             serde_json::to_vec(&body).expect("serializes"),
         )
         .await
@@ -235,6 +215,15 @@ impl Client {
 }
 
 /// A register name as one URL path segment.
+/// A register's path in the API.
+fn register_path(owner: &[u8; 32], name: &str) -> String {
+    format!(
+        "/v1/registers/{}/{}",
+        hex::encode(owner),
+        encode_segment(name)
+    )
+}
+
 fn encode_segment(name: &str) -> String {
     let mut out = String::new();
     for b in name.bytes() {

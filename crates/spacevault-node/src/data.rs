@@ -237,6 +237,12 @@ async fn replicate(shared: &Arc<Shared>) {
     }
 }
 
+/// A blob's address, counted in this vault's meter as `op` (data as it
+/// arrives, or read back from disk).
+fn address_of(shared: &Shared, op: Op, blob: &[u8]) -> [u8; 32] {
+    meter::with(&shared.meter, || meter::timed(op, || blob_address(blob)))
+}
+
 /// A request to another vault; one that fails tells the vault table.
 async fn request_vault(
     shared: &Shared,
@@ -295,14 +301,9 @@ fn store_local_metered(shared: &Shared, blob: &[u8]) -> Result<Receipt, String> 
 /// The local copy of a blob, if it hashes to its address.
 fn read_local(shared: &Shared, address: &[u8; 32]) -> Result<Option<Vec<u8>>, ()> {
     let bytes = shared.engine().store().get_blob(address).map_err(|_| ())?;
-    let rehash = |b: &[u8]| {
-        meter::with(&shared.meter, || {
-            meter::timed(Op::HashReread, || blob_address(b))
-        })
-    };
     match bytes {
         None => Ok(None),
-        Some(b) if rehash(&b) == *address => Ok(Some(b)),
+        Some(b) if address_of(shared, Op::HashReread, &b) == *address => Ok(Some(b)),
         Some(_) => {
             shared.metrics.blob_reverify_failures.inc();
             tracing::warn!(address = %hex::encode(address), "a stored blob does not hash to its address");
@@ -359,10 +360,7 @@ async fn fetch_remote(shared: &Arc<Shared>, address: &[u8; 32]) -> Option<Vec<u8
         if let Ok(Response::Blob(b)) =
             request_vault(shared, peer, Request::Fetch { address: *address }).await
         {
-            let fetched = meter::with(&shared.meter, || {
-                meter::timed(Op::HashData, || blob_address(&b))
-            });
-            if fetched == *address {
+            if address_of(shared, Op::HashData, &b) == *address {
                 return Some(b);
             }
             shared.metrics.rejected("fetch", "wrong_blob");
@@ -399,9 +397,7 @@ pub async fn put(shared: &Arc<Shared>, blob: Vec<u8>) -> Result<Put, PutError> {
             max,
         });
     }
-    let address = meter::with(&shared.meter, || {
-        meter::timed(Op::HashData, || blob_address(&blob))
-    });
+    let address = address_of(shared, Op::HashData, &blob);
     let (holders, peers): (Vec<[u8; 32]>, BTreeMap<[u8; 32], net::Peer>) = {
         let v = shared.vaults.lock().unwrap();
         let holders = v.holders(&address, shared.spec.replication as usize);

@@ -14,6 +14,18 @@ pub enum ModeArg {
     Processes,
 }
 
+impl ModeArg {
+    /// The launcher's mode: vault processes run this very program.
+    pub fn mode(self) -> Result<Mode> {
+        Ok(match self {
+            ModeArg::Inprocess => Mode::InProcess,
+            ModeArg::Processes => Mode::Processes {
+                exe: std::env::current_exe().context("finding this program to start vaults")?,
+            },
+        })
+    }
+}
+
 #[derive(Args, Debug)]
 pub struct BenchNetworkArgs {
     /// Vaults in the network.
@@ -71,12 +83,7 @@ pub fn run(a: BenchNetworkArgs) -> Result<()> {
     if !(0.0..=3600.0).contains(&a.settle_seconds) {
         anyhow::bail!("--settle-seconds must be 0 to 3600");
     }
-    let mode = match a.mode {
-        ModeArg::Inprocess => Mode::InProcess,
-        ModeArg::Processes => Mode::Processes {
-            exe: std::env::current_exe().context("finding this program to start vaults")?,
-        },
-    };
+    let mode = a.mode.mode()?;
     let options = NetworkBenchOptions {
         vaults: a.vaults,
         k: a.k,

@@ -5,7 +5,6 @@
 use crate::size::parse_size;
 use anyhow::{Context, Result};
 use clap::Args;
-use spacevault_bench::launch::Mode;
 use spacevault_bench::stress::{self, Progress, StressOptions};
 use spacevault_bench::stress_output;
 use std::path::PathBuf;
@@ -80,12 +79,7 @@ pub fn run(a: StressArgs) -> Result<()> {
     {
         anyhow::bail!("--price-per-hour must be a non-negative number");
     }
-    let mode = match a.mode {
-        ModeArg::Inprocess => Mode::InProcess,
-        ModeArg::Processes => Mode::Processes {
-            exe: std::env::current_exe().context("finding this program to start vaults")?,
-        },
-    };
+    let mode = a.mode.mode()?;
     let options = StressOptions {
         vaults: a.vaults,
         clients: a.clients,

@@ -36,6 +36,24 @@ fn vault(i: u8) -> Vault {
     }
 }
 
+/// A block on `parent` by the farmer of `key`, with its best proof for
+/// the parent's child challenge and no transactions.
+async fn child_of(parent: &Block, key: &Keypair, farmer: &Farmer, at: u64) -> Block {
+    let height = parent.header.height + 1;
+    let challenge =
+        spacevault_chain::challenge(&spec().chain_id(), height, &parent.header.proof.hash());
+    let found = farmer.best(challenge).await.unwrap();
+    Block::produce(
+        key,
+        spec().chain_id(),
+        height,
+        parent.hash(),
+        at,
+        found.proof,
+        vec![],
+    )
+}
+
 /// Every vault looks up its proof and hears everyone else's; the best one
 /// produces, and every vault imports its block.
 async fn round(vaults: &mut [Vault]) {
@@ -122,17 +140,7 @@ async fn two_blocks_for_one_height_settle_on_the_better_proof_in_any_order() {
     } else {
         (&block_a, a.key.clone(), &a.farmer)
     };
-    let challenge2 = spacevault_chain::challenge(&spec().chain_id(), 2, &worse.header.proof.hash());
-    let found = worse_farmer.best(challenge2).await.unwrap();
-    let child = Block::produce(
-        &worse_key,
-        spec().chain_id(),
-        2,
-        worse.hash(),
-        t + 1000,
-        found.proof,
-        vec![],
-    );
+    let child = child_of(worse, &worse_key, worse_farmer, t + 1000).await;
     assert!(matches!(
         c.engine.import(child.clone(), t + 1000).unwrap(),
         Imported::NewHead { reorg: true }
@@ -332,17 +340,7 @@ async fn a_write_in_a_block_that_loses_its_place_goes_back_to_the_pool() {
     } else {
         (a.key.clone(), &a.farmer)
     };
-    let challenge2 = spacevault_chain::challenge(&spec().chain_id(), 2, &worse.header.proof.hash());
-    let found = worse_farmer.best(challenge2).await.unwrap();
-    let child = Block::produce(
-        &worse_key,
-        spec().chain_id(),
-        2,
-        worse.hash(),
-        t + 1000,
-        found.proof,
-        vec![],
-    );
+    let child = child_of(worse, &worse_key, worse_farmer, t + 1000).await;
     assert!(matches!(
         c.engine.import(child, t + 1000).unwrap(),
         Imported::NewHead { reorg: true }
