@@ -250,6 +250,12 @@ async fn many_requests_to_one_peer_at_once_wait_their_turn_and_all_succeed() {
     });
     let drain = tokio::spawn(async move { while b_events.recv().await.is_some() {} });
     let a_peer = a.local_peer();
+    // The queue is what is under test, not the dial: start once b is linked.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !b.peers().await.contains(&a_peer) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(b.peers().await.contains(&a_peer), "b never linked to a");
     // Three times what one connection carries at once.
     let asks: Vec<_> = (0..300u32)
         .map(|i| {
