@@ -10,6 +10,7 @@
 //! talks to the network through [`Handle`] (commands) and a stream of
 //! [`Event`]s; the swarm runs on a task of its own.
 
+pub mod links;
 pub mod wire;
 
 use futures::StreamExt;
@@ -18,7 +19,7 @@ use libp2p::identity::{self, PeerId};
 use libp2p::request_response::{self, OutboundRequestId, ProtocolSupport, ResponseChannel};
 use libp2p::swarm::{NetworkBehaviour, SwarmEvent};
 use libp2p::{
-    allow_block_list, identify, kad, noise, tcp, yamux, Multiaddr, StreamProtocol, Swarm,
+    allow_block_list, identify, kad, noise, ping, tcp, yamux, Multiaddr, StreamProtocol, Swarm,
 };
 use spacevault_chain::meter::{Meter, Op};
 use std::collections::{HashMap, HashSet};
@@ -56,6 +57,9 @@ pub struct Config {
     pub target_peers: usize,
     /// Where the hashing of gossip message ids is counted.
     pub meter: Option<Arc<Meter>>,
+    /// Distance to hold each peer at (see [`links`]); none: as fast as the
+    /// transport goes.
+    pub links: Option<Arc<links::LinkProfile>>,
 }
 
 impl Config {
@@ -69,6 +73,7 @@ impl Config {
             heartbeat: Duration::from_millis(700),
             target_peers: 12,
             meter: None,
+            links: None,
         }
     }
 }
@@ -139,7 +144,15 @@ pub enum Event {
         why: Closed,
     },
     Listening(Multiaddr),
+    /// A ping's round trip to a connected peer (one every [`PING_INTERVAL`]).
+    RoundTrip {
+        peer: PeerId,
+        rtt: Duration,
+    },
 }
+
+/// How often a node measures its round trip to each connected peer.
+pub const PING_INTERVAL: Duration = Duration::from_secs(5);
 
 /// Why the last connection with a peer closed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -294,6 +307,7 @@ struct Behaviour {
     requests: request_response::Behaviour<wire::WireCodec>,
     identify: identify::Behaviour,
     kad: kad::Behaviour<kad::store::MemoryStore>,
+    ping: ping::Behaviour,
     blocked: allow_block_list::Behaviour<allow_block_list::BlockedPeers>,
 }
 
@@ -384,6 +398,7 @@ fn behaviour(key: &identity::Keypair, config: &Config) -> Result<Behaviour, Star
         requests,
         identify,
         kad,
+        ping: ping::Behaviour::new(ping::Config::new().with_interval(PING_INTERVAL)),
         blocked: Default::default(),
     })
 }
@@ -400,36 +415,37 @@ pub fn start(
     // Connections that no mesh, query or request uses close after this: a
     // vault keeps the peers it works with, not every peer it ever met.
     let idle = IDLE_CONNECTION;
-    let mut swarm: Swarm<Behaviour> = match config.transport {
-        TransportKind::Tcp => libp2p::SwarmBuilder::with_existing_identity(key.clone())
-            .with_tokio()
-            .with_tcp(
-                tcp::Config::default().nodelay(true),
-                noise::Config::new,
-                yamux::Config::default,
-            )
-            .map_err(|e| err(&e))?
-            .with_behaviour(|k| behaviour(k, &config).map_err(Box::from))
-            .map_err(|e| err(&e))?
-            .with_swarm_config(|c| c.with_idle_connection_timeout(idle))
-            .build(),
-        TransportKind::Memory => libp2p::SwarmBuilder::with_existing_identity(key.clone())
-            .with_tokio()
-            .with_other_transport(|k| {
-                use libp2p::core::upgrade::Version;
-                use libp2p::core::Transport;
-                Ok(libp2p::core::transport::MemoryTransport::default()
-                    .upgrade(Version::V1)
-                    .authenticate(noise::Config::new(k)?)
-                    .multiplex(yamux::Config::default())
-                    .boxed())
+    let links = config.links.clone();
+    let local = key.public().to_peer_id();
+    use libp2p::core::{upgrade::Version, Transport};
+    let noise = noise::Config::new(&key).map_err(|e| err(&e))?;
+    let transport = match config.transport {
+        TransportKind::Tcp => tcp::tokio::Transport::new(tcp::Config::default().nodelay(true))
+            .upgrade(Version::V1)
+            .authenticate(noise)
+            .multiplex(yamux::Config::default())
+            .map(move |(peer, muxer), _| {
+                (peer, links::hold(links.as_deref(), &local, &peer, muxer))
             })
-            .map_err(|e| err(&e))?
-            .with_behaviour(|k| behaviour(k, &config).map_err(Box::from))
-            .map_err(|e| err(&e))?
-            .with_swarm_config(|c| c.with_idle_connection_timeout(idle))
-            .build(),
+            .boxed(),
+        TransportKind::Memory => libp2p::core::transport::MemoryTransport::default()
+            .upgrade(Version::V1)
+            .authenticate(noise)
+            .multiplex(yamux::Config::default())
+            .map(move |(peer, muxer), _| {
+                (peer, links::hold(links.as_deref(), &local, &peer, muxer))
+            })
+            .boxed(),
     };
+    let swarm = libp2p::SwarmBuilder::with_existing_identity(key.clone())
+        .with_tokio()
+        .with_other_transport(|_| transport);
+    let mut swarm: Swarm<Behaviour> = swarm
+        .map_err(|e| err(&e))?
+        .with_behaviour(|k| behaviour(k, &config).map_err(Box::from))
+        .map_err(|e| err(&e))?
+        .with_swarm_config(|c| c.with_idle_connection_timeout(idle))
+        .build();
     for address in &config.listen {
         swarm.listen_on(address.clone()).map_err(|e| err(&e))?;
     }
@@ -636,6 +652,11 @@ impl Runner {
                 self.dialing.remove(&peer);
             }
             SwarmEvent::Behaviour(BehaviourEvent::Requests(event)) => self.on_request(event).await,
+            SwarmEvent::Behaviour(BehaviourEvent::Ping(ping::Event {
+                peer,
+                result: Ok(rtt),
+                ..
+            })) => emit(&self.events, Event::RoundTrip { peer, rtt }).await,
             SwarmEvent::Behaviour(BehaviourEvent::Identify(identify::Event::Received {
                 peer_id,
                 info,

@@ -280,3 +280,80 @@ async fn many_requests_to_one_peer_at_once_wait_their_turn_and_all_succeed() {
     answering.abort();
     drain.abort();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_link_profile_holds_peers_at_its_distance_and_pings_measure_it() {
+    // 40 ms one way each way: 80 ms a round trip.
+    let (ka, kb) = ([21u8; 32], [22u8; 32]);
+    let peer_of_secret = |s: [u8; 32]| {
+        let key = spacevault_chain::Keypair::from_secret(&s).public();
+        peer_of(&key).unwrap()
+    };
+    let profile = Arc::new(links::LinkProfile {
+        regions: vec!["here".into(), "there".into()],
+        one_way: vec![
+            vec![Duration::ZERO, Duration::from_millis(40)],
+            vec![Duration::from_millis(40), Duration::ZERO],
+        ],
+        jitter: 0.05,
+        bytes_per_second: None,
+        placement: [(peer_of_secret(ka), 0), (peer_of_secret(kb), 1)]
+            .into_iter()
+            .collect(),
+    });
+    let start_node = |secret: [u8; 32], bootstrap: Vec<Multiaddr>| {
+        let mut config = Config::new(secret, TransportKind::Memory, [9; 32]);
+        config.listen = vec!["/memory/0".parse().unwrap()];
+        config.bootstrap = bootstrap;
+        config.links = Some(profile.clone());
+        let (handle, events, _task) = start(config).unwrap();
+        (handle, events)
+    };
+    let (a, mut a_events) = start_node(ka, vec![]);
+    let a_addr = first_address(&mut a_events, &a).await;
+    let (b, mut b_events) = start_node(kb, vec![a_addr]);
+    let a_peer = a.local_peer();
+    // b's first ping of a, its round trip.
+    let rtt = next(&mut b_events, &b, Duration::from_secs(10), |e| match e {
+        Event::RoundTrip { peer, rtt } if *peer == a_peer => Some(*rtt),
+        _ => None,
+    })
+    .await
+    .expect("a ping");
+    let answering = tokio::spawn({
+        let a = a.clone();
+        async move {
+            while let Some(event) = a_events.recv().await {
+                if let Event::Request { reply, .. } = event {
+                    a.respond(reply, Response::NotFound);
+                }
+            }
+        }
+    });
+    let drain = tokio::spawn(async move { while b_events.recv().await.is_some() {} });
+    let mut requests = Vec::new();
+    for _ in 0..5 {
+        let asked = Instant::now();
+        b.request(a_peer, Request::Fetch { address: [3; 32] })
+            .await
+            .unwrap();
+        requests.push(asked.elapsed());
+    }
+    requests.sort();
+    let median = requests[2];
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    assert!(
+        (72.0..95.0).contains(&ms(rtt)),
+        "ping round trip {} ms, set 80",
+        ms(rtt)
+    );
+    // A request opens a stream of its own: agreeing on its protocol costs
+    // a round trip before the request's, as it would over real distance.
+    assert!(
+        (144.0..200.0).contains(&ms(median)),
+        "request took {} ms, two round trips of 80 set",
+        ms(median)
+    );
+    answering.abort();
+    drain.abort();
+}

@@ -204,6 +204,13 @@ async fn status(State(s): S) -> Json<serde_json::Value> {
     };
     let (blobs, blob_bytes) = s.engine().store().blob_stats().unwrap_or((0, 0));
     let peers = s.net.peers().await;
+    let round_trips: serde_json::Map<String, serde_json::Value> = s
+        .round_trips
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(p, rtt)| (p.to_string(), json!(rtt.as_secs_f64() * 1000.0)))
+        .collect();
     let listen: Vec<String> = s
         .listen_addrs
         .lock()
@@ -226,6 +233,7 @@ async fn status(State(s): S) -> Json<serde_json::Value> {
         "skipped_plots": s.farmer.skipped(),
         "peers": peers.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
         "vaults": s.vaults.lock().unwrap().count(),
+        "round_trips_ms": round_trips,
         "blobs": blobs,
         "blob_bytes": blob_bytes,
     }))

@@ -11,6 +11,8 @@
 //! - [`data`]: blobs, their holders, replication and repair;
 //! - [`api`] and [`client`]: the HTTP API and a client of it;
 //! - [`metrics`]: what `/metrics` shows;
+//! - [`links`]: the file that places a test network's vaults at a
+//!   distance from each other;
 //! - the network (`spacevault-network`) and the store (`spacevault-store`)
 //!   are crates of their own.
 
@@ -20,6 +22,7 @@ pub mod data;
 pub mod engine;
 pub mod farmer;
 pub mod identity;
+pub mod links;
 pub mod metrics;
 mod node;
 mod page;

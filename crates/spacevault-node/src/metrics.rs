@@ -31,6 +31,7 @@ pub struct Metrics {
     pub peers: Gauge,
     pub vaults: Gauge,
     pub lookup_seconds: Histogram,
+    pub round_trip_seconds: Histogram,
     pub proofs_sent: Counter,
     pub proofs_won: Counter,
     pub blocks_accepted: Counter,
@@ -58,6 +59,9 @@ impl Metrics {
             vaults: Gauge::default(),
             lookup_seconds: Histogram::new([
                 1e-5, 5e-5, 1e-4, 5e-4, 1e-3, 5e-3, 1e-2, 5e-2, 0.1, 0.5, 1.0,
+            ]),
+            round_trip_seconds: Histogram::new([
+                5e-4, 1e-3, 5e-3, 1e-2, 2.5e-2, 5e-2, 0.1, 0.2, 0.4, 0.8, 1.6,
             ]),
             proofs_sent: Counter::default(),
             proofs_won: Counter::default(),
@@ -90,6 +94,11 @@ impl Metrics {
             "lookup_seconds",
             "Time to look up the best proof of all plots",
             m.lookup_seconds.clone(),
+        );
+        registry.register(
+            "peer_round_trip_seconds",
+            "Ping round trips to connected peers",
+            m.round_trip_seconds.clone(),
         );
         registry.register(
             "proofs_sent",

@@ -32,6 +32,8 @@ pub struct NodeConfig {
     pub heartbeat: Duration,
     /// Remember signatures verified once (see `meter::verify_cached`).
     pub verify_cache: bool,
+    /// Distance to hold peers at, for test networks on one machine.
+    pub links: Option<Arc<net::links::LinkProfile>>,
 }
 
 impl NodeConfig {
@@ -53,6 +55,7 @@ impl NodeConfig {
             api: None,
             heartbeat,
             verify_cache: true,
+            links: None,
         }
     }
 }
@@ -97,6 +100,8 @@ pub struct Shared {
     syncing: AtomicBool,
     /// This vault's cryptographic operations.
     pub meter: Arc<Meter>,
+    /// The last measured round trip to each connected peer.
+    pub round_trips: Mutex<std::collections::HashMap<net::Peer, Duration>>,
 }
 
 /// First-import times of the last blocks, bounded.
@@ -172,6 +177,7 @@ impl Node {
         net_config.listen = config.listen.clone();
         net_config.bootstrap = config.bootstrap.clone();
         net_config.heartbeat = config.heartbeat;
+        net_config.links = config.links.clone();
         let meter = Meter::new(false);
         let meter = Arc::new(match config.verify_cache {
             true => meter.with_verify_cache(),
@@ -198,6 +204,7 @@ impl Node {
             arrivals: Mutex::new(Arrivals::default()),
             syncing: AtomicBool::new(false),
             meter,
+            round_trips: Mutex::new(Default::default()),
         });
         data::refresh_blob_metrics(&shared);
         let api = match config.api {
@@ -549,6 +556,7 @@ fn on_event(shared: &Arc<Shared>, internal: &mpsc::UnboundedSender<Internal>, ev
         }
         Event::PeerDown { peer, why } => {
             shared.metrics.peers.dec();
+            shared.round_trips.lock().unwrap().remove(&peer);
             // A connection closed for want of use says nothing of the
             // vault. One lost may be a vault gone, or the other side's
             // idle timeout: asking it would dial it again, and a network's
@@ -558,6 +566,10 @@ fn on_event(shared: &Arc<Shared>, internal: &mpsc::UnboundedSender<Internal>, ev
             if why == net::Closed::Lost {
                 shared.vaults.lock().unwrap().lost(&peer);
             }
+        }
+        Event::RoundTrip { peer, rtt } => {
+            shared.metrics.round_trip_seconds.observe(rtt.as_secs_f64());
+            shared.round_trips.lock().unwrap().insert(peer, rtt);
         }
         Event::Listening(addr) => {
             tracing::info!(%addr, "listening");

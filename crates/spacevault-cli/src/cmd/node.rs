@@ -31,6 +31,10 @@ pub struct NodeArgs {
     /// arrives and again inside its block).
     #[arg(long, value_enum, value_name = "ON|OFF", default_value_t = Switch::On)]
     pub verify_cache: Switch,
+    /// Hold peers at a distance, for test networks on one machine: a links
+    /// file (docs/PROFILING.md) placing vaults in regions.
+    #[arg(long, value_name = "FILE")]
+    pub links: Option<PathBuf>,
 }
 
 /// A setting that is on or off.
@@ -63,6 +67,17 @@ pub fn run(args: NodeArgs) -> Result<()> {
             anyhow::bail!("--plots {} does not exist", dir.display());
         }
     }
+    let links = match &args.links {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading --links {}", path.display()))?;
+            Some(std::sync::Arc::new(
+                spacevault_node::links::LinksFile::parse(&text)
+                    .with_context(|| format!("--links {}", path.display()))?,
+            ))
+        }
+        None => None,
+    };
     crate::logs::init();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -75,6 +90,7 @@ pub fn run(args: NodeArgs) -> Result<()> {
         config.bootstrap = bootstrap;
         config.api = Some(args.api);
         config.verify_cache = args.verify_cache == Switch::On;
+        config.links = links;
         let node = Node::start(config).await?;
         let peer = node.peer_id();
         outln!("peer id     {peer}");
