@@ -16,6 +16,7 @@ use futures::{AsyncRead, AsyncWrite};
 use libp2p::core::muxing::{StreamMuxer, StreamMuxerBox, StreamMuxerEvent};
 use libp2p::PeerId;
 use std::collections::{HashMap, VecDeque};
+use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -223,8 +224,6 @@ impl<S> Delayed<S> {
     }
 }
 
-use std::future::Future;
-
 impl<S: AsyncRead + Unpin> AsyncRead for Delayed<S> {
     fn poll_read(
         self: Pin<&mut Self>,
@@ -232,49 +231,47 @@ impl<S: AsyncRead + Unpin> AsyncRead for Delayed<S> {
         buf: &mut [u8],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
-        loop {
-            // Take in whatever has come, stamped with its release time.
-            while this.end.is_none() {
-                let mut chunk = [0u8; 16 * 1024];
-                match Pin::new(&mut this.inner).poll_read(cx, &mut chunk) {
-                    Poll::Ready(Ok(0)) => this.end = Some((this.release_time(0), None)),
-                    Poll::Ready(Ok(n)) => {
-                        let at = this.release_time(n);
-                        this.queue.push_back((at, chunk[..n].to_vec()));
-                    }
-                    Poll::Ready(Err(e)) => this.end = Some((this.release_time(0), Some(e))),
-                    Poll::Pending => break,
+        // Take in whatever has come, stamped with its release time.
+        while this.end.is_none() {
+            let mut chunk = [0u8; 16 * 1024];
+            match Pin::new(&mut this.inner).poll_read(cx, &mut chunk) {
+                Poll::Ready(Ok(0)) => this.end = Some((this.release_time(0), None)),
+                Poll::Ready(Ok(n)) => {
+                    let at = this.release_time(n);
+                    this.queue.push_back((at, chunk[..n].to_vec()));
                 }
+                Poll::Ready(Err(e)) => this.end = Some((this.release_time(0), Some(e))),
+                Poll::Pending => break,
             }
-            if let Some((at, _)) = this.queue.front() {
-                let at = *at;
-                if !this.reached(at, cx) {
-                    return Poll::Pending;
-                }
-                let (_, data) = this.queue.front().expect("looked at above");
-                let n = buf.len().min(data.len() - this.taken);
-                buf[..n].copy_from_slice(&data[this.taken..this.taken + n]);
-                this.taken += n;
-                if this.taken == data.len() {
-                    this.queue.pop_front();
-                    this.taken = 0;
-                }
-                return Poll::Ready(Ok(n));
-            }
-            let Some((at, _)) = &this.end else {
-                return Poll::Pending;
-            };
+        }
+        if let Some((at, _)) = this.queue.front() {
             let at = *at;
             if !this.reached(at, cx) {
                 return Poll::Pending;
             }
-            let failure = this.end.as_mut().and_then(|(_, e)| e.take());
-            return Poll::Ready(match failure {
-                Some(e) => Err(e),
-                // Still the end on later reads: `end` stays.
-                None => Ok(0),
-            });
+            let (_, data) = this.queue.front().expect("looked at above");
+            let n = buf.len().min(data.len() - this.taken);
+            buf[..n].copy_from_slice(&data[this.taken..this.taken + n]);
+            this.taken += n;
+            if this.taken == data.len() {
+                this.queue.pop_front();
+                this.taken = 0;
+            }
+            return Poll::Ready(Ok(n));
         }
+        let Some((at, _)) = &this.end else {
+            return Poll::Pending;
+        };
+        let at = *at;
+        if !this.reached(at, cx) {
+            return Poll::Pending;
+        }
+        let failure = this.end.as_mut().and_then(|(_, e)| e.take());
+        Poll::Ready(match failure {
+            Some(e) => Err(e),
+            // Still the end on later reads: `end` stays.
+            None => Ok(0),
+        })
     }
 }
 

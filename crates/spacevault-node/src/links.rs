@@ -61,7 +61,9 @@ impl LinksFile {
             return bad("no regions".into());
         }
         if self.one_way_ms.len() != n || self.one_way_ms.iter().any(|row| row.len() != n) {
-            return bad(format!("one_way_ms must be {n} rows of {n} delays, one per region"));
+            return bad(format!(
+                "one_way_ms must be {n} rows of {n} delays, one per region"
+            ));
         }
         let mut one_way = Vec::with_capacity(n);
         for row in &self.one_way_ms {
@@ -128,10 +130,16 @@ mod tests {
     fn a_bad_links_file_says_what_is_wrong() {
         let cases: Vec<(Box<dyn Fn(&mut LinksFile)>, &str)> = vec![
             (Box::new(|f| f.format = 2), "format 2"),
-            (Box::new(|f| f.one_way_ms.pop().map(drop).unwrap_or(())), "2 rows"),
+            (
+                Box::new(|f| f.one_way_ms.pop().map(drop).unwrap_or(())),
+                "2 rows",
+            ),
             (Box::new(|f| f.one_way_ms[0][0] = -1.0), "a delay of -1"),
             (Box::new(|f| f.jitter = 2.0), "jitter 2"),
-            (Box::new(|f| f.bytes_per_second = Some(0)), "carries nothing"),
+            (
+                Box::new(|f| f.bytes_per_second = Some(0)),
+                "carries nothing",
+            ),
             (
                 Box::new(|f| {
                     f.placement.insert("nobody".into(), 0);
@@ -151,6 +159,9 @@ mod tests {
             let e = LinksFile::parse(&f.to_json()).unwrap_err().to_string();
             assert!(e.contains(says), "'{e}' should say '{says}'");
         }
-        assert!(LinksFile::parse("{").unwrap_err().to_string().contains("JSON"));
+        assert!(LinksFile::parse("{")
+            .unwrap_err()
+            .to_string()
+            .contains("JSON"));
     }
 }
