@@ -128,7 +128,8 @@ mod tests {
 
     #[test]
     fn a_bad_links_file_says_what_is_wrong() {
-        let cases: Vec<(Box<dyn Fn(&mut LinksFile)>, &str)> = vec![
+        type Spoil = Box<dyn Fn(&mut LinksFile)>;
+        let cases: Vec<(Spoil, &str)> = vec![
             (Box::new(|f| f.format = 2), "format 2"),
             (
                 Box::new(|f| f.one_way_ms.pop().map(drop).unwrap_or(())),
