@@ -3,12 +3,14 @@
 //! processes on loopback TCP; waiting until they joined; their CPU and
 //! memory; stopping them. `bench network` and `stress` both use it.
 
+use crate::profiles::Distance;
 use crate::BenchError;
 use serde::Serialize;
 use spacevault::plot::NoProgress;
 use spacevault::PlotOptions;
 use spacevault_chain::{ChainSpec, Keypair};
 use spacevault_node::client::Client;
+use spacevault_node::links::LinksFile;
 use spacevault_node::{Node, NodeConfig, TransportKind};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -39,11 +41,15 @@ pub struct LaunchOptions {
     pub logs_dir: PathBuf,
     /// The vaults remember signatures they verified.
     pub verify_cache: bool,
+    /// How far apart the vaults are.
+    pub distance: Distance,
 }
 
 /// A running network of vaults.
 pub struct Network {
     vaults: Vaults,
+    /// Each vault's peer id, in vault order.
+    pub peers: Vec<String>,
     /// Each vault's API client, in vault order.
     pub clients: Vec<Client>,
     pub spec: ChainSpec,
@@ -90,9 +96,18 @@ impl Network {
         let first_block_due_seconds = (spec.genesis_unix_ms + spec.slot_ms)
             .saturating_sub(spacevault_node::now_ms()) as f64
             / 1000.0;
+        let peers: Vec<String> = plots
+            .iter()
+            .map(|(key, _)| {
+                spacevault_network::peer_of(&key.public())
+                    .expect("an ed25519 key is a peer id")
+                    .to_string()
+            })
+            .collect();
+        let links = options.distance.links_file(&peers);
         let (vaults, apis) = match &options.mode {
-            Mode::InProcess => start_in_process(&spec, &plots, options).await?,
-            Mode::Processes { exe } => start_processes(exe, &spec, &plots, options)?,
+            Mode::InProcess => start_in_process(&spec, &plots, options, links).await?,
+            Mode::Processes { exe } => start_processes(exe, &spec, &plots, options, links)?,
         };
         let started_seconds = started.elapsed().as_secs_f64();
         let clients = apis
@@ -108,6 +123,7 @@ impl Network {
         };
         Ok(Network {
             vaults,
+            peers,
             clients,
             spec,
             run_dir: options.run_dir.clone(),
@@ -198,6 +214,32 @@ impl Network {
             .map_err(|e| BenchError::Invalid(e.to_string()))
     }
 
+    /// Each vault's last measured round trip to each peer it is connected
+    /// to: (vault, peer vault, milliseconds).
+    pub async fn round_trips(&self) -> Vec<(usize, usize, f64)> {
+        let index: std::collections::HashMap<&str, usize> = self
+            .peers
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (p.as_str(), i))
+            .collect();
+        let mut measured = Vec::new();
+        for (i, client) in self.clients.iter().enumerate() {
+            let Ok(status) = client.status().await else {
+                continue;
+            };
+            let Some(trips) = status["round_trips_ms"].as_object() else {
+                continue;
+            };
+            for (peer, ms) in trips {
+                if let (Some(&j), Some(ms)) = (index.get(peer.as_str()), ms.as_f64()) {
+                    measured.push((i, j, ms));
+                }
+            }
+        }
+        measured
+    }
+
     /// Stops every vault and removes the stores.
     pub async fn stop(self) {
         stop(self.vaults).await;
@@ -268,8 +310,16 @@ async fn start_in_process(
     spec: &ChainSpec,
     plots: &[(Keypair, PathBuf)],
     options: &LaunchOptions,
+    links: Option<LinksFile>,
 ) -> Result<(Vaults, Vec<String>), BenchError> {
     let dir = &options.run_dir;
+    let links = match links {
+        Some(file) => Some(std::sync::Arc::new(
+            file.profile()
+                .map_err(|e| BenchError::Invalid(e.to_string()))?,
+        )),
+        None => None,
+    };
     let mut nodes = Vec::new();
     let mut listening: Vec<Vec<spacevault_node::Address>> = Vec::new();
     for (i, (key, plot_dir)) in plots.iter().enumerate() {
@@ -287,6 +337,7 @@ async fn start_in_process(
             .collect();
         config.api = Some("127.0.0.1:0".parse().expect("a socket address"));
         config.verify_cache = options.verify_cache;
+        config.links = links.clone();
         let node = Node::start(config)
             .await
             .map_err(|e| BenchError::Invalid(format!("vault {i}: {e}")))?;
@@ -305,11 +356,16 @@ fn start_processes(
     spec: &ChainSpec,
     plots: &[(Keypair, PathBuf)],
     options: &LaunchOptions,
+    links: Option<LinksFile>,
 ) -> Result<(Vaults, Vec<String>), BenchError> {
     let (dir, logs_dir) = (&options.run_dir, &options.logs_dir);
     use std::io::BufRead;
     let spec_path = dir.join("spec.json");
     std::fs::write(&spec_path, spec.to_json()).map_err(io("writing the chain spec"))?;
+    let links_path = dir.join("links.json");
+    if let Some(file) = &links {
+        std::fs::write(&links_path, file.to_json()).map_err(io("writing the links file"))?;
+    }
     let mut children = Vec::new();
     let mut apis = Vec::new();
     let mut listening: Vec<String> = Vec::new();
@@ -350,6 +406,9 @@ fn start_processes(
             .stderr(log);
         for j in bootstrap_of(i) {
             cmd.args(["--bootstrap", &listening[j]]);
+        }
+        if links.is_some() {
+            cmd.arg("--links").arg(&links_path);
         }
         let mut child = cmd.spawn().map_err(io("starting a vault"))?;
         let mut lines = std::io::BufReader::new(child.stdout.take().expect("piped")).lines();

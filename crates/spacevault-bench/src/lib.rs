@@ -8,6 +8,7 @@ pub mod lookup;
 pub mod machine;
 pub mod network;
 pub mod plot;
+pub mod profiles;
 pub mod stats;
 pub mod stress;
 pub mod stress_output;

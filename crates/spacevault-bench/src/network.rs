@@ -8,6 +8,7 @@
 pub use crate::launch::Mode;
 use crate::launch::{io, LaunchOptions, Network};
 use crate::machine::Machine;
+use crate::profiles::{round_trips, RoundTrips};
 use crate::stats::Summary;
 use crate::BenchError;
 use serde::Serialize;
@@ -33,6 +34,8 @@ pub struct NetworkBenchOptions {
     pub clients: usize,
     pub blob_bytes: usize,
     pub mode: Mode,
+    /// How far apart the vaults are.
+    pub distance: crate::profiles::Distance,
     /// Where plots (kept between runs), stores and specs go.
     pub dir: PathBuf,
 }
@@ -107,6 +110,9 @@ pub struct NetworkBench {
     pub load: Phase,
     pub put: OpStats,
     pub get: OpStats,
+    /// Ping round trips between regions at the end of the idle phase,
+    /// beside the profile's.
+    pub round_trips: Vec<RoundTrips>,
 }
 
 /// Runs the benchmark on a tokio runtime of its own.
@@ -134,6 +140,7 @@ async fn run_async(options: &NetworkBenchOptions) -> Result<NetworkBench, BenchE
         run_dir: options.dir.join(format!("run-{}", std::process::id())),
         logs_dir: options.dir.join("logs"),
         verify_cache: true,
+        distance: options.distance.clone(),
     })
     .await?;
     if let Err(e) = network.wait_joined(Duration::from_secs(120)).await {
@@ -157,6 +164,7 @@ async fn run_async(options: &NetworkBenchOptions) -> Result<NetworkBench, BenchE
     let idle_took = idle_started.elapsed().as_secs_f64();
     let h1 = head().await?;
     let cpu1 = cpu_now();
+    let round_trips = round_trips(&options.distance.regions(), &network.round_trips().await);
     let load_started = Instant::now();
     let (put, get) = client_load(&clients, options).await;
     let load_took = load_started.elapsed().as_secs_f64();
@@ -201,6 +209,7 @@ async fn run_async(options: &NetworkBenchOptions) -> Result<NetworkBench, BenchE
         load,
         put,
         get,
+        round_trips,
     })
 }
 
@@ -257,8 +266,6 @@ async fn client_load(clients: &[Client], options: &NetworkBenchOptions) -> (OpSt
     (stats(puts, pe), stats(gets, ge))
 }
 
-/// Heights, heights compared, disagreements, propagation times (ms) and
-/// blocks some vault lacks, over every vault's canonical chain.
 /// Heights at every vault, settled heights compared, disagreements, each
 /// settled block's propagation time (height, ms), blocks some vault lacks.
 async fn agreement(clients: &[Client]) -> ((u64, u64), u64, u64, Vec<(u64, f64)>, u64) {

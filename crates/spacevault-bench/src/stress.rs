@@ -9,6 +9,7 @@
 
 use crate::launch::{LaunchOptions, Mode, Network};
 use crate::machine::{Machine, SplitMix};
+use crate::profiles::{round_trips, RoundTrips};
 use crate::stats::Summary;
 use crate::BenchError;
 use serde::Serialize;
@@ -45,6 +46,8 @@ pub struct StressOptions {
     pub price_per_hour: Option<f64>,
     /// The vaults remember signatures they verified.
     pub verify_cache: bool,
+    /// How far apart the vaults are.
+    pub distance: crate::profiles::Distance,
     /// Plot cache and the networks' stores.
     pub dir: PathBuf,
 }
@@ -116,6 +119,9 @@ pub struct Cell {
     pub crypto: Vec<CryptoTotal>,
     /// `seconds` at the machine's price.
     pub cost_usd: Option<f64>,
+    /// Ping round trips between regions at the clients' end, beside the
+    /// profile's.
+    pub round_trips: Vec<RoundTrips>,
 }
 
 impl Cell {
@@ -350,6 +356,7 @@ async fn run_cell(
         )),
         logs_dir: options.dir.join("logs"),
         verify_cache: options.verify_cache,
+        distance: options.distance.clone(),
     })
     .await?;
     if let Err(e) = network.wait_joined(Duration::from_secs(120)).await {
@@ -392,6 +399,7 @@ async fn run_cell(
         }
     }
     let seconds = started.elapsed().as_secs_f64();
+    let round_trips = round_trips(&options.distance.regions(), &network.round_trips().await);
     let crypto = crypto_between(&crypto_before, &crypto_totals(&network.clients).await);
     let cpu_seconds = cpu_before.zip(network.cpu_seconds()).map(|(a, b)| b - a);
     network.stop().await;
@@ -410,6 +418,7 @@ async fn run_cell(
         cpu_seconds,
         crypto,
         cost_usd: options.price_per_hour.map(|p| p * seconds / 3600.0),
+        round_trips,
     })
 }
 
@@ -695,6 +704,7 @@ mod tests {
             repeats: 2,
             price_per_hour: None,
             verify_cache: true,
+            distance: Default::default(),
             dir: PathBuf::from("x"),
         };
         let runs = o.runs();

@@ -137,7 +137,7 @@ pub fn markdown(report: &StressReport, command: &str, date: &str) -> String {
     );
     let _ = writeln!(
         s,
-        "- network: k={} plots, {} ms slots, {} copies a blob, verify cache {}, {}, {} run(s) a cell\n",
+        "- network: k={} plots, {} ms slots, {} copies a blob, verify cache {}, {}, {} run(s) a cell",
         o.k,
         o.slot_ms,
         o.replication,
@@ -147,6 +147,16 @@ pub fn markdown(report: &StressReport, command: &str, date: &str) -> String {
             crate::launch::Mode::Processes { .. } => "a process a vault (loopback TCP)",
         },
         o.repeats
+    );
+    let _ = writeln!(
+        s,
+        "- distance: {}{}\n",
+        o.distance.name(),
+        if o.distance.links_file(&[]).is_some() {
+            " (each vault holds what it reads from a peer for the delay between their regions, with jitter, at the capped rate: applied in the transport, as this kernel has no netem)"
+        } else {
+            " (nothing added to the transport)"
+        }
     );
     let _ = writeln!(s, "## Time to run (median seconds), vaults × clients\n");
     let _ = write!(s, "| vaults \\ clients |");
@@ -240,6 +250,22 @@ pub fn markdown(report: &StressReport, command: &str, date: &str) -> String {
             })
         })
         .collect();
+    // The largest network has the most pairs of regions to show.
+    if let Some(c) = report
+        .cells
+        .iter()
+        .filter(|c| !c.round_trips.is_empty())
+        .max_by_key(|c| (c.vaults, c.clients))
+    {
+        let _ = writeln!(
+            s,
+            "\n## Round trips between regions ({} vaults × {} clients), median of each vault's last ping of each peer\n",
+            c.vaults, c.clients
+        );
+        for t in &c.round_trips {
+            let _ = writeln!(s, "- {}", t.describe());
+        }
+    }
     if !errors.is_empty() {
         let _ = writeln!(s, "\n## First error of each kind\n");
         for e in errors {

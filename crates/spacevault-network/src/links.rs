@@ -209,8 +209,12 @@ impl<S> Delayed<S> {
         at
     }
 
-    /// Waits for `at`; true once it has passed.
+    /// Waits for `at`; true once it has come. tokio's timers fire on the
+    /// first millisecond tick at or after their deadline: aimed half a
+    /// millisecond early, a release is off by at most half a millisecond
+    /// either way instead of up to a whole one late each way.
     fn reached(&mut self, at: Instant, cx: &mut Context<'_>) -> bool {
+        let at = at.checked_sub(Duration::from_micros(500)).unwrap_or(at);
         if at <= Instant::now() {
             return true;
         }

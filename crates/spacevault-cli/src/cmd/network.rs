@@ -4,6 +4,7 @@ use crate::size::{format_size, parse_size};
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use spacevault_bench::network::{self, Mode, NetworkBenchOptions, OpStats};
+use spacevault_bench::profiles::{parse_rate, Distance, RegionMatrix};
 use std::path::PathBuf;
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -22,6 +23,29 @@ impl ModeArg {
             ModeArg::Processes => Mode::Processes {
                 exe: std::env::current_exe().context("finding this program to start vaults")?,
             },
+        })
+    }
+}
+
+/// How far apart the vaults of a test network are.
+#[derive(Args, Debug)]
+pub struct DistanceArgs {
+    /// Delay between vaults: lan (nothing added), continent (4 regions,
+    /// round trips up to 70 ms), global (8 regions, up to 400 ms), or a
+    /// matrix file (docs/PROFILING.md).
+    #[arg(long, value_name = "PROFILE", default_value = "lan")]
+    pub latency: String,
+    /// Cap on what each connection carries each way, e.g. 2Gbit, 100Mbit,
+    /// 50MiB (per second).
+    #[arg(long, value_name = "RATE")]
+    pub bandwidth: Option<String>,
+}
+
+impl DistanceArgs {
+    pub fn distance(&self) -> Result<Distance> {
+        Ok(Distance {
+            matrix: RegionMatrix::named(&self.latency)?,
+            bytes_per_second: self.bandwidth.as_deref().map(parse_rate).transpose()?,
         })
     }
 }
@@ -58,6 +82,8 @@ pub struct BenchNetworkArgs {
     pub size: u64,
     #[arg(long, value_enum, default_value_t = ModeArg::Inprocess)]
     pub mode: ModeArg,
+    #[command(flatten)]
+    pub distance: DistanceArgs,
     /// Where the vaults' plots (kept for the next run) and stores go.
     #[arg(long, value_name = "DIR", default_value = "spacevault-bench-network")]
     pub dir: PathBuf,
@@ -95,6 +121,7 @@ pub fn run(a: BenchNetworkArgs) -> Result<()> {
         clients: a.clients,
         blob_bytes: a.size as usize,
         mode,
+        distance: a.distance.distance()?,
         dir: a.dir,
     };
     if !a.json {
@@ -112,7 +139,7 @@ pub fn run(a: BenchNetworkArgs) -> Result<()> {
     }
     outln!("machine         {}", r.machine.describe());
     outln!(
-        "network         {} vaults ({}), k={} plots, {} ms slots, {} copies a blob",
+        "network         {} vaults ({}), k={} plots, {} ms slots, {} copies a blob, {}",
         options.vaults,
         match options.mode {
             Mode::InProcess => "one process, in-memory transport",
@@ -120,7 +147,8 @@ pub fn run(a: BenchNetworkArgs) -> Result<()> {
         },
         options.k,
         options.slot_ms,
-        options.replication
+        options.replication,
+        options.distance.name()
     );
     outln!(
         "started         {:.2} s (every vault listening)",
@@ -190,5 +218,9 @@ pub fn run(a: BenchNetworkArgs) -> Result<()> {
     };
     op("put", &r.put)?;
     op("get", &r.get)?;
+    for (i, trips) in r.round_trips.iter().enumerate() {
+        let head = if i == 0 { "round trips" } else { "" };
+        outln!("{head:<15} {}", trips.describe());
+    }
     Ok(())
 }

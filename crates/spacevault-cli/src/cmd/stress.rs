@@ -9,7 +9,7 @@ use spacevault_bench::stress::{self, Progress, StressOptions};
 use spacevault_bench::stress_output;
 use std::path::PathBuf;
 
-use super::network::ModeArg;
+use super::network::{DistanceArgs, ModeArg};
 use super::node::Switch;
 
 #[derive(Args, Debug)]
@@ -53,6 +53,8 @@ pub struct StressArgs {
     pub replication: u32,
     #[arg(long, value_enum, default_value_t = ModeArg::Inprocess)]
     pub mode: ModeArg,
+    #[command(flatten)]
+    pub distance: DistanceArgs,
     /// The vaults remember signatures they verified.
     #[arg(long, value_enum, value_name = "ON|OFF", default_value_t = Switch::On)]
     pub verify_cache: Switch,
@@ -94,6 +96,7 @@ pub fn run(a: StressArgs) -> Result<()> {
         repeats: a.repeats,
         price_per_hour: a.price_per_hour,
         verify_cache: a.verify_cache == Switch::On,
+        distance: a.distance.distance()?,
         dir: a.dir,
     };
     options.validate()?;
