@@ -3,6 +3,7 @@
 //! processes on loopback TCP; waiting until they joined; their CPU and
 //! memory; stopping them. `bench network` and `stress` both use it.
 
+use crate::crypto_trace::Trace;
 use crate::profiles::Distance;
 use crate::BenchError;
 use serde::Serialize;
@@ -43,6 +44,8 @@ pub struct LaunchOptions {
     pub verify_cache: bool,
     /// How far apart the vaults are.
     pub distance: Distance,
+    /// The vaults keep every crypto operation's span (in-process only).
+    pub trace_crypto: bool,
 }
 
 /// A running network of vaults.
@@ -73,6 +76,11 @@ impl Network {
     pub async fn start(options: &LaunchOptions) -> Result<Network, BenchError> {
         if options.vaults == 0 {
             return Err(BenchError::Invalid("a network needs a vault".into()));
+        }
+        if options.trace_crypto && options.mode != Mode::InProcess {
+            return Err(BenchError::Invalid(
+                "crypto traces are taken from vaults in this process: use --mode inprocess".into(),
+            ));
         }
         std::fs::create_dir_all(&options.run_dir).map_err(io("creating the run directory"))?;
         let plots: Vec<(Keypair, PathBuf)> = (0..options.vaults)
@@ -214,9 +222,38 @@ impl Network {
             .map_err(|e| BenchError::Invalid(e.to_string()))
     }
 
+    /// Each vault's crypto operations since the last call, as traces of
+    /// the window `(start, end)` in Unix ns; none unless the vaults trace
+    /// in this process.
+    pub fn take_traces(&self, window: (u64, u64)) -> Vec<Trace> {
+        let Vaults::InProcess(nodes) = &self.vaults else {
+            return Vec::new();
+        };
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+        nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.shared.meter.is_tracing())
+            .map(|(i, n)| {
+                let m = &n.shared.meter;
+                Trace::of_spans(i as u32, cores, m.epoch_unix_ns(), window, &m.take_trace())
+            })
+            .collect()
+    }
+
+    /// Each vault's `/v1/status`, in vault order; none where it did not
+    /// answer.
+    pub async fn statuses(&self) -> Vec<Option<serde_json::Value>> {
+        let mut all = Vec::new();
+        for client in &self.clients {
+            all.push(client.status().await.ok());
+        }
+        all
+    }
+
     /// Each vault's last measured round trip to each peer it is connected
-    /// to: (vault, peer vault, milliseconds).
-    pub async fn round_trips(&self) -> Vec<(usize, usize, f64)> {
+    /// to, from their statuses: (vault, peer vault, milliseconds).
+    pub fn round_trips(&self, statuses: &[Option<serde_json::Value>]) -> Vec<(usize, usize, f64)> {
         let index: std::collections::HashMap<&str, usize> = self
             .peers
             .iter()
@@ -224,11 +261,11 @@ impl Network {
             .map(|(i, p)| (p.as_str(), i))
             .collect();
         let mut measured = Vec::new();
-        for (i, client) in self.clients.iter().enumerate() {
-            let Ok(status) = client.status().await else {
-                continue;
-            };
-            let Some(trips) = status["round_trips_ms"].as_object() else {
+        for (i, status) in statuses.iter().enumerate() {
+            let Some(trips) = status
+                .as_ref()
+                .and_then(|s| s["round_trips_ms"].as_object())
+            else {
                 continue;
             };
             for (peer, ms) in trips {
@@ -245,6 +282,22 @@ impl Network {
         stop(self.vaults).await;
         let _ = std::fs::remove_dir_all(&self.run_dir);
     }
+}
+
+/// Changes of branch in every vault together, and the most blocks one of
+/// them took off a vault's canonical chain, from the vaults' statuses.
+pub fn reorgs(statuses: &[Option<serde_json::Value>]) -> (u64, u64) {
+    let field = |s: &Option<serde_json::Value>, name: &str| {
+        s.as_ref().and_then(|s| s[name].as_u64()).unwrap_or(0)
+    };
+    (
+        statuses.iter().map(|s| field(s, "reorgs")).sum(),
+        statuses
+            .iter()
+            .map(|s| field(s, "deepest_reorg"))
+            .max()
+            .unwrap_or(0),
+    )
 }
 
 /// The vaults as the benchmark drives them.
@@ -338,6 +391,7 @@ async fn start_in_process(
         config.api = Some("127.0.0.1:0".parse().expect("a socket address"));
         config.verify_cache = options.verify_cache;
         config.links = links.clone();
+        config.trace_crypto = options.trace_crypto;
         let node = Node::start(config)
             .await
             .map_err(|e| BenchError::Invalid(format!("vault {i}: {e}")))?;

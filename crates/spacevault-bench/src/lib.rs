@@ -2,6 +2,7 @@
 //! limits measured in the same run: how fast this machine hashes records on
 //! every core, and how fast it writes and reads the output disk.
 
+pub mod crypto_trace;
 pub mod heatmap;
 pub mod launch;
 pub mod lookup;

@@ -141,6 +141,7 @@ async fn run_async(options: &NetworkBenchOptions) -> Result<NetworkBench, BenchE
         logs_dir: options.dir.join("logs"),
         verify_cache: true,
         distance: options.distance.clone(),
+        trace_crypto: false,
     })
     .await?;
     if let Err(e) = network.wait_joined(Duration::from_secs(120)).await {
@@ -164,7 +165,8 @@ async fn run_async(options: &NetworkBenchOptions) -> Result<NetworkBench, BenchE
     let idle_took = idle_started.elapsed().as_secs_f64();
     let h1 = head().await?;
     let cpu1 = cpu_now();
-    let round_trips = round_trips(&options.distance.regions(), &network.round_trips().await);
+    let statuses = network.statuses().await;
+    let round_trips = round_trips(&options.distance.regions(), &network.round_trips(&statuses));
     let load_started = Instant::now();
     let (put, get) = client_load(&clients, options).await;
     let load_took = load_started.elapsed().as_secs_f64();

@@ -48,6 +48,9 @@ pub struct StressOptions {
     pub verify_cache: bool,
     /// How far apart the vaults are.
     pub distance: crate::profiles::Distance,
+    /// Where each cell's crypto traces go (one file a vault); none: no
+    /// tracing.
+    pub trace_dir: Option<PathBuf>,
     /// Plot cache and the networks' stores.
     pub dir: PathBuf,
 }
@@ -122,6 +125,13 @@ pub struct Cell {
     /// Ping round trips between regions at the clients' end, beside the
     /// profile's.
     pub round_trips: Vec<RoundTrips>,
+    /// Changes of branch in every vault together, from the network's start
+    /// to the clients' end.
+    pub reorgs: u64,
+    /// The most blocks one change of branch took off a vault's chain.
+    pub deepest_reorg: u64,
+    /// Seed 004's tables from the cell's crypto traces, when traced.
+    pub crypto_trace: Option<crate::crypto_trace::CryptoReport>,
 }
 
 impl Cell {
@@ -357,6 +367,7 @@ async fn run_cell(
         logs_dir: options.dir.join("logs"),
         verify_cache: options.verify_cache,
         distance: options.distance.clone(),
+        trace_crypto: options.trace_dir.is_some(),
     })
     .await?;
     if let Err(e) = network.wait_joined(Duration::from_secs(120)).await {
@@ -370,6 +381,9 @@ async fn run_cell(
     let value_bytes = options
         .size
         .min(network.spec.max_register_value_bytes as usize);
+    // The traces cover the clients' work only, as seed 004's did.
+    network.take_traces((0, 0));
+    let window_start = unix_ns();
     let started = Instant::now();
     let mut tasks = Vec::new();
     for c in 0..clients {
@@ -399,7 +413,23 @@ async fn run_cell(
         }
     }
     let seconds = started.elapsed().as_secs_f64();
-    let round_trips = round_trips(&options.distance.regions(), &network.round_trips().await);
+    let traces = network.take_traces((window_start, unix_ns()));
+    let crypto_trace = match (&options.trace_dir, traces.is_empty()) {
+        (Some(dir), false) => {
+            let dir = dir.join(format!("v{vaults}-c{clients}-r{repeat}"));
+            std::fs::create_dir_all(&dir)
+                .map_err(crate::launch::io("creating the trace directory"))?;
+            for t in &traces {
+                t.write(&dir.join(format!("vault{}.svtrace", t.vault)))?;
+            }
+            Some(crate::crypto_trace::report(&traces)?)
+        }
+        _ => None,
+    };
+    drop(traces);
+    let statuses = network.statuses().await;
+    let round_trips = round_trips(&options.distance.regions(), &network.round_trips(&statuses));
+    let (reorgs, deepest_reorg) = crate::launch::reorgs(&statuses);
     let crypto = crypto_between(&crypto_before, &crypto_totals(&network.clients).await);
     let cpu_seconds = cpu_before.zip(network.cpu_seconds()).map(|(a, b)| b - a);
     network.stop().await;
@@ -419,7 +449,16 @@ async fn run_cell(
         crypto,
         cost_usd: options.price_per_hour.map(|p| p * seconds / 3600.0),
         round_trips,
+        reorgs,
+        deepest_reorg,
+        crypto_trace,
     })
+}
+
+fn unix_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
 }
 
 /// What became of one operation.
@@ -480,7 +519,7 @@ enum Put {
     Register {
         name: String,
         value: Vec<u8>,
-        height: u64,
+        version: u64,
     },
 }
 
@@ -598,7 +637,7 @@ impl ClientWork {
                         Some(Put::Register {
                             name,
                             value,
-                            height: a.height,
+                            version: a.version,
                         }),
                     ),
                     Err(e) => (Outcome::Error(e.to_string()), None),
@@ -618,17 +657,21 @@ impl ClientWork {
                 let Put::Register {
                     name,
                     value,
-                    height,
+                    version,
                 } = &items[i]
                 else {
                     unreachable!("GETs of registers are given registers")
                 };
-                // Read through another vault once it has the block that
-                // holds the write: a 404 then is a write the chain lost
-                // (a reorganisation that left it out), not one still on
-                // its way.
-                match self.get_via.read_at(&key.public(), name, *height).await {
-                    Ok(r) if r.version == 1 && r.value_hex == hex::encode(value) => {
+                // Read through another vault once its chain holds the
+                // write (the writing vault's branch may not be its own
+                // yet): a 404 then is a write that did not reach its
+                // chain in the API's wait, lost as far as a client knows.
+                match self
+                    .get_via
+                    .read_version(&key.public(), name, *version)
+                    .await
+                {
+                    Ok(r) if r.version == *version && r.value_hex == hex::encode(value) => {
                         (Outcome::Ok, None)
                     }
                     Ok(_) => (Outcome::Wrong, None),
@@ -705,6 +748,7 @@ mod tests {
             price_per_hour: None,
             verify_cache: true,
             distance: Default::default(),
+            trace_dir: None,
             dir: PathBuf::from("x"),
         };
         let runs = o.runs();

@@ -6,7 +6,7 @@ use crate::heatmap::Heatmap;
 use crate::stress::{Cell, OpKind, StressReport};
 use std::fmt::Write;
 
-pub const CSV_HEADER: &str = "vaults,clients,repeat,seconds,network_start_seconds,operations,errors,lost,wrong,put_immutable_p50_ms,put_immutable_p99_ms,put_mutable_p50_ms,put_mutable_p99_ms,get_immutable_p50_ms,get_immutable_p99_ms,get_mutable_p50_ms,get_mutable_p99_ms,cpu_seconds,cost_usd";
+pub const CSV_HEADER: &str = "vaults,clients,repeat,seconds,network_start_seconds,operations,errors,lost,wrong,put_immutable_p50_ms,put_immutable_p99_ms,put_mutable_p50_ms,put_mutable_p99_ms,get_immutable_p50_ms,get_immutable_p99_ms,get_mutable_p50_ms,get_mutable_p99_ms,cpu_seconds,cost_usd,reorgs,deepest_reorg";
 
 fn opt(v: Option<f64>) -> String {
     v.map(|v| format!("{v:.3}")).unwrap_or_default()
@@ -35,7 +35,14 @@ pub fn csv(report: &StressReport) -> String {
             let l = c.figures(k).latency_ms;
             let _ = write!(s, ",{},{}", opt(l.map(|l| l.median)), opt(l.map(|l| l.p99)));
         }
-        let _ = writeln!(s, ",{},{}", opt(c.cpu_seconds), opt(c.cost_usd));
+        let _ = writeln!(
+            s,
+            ",{},{},{},{}",
+            opt(c.cpu_seconds),
+            opt(c.cost_usd),
+            c.reorgs,
+            c.deepest_reorg
+        );
     }
     s
 }
@@ -98,7 +105,7 @@ fn cell_line(c: &Cell) -> String {
     };
     let trouble = c.lost_or_wrong() + c.errors();
     format!(
-        "| {} | {} | {} | {:.2} | {} | {} | {} | {} | {} | {}{} |",
+        "| {} | {} | {} | {:.2} | {} | {} | {} | {} | {} | {} ({}) | {}{} |",
         c.vaults,
         c.clients,
         c.repeat,
@@ -108,6 +115,8 @@ fn cell_line(c: &Cell) -> String {
         lat(OpKind::PutMutable),
         lat(OpKind::GetImmutable),
         lat(OpKind::GetMutable),
+        c.reorgs,
+        c.deepest_reorg,
         if trouble == 0 {
             "none".to_string()
         } else {
@@ -186,13 +195,13 @@ pub fn markdown(report: &StressReport, command: &str, date: &str) -> String {
     }
     let _ = writeln!(
         s,
-        "\n## Every run\n\nLatencies are p50 / p99 in milliseconds over the operations that succeeded.\n"
+        "\n## Every run\n\nLatencies are p50 / p99 in milliseconds over the operations that succeeded. Reorgs: changes of branch in all vaults together from the network's start, and the most blocks one took off a vault's chain.\n"
     );
     let _ = writeln!(
         s,
-        "| vaults | clients | run | seconds | operations | PUT immutable | PUT mutable | GET immutable | GET mutable | trouble |"
+        "| vaults | clients | run | seconds | operations | PUT immutable | PUT mutable | GET immutable | GET mutable | reorgs (deepest) | trouble |"
     );
-    let _ = writeln!(s, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
+    let _ = writeln!(s, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
     for c in &report.cells {
         let _ = writeln!(s, "{}", cell_line(c));
     }
@@ -250,6 +259,38 @@ pub fn markdown(report: &StressReport, command: &str, date: &str) -> String {
             })
         })
         .collect();
+    let traced: Vec<&Cell> = report
+        .cells
+        .iter()
+        .filter(|c| c.crypto_trace.is_some())
+        .collect();
+    if let Some(largest) = traced.iter().max_by_key(|c| (c.vaults, c.clients)) {
+        let _ = writeln!(
+            s,
+            "\n## Time to run against the ideal minimum (crypto traces)\n\nThe ideal minimum: each vault's necessary crypto operations (its first on each input, and every re-hash of data read from disk) times their unit cost measured in the same traces, divided by the cores. Traces are in `traces/`; `spacevault report traces/vV-cC-rR` prints these tables for any cell.\n\n| vaults | clients | run | time to run (s) | crypto (s) | ideal minimum (s) | time ÷ ideal |\n|---:|---:|---:|---:|---:|---:|---:|"
+        );
+        for c in &traced {
+            let t = c.crypto_trace.as_ref().expect("filtered");
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {:.2} | {:.2} | {:.3} | {:.1} |",
+                c.vaults,
+                c.clients,
+                c.repeat,
+                c.seconds,
+                t.crypto_seconds,
+                t.ideal_minimum_seconds,
+                c.seconds / t.ideal_minimum_seconds.max(1e-9)
+            );
+        }
+        let _ = writeln!(
+            s,
+            "\n## Seed 004's tables for {} vaults × {} clients\n\n{}",
+            largest.vaults,
+            largest.clients,
+            crate::crypto_trace::markdown(largest.crypto_trace.as_ref().expect("filtered"))
+        );
+    }
     // The largest network has the most pairs of regions to show.
     if let Some(c) = report
         .cells

@@ -107,7 +107,7 @@ impl Op {
         }
     }
 
-    fn index(self) -> usize {
+    pub fn index(self) -> usize {
         self as usize
     }
 }
@@ -122,12 +122,54 @@ impl Kind {
     }
 }
 
-/// One operation's start and end, in nanoseconds since the meter's start.
+/// One operation's start and end, in nanoseconds since the meter's start,
+/// and a fingerprint of what it worked on: two operations of one kind with
+/// the same fingerprint did the same work (0: not known).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Span {
     pub op: Op,
     pub start_ns: u64,
     pub end_ns: u64,
+    pub input: u64,
+}
+
+/// What an operation's result says of its input, for [`Span::input`]: a
+/// hash's output names its input, a signature names its message and key.
+pub trait Fingerprint {
+    fn fingerprint(&self) -> u64;
+}
+
+/// The first eight bytes of a digest or a signature.
+pub fn fingerprint_of(bytes: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    let n = bytes.len().min(8);
+    b[..n].copy_from_slice(&bytes[..n]);
+    // Never 0, which means unknown.
+    u64::from_le_bytes(b).max(1)
+}
+
+impl Fingerprint for [u8; 32] {
+    fn fingerprint(&self) -> u64 {
+        fingerprint_of(self)
+    }
+}
+
+impl Fingerprint for [u8; 64] {
+    fn fingerprint(&self) -> u64 {
+        fingerprint_of(self)
+    }
+}
+
+impl Fingerprint for spacevault::Verified {
+    fn fingerprint(&self) -> u64 {
+        fingerprint_of(&self.distance)
+    }
+}
+
+impl<T: Fingerprint, E> Fingerprint for Result<T, E> {
+    fn fingerprint(&self) -> u64 {
+        self.as_ref().map_or(0, T::fingerprint)
+    }
 }
 
 /// Signatures this vault has verified, bounded: a transaction is verified
@@ -150,6 +192,8 @@ pub struct Meter {
     cache_hits: [AtomicU64; Op::ALL.len()],
     cache: Option<Mutex<VerifiedCache>>,
     epoch: Instant,
+    /// The epoch as Unix time, so that spans of many vaults line up.
+    epoch_unix_ns: u64,
     /// Each operation's span, when tracing.
     trace: Option<Mutex<Vec<Span>>>,
 }
@@ -169,11 +213,15 @@ impl Meter {
             cache_hits: std::array::from_fn(|_| AtomicU64::new(0)),
             cache: None,
             epoch: Instant::now(),
+            epoch_unix_ns: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64),
             trace: trace.then(|| Mutex::new(Vec::new())),
         }
     }
 
-    pub fn record(&self, op: Op, started: Instant, ended: Instant) {
+    /// One operation, on the input `input` fingerprints (0: not known).
+    pub fn record(&self, op: Op, started: Instant, ended: Instant, input: u64) {
         self.counts[op.index()].fetch_add(1, Ordering::Relaxed);
         let ns = ended.duration_since(started).as_nanos() as u64;
         self.nanos[op.index()].fetch_add(ns, Ordering::Relaxed);
@@ -183,6 +231,7 @@ impl Meter {
                 op,
                 start_ns: since(started),
                 end_ns: since(ended),
+                input,
             });
         }
     }
@@ -252,6 +301,16 @@ impl Meter {
     pub fn epoch(&self) -> Instant {
         self.epoch
     }
+
+    /// The same as Unix time in nanoseconds.
+    pub fn epoch_unix_ns(&self) -> u64 {
+        self.epoch_unix_ns
+    }
+
+    /// Whether the meter keeps spans.
+    pub fn is_tracing(&self) -> bool {
+        self.trace.is_some()
+    }
 }
 
 impl std::fmt::Debug for Meter {
@@ -283,15 +342,32 @@ pub fn with<R>(meter: &Arc<Meter>, f: impl FnOnce() -> R) -> R {
     f()
 }
 
-/// Runs one operation, recording it into the current meter if any.
-pub fn timed<R>(op: Op, f: impl FnOnce() -> R) -> R {
+/// Runs one operation, recording it into the current meter if any, its
+/// result's fingerprint as its input's.
+pub fn timed<R: Fingerprint>(op: Op, f: impl FnOnce() -> R) -> R {
     let meter = CURRENT.with(|c| c.borrow().clone());
     match meter {
         None => f(),
         Some(m) => {
             let started = Instant::now();
             let r = f();
-            m.record(op, started, Instant::now());
+            let ended = Instant::now();
+            m.record(op, started, ended, r.fingerprint());
+            r
+        }
+    }
+}
+
+/// Runs one operation on the input `input` fingerprints (a verification's
+/// signature: its result says nothing of its input).
+pub fn timed_on<R>(op: Op, input: u64, f: impl FnOnce() -> R) -> R {
+    let meter = CURRENT.with(|c| c.borrow().clone());
+    match meter {
+        None => f(),
+        Some(m) => {
+            let started = Instant::now();
+            let r = f();
+            m.record(op, started, Instant::now(), input);
             r
         }
     }
@@ -309,8 +385,9 @@ pub fn verify_cached(
     verify: impl FnOnce() -> bool,
 ) -> bool {
     let meter = CURRENT.with(|c| c.borrow().clone());
+    let input = fingerprint_of(signature);
     let Some(m) = meter.filter(|m| m.cache.is_some()) else {
-        return timed(op, verify);
+        return timed_on(op, input, verify);
     };
     let mut key = [0u8; 128];
     key[..32].copy_from_slice(public);
@@ -320,7 +397,7 @@ pub fn verify_cached(
         m.cache_hits[op.index()].fetch_add(1, Ordering::Relaxed);
         return true;
     }
-    let valid = timed(op, verify);
+    let valid = timed_on(op, input, verify);
     if valid {
         m.remember(key);
     }
@@ -335,18 +412,22 @@ mod tests {
     fn operations_count_into_the_current_meter_only() {
         let a = Arc::new(Meter::new(true));
         let b = Arc::new(Meter::default());
-        timed(Op::HashBlock, || ());
+        let digest = [7u8; 32];
+        timed(Op::HashBlock, || digest);
         with(&a, || {
-            timed(Op::HashBlock, || ());
-            with(&b, || timed(Op::VerifyTx, || ()));
-            timed(Op::VerifyTx, || ());
+            timed(Op::HashBlock, || digest);
+            with(&b, || timed_on(Op::VerifyTx, 9, || true));
+            timed_on(Op::VerifyTx, 9, || true);
         });
-        timed(Op::VerifyTx, || ());
+        timed_on(Op::VerifyTx, 9, || true);
         assert_eq!((a.count(Op::HashBlock), a.count(Op::VerifyTx)), (1, 1));
         assert_eq!((b.count(Op::HashBlock), b.count(Op::VerifyTx)), (0, 1));
         let spans = a.take_trace();
         assert_eq!(spans.len(), 2);
         assert!(spans.iter().all(|s| s.end_ns >= s.start_ns));
+        // A hash is known by its output, a verification by what it was told.
+        assert_eq!(spans[0].input, fingerprint_of(&digest));
+        assert_eq!(spans[1].input, 9);
         assert!(b.take_trace().is_empty(), "no spans without tracing");
     }
 
@@ -428,7 +509,7 @@ mod tests {
     fn a_panic_inside_leaves_no_meter_current() {
         let a = Arc::new(Meter::default());
         let _ = std::panic::catch_unwind(|| with(&a, || panic!("inside")));
-        timed(Op::HashBlock, || ());
+        timed(Op::HashBlock, || [0u8; 32]);
         assert_eq!(a.count(Op::HashBlock), 0);
     }
 

@@ -432,9 +432,11 @@ impl Receipt {
 
     pub fn verify(&self, chain_id: &[u8; 32]) -> bool {
         let message = Receipt::message(chain_id, &self.address, &self.holder);
-        meter::timed(Op::VerifyReceipt, || {
-            keys::verify(&self.holder, &message, &self.signature)
-        })
+        meter::timed_on(
+            Op::VerifyReceipt,
+            meter::fingerprint_of(&self.signature),
+            || keys::verify(&self.holder, &message, &self.signature),
+        )
     }
 
     pub fn encode_into(&self, w: &mut Writer) {
@@ -502,9 +504,11 @@ impl Announce {
 
     pub fn signature_ok(&self, chain_id: &[u8; 32]) -> bool {
         let message = self.message(chain_id);
-        meter::timed(Op::VerifyAnnouncement, || {
-            keys::verify(&self.vault, &message, &self.signature)
-        })
+        meter::timed_on(
+            Op::VerifyAnnouncement,
+            meter::fingerprint_of(&self.signature),
+            || keys::verify(&self.vault, &message, &self.signature),
+        )
     }
 
     pub fn encode(&self) -> Vec<u8> {

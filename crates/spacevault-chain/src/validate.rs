@@ -167,6 +167,30 @@ pub fn check_block(
     block: &Block,
     now_ms: u64,
 ) -> Result<Ranked, Rejection> {
+    let ranked = check_header(spec, chain_id, parent, block, now_ms)?;
+    check_txs(spec, chain_id, block)?;
+    Ok(ranked)
+}
+
+/// Each transaction of a block on its own (sizes, signature): the costly
+/// part of a block's check, one verification a transaction.
+pub fn check_txs(spec: &ChainSpec, chain_id: &[u8; 32], block: &Block) -> Result<(), Rejection> {
+    for tx in &block.txs {
+        check_tx(spec, chain_id, tx)?;
+    }
+    Ok(())
+}
+
+/// All of [`check_block`] but the transactions' own checks: chain, height,
+/// time, size, transaction root, proof and signature. Returns the proof's
+/// rank.
+pub fn check_header(
+    spec: &ChainSpec,
+    chain_id: &[u8; 32],
+    parent: &Parent,
+    block: &Block,
+    now_ms: u64,
+) -> Result<Ranked, Rejection> {
     let h = &block.header;
     if h.chain_id != *chain_id {
         return Err(Rejection::WrongChain);
@@ -204,14 +228,12 @@ pub fn check_block(
     }
     let ranked = check_proof(spec, chain_id, parent, &h.proof)?;
     let hash = block.hash();
-    let signed = meter::timed(Op::VerifyBlock, || {
+    let signature = meter::fingerprint_of(&block.signature);
+    let signed = meter::timed_on(Op::VerifyBlock, signature, || {
         keys::verify(&h.proof.farmer_key, &hash, &block.signature)
     });
     if !signed {
         return Err(Rejection::BadSignature);
-    }
-    for tx in &block.txs {
-        check_tx(spec, chain_id, tx)?;
     }
     Ok(ranked)
 }

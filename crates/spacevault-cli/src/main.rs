@@ -52,6 +52,8 @@ enum Command {
     Identity(cmd::identity::IdentityArgs),
     /// Client stress test of vault networks over a grid of vaults × clients.
     Stress(cmd::stress::StressArgs),
+    /// Tables of the vaults' crypto operations from `stress --trace-crypto` traces.
+    Report(cmd::report::ReportArgs),
 }
 
 impl Command {
@@ -69,6 +71,7 @@ impl Command {
             Command::Client(a) => a.json,
             Command::Identity(a) => a.json,
             Command::Stress(a) => a.json,
+            Command::Report(a) => a.json,
         }
     }
 }
@@ -101,6 +104,7 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
         Command::Client(a) => cmd::client::run(a).map(|_| true),
         Command::Identity(a) => cmd::identity::run(a).map(|_| true),
         Command::Stress(a) => cmd::stress::run(a).map(|_| true),
+        Command::Report(a) => cmd::report::run(a).map(|_| true),
     }
 }
 

@@ -234,6 +234,8 @@ async fn status(State(s): S) -> Json<serde_json::Value> {
         "peers": peers.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
         "vaults": s.vaults.lock().unwrap().count(),
         "round_trips_ms": round_trips,
+        "reorgs": s.metrics.reorgs.get(),
+        "deepest_reorg": s.deepest_reorg.load(std::sync::atomic::Ordering::Relaxed),
         "blobs": blobs,
         "blob_bytes": blob_bytes,
     }))
@@ -391,14 +393,18 @@ async fn put_register(
     })))
 }
 
+/// How long a request waits on the chain, in slots (at most 50 s).
+const HEAD_WAIT_SLOTS: u32 = 40;
+
 /// Asks `ready` now and after each change of the head, until it answers
-/// or a request's wait is over (40 slots, at most 50 s): None then.
+/// or a request's wait is over: None then.
 async fn until_head_moves<T>(
     s: &Shared,
     mut ready: impl FnMut() -> Result<Option<T>, ApiError>,
 ) -> Result<Option<T>, ApiError> {
     let slot = Duration::from_millis(s.spec.slot_ms);
-    let deadline = tokio::time::Instant::now() + (slot * 40).min(Duration::from_secs(50));
+    let deadline =
+        tokio::time::Instant::now() + (slot * HEAD_WAIT_SLOTS).min(Duration::from_secs(50));
     let mut heads = s.head.subscribe();
     loop {
         if let Some(answer) = ready()? {
@@ -412,12 +418,15 @@ async fn until_head_moves<T>(
     }
 }
 
-/// `?min_height=H`: answer only once this vault's chain reached height H
-/// (a write's height, from the vault that took it), so that a client reads
-/// its own writes through any vault.
+/// A client reads its own writes through any vault: `?min_version=V`
+/// answers once this vault's chain holds version V or later of the
+/// register (the vault that took the write may be on a branch this one
+/// has not followed yet: the write reaches it on its own branch, later);
+/// `?min_height=H` once its chain reached height H.
 #[derive(Deserialize)]
 struct ReadQuery {
     min_height: Option<u64>,
+    min_version: Option<u64>,
 }
 
 async fn get_register(
@@ -438,17 +447,37 @@ async fn get_register(
             ));
         }
     }
-    let entry = s
-        .engine()
-        .store()
-        .register(&owner, name.as_bytes())
-        .map_err(internal)?
-        .ok_or_else(|| {
-            ApiError(
-                StatusCode::NOT_FOUND,
-                format!("no register {name} of {}", hex::encode(owner)),
-            )
-        })?;
+    let read = || {
+        s.engine()
+            .store()
+            .register(&owner, name.as_bytes())
+            .map_err(internal)
+    };
+    let entry = match query.min_version {
+        Some(min) => {
+            let held = until_head_moves(&s, || Ok(read()?.filter(|e| e.version >= min))).await?;
+            match held {
+                Some(e) => Some(e),
+                None => {
+                    let version = read()?.map_or(0, |e| e.version);
+                    return Err(ApiError(
+                        StatusCode::NOT_FOUND,
+                        format!(
+                            "this vault's chain holds version {version} of register {name}, not min_version {min}, after waiting {} slots",
+                            HEAD_WAIT_SLOTS
+                        ),
+                    ));
+                }
+            }
+        }
+        None => read()?,
+    };
+    let entry = entry.ok_or_else(|| {
+        ApiError(
+            StatusCode::NOT_FOUND,
+            format!("no register {name} of {}", hex::encode(owner)),
+        )
+    })?;
     Ok(Json(json!({
         "owner": hex::encode(owner),
         "name": name,

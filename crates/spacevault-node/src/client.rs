@@ -162,16 +162,16 @@ impl Client {
         self.json(hyper::Method::GET, &path, vec![]).await
     }
 
-    /// A register as the vault has it once its chain reached `height`
-    /// (a write's height as another vault reported it): the client's own
-    /// writes, read through any vault.
-    pub async fn read_at(
+    /// A register as the vault has it once its chain holds `version` or
+    /// later (a version this client wrote through another vault): the
+    /// client's own writes, read through any vault.
+    pub async fn read_version(
         &self,
         owner: &[u8; 32],
         name: &str,
-        height: u64,
+        version: u64,
     ) -> Result<RegisterAnswer, ClientError> {
-        let path = format!("{}?min_height={height}", register_path(owner, name));
+        let path = format!("{}?min_version={version}", register_path(owner, name));
         self.json(hyper::Method::GET, &path, vec![]).await
     }
 

@@ -264,15 +264,24 @@ pub fn refresh_blob_metrics(shared: &Shared) {
 }
 
 /// Keeps a blob for another vault and signs a receipt.
-pub fn store_request(shared: &Arc<Shared>, blob: &[u8]) -> Response {
-    match store_local(shared, blob) {
+pub async fn store_request(shared: &Arc<Shared>, blob: Vec<u8>) -> Response {
+    match store_local(shared, blob).await {
         Ok(receipt) => Response::Stored(receipt),
         Err(why) => Response::Refused(why),
     }
 }
 
-fn store_local(shared: &Shared, blob: &[u8]) -> Result<Receipt, String> {
-    meter::with(&shared.meter, || store_local_metered(shared, blob))
+/// Keeps a blob durably, on a blocking thread: its fsync must not hold up
+/// the runtime's workers, which every vault of a process shares (one
+/// fsync at a time on two workers delayed every vault's gossip, and late
+/// proofs made every vault produce a block of its own).
+async fn store_local(shared: &Arc<Shared>, blob: Vec<u8>) -> Result<Receipt, String> {
+    let shared = shared.clone();
+    tokio::task::spawn_blocking(move || {
+        meter::with(&shared.meter, || store_local_metered(&shared, &blob))
+    })
+    .await
+    .map_err(|e| format!("the store's task failed: {e}"))?
 }
 
 fn store_local_metered(shared: &Shared, blob: &[u8]) -> Result<Receipt, String> {
@@ -281,8 +290,8 @@ fn store_local_metered(shared: &Shared, blob: &[u8]) -> Result<Receipt, String> 
     }
     let address = meter::timed(Op::HashData, || blob_address(blob));
     let fresh = {
-        let engine = shared.engine();
-        let store = engine.store();
+        // The store, not the engine: the vault goes on while this writes.
+        let store = shared.engine().shared_store();
         let present = store.get_blob(&address).map_err(|e| e.to_string())?;
         // A damaged copy is replaced by the good one offered.
         let good =
@@ -300,7 +309,8 @@ fn store_local_metered(shared: &Shared, blob: &[u8]) -> Result<Receipt, String> 
 
 /// The local copy of a blob, if it hashes to its address.
 fn read_local(shared: &Shared, address: &[u8; 32]) -> Result<Option<Vec<u8>>, ()> {
-    let bytes = shared.engine().store().get_blob(address).map_err(|_| ())?;
+    let store = shared.engine().shared_store();
+    let bytes = store.get_blob(address).map_err(|_| ())?;
     match bytes {
         None => Ok(None),
         Some(b) if address_of(shared, Op::HashReread, &b) == *address => Ok(Some(b)),
@@ -424,7 +434,7 @@ pub async fn put(shared: &Arc<Shared>, blob: Vec<u8>) -> Result<Put, PutError> {
     }
     let mut receipts = Vec::new();
     if holders.contains(&own) {
-        if let Ok(r) = store_local(shared, &blob) {
+        if let Ok(r) = store_local(shared, blob.clone()).await {
             receipts.push(r);
         }
     }

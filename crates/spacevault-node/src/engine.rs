@@ -5,7 +5,7 @@
 //! the same for every caller and tests can drive them.
 
 use spacevault_chain::fork::{self, Fork};
-use spacevault_chain::validate::{self, check_block, check_tx, Parent};
+use spacevault_chain::validate::{self, check_tx, Parent};
 use spacevault_chain::{
     Block, ChainProof, ChainSpec, Keypair, Limits, ProofMsg, Ranked, RegisterTx, Rejection,
 };
@@ -16,8 +16,9 @@ use std::path::Path;
 /// What became of an imported block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Imported {
-    /// It is the new head (`reorg`: the old head is no longer canonical).
-    NewHead { reorg: bool },
+    /// It is the new head; `left`: blocks of the old chain that are no
+    /// longer canonical (0 when it extends the head).
+    NewHead { left: usize },
     /// Valid and kept, on a chain that is not (yet) the best.
     Kept,
     /// Already known.
@@ -34,6 +35,8 @@ struct Election {
     seen: Vec<(Ranked, ChainProof)>,
     own: Option<(Ranked, ChainProof)>,
     produced: bool,
+    /// When this vault learned of the parent (Unix ms).
+    opened_ms: u64,
 }
 
 /// Proofs an election keeps: enough to rank this vault's own among them.
@@ -46,13 +49,14 @@ const MAX_MEMPOOL: usize = 16_384;
 const MAX_VERSIONS_AHEAD: u64 = 64;
 
 impl Election {
-    fn new(parent: Parent, chain_id: &[u8; 32]) -> Election {
+    fn new(parent: Parent, chain_id: &[u8; 32], opened_ms: u64) -> Election {
         Election {
             challenge: parent.child_challenge(chain_id),
             parent,
             seen: Vec::new(),
             own: None,
             produced: false,
+            opened_ms,
         }
     }
 
@@ -118,7 +122,7 @@ impl Engine {
         };
         Ok(Engine {
             limits: Limits::of(&spec),
-            election: Election::new(head, &chain_id),
+            election: Election::new(head, &chain_id, 0),
             previous: None,
             chain_id,
             spec,
@@ -173,6 +177,26 @@ impl Engine {
     /// chain. Errors are the block's fault (or a store failure, as
     /// `Malformed`).
     pub fn import(&mut self, block: Block, now_ms: u64) -> Result<Imported, Rejection> {
+        self.import_checked(block, now_ms, false)
+    }
+
+    /// [`import`](Self::import) for a block gossiped to this vault: one
+    /// whose proof loses to the canonical block of the same parent is
+    /// refused as `NotBetter` once its header is checked, before its
+    /// transactions are. It could only be kept as a loser, and under load
+    /// every vault whose winner came late made one. Blocks asked for in a
+    /// sync are imported whatever they are: a branch that grew on such a
+    /// block comes that way.
+    pub fn import_gossiped(&mut self, block: Block, now_ms: u64) -> Result<Imported, Rejection> {
+        self.import_checked(block, now_ms, true)
+    }
+
+    fn import_checked(
+        &mut self,
+        block: Block,
+        now_ms: u64,
+        refuse_beaten: bool,
+    ) -> Result<Imported, Rejection> {
         let hash = block.hash();
         let store_err = |e: StoreError| Rejection::Malformed(format!("store: {e}"));
         if self.store.info(&hash).map_err(store_err)?.is_some() {
@@ -197,10 +221,27 @@ impl Engine {
                 return Err(Rejection::UnknownParent);
             }
         }
-        let rank = check_block(&self.spec, &self.chain_id, &parent, &block, now_ms)?;
+        let rank = validate::check_header(&self.spec, &self.chain_id, &parent, &block, now_ms)?;
+        if refuse_beaten && self.beaten(&block, &rank).map_err(store_err)? {
+            return Err(Rejection::NotBetter);
+        }
+        validate::check_txs(&self.spec, &self.chain_id, &block)?;
         self.store.insert_block(&block, rank).map_err(store_err)?;
-        let outcome = self.choose(&hash, &block).map_err(store_err)??;
+        let outcome = self.choose(&hash, &block, now_ms).map_err(store_err)??;
         Ok(outcome)
+    }
+
+    /// Whether a block of rank `rank` loses to the canonical block of the
+    /// same parent at its height.
+    fn beaten(&self, block: &Block, rank: &Ranked) -> Result<bool, StoreError> {
+        let h = &block.header;
+        let Some(canonical) = self.store.canonical(h.height)? else {
+            return Ok(false);
+        };
+        let Some(info) = self.store.info(&canonical)? else {
+            return Ok(false);
+        };
+        Ok(info.parent == h.parent && info.rank.beats(rank))
     }
 
     /// Blocks that waited for `parent`, now that it is known.
@@ -215,6 +256,7 @@ impl Engine {
         &mut self,
         tip: &[u8; 32],
         block: &Block,
+        now_ms: u64,
     ) -> Result<Result<Imported, Rejection>, StoreError> {
         let genesis = Parent::genesis(&self.spec).hash;
         let mut branch = Vec::new();
@@ -266,8 +308,8 @@ impl Engine {
             }
             return Ok(Ok(Imported::Kept));
         }
-        let reorg = !current.is_empty();
-        self.set_head(tip, block)?;
+        let left = current.len();
+        self.set_head(tip, block, now_ms)?;
         // The transactions of the blocks that left the canonical chain go
         // back to the pool, unless the new chain holds them: a write that
         // a client was told had succeeded must not vanish with its block.
@@ -282,17 +324,17 @@ impl Engine {
                 }
             }
         }
-        Ok(Ok(Imported::NewHead { reorg }))
+        Ok(Ok(Imported::NewHead { left }))
     }
 
-    fn set_head(&mut self, hash: &[u8; 32], block: &Block) -> Result<(), StoreError> {
+    fn set_head(&mut self, hash: &[u8; 32], block: &Block, now_ms: u64) -> Result<(), StoreError> {
         self.head = Parent {
             hash: *hash,
             height: block.header.height,
             timestamp_ms: block.header.timestamp_ms,
             proof_hash: block.header.proof.hash(),
         };
-        let next = Election::new(self.head, &self.chain_id);
+        let next = Election::new(self.head, &self.chain_id, now_ms);
         self.previous = Some(std::mem::replace(&mut self.election, next));
         // Transactions the new chain holds, or made stale, leave the pool.
         let store = &self.store;
@@ -364,13 +406,23 @@ impl Engine {
     /// one slot after the parent for the best proof seen, one producer
     /// timeout later for each proof seen that beats this vault's own. None
     /// without a proof of its own, or once it has produced.
+    ///
+    /// Never sooner than a proof window after this vault learned of the
+    /// parent: a parent that arrives late (a loaded machine, a distant
+    /// region) would otherwise find every vault's turn come already, and
+    /// every vault would produce before it heard a better proof. The chain
+    /// slows down under load instead of splitting.
     pub fn production_due(&self) -> Option<u64> {
         let e = &self.election;
         if e.produced {
             return None;
         }
         let rank = e.own_rank()? as u64;
-        Some(self.spec.earliest_ms(e.parent.timestamp_ms) + rank * self.spec.producer_timeout_ms)
+        let opens = self
+            .spec
+            .earliest_ms(e.parent.timestamp_ms)
+            .max(e.opened_ms + self.spec.proof_window_ms);
+        Some(opens + rank * self.spec.producer_timeout_ms)
     }
 
     /// Whether this vault should produce at once for the height just

@@ -38,6 +38,7 @@ pub struct Metrics {
     pub blocks_rejected: Family<Reason, Counter>,
     pub messages_rejected: Family<TopicReason, Counter>,
     pub reorgs: Counter,
+    pub reorg_depth: Histogram,
     pub blobs_stored: Gauge,
     pub blob_bytes_stored: Gauge,
     pub blob_reverify_failures: Counter,
@@ -69,6 +70,7 @@ impl Metrics {
             blocks_rejected: Family::default(),
             messages_rejected: Family::default(),
             reorgs: Counter::default(),
+            reorg_depth: Histogram::new([1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 16.0, 32.0]),
             blobs_stored: Gauge::default(),
             blob_bytes_stored: Gauge::default(),
             blob_reverify_failures: Counter::default(),
@@ -129,6 +131,11 @@ impl Metrics {
             "reorgs",
             "Times the canonical head moved to another branch",
             m.reorgs.clone(),
+        );
+        registry.register(
+            "reorg_depth",
+            "Blocks that left the canonical chain at each change of branch",
+            m.reorg_depth.clone(),
         );
         registry.register(
             "blobs_stored",

@@ -34,6 +34,8 @@ pub struct NodeConfig {
     pub verify_cache: bool,
     /// Distance to hold peers at, for test networks on one machine.
     pub links: Option<Arc<net::links::LinkProfile>>,
+    /// Keep every crypto operation's span (`Meter::take_trace`).
+    pub trace_crypto: bool,
 }
 
 impl NodeConfig {
@@ -56,6 +58,7 @@ impl NodeConfig {
             heartbeat,
             verify_cache: true,
             links: None,
+            trace_crypto: false,
         }
     }
 }
@@ -100,6 +103,8 @@ pub struct Shared {
     syncing: AtomicBool,
     /// This vault's cryptographic operations.
     pub meter: Arc<Meter>,
+    /// The most blocks one change of branch took off the canonical chain.
+    pub deepest_reorg: std::sync::atomic::AtomicU64,
     /// The last measured round trip to each connected peer.
     pub round_trips: Mutex<std::collections::HashMap<net::Peer, Duration>>,
 }
@@ -178,7 +183,7 @@ impl Node {
         net_config.bootstrap = config.bootstrap.clone();
         net_config.heartbeat = config.heartbeat;
         net_config.links = config.links.clone();
-        let meter = Meter::new(false);
+        let meter = Meter::new(config.trace_crypto);
         let meter = Arc::new(match config.verify_cache {
             true => meter.with_verify_cache(),
             false => meter,
@@ -205,6 +210,7 @@ impl Node {
             syncing: AtomicBool::new(false),
             meter,
             round_trips: Mutex::new(Default::default()),
+            deepest_reorg: Default::default(),
         });
         data::refresh_blob_metrics(&shared);
         let api = match config.api {
@@ -339,8 +345,35 @@ async fn run(shared: Arc<Shared>, mut events: mpsc::Receiver<Event>, mut stop: m
             Some(at) => Duration::from_millis(at.saturating_sub(crate::now_ms())),
             None => Duration::from_secs(3600),
         };
+        let overdue = wait + slot;
+        // In this order: timers that must not starve, then what arrived,
+        // and production last.
         tokio::select! {
+            biased;
             _ = stop.recv() => break,
+            _ = flush.tick() => {
+                // An fsync off the runtime's threads, which the network and
+                // every other vault in the process share.
+                let store = shared.engine().shared_store();
+                tokio::task::spawn_blocking(move || flush_store(&store));
+            }
+            _ = tick.tick() => {
+                // A head that has not moved for three slots: ask peers.
+                if last_progress.elapsed() > 3 * slot {
+                    last_progress = tokio::time::Instant::now();
+                    spawn_sync(&shared, &internal_tx, None);
+                }
+                data::housekeeping(&shared);
+            }
+            _ = tokio::time::sleep_until(next_announce) => {
+                meter::with(&shared.meter, || data::announce(&shared));
+                let vaults = shared.vaults.lock().unwrap().count();
+                next_announce += data::announce_interval(&shared.spec, vaults);
+            }
+            // A slot past its turn, it produces whatever is still waiting.
+            _ = tokio::time::sleep(overdue), if due.is_some() => {
+                meter::with(&shared.meter, || produce(&shared, false))
+            }
             event = events.recv() => match event {
                 Some(event) => {
                     let before = shared.engine().head().height;
@@ -365,27 +398,10 @@ async fn run(shared: Arc<Shared>, mut events: mpsc::Receiver<Event>, mut stop: m
                 }
                 Internal::Synced => last_progress = tokio::time::Instant::now(),
             },
+            // Its turn, and nothing waiting to be read: a message waiting
+            // may hold a better proof or this height's block.
             _ = tokio::time::sleep(wait), if due.is_some() => {
                 meter::with(&shared.meter, || produce(&shared, false))
-            }
-            _ = tokio::time::sleep_until(next_announce) => {
-                meter::with(&shared.meter, || data::announce(&shared));
-                let vaults = shared.vaults.lock().unwrap().count();
-                next_announce += data::announce_interval(&shared.spec, vaults);
-            }
-            _ = tick.tick() => {
-                // A head that has not moved for three slots: ask peers.
-                if last_progress.elapsed() > 3 * slot {
-                    last_progress = tokio::time::Instant::now();
-                    spawn_sync(&shared, &internal_tx, None);
-                }
-                data::housekeeping(&shared);
-            }
-            _ = flush.tick() => {
-                // An fsync off the runtime's threads, which the network and
-                // every other vault in the process share.
-                let store = shared.engine().shared_store();
-                tokio::task::spawn_blocking(move || flush_store(&store));
             }
         }
     }
@@ -480,29 +496,38 @@ fn produce(shared: &Arc<Shared>, contest: bool) {
     let bytes = block.encode();
     // A vault's own block passes its own checks; one that does not (a
     // clock far off) is logged and not sent.
-    match import(shared, block) {
+    match import(shared, block, false) {
         Ok(_) => shared.net.publish(Topic::Blocks, bytes),
         Err(why) => tracing::error!(%why, "this vault's own block was refused"),
     }
 }
 
 /// Imports a block and the orphans that waited for it; returns the first
-/// block's outcome.
-fn import(shared: &Arc<Shared>, block: Block) -> Result<Imported, Rejection> {
+/// block's outcome. `gossiped`: the first came by gossip, and is refused
+/// if a better sibling is canonical ([`Engine::import_gossiped`]).
+fn import(shared: &Arc<Shared>, block: Block, gossiped: bool) -> Result<Imported, Rejection> {
     let mut queue = vec![block];
     let mut first = None;
     while let Some(block) = queue.pop() {
         let hash = block.hash();
         let now = crate::now_ms();
-        let outcome = shared.engine().import(block, now);
+        let outcome = if gossiped && first.is_none() {
+            shared.engine().import_gossiped(block, now)
+        } else {
+            shared.engine().import(block, now)
+        };
         if matches!(outcome, Ok(Imported::NewHead { .. }) | Ok(Imported::Kept)) {
             shared.arrivals.lock().unwrap().note(hash, now);
         }
         match &outcome {
-            Ok(Imported::NewHead { reorg }) => {
+            Ok(Imported::NewHead { left }) => {
                 shared.metrics.blocks_accepted.inc();
-                if *reorg {
+                if *left > 0 {
                     shared.metrics.reorgs.inc();
+                    shared.metrics.reorg_depth.observe(*left as f64);
+                    shared
+                        .deepest_reorg
+                        .fetch_max(*left as u64, Ordering::Relaxed);
                 }
                 let height = shared.engine().head().height;
                 shared.metrics.height.set(height as i64);
@@ -596,8 +621,16 @@ fn on_gossip(
                 Ok(b) => b,
                 Err(e) => return refuse(Rejection::Malformed(e.to_string())),
             };
-            match import(shared, block) {
-                Ok(Imported::NewHead { .. }) | Ok(Imported::Kept) => Verdict::Accept,
+            match import(shared, block, true) {
+                Ok(Imported::NewHead { .. }) => Verdict::Accept,
+                // Kept but not followed: it loses here to a chain this
+                // vault has, and relaying it would only spread a block
+                // that loses wherever that chain has reached (Bitcoin Core
+                // relays only blocks that become its tip, for the same
+                // reason). Where it wins, its new head relays it. Under
+                // load, every vault whose block came late made one, and
+                // every vault relayed every one of them to every other.
+                Ok(Imported::Kept) => Verdict::Ignore,
                 Ok(Imported::Duplicate) => Verdict::Ignore,
                 Ok(Imported::Orphan) => {
                     spawn_sync(shared, internal, Some(source));
@@ -653,9 +686,20 @@ fn on_request(shared: &Arc<Shared>, peer: net::Peer, request: Request, reply: ne
             let max = max.min(net::wire::MAX_BLOCKS_PER_REQUEST);
             Response::Blocks(shared.engine().blocks_from(from, max))
         }
-        Request::Store { blob } => data::store_request(shared, &blob),
+        Request::Store { blob } => {
+            let shared = shared.clone();
+            tokio::spawn(async move {
+                let response = data::store_request(&shared, blob).await;
+                answer(&shared, peer, reply, response);
+            });
+            return;
+        }
         Request::Fetch { address } => data::fetch_request(shared, &address),
     };
+    answer(shared, peer, reply, response);
+}
+
+fn answer(shared: &Shared, peer: net::Peer, reply: net::Reply, response: Response) {
     if let Response::Refused(why) = &response {
         shared.metrics.rejected("requests", why);
         tracing::debug!(%peer, %why, "refused a request");
@@ -731,7 +775,7 @@ async fn sync_from(shared: &Arc<Shared>, peer: net::Peer) -> bool {
                 shared.metrics.rejected("sync", "malformed");
                 return progressed;
             };
-            match meter::with(&shared.meter, || import(shared, block)) {
+            match meter::with(&shared.meter, || import(shared, block, false)) {
                 Ok(Imported::NewHead { .. }) | Ok(Imported::Kept) => progressed = true,
                 Ok(Imported::Orphan) => orphaned = true,
                 Ok(Imported::Duplicate) => {}

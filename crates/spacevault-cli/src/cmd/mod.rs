@@ -10,6 +10,7 @@ pub mod node;
 pub mod plot;
 pub mod plot_paths;
 pub mod prove;
+pub mod report;
 pub mod stress;
 pub mod verify;
 

@@ -58,6 +58,10 @@ pub struct StressArgs {
     /// The vaults remember signatures they verified.
     #[arg(long, value_enum, value_name = "ON|OFF", default_value_t = Switch::On)]
     pub verify_cache: Switch,
+    /// Keep every crypto operation's start, end and input in a trace file
+    /// a vault (OUT/traces), for `spacevault report`.
+    #[arg(long)]
+    pub trace_crypto: bool,
     /// Where the results go.
     #[arg(long, value_name = "DIR", default_value = "spacevault-stress")]
     pub out: PathBuf,
@@ -97,6 +101,7 @@ pub fn run(a: StressArgs) -> Result<()> {
         price_per_hour: a.price_per_hour,
         verify_cache: a.verify_cache == Switch::On,
         distance: a.distance.distance()?,
+        trace_dir: a.trace_crypto.then(|| a.out.join("traces")),
         dir: a.dir,
     };
     options.validate()?;

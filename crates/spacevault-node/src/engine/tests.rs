@@ -143,7 +143,7 @@ async fn two_blocks_for_one_height_settle_on_the_better_proof_in_any_order() {
     let child = child_of(worse, &worse_key, worse_farmer, t + 1000).await;
     assert!(matches!(
         c.engine.import(child.clone(), t + 1000).unwrap(),
-        Imported::NewHead { reorg: true }
+        Imported::NewHead { left: 1 }
     ));
     assert_eq!(c.engine.head().hash, child.hash());
 }
@@ -205,13 +205,13 @@ async fn bad_blocks_are_refused_with_their_reason() {
     );
     assert_eq!(
         b.engine.import(good.clone(), t),
-        Ok(Imported::NewHead { reorg: false })
+        Ok(Imported::NewHead { left: 0 })
     );
     let waiting = b.engine.take_orphans(&good.hash());
     assert_eq!(waiting, vec![child.clone()]);
     assert_eq!(
         b.engine.import(child, t + 1000),
-        Ok(Imported::NewHead { reorg: false })
+        Ok(Imported::NewHead { left: 0 })
     );
     assert_eq!(b.engine.import(good, t), Ok(Imported::Duplicate));
 }
@@ -343,7 +343,7 @@ async fn a_write_in_a_block_that_loses_its_place_goes_back_to_the_pool() {
     let child = child_of(worse, &worse_key, worse_farmer, t + 1000).await;
     assert!(matches!(
         c.engine.import(child, t + 1000).unwrap(),
-        Imported::NewHead { reorg: true }
+        Imported::NewHead { left: 1 }
     ));
     assert_eq!(c.engine.mempool_len(), 1, "the write is pending again");
     assert_eq!(
@@ -353,4 +353,75 @@ async fn a_write_in_a_block_that_loses_its_place_goes_back_to_the_pool() {
             .unwrap(),
         0
     );
+}
+
+#[tokio::test]
+async fn a_gossiped_block_beaten_by_the_canonical_sibling_is_refused_and_a_synced_one_kept() {
+    let mut a = vault(1);
+    let mut b = vault(2);
+    let (height, parent, challenge) = a.engine.election();
+    let fa = a.farmer.best(challenge).await.unwrap();
+    let fb = b.farmer.best(challenge).await.unwrap();
+    a.engine
+        .offer_own(height, parent, fa.proof.clone(), fa.rank);
+    b.engine
+        .offer_own(height, parent, fb.proof.clone(), fb.rank);
+    let t = spec().genesis_unix_ms + 1000;
+    let block_a = a.engine.produce(&a.key.clone(), t, false).unwrap();
+    let block_b = b.engine.produce(&b.key.clone(), t, false).unwrap();
+    let (better, worse) = if fa.rank.beats(&fb.rank) {
+        (block_a, block_b)
+    } else {
+        (block_b, block_a)
+    };
+    let mut c = vault(3);
+    c.engine.import_gossiped(better.clone(), t).unwrap();
+    assert_eq!(
+        c.engine.import_gossiped(worse.clone(), t),
+        Err(Rejection::NotBetter),
+        "the loser is refused"
+    );
+    assert!(matches!(
+        c.engine.import_gossiped(better.clone(), t),
+        Ok(Imported::Duplicate)
+    ));
+    // From a sync, the loser is kept (a branch may grow on it).
+    assert!(matches!(
+        c.engine.import(worse.clone(), t),
+        Ok(Imported::Kept)
+    ));
+    // The other way round, the better block replaces the worse.
+    let mut d = vault(4);
+    d.engine.import_gossiped(worse, t).unwrap();
+    d.engine.import_gossiped(better.clone(), t).unwrap();
+    assert_eq!(d.engine.head().hash, better.hash());
+}
+
+#[tokio::test]
+async fn a_parent_that_arrives_late_gives_proofs_a_window_before_anyone_produces() {
+    let mut a = vault(1);
+    let mut b = vault(2);
+    let (height, parent, challenge) = b.engine.election();
+    let fb = b.farmer.best(challenge).await.unwrap();
+    b.engine.offer_own(height, parent, fb.proof, fb.rank);
+    let made = spec().genesis_unix_ms + spec().slot_ms;
+    let block = b.engine.produce(&b.key.clone(), made, false).unwrap();
+    // a hears of it three slots late: the next block's time has passed.
+    let late = made + 3 * spec().slot_ms;
+    a.engine.import(block.clone(), late).unwrap();
+    let (height, parent, challenge) = a.engine.election();
+    let fa = a.farmer.best(challenge).await.unwrap();
+    a.engine.offer_own(height, parent, fa.proof, fa.rank);
+    assert_eq!(
+        a.engine.production_due(),
+        Some(late + spec().proof_window_ms),
+        "not at once, before any other vault's proof could come"
+    );
+    // On time, the slot rules.
+    let mut c = vault(3);
+    c.engine.import(block, made + 10).unwrap();
+    let (height, parent, challenge) = c.engine.election();
+    let fc = c.farmer.best(challenge).await.unwrap();
+    c.engine.offer_own(height, parent, fc.proof, fc.rank);
+    assert_eq!(c.engine.production_due(), Some(made + spec().slot_ms));
 }

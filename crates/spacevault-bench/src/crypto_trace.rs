@@ -1,0 +1,529 @@
+//! Crypto traces: every hash, signature and verification one vault
+//! performed in a window of time, with when and on what, in a small binary
+//! file (docs/PROFILING.md has the format); and seed 004's three tables
+//! from a set of them (tally, concurrency, duplication), with the ideal
+//! minimum it wished for.
+
+use crate::BenchError;
+use serde::Serialize;
+use spacevault_chain::meter::{Kind, Op, Span};
+use std::collections::{HashMap, HashSet};
+use std::io::Write;
+use std::path::Path;
+
+pub const MAGIC: &[u8; 8] = b"SVTRACE1";
+/// Header: magic, vault index (u32), cores (u32), window start and end
+/// (u64 Unix ns each).
+const HEADER_BYTES: usize = 8 + 4 + 4 + 8 + 8;
+/// A record: operation (u8), start (u64 Unix ns), duration (u32 ns),
+/// input fingerprint (u64).
+const RECORD_BYTES: usize = 1 + 8 + 4 + 8;
+
+/// One vault's operations in a window.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Trace {
+    pub vault: u32,
+    /// The machine's cores, for the ideal minimum.
+    pub cores: u32,
+    pub window_start_ns: u64,
+    pub window_end_ns: u64,
+    pub ops: Vec<TracedOp>,
+}
+
+/// One operation, in Unix nanoseconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TracedOp {
+    pub op: Op,
+    pub start_ns: u64,
+    pub duration_ns: u32,
+    pub input: u64,
+}
+
+impl Trace {
+    /// A vault's spans (relative to its meter's epoch) that fall in the
+    /// window.
+    pub fn of_spans(
+        vault: u32,
+        cores: u32,
+        epoch_unix_ns: u64,
+        window: (u64, u64),
+        spans: &[Span],
+    ) -> Trace {
+        let ops = spans
+            .iter()
+            .map(|s| TracedOp {
+                op: s.op,
+                start_ns: epoch_unix_ns + s.start_ns,
+                duration_ns: (s.end_ns.saturating_sub(s.start_ns)).min(u32::MAX as u64) as u32,
+                input: s.input,
+            })
+            .filter(|o| (window.0..window.1).contains(&o.start_ns))
+            .collect();
+        Trace {
+            vault,
+            cores,
+            window_start_ns: window.0,
+            window_end_ns: window.1,
+            ops,
+        }
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(HEADER_BYTES + RECORD_BYTES * self.ops.len());
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&self.vault.to_le_bytes());
+        out.extend_from_slice(&self.cores.to_le_bytes());
+        out.extend_from_slice(&self.window_start_ns.to_le_bytes());
+        out.extend_from_slice(&self.window_end_ns.to_le_bytes());
+        for o in &self.ops {
+            out.push(o.op.index() as u8);
+            out.extend_from_slice(&o.start_ns.to_le_bytes());
+            out.extend_from_slice(&o.duration_ns.to_le_bytes());
+            out.extend_from_slice(&o.input.to_le_bytes());
+        }
+        out
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Trace, String> {
+        if bytes.len() < HEADER_BYTES || &bytes[..8] != MAGIC {
+            return Err("not a spacevault crypto trace (no SVTRACE1 header)".into());
+        }
+        let body = &bytes[HEADER_BYTES..];
+        if !body.len().is_multiple_of(RECORD_BYTES) {
+            return Err(format!(
+                "cut short: {} bytes of records is not a whole number of {RECORD_BYTES}-byte records",
+                body.len()
+            ));
+        }
+        let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4"));
+        let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().expect("8"));
+        let (window_start_ns, window_end_ns) = (u64_at(bytes, 16), u64_at(bytes, 24));
+        if window_end_ns < window_start_ns {
+            return Err("the window ends before it starts".into());
+        }
+        let mut ops = Vec::with_capacity(body.len() / RECORD_BYTES);
+        for (i, r) in body.chunks_exact(RECORD_BYTES).enumerate() {
+            let op = *Op::ALL
+                .get(r[0] as usize)
+                .ok_or_else(|| format!("record {i}: no operation {}", r[0]))?;
+            ops.push(TracedOp {
+                op,
+                start_ns: u64_at(r, 1),
+                duration_ns: u32::from_le_bytes(r[9..13].try_into().expect("4")),
+                input: u64_at(r, 13),
+            });
+        }
+        Ok(Trace {
+            vault: u32_at(8),
+            cores: u32_at(12),
+            window_start_ns,
+            window_end_ns,
+            ops,
+        })
+    }
+
+    pub fn write(&self, path: &Path) -> Result<(), BenchError> {
+        let mut f = std::fs::File::create(path)
+            .map_err(|e| BenchError::io(format!("creating {}", path.display()), e))?;
+        f.write_all(&self.encode())
+            .map_err(|e| BenchError::io(format!("writing {}", path.display()), e))
+    }
+
+    pub fn read(path: &Path) -> Result<Trace, BenchError> {
+        let bytes = std::fs::read(path)
+            .map_err(|e| BenchError::io(format!("reading {}", path.display()), e))?;
+        Trace::decode(&bytes).map_err(|e| BenchError::Invalid(format!("{}: {e}", path.display())))
+    }
+}
+
+/// Hashes, signatures and verifications.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Tally {
+    pub hash: u64,
+    pub sign: u64,
+    pub verify: u64,
+}
+
+impl Tally {
+    fn add(&mut self, kind: Kind) {
+        match kind {
+            Kind::Hash => self.hash += 1,
+            Kind::Sign => self.sign += 1,
+            Kind::Verify => self.verify += 1,
+        }
+    }
+}
+
+/// A vault's repeated work: operations on an input it had already done
+/// the same operation on.
+#[derive(Clone, Debug, Serialize)]
+pub struct Duplication {
+    pub vault: u32,
+    pub operations: u64,
+    pub duplicates: u64,
+    /// The share of the vault's crypto time spent on them.
+    pub percent_of_time: f64,
+    /// Blobs hashed again after a read from disk: necessary, whatever the
+    /// input, and never counted as duplicates.
+    pub disk_rehashes: u64,
+}
+
+/// One operation's necessary count and unit cost.
+#[derive(Clone, Debug, Serialize)]
+pub struct Necessary {
+    pub kind: String,
+    pub purpose: String,
+    pub operations: u64,
+    /// Of them, necessary: each vault's first on each input, and every
+    /// re-hash of data read from disk.
+    pub necessary: u64,
+    /// The median time of one, as measured in the traces.
+    pub unit_ns: f64,
+}
+
+/// Seed 004's tables and the ideal minimum.
+#[derive(Clone, Debug, Serialize)]
+pub struct CryptoReport {
+    pub vaults: usize,
+    pub cores: u32,
+    /// From the earliest window start to the latest window end.
+    pub window_seconds: f64,
+    pub total: Tally,
+    pub per_vault: Vec<(u32, Tally)>,
+    /// (C, nanoseconds with C operations running at once, all vaults).
+    pub concurrency: Vec<(usize, u64)>,
+    pub duplication: Vec<Duplication>,
+    pub necessary: Vec<Necessary>,
+    /// Every operation's time, all vaults, in seconds.
+    pub crypto_seconds: f64,
+    /// The necessary operations times their unit costs, divided by the
+    /// cores: the time the window could not go below.
+    pub ideal_minimum_seconds: f64,
+}
+
+/// The report of a set of traces (one per vault of one run).
+pub fn report(traces: &[Trace]) -> Result<CryptoReport, BenchError> {
+    if traces.is_empty() {
+        return Err(BenchError::Invalid("no traces to report on".into()));
+    }
+    let start = traces
+        .iter()
+        .map(|t| t.window_start_ns)
+        .min()
+        .expect("some");
+    let end = traces.iter().map(|t| t.window_end_ns).max().expect("some");
+    let cores = traces.iter().map(|t| t.cores).max().unwrap_or(1).max(1);
+    let mut total = Tally::default();
+    let mut per_vault = Vec::new();
+    let mut duplication = Vec::new();
+    let mut durations: HashMap<Op, Vec<u32>> = HashMap::new();
+    let mut counts: HashMap<Op, (u64, u64)> = HashMap::new();
+    let mut crypto_ns = 0u128;
+    for t in traces {
+        let mut tally = Tally::default();
+        let mut seen: HashSet<(Op, u64)> = HashSet::new();
+        let (mut dupes, mut dupe_ns, mut all_ns, mut rehashes) = (0u64, 0u128, 0u128, 0u64);
+        for o in &t.ops {
+            tally.add(o.op.kind());
+            all_ns += o.duration_ns as u128;
+            durations.entry(o.op).or_default().push(o.duration_ns);
+            let entry = counts.entry(o.op).or_default();
+            entry.0 += 1;
+            // Data read back from disk must be checked again, whatever was
+            // hashed before; an unknown input cannot be called a repeat.
+            let necessary = if o.op == Op::HashReread {
+                rehashes += 1;
+                true
+            } else {
+                o.input == 0 || seen.insert((o.op, o.input))
+            };
+            if necessary {
+                entry.1 += 1;
+            } else {
+                dupes += 1;
+                dupe_ns += o.duration_ns as u128;
+            }
+        }
+        crypto_ns += all_ns;
+        total.hash += tally.hash;
+        total.sign += tally.sign;
+        total.verify += tally.verify;
+        per_vault.push((t.vault, tally));
+        duplication.push(Duplication {
+            vault: t.vault,
+            operations: t.ops.len() as u64,
+            duplicates: dupes,
+            percent_of_time: if all_ns == 0 {
+                0.0
+            } else {
+                dupe_ns as f64 * 100.0 / all_ns as f64
+            },
+            disk_rehashes: rehashes,
+        });
+    }
+    let mut necessary: Vec<Necessary> = Op::ALL
+        .iter()
+        .filter_map(|op| {
+            let (operations, needed) = *counts.get(op)?;
+            let mut d = durations.remove(op).unwrap_or_default();
+            d.sort_unstable();
+            Some(Necessary {
+                kind: op.kind().name().to_string(),
+                purpose: op.purpose().to_string(),
+                operations,
+                necessary: needed,
+                unit_ns: d.get(d.len() / 2).copied().unwrap_or(0) as f64,
+            })
+        })
+        .collect();
+    necessary.sort_by(|a, b| (&a.kind, &a.purpose).cmp(&(&b.kind, &b.purpose)));
+    let ideal_ns: f64 = necessary
+        .iter()
+        .map(|n| n.necessary as f64 * n.unit_ns)
+        .sum();
+    Ok(CryptoReport {
+        vaults: traces.len(),
+        cores,
+        window_seconds: (end - start) as f64 / 1e9,
+        total,
+        per_vault,
+        concurrency: concurrency(traces, start, end),
+        duplication,
+        necessary,
+        crypto_seconds: crypto_ns as f64 / 1e9,
+        ideal_minimum_seconds: ideal_ns / cores as f64 / 1e9,
+    })
+}
+
+/// Time spent with C operations running at once, all vaults together, for
+/// C from 0 to the most seen: a sweep over every start and end.
+pub fn concurrency(traces: &[Trace], start: u64, end: u64) -> Vec<(usize, u64)> {
+    let mut events: Vec<(u64, i32)> = Vec::new();
+    for t in traces {
+        for o in &t.ops {
+            let s = o.start_ns.clamp(start, end);
+            let e = (o.start_ns + o.duration_ns as u64).clamp(start, end);
+            if e > s {
+                events.push((s, 1));
+                events.push((e, -1));
+            }
+        }
+    }
+    // Ends before starts at one instant: back-to-back operations are not
+    // concurrent.
+    events.sort_unstable();
+    let mut time_at: Vec<u64> = vec![0];
+    let (mut running, mut at) = (0i32, start);
+    for (t, delta) in events {
+        let level = running as usize;
+        if time_at.len() <= level {
+            time_at.resize(level + 1, 0);
+        }
+        time_at[level] += t - at;
+        at = t;
+        running += delta;
+    }
+    time_at[0] += end.saturating_sub(at);
+    time_at.into_iter().enumerate().collect()
+}
+
+/// The report as Markdown: seed 004's three tables, the necessary
+/// operations, and the ideal minimum beside the window.
+pub fn markdown(r: &CryptoReport) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{} vaults, a window of {:.2} s, {} cores\n",
+        r.vaults, r.window_seconds, r.cores
+    );
+    let _ = writeln!(
+        s,
+        "### Tally\n\n| | hash | sign | verify |\n|---|---:|---:|---:|"
+    );
+    let row = |s: &mut String, name: &str, t: &Tally| {
+        let _ = writeln!(s, "| {name} | {} | {} | {} |", t.hash, t.sign, t.verify);
+    };
+    row(&mut s, "total", &r.total);
+    for (v, t) in &r.per_vault {
+        row(&mut s, &format!("vault {v}"), t);
+    }
+    let window_ns = (r.window_seconds * 1e9).max(1.0);
+    let _ = writeln!(
+        s,
+        "\n### Concurrency: time with C operations running at once, all vaults\n\n| C | time (ms) | percent |\n|---:|---:|---:|"
+    );
+    for (c, ns) in &r.concurrency {
+        let _ = writeln!(
+            s,
+            "| {c} | {:.1} | {:.1} |",
+            *ns as f64 / 1e6,
+            *ns as f64 * 100.0 / window_ns
+        );
+    }
+    let _ = writeln!(
+        s,
+        "\n### Duplication: a vault's operations on an input it had already done the same operation on\n\nData read back from disk is hashed again whatever was hashed before: those re-hashes are necessary and counted apart.\n\n| vault | operations | duplicates | % of its crypto time | disk re-hashes |\n|---:|---:|---:|---:|---:|"
+    );
+    for d in &r.duplication {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {:.1} | {} |",
+            d.vault, d.operations, d.duplicates, d.percent_of_time, d.disk_rehashes
+        );
+    }
+    let _ = writeln!(
+        s,
+        "\n### The ideal minimum: necessary operations × unit cost ÷ cores\n\nNecessary: each vault's first operation on each input, and every re-hash of data read from disk. Unit cost: the median time of one, measured in these traces.\n\n| kind | purpose | operations | necessary | unit (µs) | necessary time (s) |\n|---|---|---:|---:|---:|---:|"
+    );
+    for n in &r.necessary {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {:.2} | {:.3} |",
+            n.kind,
+            n.purpose,
+            n.operations,
+            n.necessary,
+            n.unit_ns / 1e3,
+            n.necessary as f64 * n.unit_ns / 1e9
+        );
+    }
+    let _ = writeln!(
+        s,
+        "\nCrypto time {:.2} s in all; the ideal minimum {:.3} s on {} cores; the window {:.2} s, {:.1}× the ideal minimum.",
+        r.crypto_seconds,
+        r.ideal_minimum_seconds,
+        r.cores,
+        r.window_seconds,
+        r.window_seconds / r.ideal_minimum_seconds.max(1e-9)
+    );
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(op: Op, start_ns: u64, duration_ns: u32, input: u64) -> TracedOp {
+        TracedOp {
+            op,
+            start_ns,
+            duration_ns,
+            input,
+        }
+    }
+
+    fn trace(vault: u32, ops: Vec<TracedOp>) -> Trace {
+        Trace {
+            vault,
+            cores: 2,
+            window_start_ns: 1_000,
+            window_end_ns: 2_000,
+            ops,
+        }
+    }
+
+    #[test]
+    fn a_trace_round_trips_and_damage_is_named() {
+        let t = trace(
+            3,
+            vec![
+                op(Op::VerifyTx, 1_100, 50, 9),
+                op(Op::HashData, 1_200, 7, 0),
+            ],
+        );
+        let bytes = t.encode();
+        assert_eq!(Trace::decode(&bytes).unwrap(), t);
+        assert!(Trace::decode(&bytes[..bytes.len() - 1])
+            .unwrap_err()
+            .contains("cut short"));
+        assert!(Trace::decode(b"hello").unwrap_err().contains("SVTRACE1"));
+        let mut bad = bytes.clone();
+        bad[HEADER_BYTES] = 200;
+        assert!(Trace::decode(&bad)
+            .unwrap_err()
+            .contains("no operation 200"));
+    }
+
+    #[test]
+    fn spans_outside_the_window_are_left_out() {
+        let spans = [
+            Span {
+                op: Op::SignTx,
+                start_ns: 5,
+                end_ns: 9,
+                input: 1,
+            },
+            Span {
+                op: Op::SignTx,
+                start_ns: 500,
+                end_ns: 900,
+                input: 2,
+            },
+        ];
+        // The meter's epoch is Unix time 1000: the spans are at 1005 and 1500.
+        let t = Trace::of_spans(0, 2, 1_000, (1_100, 2_000), &spans);
+        assert_eq!(t.ops, vec![op(Op::SignTx, 1_500, 400, 2)]);
+    }
+
+    #[test]
+    fn concurrency_sums_to_the_window_and_counts_overlaps() {
+        // Vault 0: [1100, 1300); vault 1: [1200, 1400) and [1400, 1500).
+        let traces = [
+            trace(0, vec![op(Op::HashData, 1_100, 200, 1)]),
+            trace(
+                1,
+                vec![
+                    op(Op::HashData, 1_200, 200, 2),
+                    op(Op::HashData, 1_400, 100, 3),
+                ],
+            ),
+        ];
+        let c = concurrency(&traces, 1_000, 2_000);
+        // 0 at once: 1000-1100 and 1500-2000; 1: 1100-1200, 1300-1500; 2: 1200-1300.
+        assert_eq!(c, vec![(0, 600), (1, 300), (2, 100)]);
+        assert_eq!(c.iter().map(|x| x.1).sum::<u64>(), 1_000);
+    }
+
+    #[test]
+    fn duplicates_are_repeats_on_one_vault_and_disk_rehashes_never_are() {
+        let traces = [
+            trace(
+                0,
+                vec![
+                    op(Op::VerifyTx, 1_100, 100, 7),
+                    op(Op::VerifyTx, 1_300, 100, 7),
+                    op(Op::HashReread, 1_400, 10, 5),
+                    op(Op::HashReread, 1_500, 10, 5),
+                    op(Op::HashBlock, 1_600, 10, 0),
+                    op(Op::HashBlock, 1_700, 10, 0),
+                ],
+            ),
+            // Another vault verifying the same signature is not a repeat.
+            trace(1, vec![op(Op::VerifyTx, 1_100, 100, 7)]),
+        ];
+        let r = report(&traces).unwrap();
+        assert_eq!(
+            r.total,
+            Tally {
+                hash: 4,
+                sign: 0,
+                verify: 3
+            }
+        );
+        let d0 = &r.duplication[0];
+        assert_eq!((d0.duplicates, d0.disk_rehashes), (1, 2));
+        // 100 of 240 ns.
+        assert!((d0.percent_of_time - 100.0 * 100.0 / 240.0).abs() < 1e-9);
+        assert_eq!(r.duplication[1].duplicates, 0);
+        let verify = r.necessary.iter().find(|n| n.purpose == "tx").unwrap();
+        assert_eq!(
+            (verify.operations, verify.necessary, verify.unit_ns),
+            (3, 2, 100.0)
+        );
+        // Necessary: 2 verifies of 100 ns, 2 re-reads of 10, 2 block
+        // hashes of 10: 240 ns on 2 cores.
+        assert!((r.ideal_minimum_seconds - 120e-9).abs() < 1e-15);
+        assert!((r.window_seconds - 1e-6).abs() < 1e-15);
+    }
+}
