@@ -288,6 +288,11 @@ impl StressOptions {
         if self.immutable + self.mutable == 0 {
             return bad("--immutable and --mutable are both 0: the clients would do nothing");
         }
+        if self.trace_dir.is_some() && self.mode != Mode::InProcess {
+            return bad(
+                "--trace-crypto takes its traces from vaults in this process: use --mode inprocess",
+            );
+        }
         if self.size == 0 || self.size > MAX_BLOB_BYTES {
             return bad("--size must be 1 byte to 1 MiB");
         }

@@ -84,6 +84,23 @@ fn stress_refuses_a_grid_that_would_do_nothing() {
         (vec!["--immutable", "0", "--mutable", "0"], "do nothing"),
         (vec!["--vaults", "0,2"], "--vaults"),
         (vec!["--scale-max", "0"], "--scale-max"),
+        (
+            vec!["--latency", "/no/such/matrix"],
+            "not lan, continent or global",
+        ),
+        (vec!["--bandwidth", "fast"], "--bandwidth"),
+        (
+            vec![
+                "--trace-crypto",
+                "--mode",
+                "processes",
+                "--vaults",
+                "1",
+                "--clients",
+                "1",
+            ],
+            "--mode inprocess",
+        ),
     ] {
         let out = sv(&dir.path().join("cfg"))
             .arg("stress")
@@ -96,4 +113,72 @@ fn stress_refuses_a_grid_that_would_do_nothing() {
         assert!(stderr.contains(says), "{args:?}: {stderr}");
         assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
     }
+}
+
+#[test]
+fn a_traced_cell_across_a_continent_reports_seed_004s_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("out");
+    sv(&dir.path().join("cfg"))
+        .args([
+            "stress",
+            "--vaults",
+            "4",
+            "--clients",
+            "2",
+            "--immutable",
+            "3",
+            "--mutable",
+            "1",
+            "--latency",
+            "continent",
+            "--trace-crypto",
+            "--dir",
+        ])
+        .arg(dir.path().join("bench"))
+        .arg("--out")
+        .arg(&out_dir)
+        .assert()
+        .success();
+    let summary = std::fs::read_to_string(out_dir.join("summary.md")).unwrap();
+    for part in [
+        "distance: continent",
+        "## Round trips between regions",
+        "virginia–california: set 62.0 ms",
+        "## Time to run against the ideal minimum",
+        "### Concurrency",
+    ] {
+        assert!(summary.contains(part), "{part}: {summary}");
+    }
+    let traces = out_dir.join("traces").join("v4-c2-r0");
+    let files = std::fs::read_dir(&traces).unwrap().count();
+    assert_eq!(files, 4, "a trace a vault");
+    let out = sv(&dir.path().join("cfg"))
+        .arg("report")
+        .arg(&traces)
+        .arg("--json")
+        .assert()
+        .success();
+    let r: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(r["vaults"], 4);
+    // 6 blobs of 3 were put, each hashed where it arrived: some hashes.
+    assert!(r["total"]["hash"].as_u64().unwrap() > 0, "{r}");
+    let time_at: u64 = r["concurrency"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c[1].as_u64().unwrap())
+        .sum();
+    let window_ns = r["window_seconds"].as_f64().unwrap() * 1e9;
+    assert!((time_at as f64 - window_ns).abs() < 1e6, "{r}");
+    // A file that is not a trace is named.
+    let bad = dir.path().join("bad.svtrace");
+    std::fs::write(&bad, b"not a trace").unwrap();
+    let out = sv(&dir.path().join("cfg"))
+        .arg("report")
+        .arg(&bad)
+        .assert()
+        .failure();
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    assert!(stderr.contains("SVTRACE1"), "{stderr}");
 }
