@@ -76,10 +76,15 @@ impl Heatmap<'_> {
         let (cols, rows) = (self.xs.len().max(1), self.ys.len().max(1));
         let cell_w = (420.0 / cols as f64).clamp(60.0, 110.0);
         let cell_h = (300.0 / rows as f64).clamp(30.0, 60.0);
-        let (left, top, legend_w) = (80.0, 66.0, 90.0);
+        // The subtitle's lines, each kept within the picture: about 5.6
+        // pixels a character at its size.
+        let subtitle: Vec<&str> = self.subtitle.lines().collect();
+        let longest = subtitle.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+        let (left, legend_w) = (80.0, 90.0);
+        let top = 66.0 + 13.0 * subtitle.len().saturating_sub(1) as f64;
         let plot_w = cell_w * cols as f64;
         let plot_h = cell_h * rows as f64;
-        let width = left + plot_w + legend_w;
+        let width = (left + plot_w + legend_w).max(longest as f64 * 5.6 + 20.0);
         let height = top + plot_h + 78.0;
         let mut s = String::new();
         let _ = write!(
@@ -88,12 +93,19 @@ impl Heatmap<'_> {
         );
         let _ = write!(
             s,
-            r#"<rect width="100%" height="100%" fill="white"/><text x="{:.1}" y="22" font-size="15" text-anchor="middle" font-weight="bold">{}</text><text x="{:.1}" y="40" font-size="10" text-anchor="middle" fill="dimgray">{}</text>"#,
+            r#"<rect width="100%" height="100%" fill="white"/><text x="{:.1}" y="22" font-size="15" text-anchor="middle" font-weight="bold">{}</text>"#,
             width / 2.0,
             escape(self.title),
-            width / 2.0,
-            escape(self.subtitle)
         );
+        for (i, line) in subtitle.iter().enumerate() {
+            let _ = write!(
+                s,
+                r#"<text x="{:.1}" y="{:.0}" font-size="10" text-anchor="middle" fill="dimgray">{}</text>"#,
+                width / 2.0,
+                40.0 + 13.0 * i as f64,
+                escape(line)
+            );
+        }
         for (r, row) in self.values.iter().enumerate() {
             // Row 0 at the bottom: the smallest network lowest, as a y axis.
             let y = top + plot_h - (r + 1) as f64 * cell_h;

@@ -74,11 +74,12 @@ pub fn heatmap(report: &StressReport, scale_max: f64) -> String {
         })
         .collect();
     let subtitle = format!(
-        "{}; {} blobs + {} registers of {} B a client",
+        "{}\n{} blobs and {} registers of {} B a client; distance: {}",
         report.machine.describe(),
         o.immutable,
         o.mutable,
-        o.size
+        o.size,
+        o.distance.name()
     );
     Heatmap {
         title: "Client stress test: time to run",
