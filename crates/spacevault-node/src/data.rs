@@ -271,10 +271,9 @@ pub async fn store_request(shared: &Arc<Shared>, blob: Vec<u8>) -> Response {
     }
 }
 
-/// Keeps a blob durably, on a blocking thread: its fsync must not hold up
-/// the runtime's workers, which every vault of a process shares (one
-/// fsync at a time on two workers delayed every vault's gossip, and late
-/// proofs made every vault produce a block of its own).
+/// Keeps a blob durably, on a blocking thread: an fsync on one of the
+/// runtime's workers, which every vault of a process shares, would hold up
+/// every vault's gossip for its duration.
 async fn store_local(shared: &Arc<Shared>, blob: Vec<u8>) -> Result<Receipt, String> {
     let shared = shared.clone();
     tokio::task::spawn_blocking(move || {

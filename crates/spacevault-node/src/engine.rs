@@ -410,8 +410,7 @@ impl Engine {
     /// Never sooner than a proof window after this vault learned of the
     /// parent: a parent that arrives late (a loaded machine, a distant
     /// region) would otherwise find every vault's turn come already, and
-    /// every vault would produce before it heard a better proof. The chain
-    /// slows down under load instead of splitting.
+    /// every vault would produce before it heard a better proof.
     pub fn production_due(&self) -> Option<u64> {
         let e = &self.election;
         if e.produced {
