@@ -79,7 +79,11 @@ impl Heatmap<'_> {
         // The subtitle's lines, each kept within the picture: about 5.6
         // pixels a character at its size.
         let subtitle: Vec<&str> = self.subtitle.lines().collect();
-        let longest = subtitle.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+        let longest = subtitle
+            .iter()
+            .map(|l| l.chars().count())
+            .max()
+            .unwrap_or(0);
         let (left, legend_w) = (80.0, 90.0);
         let top = 66.0 + 13.0 * subtitle.len().saturating_sub(1) as f64;
         let plot_w = cell_w * cols as f64;

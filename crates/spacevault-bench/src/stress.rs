@@ -420,15 +420,13 @@ async fn run_cell(
     let seconds = started.elapsed().as_secs_f64();
     let traces = network.take_traces((window_start, unix_ns()));
     let crypto_trace = match (&options.trace_dir, traces.is_empty()) {
-        (Some(dir), false) => {
-            let dir = dir.join(format!("v{vaults}-c{clients}-r{repeat}"));
-            std::fs::create_dir_all(&dir)
-                .map_err(crate::launch::io("creating the trace directory"))?;
-            for t in &traces {
-                t.write(&dir.join(format!("vault{}.svtrace", t.vault)))?;
+        (Some(dir), false) => match write_traces(dir, (vaults, clients, repeat), &traces) {
+            Ok(report) => Some(report),
+            Err(e) => {
+                network.stop().await;
+                return Err(e);
             }
-            Some(crate::crypto_trace::report(&traces)?)
-        }
+        },
         _ => None,
     };
     drop(traces);
@@ -458,6 +456,20 @@ async fn run_cell(
         deepest_reorg,
         crypto_trace,
     })
+}
+
+/// Writes a run's traces, a file a vault, and reports on them.
+fn write_traces(
+    dir: &std::path::Path,
+    (vaults, clients, repeat): (usize, usize, usize),
+    traces: &[crate::crypto_trace::Trace],
+) -> Result<crate::crypto_trace::CryptoReport, BenchError> {
+    let dir = dir.join(format!("v{vaults}-c{clients}-r{repeat}"));
+    std::fs::create_dir_all(&dir).map_err(crate::launch::io("creating the trace directory"))?;
+    for t in traces {
+        t.write(&dir.join(format!("vault{}.svtrace", t.vault)))?;
+    }
+    crate::crypto_trace::report(traces)
 }
 
 fn unix_ns() -> u64 {
