@@ -21,22 +21,32 @@ async fn every_bad_message_is_refused_counted_and_not_relayed() {
             .all(|n| n.height() >= 2))
         .await
     );
-    // The rogue joins through vault 0 only; vault 1 must hear nothing of it.
+    // Rogues join through vault 0 only; vault 1 must hear nothing of them.
     let boot = nodes[0].listen_addrs(Duration::from_secs(1)).await;
-    let mut config = net::Config::new([99; 32], TransportKind::Memory, chain);
-    config.listen = vec!["/memory/0".parse().unwrap()];
-    config.bootstrap = boot;
-    config.heartbeat = Duration::from_millis(100);
-    let (rogue, mut events, _task) = net::start(config).unwrap();
-    nodes[1].shared.net.block(rogue.local_peer());
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while !rogue.peers().await.contains(&nodes[0].peer_id()) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the rogue never connected"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let start_rogue = |secret: u8| {
+        let mut config = net::Config::new([secret; 32], TransportKind::Memory, chain);
+        config.listen = vec!["/memory/0".parse().unwrap()];
+        config.bootstrap = boot.clone();
+        config.heartbeat = Duration::from_millis(100);
+        let (rogue, events, _task) = net::start(config).unwrap();
+        nodes[1].shared.net.block(rogue.local_peer());
+        (rogue, events)
+    };
+    let linked = |rogue: net::Handle| {
+        let v0 = nodes[0].peer_id();
+        async move {
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            while !rogue.peers().await.contains(&v0) {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "a rogue never connected"
+                );
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    };
+    let (rogue, _rogue_events) = start_rogue(99);
+    linked(rogue.clone()).await;
     let rogue_key = Keypair::from_secret(&[99; 32]);
     let proof = ChainProof {
         farmer_key: rogue_key.public(),
@@ -131,35 +141,41 @@ async fn every_bad_message_is_refused_counted_and_not_relayed() {
         .iter()
         .map(|m| m.2)
         .collect();
-    let mut round = 0u8;
-    let all_counted = loop {
-        round += 1;
-        // The messages are built on the head as it is now; the blocks among
-        // them carry the time its child is due. Wait for that time, so that
-        // they are neither early nor in the future, whatever the head has
-        // become meanwhile.
-        let head = nodes[0].shared.engine().head();
-        let due = head.timestamp_ms + spec.slot_ms;
-        let round_messages = messages(&head, round);
-        while spacevault_node::now_ms() < due {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-        for (topic, data, _) in round_messages {
-            rogue.publish(topic, data);
-        }
-        while let Ok(Some(ev)) =
-            tokio::time::timeout(Duration::from_millis(50), events.recv()).await
-        {
-            match ev {
-                Event::Gossip { id, source, .. } => rogue.validate(id, source, Verdict::Ignore),
-                Event::Request { reply, .. } => rogue.respond(reply, Response::NotFound),
-                _ => {}
+    // A rogue for each kind of message: one faulty message costs its
+    // sender more gossip score than the graylist allows, and a graylisted
+    // peer's later messages are dropped unread, uncounted.
+    let mut all_counted = true;
+    for (kind, reason) in reasons.iter().enumerate() {
+        let (sender, mut events) = start_rogue(100 + kind as u8);
+        linked(sender.clone()).await;
+        let mut round = 0u8;
+        while !counted(reason) && round < 40 {
+            round += 1;
+            // The messages are built on the head as it is now; the blocks
+            // among them carry the time its child is due. Wait for that
+            // time, so that they are neither early nor in the future,
+            // whatever the head has become meanwhile.
+            let head = nodes[0].shared.engine().head();
+            let due = head.timestamp_ms + spec.slot_ms;
+            let (topic, data, _) = messages(&head, round).swap_remove(kind);
+            while spacevault_node::now_ms() < due {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            sender.publish(topic, data);
+            while let Ok(Some(ev)) =
+                tokio::time::timeout(Duration::from_millis(50), events.recv()).await
+            {
+                match ev {
+                    Event::Gossip { id, source, .. } => {
+                        sender.validate(id, source, Verdict::Ignore)
+                    }
+                    Event::Request { reply, .. } => sender.respond(reply, Response::NotFound),
+                    _ => {}
+                }
             }
         }
-        if reasons.iter().all(|r| counted(r)) || round > 60 {
-            break reasons.iter().all(|r| counted(r));
-        }
-    };
+        all_counted &= counted(reason);
+    }
     let text = nodes[0].shared.metrics.encode();
     assert!(all_counted, "{text}");
     // Nothing of it reached vault 1 (which may refuse an honest proof that
