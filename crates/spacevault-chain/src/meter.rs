@@ -345,6 +345,16 @@ pub fn with<R>(meter: &Arc<Meter>, f: impl FnOnce() -> R) -> R {
 /// Runs one operation, recording it into the current meter if any, its
 /// result's fingerprint as its input's.
 pub fn timed<R: Fingerprint>(op: Op, f: impl FnOnce() -> R) -> R {
+    measured(op, f, R::fingerprint)
+}
+
+/// Runs one operation on the input `input` fingerprints (a verification's
+/// signature: its result says nothing of its input).
+pub fn timed_on<R>(op: Op, input: u64, f: impl FnOnce() -> R) -> R {
+    measured(op, f, |_| input)
+}
+
+fn measured<R>(op: Op, f: impl FnOnce() -> R, input: impl FnOnce(&R) -> u64) -> R {
     let meter = CURRENT.with(|c| c.borrow().clone());
     match meter {
         None => f(),
@@ -352,22 +362,7 @@ pub fn timed<R: Fingerprint>(op: Op, f: impl FnOnce() -> R) -> R {
             let started = Instant::now();
             let r = f();
             let ended = Instant::now();
-            m.record(op, started, ended, r.fingerprint());
-            r
-        }
-    }
-}
-
-/// Runs one operation on the input `input` fingerprints (a verification's
-/// signature: its result says nothing of its input).
-pub fn timed_on<R>(op: Op, input: u64, f: impl FnOnce() -> R) -> R {
-    let meter = CURRENT.with(|c| c.borrow().clone());
-    match meter {
-        None => f(),
-        Some(m) => {
-            let started = Instant::now();
-            let r = f();
-            m.record(op, started, Instant::now(), input);
+            m.record(op, started, ended, input(&r));
             r
         }
     }

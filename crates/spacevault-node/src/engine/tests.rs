@@ -56,6 +56,19 @@ async fn child_of(parent: &Block, key: &Keypair, farmer: &Farmer, at: u64) -> Bl
 
 /// Every vault looks up its proof and hears everyone else's; the best one
 /// produces, and every vault imports its block.
+/// Vaults 1 and 2, each holding its own best proof for block 1, and
+/// whether vault 1's is the better.
+async fn rivals() -> (Vault, Vault, bool) {
+    let mut a = vault(1);
+    let mut b = vault(2);
+    let (height, parent, challenge) = a.engine.election();
+    let fa = a.farmer.best(challenge).await.unwrap();
+    let fb = b.farmer.best(challenge).await.unwrap();
+    a.engine.offer_own(height, parent, fa.proof, fa.rank);
+    b.engine.offer_own(height, parent, fb.proof, fb.rank);
+    (a, b, fa.rank.beats(&fb.rank))
+}
+
 async fn round(vaults: &mut [Vault]) {
     let (height, parent, challenge) = vaults[0].engine.election();
     let mut msgs = Vec::new();
@@ -107,19 +120,11 @@ async fn vaults_elect_the_best_proof_and_agree() {
 
 #[tokio::test]
 async fn two_blocks_for_one_height_settle_on_the_better_proof_in_any_order() {
-    let mut a = vault(1);
-    let mut b = vault(2);
-    let (height, parent, challenge) = a.engine.election();
-    let fa = a.farmer.best(challenge).await.unwrap();
-    let fb = b.farmer.best(challenge).await.unwrap();
-    a.engine
-        .offer_own(height, parent, fa.proof.clone(), fa.rank);
-    b.engine
-        .offer_own(height, parent, fb.proof.clone(), fb.rank);
+    let (mut a, mut b, a_better) = rivals().await;
     let t = spec().genesis_unix_ms + 1000;
     let block_a = a.engine.produce(&a.key.clone(), t, false).unwrap();
     let block_b = b.engine.produce(&b.key.clone(), t, false).unwrap();
-    let better = if fa.rank.beats(&fb.rank) {
+    let better = if a_better {
         block_a.hash()
     } else {
         block_b.hash()
@@ -305,19 +310,10 @@ async fn a_worse_head_is_contested_in_its_slot_and_not_after() {
 
 #[tokio::test]
 async fn a_write_in_a_block_that_loses_its_place_goes_back_to_the_pool() {
-    let mut a = vault(1);
-    let mut b = vault(2);
-    let (height, parent, challenge) = a.engine.election();
-    let fa = a.farmer.best(challenge).await.unwrap();
-    let fb = b.farmer.best(challenge).await.unwrap();
-    a.engine
-        .offer_own(height, parent, fa.proof.clone(), fa.rank);
-    b.engine
-        .offer_own(height, parent, fb.proof.clone(), fb.rank);
+    let (mut a, mut b, a_better) = rivals().await;
     // The write goes into the better block, which a third vault takes first.
     let owner = Keypair::from_secret(&[9; 32]);
     let tx = RegisterTx::signed(&owner, &spec().chain_id(), b"r", 1, b"v");
-    let a_better = fa.rank.beats(&fb.rank);
     let holder = if a_better { &mut a } else { &mut b };
     assert!(holder.engine.add_tx(tx.clone()).unwrap());
     let t = spec().genesis_unix_ms + 1000;
@@ -357,19 +353,11 @@ async fn a_write_in_a_block_that_loses_its_place_goes_back_to_the_pool() {
 
 #[tokio::test]
 async fn a_gossiped_block_beaten_by_the_canonical_sibling_is_refused_and_a_synced_one_kept() {
-    let mut a = vault(1);
-    let mut b = vault(2);
-    let (height, parent, challenge) = a.engine.election();
-    let fa = a.farmer.best(challenge).await.unwrap();
-    let fb = b.farmer.best(challenge).await.unwrap();
-    a.engine
-        .offer_own(height, parent, fa.proof.clone(), fa.rank);
-    b.engine
-        .offer_own(height, parent, fb.proof.clone(), fb.rank);
+    let (mut a, mut b, a_better) = rivals().await;
     let t = spec().genesis_unix_ms + 1000;
     let block_a = a.engine.produce(&a.key.clone(), t, false).unwrap();
     let block_b = b.engine.produce(&b.key.clone(), t, false).unwrap();
-    let (better, worse) = if fa.rank.beats(&fb.rank) {
+    let (better, worse) = if a_better {
         (block_a, block_b)
     } else {
         (block_b, block_a)
