@@ -214,7 +214,6 @@ impl Client {
     }
 }
 
-/// A register name as one URL path segment.
 /// A register's path in the API.
 fn register_path(owner: &[u8; 32], name: &str) -> String {
     format!(
@@ -224,6 +223,7 @@ fn register_path(owner: &[u8; 32], name: &str) -> String {
     )
 }
 
+/// A register name as one URL path segment.
 fn encode_segment(name: &str) -> String {
     let mut out = String::new();
     for b in name.bytes() {
