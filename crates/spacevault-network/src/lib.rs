@@ -407,6 +407,29 @@ fn behaviour(key: &identity::Keypair, config: &Config) -> Result<Behaviour, Star
     })
 }
 
+/// A raw transport with noise and yamux on top, each connection held at
+/// the links profile's distance from its peer where there is one.
+fn secured<T>(
+    raw: T,
+    noise: noise::Config,
+    local: PeerId,
+    links: Option<Arc<links::LinkProfile>>,
+) -> libp2p::core::transport::Boxed<(PeerId, libp2p::core::muxing::StreamMuxerBox)>
+where
+    T: libp2p::core::Transport + Send + Unpin + 'static,
+    T::Output: futures::AsyncRead + futures::AsyncWrite + Unpin + Send + 'static,
+    T::Error: Send + Sync + 'static,
+    T::Dial: Send + 'static,
+    T::ListenerUpgrade: Send + 'static,
+{
+    use libp2p::core::{upgrade::Version, Transport};
+    raw.upgrade(Version::V1)
+        .authenticate(noise)
+        .multiplex(yamux::Config::default())
+        .map(move |(peer, muxer), _| (peer, links::hold(links.as_deref(), &local, &peer, muxer)))
+        .boxed()
+}
+
 /// Starts the network on the current tokio runtime: the node's handle, its
 /// events, and the swarm's task (which ends when every handle is dropped).
 pub fn start(
@@ -419,27 +442,21 @@ pub fn start(
     // Connections that no mesh, query or request uses close after this: a
     // vault keeps the peers it works with, not every peer it ever met.
     let idle = IDLE_CONNECTION;
-    let links = config.links.clone();
-    let local = key.public().to_peer_id();
-    use libp2p::core::{upgrade::Version, Transport};
     let noise = noise::Config::new(&key).map_err(|e| err(&e))?;
+    let (local, links) = (key.public().to_peer_id(), config.links.clone());
     let transport = match config.transport {
-        TransportKind::Tcp => tcp::tokio::Transport::new(tcp::Config::default().nodelay(true))
-            .upgrade(Version::V1)
-            .authenticate(noise)
-            .multiplex(yamux::Config::default())
-            .map(move |(peer, muxer), _| {
-                (peer, links::hold(links.as_deref(), &local, &peer, muxer))
-            })
-            .boxed(),
-        TransportKind::Memory => libp2p::core::transport::MemoryTransport::default()
-            .upgrade(Version::V1)
-            .authenticate(noise)
-            .multiplex(yamux::Config::default())
-            .map(move |(peer, muxer), _| {
-                (peer, links::hold(links.as_deref(), &local, &peer, muxer))
-            })
-            .boxed(),
+        TransportKind::Tcp => secured(
+            tcp::tokio::Transport::new(tcp::Config::default().nodelay(true)),
+            noise,
+            local,
+            links,
+        ),
+        TransportKind::Memory => secured(
+            libp2p::core::transport::MemoryTransport::default(),
+            noise,
+            local,
+            links,
+        ),
     };
     let swarm = libp2p::SwarmBuilder::with_existing_identity(key.clone())
         .with_tokio()
