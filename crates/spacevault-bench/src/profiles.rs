@@ -234,47 +234,6 @@ impl Distance {
     }
 }
 
-/// A rate such as `2Gbit`, `100Mbit`, `50MiB` or `1MB` (each per second),
-/// in bytes per second.
-pub fn parse_rate(text: &str) -> Result<u64, BenchError> {
-    let t = text.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (number, unit) = t.split_at(split);
-    let unit = unit.trim();
-    // Mbps is megabits, as network people write it.
-    let unit = match unit.strip_suffix("bps") {
-        Some(prefix) => format!("{prefix}bit"),
-        None => unit.trim_end_matches("/s").to_string(),
-    };
-    let bits = |m: f64| m / 8.0;
-    let per_second = match unit.to_ascii_lowercase().as_str() {
-        "kbit" => bits(1e3),
-        "mbit" => bits(1e6),
-        "gbit" => bits(1e9),
-        "b" | "" => 1.0,
-        "kb" => 1e3,
-        "mb" => 1e6,
-        "gb" => 1e9,
-        "kib" => 1024.0,
-        "mib" => 1024.0 * 1024.0,
-        "gib" => 1024.0 * 1024.0 * 1024.0,
-        _ => f64::NAN,
-    };
-    let bad = || {
-        BenchError::Invalid(format!(
-            "--bandwidth '{text}': a rate such as 2Gbit, 100Mbit or 50MiB (per second)"
-        ))
-    };
-    let number: f64 = number.parse().map_err(|_| bad())?;
-    let rate = number * per_second;
-    if !rate.is_finite() || rate < 1.0 {
-        return Err(bad());
-    }
-    Ok(rate as u64)
-}
-
 /// Round trips measured between two regions, beside the profile's.
 #[derive(Clone, Debug, Serialize)]
 pub struct RoundTrips {
@@ -384,18 +343,6 @@ mod tests {
         assert_eq!(f.placement["p0"], 0);
         assert_eq!(f.placement["p7"], 7);
         assert_eq!(f.placement["p8"], 0);
-    }
-
-    #[test]
-    fn rates_read_as_people_write_them() {
-        assert_eq!(parse_rate("2Gbit").unwrap(), 250_000_000);
-        assert_eq!(parse_rate("100Mbit").unwrap(), 12_500_000);
-        assert_eq!(parse_rate("100Mbps").unwrap(), 12_500_000);
-        assert_eq!(parse_rate("50MiB").unwrap(), 50 << 20);
-        assert_eq!(parse_rate("1MB/s").unwrap(), 1_000_000);
-        for bad in ["fast", "0", "10 parsecs", ""] {
-            assert!(parse_rate(bad).is_err(), "{bad}");
-        }
     }
 
     #[test]

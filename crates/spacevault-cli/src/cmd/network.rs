@@ -1,10 +1,10 @@
 //! `spacevault bench network`: the table and JSON of a network benchmark.
 
-use crate::size::{format_size, parse_size};
+use crate::size::{format_size, parse_rate, parse_size};
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use spacevault_bench::network::{self, Mode, NetworkBenchOptions, OpStats};
-use spacevault_bench::profiles::{parse_rate, Distance, RegionMatrix};
+use spacevault_bench::profiles::{Distance, RegionMatrix};
 use std::path::PathBuf;
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -45,7 +45,11 @@ impl DistanceArgs {
     pub fn distance(&self) -> Result<Distance> {
         Ok(Distance {
             matrix: RegionMatrix::named(&self.latency)?,
-            bytes_per_second: self.bandwidth.as_deref().map(parse_rate).transpose()?,
+            bytes_per_second: self
+                .bandwidth
+                .as_deref()
+                .map(|b| parse_rate(b).map_err(|e| anyhow::anyhow!("--bandwidth: {e}")))
+                .transpose()?,
         })
     }
 }
