@@ -223,14 +223,15 @@ impl Distance {
         self.matrix.clone().unwrap_or_else(RegionMatrix::lan)
     }
 
+    /// Whether the transport is left as it is: no regions, no cap.
+    pub fn adds_nothing(&self) -> bool {
+        self.matrix.is_none() && self.bytes_per_second.is_none()
+    }
+
     /// The links file that holds `peers` (in vault order) at this distance;
     /// none where nothing is added.
     pub fn links_file(&self, peers: &[String]) -> Option<LinksFile> {
-        match (&self.matrix, self.bytes_per_second) {
-            (Some(m), rate) => Some(m.links_file(peers, rate)),
-            (None, Some(rate)) => Some(RegionMatrix::lan().links_file(peers, Some(rate))),
-            (None, None) => None,
-        }
+        (!self.adds_nothing()).then(|| self.regions().links_file(peers, self.bytes_per_second))
     }
 }
 

@@ -162,10 +162,10 @@ pub fn markdown(report: &StressReport, command: &str, date: &str) -> String {
         s,
         "- distance: {}{}\n",
         o.distance.name(),
-        if o.distance.links_file(&[]).is_some() {
-            " (each vault holds what it reads from a peer for the delay between their regions, with jitter, at the capped rate: applied in the transport, as this kernel has no netem)"
-        } else {
+        if o.distance.adds_nothing() {
             " (nothing added to the transport)"
+        } else {
+            " (each vault holds what it reads from a peer for the delay between their regions, with jitter, at the capped rate: applied in the transport, as this kernel has no netem)"
         }
     );
     let _ = writeln!(s, "## Time to run (median seconds), vaults × clients\n");
