@@ -12,6 +12,7 @@ pub mod plot;
 pub mod profiles;
 pub mod stats;
 pub mod stress;
+mod stress_client;
 pub mod stress_output;
 
 /// Why a benchmark could not run.

@@ -1,0 +1,283 @@
+//! One client of `spacevault stress`: it PUTs its blobs and registers
+//! through one vault's HTTP API, GETs each back through another, and
+//! records what became of every operation (ok, an error, lost, wrong) and
+//! how long it took.
+
+use crate::machine::SplitMix;
+use crate::stats::Summary;
+use crate::stress::{OpFigures, OpKind};
+use spacevault_chain::Keypair;
+use spacevault_node::client::{Client, ClientError};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// What became of one operation.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Outcome {
+    Ok,
+    Error(String),
+    Lost,
+    Wrong,
+}
+
+pub(crate) struct Record {
+    pub kind: OpKind,
+    pub ms: f64,
+    pub outcome: Outcome,
+}
+
+pub(crate) fn figures_of<'a>(records: impl Iterator<Item = &'a Record>) -> OpFigures {
+    let mut f = OpFigures::default();
+    let mut ms = Vec::new();
+    for r in records {
+        match &r.outcome {
+            Outcome::Ok => {
+                f.ok += 1;
+                ms.push(r.ms);
+            }
+            Outcome::Error(why) => {
+                f.errors += 1;
+                f.first_error.get_or_insert_with(|| why.clone());
+            }
+            Outcome::Lost => f.lost += 1,
+            Outcome::Wrong => f.wrong += 1,
+        }
+    }
+    f.latency_ms = (!ms.is_empty()).then(|| Summary::of(&ms));
+    f
+}
+
+/// One client's share of a cell.
+pub(crate) struct ClientWork {
+    pub index: usize,
+    pub put_via: Client,
+    pub get_via: Client,
+    pub chain_id: [u8; 32],
+    pub immutable: usize,
+    pub mutable: usize,
+    pub size: usize,
+    pub value_bytes: usize,
+    pub in_flight: usize,
+}
+
+/// What a client put, to check what it gets back against.
+enum Put {
+    Blob {
+        address: String,
+        bytes: Vec<u8>,
+    },
+    Register {
+        name: String,
+        value: Vec<u8>,
+        version: u64,
+    },
+}
+
+impl ClientWork {
+    /// The client's own key: registers belong to their writer.
+    fn key(&self) -> Keypair {
+        let mut secret = [0u8; 32];
+        secret[..8].copy_from_slice(&(self.index as u64).to_le_bytes());
+        secret[8] = 0xc1;
+        Keypair::from_secret(&secret)
+    }
+
+    fn bytes(&self, what: u64, i: usize, len: usize) -> Vec<u8> {
+        let mut rng = SplitMix(((self.index as u64) << 32) ^ (what << 24) ^ i as u64);
+        let mut out = vec![0u8; len];
+        for chunk in out.chunks_mut(8) {
+            let r = rng.next_u64().to_le_bytes();
+            chunk.copy_from_slice(&r[..chunk.len()]);
+        }
+        out
+    }
+
+    pub async fn run(self) -> Vec<Record> {
+        let me = Arc::new(self);
+        let key = Arc::new(me.key());
+        let mut records = Vec::new();
+        // PUT everything, then GET everything back, as seed 004's clients
+        // do: immutable blobs first, then registers, each stage with
+        // `in_flight` operations outstanding.
+        let puts_imm = (0..me.immutable)
+            .map(|i| (OpKind::PutImmutable, i))
+            .collect();
+        let puts_mut = (0..me.mutable).map(|i| (OpKind::PutMutable, i)).collect();
+        let mut put: Vec<Option<Put>> = Vec::new();
+        for stage in [puts_imm, puts_mut] {
+            for (record, p) in me.stage(&key, stage, Vec::new()).await {
+                records.push(record);
+                put.push(p);
+            }
+        }
+        let put: Vec<Put> = put.into_iter().flatten().collect();
+        let (blobs, registers): (Vec<Put>, Vec<Put>) =
+            put.into_iter().partition(|p| matches!(p, Put::Blob { .. }));
+        for (kind, items) in [
+            (OpKind::GetImmutable, blobs),
+            (OpKind::GetMutable, registers),
+        ] {
+            let ops = (0..items.len()).map(|i| (kind, i)).collect();
+            for (record, _) in me.stage(&key, ops, items).await {
+                records.push(record);
+            }
+        }
+        records
+    }
+
+    /// Runs `ops` with `in_flight` of them outstanding; GETs check against
+    /// `items` (indexed by the op's number).
+    async fn stage(
+        self: &Arc<Self>,
+        key: &Arc<Keypair>,
+        ops: Vec<(OpKind, usize)>,
+        items: Vec<Put>,
+    ) -> Vec<(Record, Option<Put>)> {
+        let items = Arc::new(items);
+        let ops = Arc::new(ops);
+        let workers = self.in_flight.min(ops.len().max(1));
+        let mut tasks = Vec::new();
+        for w in 0..workers {
+            let (me, key, ops, items) = (self.clone(), key.clone(), ops.clone(), items.clone());
+            tasks.push(tokio::spawn(async move {
+                let mut out = Vec::new();
+                for &(kind, i) in ops.iter().skip(w).step_by(workers) {
+                    out.push(me.op(&key, kind, i, &items).await);
+                }
+                out
+            }));
+        }
+        let mut out = Vec::new();
+        for t in tasks {
+            if let Ok(r) = t.await {
+                out.extend(r);
+            }
+        }
+        out
+    }
+
+    async fn op(
+        &self,
+        key: &Keypair,
+        kind: OpKind,
+        i: usize,
+        items: &[Put],
+    ) -> (Record, Option<Put>) {
+        let t = Instant::now();
+        let (outcome, put) = match kind {
+            OpKind::PutImmutable => {
+                let bytes = self.bytes(1, i, self.size);
+                match self.put_via.put(bytes.clone()).await {
+                    Ok(a) => (
+                        Outcome::Ok,
+                        Some(Put::Blob {
+                            address: a.address,
+                            bytes,
+                        }),
+                    ),
+                    Err(e) => (Outcome::Error(e.to_string()), None),
+                }
+            }
+            OpKind::PutMutable => {
+                let name = format!("stress-{i}");
+                let value = self.bytes(2, i, self.value_bytes);
+                match self.put_via.set(key, &self.chain_id, &name, &value).await {
+                    Ok(a) => (
+                        Outcome::Ok,
+                        Some(Put::Register {
+                            name,
+                            value,
+                            version: a.version,
+                        }),
+                    ),
+                    Err(e) => (Outcome::Error(e.to_string()), None),
+                }
+            }
+            OpKind::GetImmutable => {
+                let Put::Blob { address, bytes } = &items[i] else {
+                    unreachable!("GETs of blobs are given blobs")
+                };
+                match self.get_via.get(address).await {
+                    Ok(got) if got == *bytes => (Outcome::Ok, None),
+                    Ok(_) => (Outcome::Wrong, None),
+                    Err(e) => (judge(e), None),
+                }
+            }
+            OpKind::GetMutable => {
+                let Put::Register {
+                    name,
+                    value,
+                    version,
+                } = &items[i]
+                else {
+                    unreachable!("GETs of registers are given registers")
+                };
+                // Read through another vault once its chain holds the
+                // write (the writing vault's branch may not be its own
+                // yet): a 404 then is a write that did not reach its
+                // chain in the API's wait, lost as far as a client knows.
+                match self
+                    .get_via
+                    .read_version(&key.public(), name, *version)
+                    .await
+                {
+                    Ok(r) if r.version == *version && r.value_hex == hex::encode(value) => {
+                        (Outcome::Ok, None)
+                    }
+                    Ok(_) => (Outcome::Wrong, None),
+                    Err(e) => (judge(e), None),
+                }
+            }
+        };
+        let record = Record {
+            kind,
+            ms: t.elapsed().as_secs_f64() * 1e3,
+            outcome,
+        };
+        (record, put)
+    }
+}
+
+/// A failed GET of something that was put: lost when the vault says it
+/// has no such thing, an error when the vault could not be asked.
+fn judge(e: ClientError) -> Outcome {
+    match e {
+        ClientError::Refused { status: 404, .. } => Outcome::Lost,
+        e => Outcome::Error(e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn figures_count_each_outcome_and_time_only_the_good() {
+        let r = |ms, outcome| Record {
+            kind: OpKind::GetImmutable,
+            ms,
+            outcome,
+        };
+        let records = [
+            r(1.0, Outcome::Ok),
+            r(3.0, Outcome::Ok),
+            r(100.0, Outcome::Lost),
+            r(200.0, Outcome::Wrong),
+            r(300.0, Outcome::Error("refused".into())),
+        ];
+        let f = figures_of(records.iter());
+        assert_eq!((f.ok, f.lost, f.wrong, f.errors), (2, 1, 1, 1));
+        assert_eq!(f.latency_ms.unwrap().max, 3.0);
+        assert_eq!(f.first_error.as_deref(), Some("refused"));
+    }
+
+    #[test]
+    fn a_404_is_lost_data_and_anything_else_an_error() {
+        let refused = |status| ClientError::Refused {
+            status,
+            reason: "x".into(),
+        };
+        assert_eq!(judge(refused(404)), Outcome::Lost);
+        assert!(matches!(judge(refused(503)), Outcome::Error(_)));
+    }
+}
