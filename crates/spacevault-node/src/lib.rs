@@ -9,6 +9,8 @@
 //! - [`engine`]: the chain as this vault follows it (import, fork choice,
 //!   election, transaction pool, production), over the store;
 //! - [`data`]: blobs, their holders, replication and repair;
+//! - `node` (the vault's task: its events and timers) and `sync` (catching
+//!   up from a peer's canonical blocks);
 //! - [`api`] and [`client`]: the HTTP API and a client of it;
 //! - [`metrics`]: what `/metrics` shows;
 //! - [`links`]: the file that places a test network's vaults at a
@@ -26,6 +28,7 @@ pub mod links;
 pub mod metrics;
 mod node;
 mod page;
+mod sync;
 
 pub use node::{Node, NodeConfig, Shared, StartError};
 pub use spacevault_network::{Address, TransportKind};
