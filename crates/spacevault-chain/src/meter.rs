@@ -297,12 +297,8 @@ impl Meter {
         }
     }
 
-    /// When the meter started: spans count from here.
-    pub fn epoch(&self) -> Instant {
-        self.epoch
-    }
-
-    /// The same as Unix time in nanoseconds.
+    /// When the meter started, as Unix time in nanoseconds: spans count
+    /// from here.
     pub fn epoch_unix_ns(&self) -> u64 {
         self.epoch_unix_ns
     }
