@@ -184,7 +184,10 @@ impl Windows {
         let counts = &mut counts[..self.buckets];
         for (w, window) in counts.chunks_mut(1 << self.window_bits).enumerate() {
             for &entry in &self.buf[w * self.cap..self.ends[w]] {
-                window[(entry >> self.low_bits) as usize] += 1;
+                // In u64: a partition of one bucket has windows of one
+                // bucket, no window bits, and `low_bits` of 32, the whole
+                // width of an entry.
+                window[((entry as u64) >> self.low_bits) as usize] += 1;
             }
         }
     }
