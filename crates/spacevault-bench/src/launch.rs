@@ -284,20 +284,40 @@ impl Network {
     }
 }
 
-/// Changes of branch in every vault together, and the most blocks one of
-/// them took off a vault's canonical chain, from the vaults' statuses.
-pub fn reorgs(statuses: &[Option<serde_json::Value>]) -> (u64, u64) {
-    let field = |s: &Option<serde_json::Value>, name: &str| {
-        s.as_ref().and_then(|s| s[name].as_u64()).unwrap_or(0)
-    };
-    (
-        statuses.iter().map(|s| field(s, "reorgs")).sum(),
-        statuses
-            .iter()
-            .map(|s| field(s, "deepest_reorg"))
-            .max()
-            .unwrap_or(0),
-    )
+/// How well the vaults agreed, from their statuses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ChainHealth {
+    /// Changes of branch in every vault together.
+    pub reorgs: u64,
+    /// The most blocks one change took off a vault's canonical chain.
+    pub deepest_reorg: u64,
+    /// Blocks signed by every vault together, contests included: one a
+    /// height where the election works, up to one a vault where it does
+    /// not.
+    pub blocks_produced: u64,
+    /// The highest head.
+    pub height: u64,
+}
+
+impl ChainHealth {
+    pub fn of(statuses: &[Option<serde_json::Value>]) -> ChainHealth {
+        let field = |s: &Option<serde_json::Value>, name: &str| {
+            s.as_ref().and_then(|s| s[name].as_u64()).unwrap_or(0)
+        };
+        let sum = |name: &str| statuses.iter().map(|s| field(s, name)).sum();
+        let max = |name: &str| statuses.iter().map(|s| field(s, name)).max().unwrap_or(0);
+        ChainHealth {
+            reorgs: sum("reorgs"),
+            deepest_reorg: max("deepest_reorg"),
+            blocks_produced: sum("blocks_produced"),
+            height: max("height"),
+        }
+    }
+
+    /// Blocks signed for each height of the chain.
+    pub fn blocks_a_height(&self) -> Option<f64> {
+        (self.height > 0).then(|| self.blocks_produced as f64 / self.height as f64)
+    }
 }
 
 /// The vaults as the benchmark drives them.

@@ -100,6 +100,8 @@ pub struct NetworkBench {
     pub propagation_load_ms: Option<Summary>,
     /// Every compared height's propagation time in milliseconds.
     pub propagation_by_height: Vec<(u64, f64)>,
+    /// Blocks signed and changes of branch, from the start to the end.
+    pub chain: crate::launch::ChainHealth,
     /// Settled blocks that some vault never imported (it synced past them
     /// on another branch, or was behind).
     pub blocks_missing_somewhere: u64,
@@ -179,6 +181,7 @@ async fn run_async(options: &NetworkBenchOptions) -> Result<NetworkBench, BenchE
     // Two slots for the last blocks to settle, then compare.
     tokio::time::sleep(Duration::from_millis(2 * options.slot_ms)).await;
     let (heights, settled, disagreements, propagation, missing) = agreement(&clients).await;
+    let chain = crate::launch::ChainHealth::of(&network.statuses().await);
     let between = |from: u64, to: u64| {
         let ms: Vec<f64> = propagation
             .iter()
@@ -204,6 +207,7 @@ async fn run_async(options: &NetworkBenchOptions) -> Result<NetworkBench, BenchE
         propagation_idle_ms: between(h0 + 1, h1 + 1),
         propagation_load_ms: between(h1 + 1, h2 + 1),
         propagation_by_height: propagation.clone(),
+        chain,
         blocks_missing_somewhere: missing,
         memory_per_vault_bytes,
         settling,

@@ -129,6 +129,11 @@ pub struct Cell {
     pub reorgs: u64,
     /// The most blocks one change of branch took off a vault's chain.
     pub deepest_reorg: u64,
+    /// Blocks signed by all vaults together, from the network's start to
+    /// the clients' end.
+    pub blocks_produced: u64,
+    /// The highest head then.
+    pub height: u64,
     /// Seed 004's tables from the cell's crypto traces, when traced.
     pub crypto_trace: Option<crate::crypto_trace::CryptoReport>,
 }
@@ -431,7 +436,7 @@ async fn run_cell(
     drop(traces);
     let statuses = network.statuses().await;
     let round_trips = round_trips(&options.distance.regions(), &network.round_trips(&statuses));
-    let (reorgs, deepest_reorg) = crate::launch::reorgs(&statuses);
+    let health = crate::launch::ChainHealth::of(&statuses);
     let crypto = crypto_between(&crypto_before, &crypto_totals(&network.clients).await);
     let cpu_seconds = cpu_before.zip(network.cpu_seconds()).map(|(a, b)| b - a);
     network.stop().await;
@@ -451,8 +456,10 @@ async fn run_cell(
         crypto,
         cost_usd: options.price_per_hour.map(|p| p * seconds / 3600.0),
         round_trips,
-        reorgs,
-        deepest_reorg,
+        reorgs: health.reorgs,
+        deepest_reorg: health.deepest_reorg,
+        blocks_produced: health.blocks_produced,
+        height: health.height,
         crypto_trace,
     })
 }

@@ -6,7 +6,7 @@ use crate::heatmap::Heatmap;
 use crate::stress::{Cell, OpKind, StressReport};
 use std::fmt::Write;
 
-pub const CSV_HEADER: &str = "vaults,clients,repeat,seconds,network_start_seconds,operations,errors,lost,wrong,put_immutable_p50_ms,put_immutable_p99_ms,put_mutable_p50_ms,put_mutable_p99_ms,get_immutable_p50_ms,get_immutable_p99_ms,get_mutable_p50_ms,get_mutable_p99_ms,cpu_seconds,cost_usd,reorgs,deepest_reorg";
+pub const CSV_HEADER: &str = "vaults,clients,repeat,seconds,network_start_seconds,operations,errors,lost,wrong,put_immutable_p50_ms,put_immutable_p99_ms,put_mutable_p50_ms,put_mutable_p99_ms,get_immutable_p50_ms,get_immutable_p99_ms,get_mutable_p50_ms,get_mutable_p99_ms,cpu_seconds,cost_usd,reorgs,deepest_reorg,blocks_produced,height";
 
 fn opt(v: Option<f64>) -> String {
     v.map(|v| format!("{v:.3}")).unwrap_or_default()
@@ -37,11 +37,13 @@ pub fn csv(report: &StressReport) -> String {
         }
         let _ = writeln!(
             s,
-            ",{},{},{},{}",
+            ",{},{},{},{},{},{}",
             opt(c.cpu_seconds),
             opt(c.cost_usd),
             c.reorgs,
-            c.deepest_reorg
+            c.deepest_reorg,
+            c.blocks_produced,
+            c.height
         );
     }
     s
@@ -105,8 +107,13 @@ fn cell_line(c: &Cell) -> String {
             .unwrap_or_else(|| "–".into())
     };
     let trouble = c.lost_or_wrong() + c.errors();
+    let blocks_a_height = if c.height == 0 {
+        "–".to_string()
+    } else {
+        format!("{:.2}", c.blocks_produced as f64 / c.height as f64)
+    };
     format!(
-        "| {} | {} | {} | {:.2} | {} | {} | {} | {} | {} | {} ({}) | {}{} |",
+        "| {} | {} | {} | {:.2} | {} | {} | {} | {} | {} | {} ({}) | {} | {}{} |",
         c.vaults,
         c.clients,
         c.repeat,
@@ -118,6 +125,7 @@ fn cell_line(c: &Cell) -> String {
         lat(OpKind::GetMutable),
         c.reorgs,
         c.deepest_reorg,
+        blocks_a_height,
         if trouble == 0 {
             "none".to_string()
         } else {
@@ -196,13 +204,13 @@ pub fn markdown(report: &StressReport, command: &str, date: &str) -> String {
     }
     let _ = writeln!(
         s,
-        "\n## Every run\n\nLatencies are p50 / p99 in milliseconds over the operations that succeeded. Reorgs: changes of branch in all vaults together from the network's start, and the most blocks one took off a vault's chain.\n"
+        "\n## Every run\n\nLatencies are p50 / p99 in milliseconds over the operations that succeeded. Reorgs: changes of branch in all vaults together from the network's start, and the most blocks one took off a vault's chain. Blocks a height: blocks the vaults signed, all together, for each height of the chain (1 where every election has one producer).\n"
     );
     let _ = writeln!(
         s,
-        "| vaults | clients | run | seconds | operations | PUT immutable | PUT mutable | GET immutable | GET mutable | reorgs (deepest) | trouble |"
+        "| vaults | clients | run | seconds | operations | PUT immutable | PUT mutable | GET immutable | GET mutable | reorgs (deepest) | blocks a height | trouble |"
     );
-    let _ = writeln!(s, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
+    let _ = writeln!(s, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
     for c in &report.cells {
         let _ = writeln!(s, "{}", cell_line(c));
     }

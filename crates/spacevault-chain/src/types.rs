@@ -102,6 +102,16 @@ impl Ranked {
     pub fn beats(&self, other: &Ranked) -> bool {
         (self.distance, self.nonce, self.plot_id) < (other.distance, other.nonce, other.plot_id)
     }
+
+    /// How many of `records` random records would, on average, lie
+    /// closer to the challenge than this proof: its distance as a share of
+    /// all distances, times the records. About 1 for the best proof of a
+    /// network that holds `records` records (it is exponentially
+    /// distributed with mean 1), about n for the n-th best.
+    pub fn expected_place(&self, records: f64) -> f64 {
+        let top = u64::from_be_bytes(self.distance[..8].try_into().expect("8 bytes"));
+        top as f64 / (u64::MAX as f64 + 1.0) * records
+    }
 }
 
 /// The parent hash of block 1, and the "proof hash" its challenge is

@@ -51,7 +51,9 @@ pub struct Config {
     pub bootstrap: Vec<Multiaddr>,
     /// Topics are the chain's own.
     pub chain_id: [u8; 32],
-    /// Gossipsub's heartbeat: shorter for tests with short slots.
+    /// Gossipsub's heartbeat, which mends meshes and gossips message ids
+    /// (messages themselves go out at once): tests shorten it to form
+    /// their meshes sooner.
     pub heartbeat: Duration,
     /// Connections a node keeps open beyond its bootstrap peers.
     pub target_peers: usize,
@@ -70,7 +72,7 @@ impl Config {
             listen: Vec::new(),
             bootstrap: Vec::new(),
             chain_id,
-            heartbeat: Duration::from_millis(700),
+            heartbeat: Duration::from_secs(1),
             target_peers: 12,
             meter: None,
             links: None,

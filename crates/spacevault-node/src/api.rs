@@ -198,9 +198,9 @@ async fn block(State(s): S, Path(height): Path<String>) -> Result<Json<BlockJson
 }
 
 async fn status(State(s): S) -> Json<serde_json::Value> {
-    let (head, recent, election) = {
+    let (head, recent, election, block_delay_ms) = {
         let e = s.engine();
-        (e.head(), e.recent(12), e.election())
+        (e.head(), e.recent(12), e.election(), e.block_delay_ms())
     };
     let (blobs, blob_bytes) = s.engine().store().blob_stats().unwrap_or((0, 0));
     let peers = s.net.peers().await;
@@ -236,6 +236,8 @@ async fn status(State(s): S) -> Json<serde_json::Value> {
         "round_trips_ms": round_trips,
         "reorgs": s.metrics.reorgs.get(),
         "deepest_reorg": s.deepest_reorg.load(std::sync::atomic::Ordering::Relaxed),
+        "blocks_produced": s.metrics.proofs_won.get(),
+        "block_delay_ms": block_delay_ms,
         "blobs": blobs,
         "blob_bytes": blob_bytes,
     }))

@@ -34,6 +34,9 @@ struct Election {
     challenge: [u8; 32],
     seen: Vec<(Ranked, ChainProof)>,
     own: Option<(Ranked, ChainProof)>,
+    /// Producer timeouts this vault waits for its proof's expected place
+    /// in the network, heard of or not (see [`Engine::offer_own`]).
+    own_expected_wait: f64,
     produced: bool,
     /// When this vault learned of the parent (Unix ms).
     opened_ms: u64,
@@ -47,6 +50,10 @@ const MAX_ORPHANS: usize = 512;
 const MAX_MEMPOOL: usize = 16_384;
 /// How far ahead of a register's version a pending transaction may be.
 const MAX_VERSIONS_AHEAD: u64 = 64;
+/// Producer timeouts a vault waits at most for its proof's expected place:
+/// past that, a block has not come for four slots, and any vault may make
+/// one.
+const MAX_EXPECTED_WAIT: f64 = 8.0;
 
 impl Election {
     fn new(parent: Parent, chain_id: &[u8; 32], opened_ms: u64) -> Election {
@@ -55,6 +62,7 @@ impl Election {
             parent,
             seen: Vec::new(),
             own: None,
+            own_expected_wait: 0.0,
             produced: false,
             opened_ms,
         }
@@ -105,6 +113,10 @@ pub struct Engine {
     /// The last election, kept so that a vault whose better proof lost to
     /// a block made before its own can still produce for that height.
     previous: Option<Election>,
+    /// How long gossiped blocks took to arrive after they were made, in
+    /// milliseconds, smoothed: what spaces this vault's turn from the
+    /// likelier producers' when the network runs late.
+    block_delay_ms: f64,
     mempool: BTreeMap<[u8; 32], RegisterTx>,
     orphans: HashMap<[u8; 32], Vec<Block>>,
     orphan_count: usize,
@@ -124,6 +136,7 @@ impl Engine {
             limits: Limits::of(&spec),
             election: Election::new(head, &chain_id, 0),
             previous: None,
+            block_delay_ms: 0.0,
             chain_id,
             spec,
             store: std::sync::Arc::new(store),
@@ -222,6 +235,10 @@ impl Engine {
             }
         }
         let rank = validate::check_header(&self.spec, &self.chain_id, &parent, &block, now_ms)?;
+        if refuse_beaten {
+            // Signed by its producer: its time is the producer's word.
+            self.note_delay(block.header.timestamp_ms, now_ms);
+        }
         if refuse_beaten && self.beaten(&block, &rank).map_err(store_err)? {
             return Err(Rejection::NotBetter);
         }
@@ -229,6 +246,20 @@ impl Engine {
         self.store.insert_block(&block, rank).map_err(store_err)?;
         let outcome = self.choose(&hash, &block, now_ms).map_err(store_err)??;
         Ok(outcome)
+    }
+
+    /// A gossiped block made at `made_ms` arrived at `now_ms`.
+    fn note_delay(&mut self, made_ms: u64, now_ms: u64) {
+        // A block withheld or relayed very late says little of the
+        // network: a sample counts for at most a few slots.
+        let sample = now_ms.saturating_sub(made_ms).min(4 * self.spec.slot_ms) as f64;
+        self.block_delay_ms += (sample - self.block_delay_ms) / 4.0;
+    }
+
+    /// How long gossiped blocks have lately taken to arrive, in
+    /// milliseconds (smoothed).
+    pub fn block_delay_ms(&self) -> f64 {
+        self.block_delay_ms
     }
 
     /// Whether a block of rank `rank` loses to the canonical block of the
@@ -375,17 +406,25 @@ impl Engine {
 
     /// This vault's own best proof for the election at `height` on
     /// `parent`: returns the message to gossip when it is the best seen.
+    /// `records`: the records the network is thought to hold, from which
+    /// the proof's expected place among all the network's proofs follows
+    /// ([`Ranked::expected_place`]); 0 when not known.
     pub fn offer_own(
         &mut self,
         height: u64,
         parent: [u8; 32],
         proof: ChainProof,
         rank: Ranked,
+        records: f64,
     ) -> Option<ProofMsg> {
         if self.election.height() != height || self.election.parent.hash != parent {
             return None;
         }
         self.election.own = Some((rank, proof.clone()));
+        // The best proof's expected place is below 1 two times in three and
+        // below 2 six times in seven: it is rarely held back.
+        self.election.own_expected_wait =
+            (rank.expected_place(records) - 1.0).clamp(0.0, MAX_EXPECTED_WAIT);
         let best = self.election.offer(rank, proof.clone());
         best.then_some(ProofMsg {
             chain_id: self.chain_id,
@@ -403,9 +442,20 @@ impl Engine {
     }
 
     /// When this vault may produce the next block, in Unix milliseconds:
-    /// one slot after the parent for the best proof seen, one producer
-    /// timeout later for each proof seen that beats this vault's own. None
+    /// one slot after the parent for the best proof, one place later for
+    /// each proof seen that beats this vault's own, or for each place its
+    /// proof expects to take among the network's beyond the first,
+    /// whichever is later. A place is a producer timeout, or twice the
+    /// recent [`block_delay_ms`](Self::block_delay_ms) if longer. None
     /// without a proof of its own, or once it has produced.
+    ///
+    /// The proofs seen space the producers when messages come in time. The
+    /// expected place does when they do not: on a loaded machine or across
+    /// a distant link the better proofs arrive after the turn has come,
+    /// and by the proofs seen alone every vault would be the best it knew
+    /// of and produce at once. By its expected place a vault waits in
+    /// proportion to how unlikely its proof is to win, and the likely
+    /// winner's block reaches it first.
     ///
     /// Never sooner than a proof window after this vault learned of the
     /// parent: a parent that arrives late (a loaded machine, a distant
@@ -416,12 +466,17 @@ impl Engine {
         if e.produced {
             return None;
         }
-        let rank = e.own_rank()? as u64;
+        let seen = e.own_rank()? as f64;
+        let places = seen.max(e.own_expected_wait);
         let opens = self
             .spec
             .earliest_ms(e.parent.timestamp_ms)
             .max(e.opened_ms + self.spec.proof_window_ms);
-        Some(opens + rank * self.spec.producer_timeout_ms)
+        // A place is a producer timeout, or twice the time blocks have
+        // lately taken to arrive if that is longer: a better producer's
+        // block must have time to come before this vault's turn.
+        let place_ms = (self.spec.producer_timeout_ms as f64).max(2.0 * self.block_delay_ms);
+        Some(opens + (places * place_ms).round() as u64)
     }
 
     /// Whether this vault should produce at once for the height just

@@ -29,7 +29,8 @@ pub struct NodeConfig {
     pub bootstrap: Vec<net::Address>,
     /// The HTTP API's address; none for no API.
     pub api: Option<SocketAddr>,
-    /// Gossipsub's heartbeat.
+    /// Gossipsub's heartbeat ([`GOSSIP_HEARTBEAT`] unless a test wants
+    /// its meshes sooner).
     pub heartbeat: Duration,
     /// Remember signatures verified once (see `meter::verify_cached`).
     pub verify_cache: bool,
@@ -39,6 +40,14 @@ pub struct NodeConfig {
     pub trace_crypto: bool,
 }
 
+/// Gossipsub's heartbeat, whatever the slot: blocks and proofs go out at
+/// once along the mesh, and the heartbeat only mends meshes and gossips
+/// message ids. Each one costs a vault control messages to a dozen peers;
+/// at a third of a 500 ms slot, 64 vaults on a 2-core machine spent two
+/// thirds of their idle CPU on heartbeats (15.6 CPU-s in 10 s, against 5.0
+/// at 1 s), and the lag made most of them produce at every height.
+pub const GOSSIP_HEARTBEAT: Duration = Duration::from_secs(1);
+
 impl NodeConfig {
     pub fn new(
         spec: ChainSpec,
@@ -46,7 +55,6 @@ impl NodeConfig {
         data_dir: PathBuf,
         transport: TransportKind,
     ) -> NodeConfig {
-        let heartbeat = Duration::from_millis((spec.slot_ms / 3).clamp(50, 700));
         NodeConfig {
             spec,
             key,
@@ -56,7 +64,7 @@ impl NodeConfig {
             listen: Vec::new(),
             bootstrap: Vec::new(),
             api: None,
-            heartbeat,
+            heartbeat: GOSSIP_HEARTBEAT,
             verify_cache: true,
             links: None,
             trace_crypto: false,
@@ -393,9 +401,10 @@ async fn run(shared: Arc<Shared>, mut events: mpsc::Receiver<Event>, mut stop: m
                     // blocking thread: counted here, timed in the lookup.
                     shared.meter.add(Op::HashLookup, found.answers as u64);
                     let Found { proof, rank, .. } = *found;
-                    let msg = shared.engine().offer_own(height, parent, proof, rank);
+                    let records = records_known(&shared);
+                    let msg = shared.engine().offer_own(height, parent, proof, rank, records);
                     if let Some(msg) = msg {
-                        publish_proof_later(&shared, msg, &rank);
+                        publish_proof_later(&shared, msg, rank.expected_place(records));
                     }
                 }
                 Internal::Synced => last_progress = tokio::time::Instant::now(),
@@ -423,29 +432,27 @@ fn flush_store(store: &spacevault_store::Store) {
     }
 }
 
-/// Gossips this vault's proof after a delay that grows with the rank its
-/// distance suggests among all the records the network is thought to hold,
-/// unless a better proof arrived meanwhile. Every vault looks up at once,
-/// and sent at once every vault's proof would be the best it had seen; this
-/// way the likely winners send first, a few steps apart, and most vaults
-/// never send.
-fn publish_proof_later(shared: &Arc<Shared>, msg: ProofMsg, rank: &spacevault_chain::Ranked) {
-    let records_known = {
-        let vaults = shared.vaults.lock().unwrap().count() as f64;
-        let plots: f64 = shared
-            .farmer
-            .plots()
-            .iter()
-            .map(|p| (p.k as f64).exp2())
-            .sum();
-        (vaults * plots).max(1.0)
-    };
-    let top = u64::from_be_bytes(rank.distance[..8].try_into().expect("8 bytes")) as f64;
-    // The distance as a share of all distances, times the records: about
-    // the proof's rank among them.
-    let rank_estimate = top / u64::MAX as f64 * records_known;
+/// The records the network is thought to hold: the vaults this one knows
+/// of, each with as much space as this one.
+fn records_known(shared: &Shared) -> f64 {
+    let vaults = shared.vaults.lock().unwrap().count() as f64;
+    let plots: f64 = shared
+        .farmer
+        .plots()
+        .iter()
+        .map(|p| (p.k as f64).exp2())
+        .sum();
+    (vaults * plots).max(1.0)
+}
+
+/// Gossips this vault's proof after a delay that grows with its expected
+/// place among all the network's proofs, unless a better proof arrived
+/// meanwhile. Every vault looks up at once, and sent at once every vault's
+/// proof would be the best it had seen; this way the likely winners send
+/// first, a few steps apart, and most vaults never send.
+fn publish_proof_later(shared: &Arc<Shared>, msg: ProofMsg, expected_place: f64) {
     let half_window = shared.spec.proof_window_ms as f64 / 2.0;
-    let delay = (half_window * rank_estimate / PROOF_RANKS_SENT).min(half_window);
+    let delay = (half_window * expected_place / PROOF_RANKS_SENT).min(half_window);
     let msg_delay = Duration::from_millis(delay as u64);
     let shared = shared.clone();
     tokio::spawn(async move {
@@ -485,14 +492,18 @@ fn start_lookup(
 /// Produces the next block (or contests the last), imports it and gossips
 /// it.
 fn produce(shared: &Arc<Shared>, contest: bool) {
-    let block = shared
-        .engine()
-        .produce(&shared.key, crate::now_ms(), contest);
+    let (block, block_delay_ms) = {
+        let mut engine = shared.engine();
+        let block = engine.produce(&shared.key, crate::now_ms(), contest);
+        (block, engine.block_delay_ms())
+    };
     let Some(block) = block else { return };
     shared.metrics.proofs_won.inc();
     tracing::info!(
         height = block.header.height,
         txs = block.txs.len(),
+        contest,
+        block_delay_ms = block_delay_ms.round(),
         "produced a block"
     );
     let bytes = block.encode();

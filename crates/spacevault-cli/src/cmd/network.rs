@@ -171,6 +171,17 @@ pub fn run(a: BenchNetworkArgs) -> Result<()> {
         r.disagreements,
         r.blocks_missing_somewhere
     );
+    outln!(
+        "producers       {} blocks signed for {} heights ({}), {} changes of branch (deepest {})",
+        r.chain.blocks_produced,
+        r.chain.height,
+        r.chain
+            .blocks_a_height()
+            .map(|b| format!("{b:.2} a height"))
+            .unwrap_or_else(|| "no height".into()),
+        r.chain.reorgs,
+        r.chain.deepest_reorg
+    );
     // Each phase on a line of its own: a block's time to reach every
     // vault, from its producer's import to the last vault's.
     let phases = [

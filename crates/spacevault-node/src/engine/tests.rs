@@ -64,8 +64,8 @@ async fn rivals() -> (Vault, Vault, bool) {
     let (height, parent, challenge) = a.engine.election();
     let fa = a.farmer.best(challenge).await.unwrap();
     let fb = b.farmer.best(challenge).await.unwrap();
-    a.engine.offer_own(height, parent, fa.proof, fa.rank);
-    b.engine.offer_own(height, parent, fb.proof, fb.rank);
+    a.engine.offer_own(height, parent, fa.proof, fa.rank, 0.0);
+    b.engine.offer_own(height, parent, fb.proof, fb.rank, 0.0);
     (a, b, fa.rank.beats(&fb.rank))
 }
 
@@ -74,7 +74,7 @@ async fn round(vaults: &mut [Vault]) {
     let mut msgs = Vec::new();
     for v in vaults.iter_mut() {
         let found = v.farmer.best(challenge).await.unwrap();
-        if let Some(msg) = v.engine.offer_own(height, parent, found.proof, found.rank) {
+        if let Some(msg) = v.engine.offer_own(height, parent, found.proof, found.rank, 0.0) {
             msgs.push(msg);
         }
     }
@@ -159,7 +159,7 @@ async fn bad_blocks_are_refused_with_their_reason() {
     let (height, parent, challenge) = a.engine.election();
     let found = a.farmer.best(challenge).await.unwrap();
     a.engine
-        .offer_own(height, parent, found.proof.clone(), found.rank);
+        .offer_own(height, parent, found.proof.clone(), found.rank, 0.0);
     let t = spec().genesis_unix_ms + 1000;
     let good = a.engine.produce(&a.key.clone(), t, false).unwrap();
     let mut b = vault(2);
@@ -296,8 +296,8 @@ async fn a_worse_head_is_contested_in_its_slot_and_not_after() {
     } else {
         (fb, fa)
     };
-    a.engine.offer_own(height, parent, fa.proof, fa.rank);
-    b.engine.offer_own(height, parent, fb.proof, fb.rank);
+    a.engine.offer_own(height, parent, fa.proof, fa.rank, 0.0);
+    b.engine.offer_own(height, parent, fb.proof, fb.rank, 0.0);
     let t = spec().genesis_unix_ms + 1000;
     let worse = b.engine.produce(&b.key.clone(), t, false).unwrap();
     a.engine.import(worse, t).unwrap();
@@ -391,7 +391,7 @@ async fn a_parent_that_arrives_late_gives_proofs_a_window_before_anyone_produces
     let mut b = vault(2);
     let (height, parent, challenge) = b.engine.election();
     let fb = b.farmer.best(challenge).await.unwrap();
-    b.engine.offer_own(height, parent, fb.proof, fb.rank);
+    b.engine.offer_own(height, parent, fb.proof, fb.rank, 0.0);
     let made = spec().genesis_unix_ms + spec().slot_ms;
     let block = b.engine.produce(&b.key.clone(), made, false).unwrap();
     // a hears of it three slots late: the next block's time has passed.
@@ -399,7 +399,7 @@ async fn a_parent_that_arrives_late_gives_proofs_a_window_before_anyone_produces
     a.engine.import(block.clone(), late).unwrap();
     let (height, parent, challenge) = a.engine.election();
     let fa = a.farmer.best(challenge).await.unwrap();
-    a.engine.offer_own(height, parent, fa.proof, fa.rank);
+    a.engine.offer_own(height, parent, fa.proof, fa.rank, 0.0);
     assert_eq!(
         a.engine.production_due(),
         Some(late + spec().proof_window_ms),
@@ -410,6 +410,6 @@ async fn a_parent_that_arrives_late_gives_proofs_a_window_before_anyone_produces
     c.engine.import(block, made + 10).unwrap();
     let (height, parent, challenge) = c.engine.election();
     let fc = c.farmer.best(challenge).await.unwrap();
-    c.engine.offer_own(height, parent, fc.proof, fc.rank);
+    c.engine.offer_own(height, parent, fc.proof, fc.rank, 0.0);
     assert_eq!(c.engine.production_due(), Some(made + spec().slot_ms));
 }
