@@ -210,7 +210,10 @@ pub fn markdown(report: &StressReport, command: &str, date: &str) -> String {
         s,
         "| vaults | clients | run | seconds | operations | PUT immutable | PUT mutable | GET immutable | GET mutable | reorgs (deepest) | blocks a height | trouble |"
     );
-    let _ = writeln!(s, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
+    let _ = writeln!(
+        s,
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+    );
     for c in &report.cells {
         let _ = writeln!(s, "{}", cell_line(c));
     }

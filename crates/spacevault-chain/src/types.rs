@@ -584,6 +584,22 @@ mod tests {
     }
 
     #[test]
+    fn a_proofs_expected_place_is_its_distance_as_a_share_of_all_times_the_records() {
+        let rank = |top: u8| Ranked {
+            distance: [top; 32],
+            nonce: 0,
+            plot_id: [0; 32],
+            quality: 0,
+        };
+        assert_eq!(rank(0).expected_place(1e9), 0.0);
+        let mut half = rank(0);
+        half.distance[0] = 0x80;
+        assert_eq!(half.expected_place(1000.0), 500.0);
+        // The most distant proof is the last of all the records.
+        assert!((rank(0xff).expected_place(64.0) - 64.0).abs() < 1e-9);
+    }
+
+    #[test]
     fn blocks_and_messages_round_trip_exactly() {
         let block = sample_block();
         let bytes = block.encode();

@@ -74,7 +74,10 @@ async fn round(vaults: &mut [Vault]) {
     let mut msgs = Vec::new();
     for v in vaults.iter_mut() {
         let found = v.farmer.best(challenge).await.unwrap();
-        if let Some(msg) = v.engine.offer_own(height, parent, found.proof, found.rank, 0.0) {
+        if let Some(msg) = v
+            .engine
+            .offer_own(height, parent, found.proof, found.rank, 0.0)
+        {
             msgs.push(msg);
         }
     }
@@ -412,4 +415,56 @@ async fn a_parent_that_arrives_late_gives_proofs_a_window_before_anyone_produces
     let fc = c.farmer.best(challenge).await.unwrap();
     c.engine.offer_own(height, parent, fc.proof, fc.rank, 0.0);
     assert_eq!(c.engine.production_due(), Some(made + spec().slot_ms));
+}
+
+#[tokio::test]
+async fn a_vault_waits_a_place_for_each_expected_place_beyond_the_first_and_places_grow_with_the_block_delay(
+) {
+    let mut a = vault(1);
+    let (height, parent, challenge) = a.engine.election();
+    let found = a.farmer.best(challenge).await.unwrap();
+    let opens = spec().genesis_unix_ms + spec().slot_ms;
+    let timeout = spec().producer_timeout_ms as f64;
+    // The records that put this proof at expected place 3.5: it waits 2.5
+    // places, unheard of proofs or not.
+    let records = 3.5 / found.rank.expected_place(1.0);
+    a.engine
+        .offer_own(height, parent, found.proof.clone(), found.rank, records);
+    assert_eq!(
+        a.engine.production_due(),
+        Some(opens + (2.5 * timeout).round() as u64)
+    );
+    // With no estimate (or a likely winner's), no wait beyond the turn.
+    a.engine
+        .offer_own(height, parent, found.proof.clone(), found.rank, 0.0);
+    assert_eq!(a.engine.production_due(), Some(opens));
+    // However far back, at most 8 places.
+    a.engine
+        .offer_own(height, parent, found.proof, found.rank, records * 1000.0);
+    assert_eq!(
+        a.engine.production_due(),
+        Some(opens + (8.0 * timeout).round() as u64)
+    );
+
+    // Blocks that came late make a place longer: twice the smoothed
+    // delay once that passes the producer timeout.
+    let mut b = vault(2);
+    let made = spec().genesis_unix_ms + spec().slot_ms;
+    let block = a.engine.produce(&a.key.clone(), made, false).unwrap();
+    let late = made + 2 * spec().slot_ms;
+    b.engine.import_gossiped(block, late).unwrap();
+    let delay = b.engine.block_delay_ms();
+    assert_eq!(delay, (2 * spec().slot_ms) as f64 / 4.0);
+    let (height, parent, challenge) = b.engine.election();
+    let found = b.farmer.best(challenge).await.unwrap();
+    let records = 2.0 / found.rank.expected_place(1.0);
+    b.engine
+        .offer_own(height, parent, found.proof, found.rank, records);
+    let opens = late + spec().proof_window_ms;
+    let place = timeout.max(2.0 * delay);
+    assert!(place > timeout);
+    assert_eq!(
+        b.engine.production_due(),
+        Some(opens + place.round() as u64)
+    );
 }
