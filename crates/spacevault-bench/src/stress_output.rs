@@ -254,6 +254,7 @@ pub fn markdown(report: &StressReport, command: &str, date: &str) -> String {
             100.0 * total / cores / c.seconds.max(1e-9)
         );
     }
+    where_the_time_goes(&mut s, report);
     let errors: Vec<String> = report
         .cells
         .iter()
@@ -343,6 +344,70 @@ pub fn utc_date(unix_seconds: u64) -> String {
     format!("{y:04}-{m:02}-{d:02}")
 }
 
+/// The shortest a run can take waiting on the chain alone: the register
+/// writes go in rounds of `in_flight`, and each is answered a block to
+/// include it and `SETTLED_DEPTH` more after it was sent, a slot each at
+/// best. The blobs' share is milliseconds.
+pub fn slot_floor_seconds(o: &crate::stress::StressOptions) -> f64 {
+    let rounds = o.mutable.div_ceil(o.in_flight.max(1));
+    let slots = rounds as u64 * (spacevault_node::api::SETTLED_DEPTH + 1);
+    slots as f64 * o.slot_ms as f64 / 1000.0
+}
+
+/// Each cell's time beside what bounds it from below: the slots its
+/// register writes wait for, the machine's cores kept busy, and the part
+/// of that which was cryptography.
+fn where_the_time_goes(s: &mut String, report: &StressReport) {
+    let cores = report.machine.cores.max(1) as f64;
+    let floor = slot_floor_seconds(&report.options);
+    let _ = writeln!(
+        s,
+        "\n## Where the time goes\n\nSlot floor: {floor:.1} s for every cell, the register writes' rounds ({} writes, {} in flight) times {} slots each (a block to include a write, {} more to settle it): no machine runs the test faster at these settings. CPU busy: every vault's CPU time during the clients' work divided by the {cores} cores; near 100% of the time to run, the run is bound by the CPU, and what that time is spent on beyond its crypto is messaging (gossip, requests, the HTTP API), storage and the async runtime. Ideal minimum: the necessary crypto alone (traced cells only).\n",
+        report.options.mutable,
+        report.options.in_flight,
+        spacevault_node::api::SETTLED_DEPTH + 1,
+        spacevault_node::api::SETTLED_DEPTH,
+    );
+    let _ = writeln!(
+        s,
+        "| vaults | clients | run | time to run (s) | ÷ slot floor | CPU busy (s, % of the time) | of which crypto (s) | ideal minimum (s) |"
+    );
+    let _ = writeln!(s, "|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for c in &report.cells {
+        let busy = match c.cpu_seconds {
+            Some(cpu) => format!(
+                "{:.2} ({:.0}%)",
+                cpu / cores,
+                100.0 * cpu / cores / c.seconds.max(1e-9)
+            ),
+            None => "–".into(),
+        };
+        let crypto: f64 = ["hash", "sign", "verify"]
+            .iter()
+            .map(|k| c.crypto_of(k).1)
+            .sum();
+        let ideal = c
+            .crypto_trace
+            .as_ref()
+            .map(|t| format!("{:.2}", t.ideal_minimum_seconds))
+            .unwrap_or_else(|| "–".into());
+        let over_floor = if floor > 0.0 {
+            format!("{:.1}", c.seconds / floor)
+        } else {
+            "–".into()
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {:.2} | {over_floor} | {busy} | {:.2} | {ideal} |",
+            c.vaults,
+            c.clients,
+            c.repeat,
+            c.seconds,
+            crypto / cores,
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -352,5 +417,33 @@ mod tests {
         assert_eq!(utc_date(0), "1970-01-01");
         assert_eq!(utc_date(951_782_400), "2000-02-29");
         assert_eq!(utc_date(1_795_564_800 + 86_399), "2026-11-25");
+    }
+
+    #[test]
+    fn the_slot_floor_is_the_register_rounds_times_three_slots() {
+        let mut o = crate::stress::StressOptions {
+            vaults: vec![1],
+            clients: vec![1],
+            immutable: 100,
+            mutable: 100,
+            size: 1024,
+            in_flight: 8,
+            k: 16,
+            slot_ms: 500,
+            replication: 4,
+            mode: crate::launch::Mode::InProcess,
+            repeats: 1,
+            price_per_hour: None,
+            verify_cache: true,
+            distance: Default::default(),
+            trace_dir: None,
+            dir: "x".into(),
+        };
+        // 13 rounds (the last of 4 writes), 3 slots each.
+        assert_eq!(slot_floor_seconds(&o), 19.5);
+        o.in_flight = 100;
+        assert_eq!(slot_floor_seconds(&o), 1.5);
+        o.mutable = 0;
+        assert_eq!(slot_floor_seconds(&o), 0.0);
     }
 }

@@ -347,7 +347,7 @@ pub fn register_tx(owner: &str, name: &str, body: &[u8]) -> Result<RegisterTx, S
 }
 
 /// Blocks above a register write's block before its PUT is answered.
-const SETTLED_DEPTH: u64 = 2;
+pub const SETTLED_DEPTH: u64 = 2;
 
 async fn put_register(
     State(s): S,
