@@ -6,134 +6,26 @@
 
 use crate::BenchError;
 use serde::Serialize;
-use spacevault_chain::meter::{Kind, Op, Span};
+use spacevault_chain::meter::{Kind, Op};
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::Path;
 
-pub const MAGIC: &[u8; 8] = b"SVTRACE1";
-/// Header: magic, vault index (u32), cores (u32), window start and end
-/// (u64 Unix ns each).
-const HEADER_BYTES: usize = 8 + 4 + 4 + 8 + 8;
-/// A record: operation (u8), start (u64 Unix ns), duration (u32 ns),
-/// input fingerprint (u64).
-const RECORD_BYTES: usize = 1 + 8 + 4 + 8;
+pub use spacevault_chain::trace::{Trace, TracedOp, MAGIC};
 
-/// One vault's operations in a window.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Trace {
-    pub vault: u32,
-    /// The machine's cores, for the ideal minimum.
-    pub cores: u32,
-    pub window_start_ns: u64,
-    pub window_end_ns: u64,
-    pub ops: Vec<TracedOp>,
+/// Writes a trace to a file of its own.
+pub fn write(trace: &Trace, path: &Path) -> Result<(), BenchError> {
+    let mut f = std::fs::File::create(path)
+        .map_err(|e| BenchError::io(format!("creating {}", path.display()), e))?;
+    f.write_all(&trace.encode())
+        .map_err(|e| BenchError::io(format!("writing {}", path.display()), e))
 }
 
-/// One operation, in Unix nanoseconds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TracedOp {
-    pub op: Op,
-    pub start_ns: u64,
-    pub duration_ns: u32,
-    pub input: u64,
-}
-
-impl Trace {
-    /// A vault's spans (relative to its meter's epoch) that fall in the
-    /// window.
-    pub fn of_spans(
-        vault: u32,
-        cores: u32,
-        epoch_unix_ns: u64,
-        window: (u64, u64),
-        spans: &[Span],
-    ) -> Trace {
-        let ops = spans
-            .iter()
-            .map(|s| TracedOp {
-                op: s.op,
-                start_ns: epoch_unix_ns + s.start_ns,
-                duration_ns: (s.end_ns.saturating_sub(s.start_ns)).min(u32::MAX as u64) as u32,
-                input: s.input,
-            })
-            .filter(|o| (window.0..window.1).contains(&o.start_ns))
-            .collect();
-        Trace {
-            vault,
-            cores,
-            window_start_ns: window.0,
-            window_end_ns: window.1,
-            ops,
-        }
-    }
-
-    pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(HEADER_BYTES + RECORD_BYTES * self.ops.len());
-        out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&self.vault.to_le_bytes());
-        out.extend_from_slice(&self.cores.to_le_bytes());
-        out.extend_from_slice(&self.window_start_ns.to_le_bytes());
-        out.extend_from_slice(&self.window_end_ns.to_le_bytes());
-        for o in &self.ops {
-            out.push(o.op.index() as u8);
-            out.extend_from_slice(&o.start_ns.to_le_bytes());
-            out.extend_from_slice(&o.duration_ns.to_le_bytes());
-            out.extend_from_slice(&o.input.to_le_bytes());
-        }
-        out
-    }
-
-    pub fn decode(bytes: &[u8]) -> Result<Trace, String> {
-        if bytes.len() < HEADER_BYTES || &bytes[..8] != MAGIC {
-            return Err("not a spacevault crypto trace (no SVTRACE1 header)".into());
-        }
-        let body = &bytes[HEADER_BYTES..];
-        if !body.len().is_multiple_of(RECORD_BYTES) {
-            return Err(format!(
-                "cut short: {} bytes of records is not a whole number of {RECORD_BYTES}-byte records",
-                body.len()
-            ));
-        }
-        let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4"));
-        let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().expect("8"));
-        let (window_start_ns, window_end_ns) = (u64_at(bytes, 16), u64_at(bytes, 24));
-        if window_end_ns < window_start_ns {
-            return Err("the window ends before it starts".into());
-        }
-        let mut ops = Vec::with_capacity(body.len() / RECORD_BYTES);
-        for (i, r) in body.chunks_exact(RECORD_BYTES).enumerate() {
-            let op = *Op::ALL
-                .get(r[0] as usize)
-                .ok_or_else(|| format!("record {i}: no operation {}", r[0]))?;
-            ops.push(TracedOp {
-                op,
-                start_ns: u64_at(r, 1),
-                duration_ns: u32::from_le_bytes(r[9..13].try_into().expect("4")),
-                input: u64_at(r, 13),
-            });
-        }
-        Ok(Trace {
-            vault: u32_at(8),
-            cores: u32_at(12),
-            window_start_ns,
-            window_end_ns,
-            ops,
-        })
-    }
-
-    pub fn write(&self, path: &Path) -> Result<(), BenchError> {
-        let mut f = std::fs::File::create(path)
-            .map_err(|e| BenchError::io(format!("creating {}", path.display()), e))?;
-        f.write_all(&self.encode())
-            .map_err(|e| BenchError::io(format!("writing {}", path.display()), e))
-    }
-
-    pub fn read(path: &Path) -> Result<Trace, BenchError> {
-        let bytes = std::fs::read(path)
-            .map_err(|e| BenchError::io(format!("reading {}", path.display()), e))?;
-        Trace::decode(&bytes).map_err(|e| BenchError::Invalid(format!("{}: {e}", path.display())))
-    }
+/// Reads a trace file.
+pub fn read(path: &Path) -> Result<Trace, BenchError> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| BenchError::io(format!("reading {}", path.display()), e))?;
+    Trace::decode(&bytes).map_err(|e| BenchError::Invalid(format!("{}: {e}", path.display())))
 }
 
 /// Hashes, signatures and verifications.
@@ -421,49 +313,6 @@ mod tests {
             window_end_ns: 2_000,
             ops,
         }
-    }
-
-    #[test]
-    fn a_trace_round_trips_and_damage_is_named() {
-        let t = trace(
-            3,
-            vec![
-                op(Op::VerifyTx, 1_100, 50, 9),
-                op(Op::HashData, 1_200, 7, 0),
-            ],
-        );
-        let bytes = t.encode();
-        assert_eq!(Trace::decode(&bytes).unwrap(), t);
-        assert!(Trace::decode(&bytes[..bytes.len() - 1])
-            .unwrap_err()
-            .contains("cut short"));
-        assert!(Trace::decode(b"hello").unwrap_err().contains("SVTRACE1"));
-        let mut bad = bytes.clone();
-        bad[HEADER_BYTES] = 200;
-        assert!(Trace::decode(&bad)
-            .unwrap_err()
-            .contains("no operation 200"));
-    }
-
-    #[test]
-    fn spans_outside_the_window_are_left_out() {
-        let spans = [
-            Span {
-                op: Op::SignTx,
-                start_ns: 5,
-                end_ns: 9,
-                input: 1,
-            },
-            Span {
-                op: Op::SignTx,
-                start_ns: 500,
-                end_ns: 900,
-                input: 2,
-            },
-        ];
-        // The meter's epoch is Unix time 1000: the spans are at 1005 and 1500.
-        let t = Trace::of_spans(0, 2, 1_000, (1_100, 2_000), &spans);
-        assert_eq!(t.ops, vec![op(Op::SignTx, 1_500, 400, 2)]);
     }
 
     #[test]

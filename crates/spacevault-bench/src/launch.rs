@@ -63,6 +63,8 @@ pub struct Network {
     pub first_block_due_seconds: f64,
     started: Instant,
     rss_before: Option<u64>,
+    /// The vaults keep crypto traces.
+    trace_crypto: bool,
 }
 
 pub(crate) fn io(context: &str) -> impl Fn(std::io::Error) -> BenchError + '_ {
@@ -76,11 +78,6 @@ impl Network {
     pub async fn start(options: &LaunchOptions) -> Result<Network, BenchError> {
         if options.vaults == 0 {
             return Err(BenchError::Invalid("a network needs a vault".into()));
-        }
-        if options.trace_crypto && options.mode != Mode::InProcess {
-            return Err(BenchError::Invalid(
-                "crypto traces are taken from vaults in this process: use --mode inprocess".into(),
-            ));
         }
         std::fs::create_dir_all(&options.run_dir).map_err(io("creating the run directory"))?;
         let plots: Vec<(Keypair, PathBuf)> = (0..options.vaults)
@@ -139,6 +136,7 @@ impl Network {
             first_block_due_seconds,
             started,
             rss_before,
+            trace_crypto: options.trace_crypto,
         })
     }
 
@@ -223,22 +221,36 @@ impl Network {
     }
 
     /// Each vault's crypto operations since the last call, as traces of
-    /// the window `(start, end)` in Unix ns; none unless the vaults trace
-    /// in this process.
-    pub fn take_traces(&self, window: (u64, u64)) -> Vec<Trace> {
-        let Vaults::InProcess(nodes) = &self.vaults else {
-            return Vec::new();
-        };
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
-        nodes
-            .iter()
-            .enumerate()
-            .filter(|(_, n)| n.shared.meter.is_tracing())
-            .map(|(i, n)| {
-                let m = &n.shared.meter;
-                Trace::of_spans(i as u32, cores, m.epoch_unix_ns(), window, &m.take_trace())
-            })
-            .collect()
+    /// the window `(start, end)` in Unix ns; none unless the vaults trace.
+    /// Vaults in this process hand theirs over; vaults of their own serve
+    /// theirs at `GET /v1/crypto/trace`.
+    pub async fn take_traces(&self, window: (u64, u64)) -> Result<Vec<Trace>, BenchError> {
+        match &self.vaults {
+            Vaults::InProcess(nodes) => {
+                let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+                Ok(nodes
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, n)| n.shared.meter.is_tracing())
+                    .map(|(i, n)| {
+                        let m = &n.shared.meter;
+                        Trace::of_spans(i as u32, cores, m.epoch_unix_ns(), window, &m.take_trace())
+                    })
+                    .collect())
+            }
+            Vaults::Processes(_) if self.trace_crypto => {
+                let mut traces = Vec::with_capacity(self.clients.len());
+                for (i, client) in self.clients.iter().enumerate() {
+                    let mut trace = client.crypto_trace(window).await.map_err(|e| {
+                        BenchError::Invalid(format!("vault {i}'s crypto trace: {e}"))
+                    })?;
+                    trace.vault = i as u32;
+                    traces.push(trace);
+                }
+                Ok(traces)
+            }
+            Vaults::Processes(_) => Ok(Vec::new()),
+        }
     }
 
     /// Each vault's `/v1/status`, in vault order; none where it did not
@@ -483,6 +495,9 @@ fn start_processes(
         }
         if links.is_some() {
             cmd.arg("--links").arg(&links_path);
+        }
+        if options.trace_crypto {
+            cmd.arg("--trace-crypto");
         }
         let mut child = cmd.spawn().map_err(io("starting a vault"))?;
         let mut lines = std::io::BufReader::new(child.stdout.take().expect("piped")).lines();

@@ -292,11 +292,6 @@ impl StressOptions {
         if self.immutable + self.mutable == 0 {
             return bad("--immutable and --mutable are both 0: the clients would do nothing");
         }
-        if self.trace_dir.is_some() && self.mode != Mode::InProcess {
-            return bad(
-                "--trace-crypto takes its traces from vaults in this process: use --mode inprocess",
-            );
-        }
         if self.size == 0 || self.size > MAX_BLOB_BYTES {
             return bad("--size must be 1 byte to 1 MiB");
         }
@@ -391,7 +386,7 @@ async fn run_cell(
         .size
         .min(network.spec.max_register_value_bytes as usize);
     // The traces cover the clients' work only, as seed 004's did.
-    network.take_traces((0, 0));
+    let _ = network.take_traces((0, 0)).await;
     let window_start = unix_ns();
     let started = Instant::now();
     let mut tasks = Vec::new();
@@ -422,7 +417,13 @@ async fn run_cell(
         }
     }
     let seconds = started.elapsed().as_secs_f64();
-    let traces = network.take_traces((window_start, unix_ns()));
+    let traces = match network.take_traces((window_start, unix_ns())).await {
+        Ok(traces) => traces,
+        Err(e) => {
+            network.stop().await;
+            return Err(e);
+        }
+    };
     let crypto_trace = match (&options.trace_dir, traces.is_empty()) {
         (Some(dir), false) => match write_traces(dir, (vaults, clients, repeat), &traces) {
             Ok(report) => Some(report),
@@ -473,7 +474,7 @@ fn write_traces(
     let dir = dir.join(format!("v{vaults}-c{clients}-r{repeat}"));
     std::fs::create_dir_all(&dir).map_err(crate::launch::io("creating the trace directory"))?;
     for t in traces {
-        t.write(&dir.join(format!("vault{}.svtrace", t.vault)))?;
+        crate::crypto_trace::write(t, &dir.join(format!("vault{}.svtrace", t.vault)))?;
     }
     crate::crypto_trace::report(traces)
 }

@@ -54,6 +54,13 @@ pub fn decode_everything(data: &[u8]) {
         assert_eq!(a.encode(), data, "an announcement in a non-canonical form");
         let _ = a.signature_ok(&[0; 32]);
     }
+    if let Ok(trace) = crate::trace::Trace::decode(data) {
+        assert_eq!(
+            trace.encode(),
+            data,
+            "a crypto trace in a non-canonical form"
+        );
+    }
     if let Ok(spec) = ChainSpec::decode(data) {
         assert_eq!(spec.encode(), data, "a spec in a non-canonical form");
     }

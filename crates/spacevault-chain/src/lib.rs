@@ -11,6 +11,7 @@ pub mod fuzzing;
 pub mod keys;
 pub mod meter;
 pub mod spec;
+pub mod trace;
 pub mod types;
 pub mod validate;
 

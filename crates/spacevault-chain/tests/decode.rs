@@ -1,5 +1,5 @@
 //! The fuzz target `chain` under proptest: every decoder of untrusted chain
-//! bytes, on arbitrary bytes and on valid messages with bytes changed, cut
+//! bytes (and of crypto traces), on arbitrary bytes and on valid messages with bytes changed, cut
 //! or added, never panics and accepts only canonical encodings.
 
 use proptest::prelude::*;
@@ -34,6 +34,18 @@ fn valid_messages() -> Vec<Vec<u8>> {
     };
     let announce = Announce::signed(&producer, &chain, 5, vec![vec![4, 127, 0, 0, 1]]);
     let spec = ChainSpec::new("fuzz", 1_000_000, 1000);
+    let trace = spacevault_chain::trace::Trace {
+        vault: 1,
+        cores: 2,
+        window_start_ns: 100,
+        window_end_ns: 900,
+        ops: vec![spacevault_chain::trace::TracedOp {
+            op: spacevault_chain::meter::Op::VerifyTx,
+            start_ns: 200,
+            duration_ns: 40,
+            input: 7,
+        }],
+    };
     vec![
         block.encode(),
         tx.encode(),
@@ -41,6 +53,7 @@ fn valid_messages() -> Vec<Vec<u8>> {
         announce.encode(),
         spec.encode(),
         spec.to_json().into_bytes(),
+        trace.encode(),
     ]
 }
 
@@ -52,7 +65,7 @@ proptest! {
 
     #[test]
     fn changed_messages_never_panic(
-        which in 0usize..6,
+        which in 0usize..7,
         edits in proptest::collection::vec((any::<usize>(), any::<u8>(), 0u8..3), 1..6),
     ) {
         let mut data = valid_messages()[which].clone();
@@ -74,6 +87,7 @@ fn the_valid_messages_decode() {
     assert!(Announce::decode(&m[3]).is_ok());
     assert!(ChainSpec::decode(&m[4]).is_ok());
     assert!(ChainSpec::from_json(std::str::from_utf8(&m[5]).unwrap()).is_ok());
+    assert!(spacevault_chain::trace::Trace::decode(&m[6]).is_ok());
     for data in &m {
         decode_everything(data);
     }

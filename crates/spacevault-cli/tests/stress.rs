@@ -89,18 +89,6 @@ fn stress_refuses_a_grid_that_would_do_nothing() {
             "not lan, continent or global",
         ),
         (vec!["--bandwidth", "fast"], "--bandwidth"),
-        (
-            vec![
-                "--trace-crypto",
-                "--mode",
-                "processes",
-                "--vaults",
-                "1",
-                "--clients",
-                "1",
-            ],
-            "--mode inprocess",
-        ),
     ] {
         let out = sv(&dir.path().join("cfg"))
             .arg("stress")
@@ -181,4 +169,44 @@ fn a_traced_cell_across_a_continent_reports_seed_004s_tables() {
         .failure();
     let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
     assert!(stderr.contains("SVTRACE1"), "{stderr}");
+}
+
+#[test]
+fn vaults_in_processes_of_their_own_serve_their_traces() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("out");
+    sv(&dir.path().join("cfg"))
+        .args([
+            "stress",
+            "--vaults",
+            "2",
+            "--clients",
+            "1",
+            "--immutable",
+            "3",
+            "--mutable",
+            "1",
+            "--mode",
+            "processes",
+            "--trace-crypto",
+            "--dir",
+        ])
+        .arg(dir.path().join("bench"))
+        .arg("--out")
+        .arg(&out_dir)
+        .assert()
+        .success();
+    let traces = out_dir.join("traces").join("v2-c1-r0");
+    let out = sv(&dir.path().join("cfg"))
+        .arg("report")
+        .arg(&traces)
+        .arg("--json")
+        .assert()
+        .success();
+    let r: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(r["vaults"], 2);
+    // Three blobs, each hashed where it arrived and at its holders, and a
+    // register write signed and verified.
+    assert!(r["total"]["hash"].as_u64().unwrap() >= 3, "{r}");
+    assert!(r["total"]["verify"].as_u64().unwrap() >= 1, "{r}");
 }

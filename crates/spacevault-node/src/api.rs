@@ -48,6 +48,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route("/metrics", get(metrics))
         .route("/v1/status", get(status))
         .route("/v1/crypto", get(crypto))
+        .route("/v1/crypto/trace", get(crypto_trace))
         .route("/v1/head", get(head))
         .route("/v1/blocks/{height}", get(block))
         .route("/v1/blobs", axum::routing::put(put_blob))
@@ -111,6 +112,47 @@ async fn crypto(State(s): S) -> Json<serde_json::Value> {
         })
         .collect();
     Json(json!({ "verify_cache": s.meter.has_verify_cache(), "operations": ops }))
+}
+
+/// The window of `GET /v1/crypto/trace`, in Unix nanoseconds.
+#[derive(Deserialize)]
+struct TraceQuery {
+    from_ns: u64,
+    to_ns: u64,
+}
+
+/// The crypto operations this vault performed since the last call that
+/// started in the window, as an SVTRACE1 trace (docs/PROFILING.md): what
+/// `spacevault stress --trace-crypto` collects from vaults that run as
+/// processes of their own. A vault started without `--trace-crypto` keeps
+/// no spans: 404.
+async fn crypto_trace(
+    State(s): S,
+    query: Result<axum::extract::Query<TraceQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, ApiError> {
+    let query = query.map_err(|e| bad(format!("the query: {}", e.body_text())))?;
+    if query.to_ns < query.from_ns {
+        return Err(bad("to_ns is before from_ns"));
+    }
+    if !s.meter.is_tracing() {
+        return Err(ApiError(
+            StatusCode::NOT_FOUND,
+            "this vault keeps no crypto trace: start it with --trace-crypto".into(),
+        ));
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+    let trace = spacevault_chain::trace::Trace::of_spans(
+        0,
+        cores,
+        s.meter.epoch_unix_ns(),
+        (query.from_ns, query.to_ns),
+        &s.meter.take_trace(),
+    );
+    Ok((
+        [(header::CONTENT_TYPE, "application/octet-stream")],
+        trace.encode(),
+    )
+        .into_response())
 }
 
 async fn head(State(s): S) -> Json<serde_json::Value> {

@@ -143,6 +143,17 @@ impl Client {
         self.json(hyper::Method::GET, "/v1/status", vec![]).await
     }
 
+    /// The crypto operations the vault performed since the last call that
+    /// started within `window` (Unix ns), for a vault that traces.
+    pub async fn crypto_trace(
+        &self,
+        window: (u64, u64),
+    ) -> Result<spacevault_chain::trace::Trace, ClientError> {
+        let path = format!("/v1/crypto/trace?from_ns={}&to_ns={}", window.0, window.1);
+        let bytes = self.ok(hyper::Method::GET, &path, vec![]).await?;
+        spacevault_chain::trace::Trace::decode(&bytes).map_err(ClientError::BadAnswer)
+    }
+
     pub async fn get_path(&self, path: &str) -> Result<(u16, Vec<u8>), ClientError> {
         self.call(hyper::Method::GET, path, vec![]).await
     }

@@ -309,6 +309,9 @@ async fn the_http_api_answers_bad_input_with_a_4xx_and_a_reason() {
         ("/v1/blocks/999999", "no block at height"),
         ("/v1/blobs/xyz", "not an address"),
         ("/v1/registers/00/name", "not an address"),
+        ("/v1/crypto/trace?from_ns=x&to_ns=1", "the query"),
+        ("/v1/crypto/trace?from_ns=5&to_ns=1", "before from_ns"),
+        ("/v1/crypto/trace?from_ns=0&to_ns=1", "--trace-crypto"),
         ("/nope", "no such path"),
     ];
     for (path, says) in cases {

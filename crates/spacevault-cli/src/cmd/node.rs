@@ -35,6 +35,10 @@ pub struct NodeArgs {
     /// file (docs/PROFILING.md) placing vaults in regions.
     #[arg(long, value_name = "FILE")]
     pub links: Option<PathBuf>,
+    /// Keep every crypto operation's start, end and input, served at
+    /// `GET /v1/crypto/trace` (for `spacevault stress --trace-crypto`).
+    #[arg(long)]
+    pub trace_crypto: bool,
 }
 
 /// A setting that is on or off.
@@ -91,6 +95,7 @@ pub fn run(args: NodeArgs) -> Result<()> {
         config.api = Some(args.api);
         config.verify_cache = args.verify_cache == Switch::On;
         config.links = links;
+        config.trace_crypto = args.trace_crypto;
         let node = Node::start(config).await?;
         let peer = node.peer_id();
         outln!("peer id     {peer}");

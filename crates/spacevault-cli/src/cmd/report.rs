@@ -4,7 +4,7 @@
 
 use anyhow::Result;
 use clap::Args;
-use spacevault_bench::crypto_trace::{self, Trace};
+use spacevault_bench::crypto_trace;
 use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug)]
@@ -38,7 +38,7 @@ pub fn run(a: ReportArgs) -> Result<()> {
     let mut traces = Vec::new();
     for path in &a.traces {
         for file in trace_files(path)? {
-            traces.push(Trace::read(&file)?);
+            traces.push(crypto_trace::read(&file)?);
         }
     }
     let report = crypto_trace::report(&traces)?;
