@@ -543,3 +543,33 @@ async fn stop(vaults: Vaults) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chain_health_sums_counts_and_takes_the_worst_and_highest() {
+        let statuses = vec![
+            Some(serde_json::json!({
+                "reorgs": 3, "deepest_reorg": 2, "blocks_produced": 10, "height": 20
+            })),
+            None,
+            Some(serde_json::json!({
+                "reorgs": 1, "deepest_reorg": 5, "blocks_produced": 12, "height": 21
+            })),
+        ];
+        let h = ChainHealth::of(&statuses);
+        assert_eq!(
+            h,
+            ChainHealth {
+                reorgs: 4,
+                deepest_reorg: 5,
+                blocks_produced: 22,
+                height: 21
+            }
+        );
+        assert!((h.blocks_a_height().unwrap() - 22.0 / 21.0).abs() < 1e-12);
+        assert_eq!(ChainHealth::of(&[None]).blocks_a_height(), None);
+    }
+}

@@ -34,8 +34,9 @@ struct Election {
     challenge: [u8; 32],
     seen: Vec<(Ranked, ChainProof)>,
     own: Option<(Ranked, ChainProof)>,
-    /// Producer timeouts this vault waits for its proof's expected place
-    /// in the network, heard of or not (see [`Engine::offer_own`]).
+    /// Places this vault waits for its proof's expected place among the
+    /// network's beyond the first, whatever it has heard (see
+    /// [`Engine::production_due`]).
     own_expected_wait: f64,
     produced: bool,
     /// When this vault learned of the parent (Unix ms).
@@ -50,9 +51,9 @@ const MAX_ORPHANS: usize = 512;
 const MAX_MEMPOOL: usize = 16_384;
 /// How far ahead of a register's version a pending transaction may be.
 const MAX_VERSIONS_AHEAD: u64 = 64;
-/// Producer timeouts a vault waits at most for its proof's expected place:
-/// past that, a block has not come for four slots, and any vault may make
-/// one.
+/// Places a vault waits at most for its proof's expected place: at places
+/// of the producer timeout (half a slot), four slots without a block,
+/// after which any vault may make one.
 const MAX_EXPECTED_WAIT: f64 = 8.0;
 
 impl Election {

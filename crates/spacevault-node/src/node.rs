@@ -433,9 +433,9 @@ fn flush_store(store: &spacevault_store::Store) {
 }
 
 /// The records the network is thought to hold: the vaults this one knows
-/// of, each with as much space as this one. A new network's vaults have
-/// not heard each other's announcements by its first blocks, but are
-/// connected already: every peer is a vault.
+/// of (by their announcements, or as peers: every peer is a vault), each
+/// with as much space as this one. A new network's vaults have not heard
+/// each other's announcements by its first blocks, but have met some.
 fn records_known(shared: &Shared) -> f64 {
     let announced = shared.vaults.lock().unwrap().count() as f64;
     let connected = shared.metrics.peers.get() as f64 + 1.0;
