@@ -296,15 +296,6 @@ pub fn markdown(r: &CryptoReport) -> String {
 mod tests {
     use super::*;
 
-    fn op(op: Op, start_ns: u64, duration_ns: u32, input: u64) -> TracedOp {
-        TracedOp {
-            op,
-            start_ns,
-            duration_ns,
-            input,
-        }
-    }
-
     fn trace(vault: u32, ops: Vec<TracedOp>) -> Trace {
         Trace {
             vault,
@@ -319,12 +310,12 @@ mod tests {
     fn concurrency_sums_to_the_window_and_counts_overlaps() {
         // Vault 0: [1100, 1300); vault 1: [1200, 1400) and [1400, 1500).
         let traces = [
-            trace(0, vec![op(Op::HashData, 1_100, 200, 1)]),
+            trace(0, vec![TracedOp::new(Op::HashData, 1_100, 200, 1)]),
             trace(
                 1,
                 vec![
-                    op(Op::HashData, 1_200, 200, 2),
-                    op(Op::HashData, 1_400, 100, 3),
+                    TracedOp::new(Op::HashData, 1_200, 200, 2),
+                    TracedOp::new(Op::HashData, 1_400, 100, 3),
                 ],
             ),
         ];
@@ -340,16 +331,16 @@ mod tests {
             trace(
                 0,
                 vec![
-                    op(Op::VerifyTx, 1_100, 100, 7),
-                    op(Op::VerifyTx, 1_300, 100, 7),
-                    op(Op::HashReread, 1_400, 10, 5),
-                    op(Op::HashReread, 1_500, 10, 5),
-                    op(Op::HashBlock, 1_600, 10, 0),
-                    op(Op::HashBlock, 1_700, 10, 0),
+                    TracedOp::new(Op::VerifyTx, 1_100, 100, 7),
+                    TracedOp::new(Op::VerifyTx, 1_300, 100, 7),
+                    TracedOp::new(Op::HashReread, 1_400, 10, 5),
+                    TracedOp::new(Op::HashReread, 1_500, 10, 5),
+                    TracedOp::new(Op::HashBlock, 1_600, 10, 0),
+                    TracedOp::new(Op::HashBlock, 1_700, 10, 0),
                 ],
             ),
             // Another vault verifying the same signature is not a repeat.
-            trace(1, vec![op(Op::VerifyTx, 1_100, 100, 7)]),
+            trace(1, vec![TracedOp::new(Op::VerifyTx, 1_100, 100, 7)]),
         ];
         let r = report(&traces).unwrap();
         assert_eq!(

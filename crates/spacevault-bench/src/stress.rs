@@ -180,6 +180,14 @@ impl Cell {
             .filter(|c| c.kind == kind)
             .fold((0, 0.0), |(n, s), c| (n + c.count, s + c.seconds))
     }
+
+    /// Seconds of every crypto operation, all kinds together.
+    pub fn crypto_seconds(&self) -> f64 {
+        ["hash", "sign", "verify"]
+            .iter()
+            .map(|k| self.crypto_of(k).1)
+            .sum()
+    }
 }
 
 /// Every vault's crypto counters, summed.

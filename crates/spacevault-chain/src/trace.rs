@@ -33,6 +33,17 @@ pub struct TracedOp {
     pub input: u64,
 }
 
+impl TracedOp {
+    pub fn new(op: Op, start_ns: u64, duration_ns: u32, input: u64) -> TracedOp {
+        TracedOp {
+            op,
+            start_ns,
+            duration_ns,
+            input,
+        }
+    }
+}
+
 impl Trace {
     /// A vault's spans (relative to its meter's epoch) that fall in the
     /// window.
@@ -121,15 +132,6 @@ impl Trace {
 mod tests {
     use super::*;
 
-    fn op(op: Op, start_ns: u64, duration_ns: u32, input: u64) -> TracedOp {
-        TracedOp {
-            op,
-            start_ns,
-            duration_ns,
-            input,
-        }
-    }
-
     #[test]
     fn a_trace_round_trips_and_damage_is_named() {
         let t = Trace {
@@ -138,8 +140,8 @@ mod tests {
             window_start_ns: 1_000,
             window_end_ns: 2_000,
             ops: vec![
-                op(Op::VerifyTx, 1_100, 50, 9),
-                op(Op::HashData, 1_200, 7, 0),
+                TracedOp::new(Op::VerifyTx, 1_100, 50, 9),
+                TracedOp::new(Op::HashData, 1_200, 7, 0),
             ],
         };
         let bytes = t.encode();
@@ -173,6 +175,6 @@ mod tests {
         ];
         // The meter's epoch is Unix time 1000: the spans are at 1005 and 1500.
         let t = Trace::of_spans(0, 2, 1_000, (1_100, 2_000), &spans);
-        assert_eq!(t.ops, vec![op(Op::SignTx, 1_500, 400, 2)]);
+        assert_eq!(t.ops, vec![TracedOp::new(Op::SignTx, 1_500, 400, 2)]);
     }
 }

@@ -39,12 +39,12 @@ fn valid_messages() -> Vec<Vec<u8>> {
         cores: 2,
         window_start_ns: 100,
         window_end_ns: 900,
-        ops: vec![spacevault_chain::trace::TracedOp {
-            op: spacevault_chain::meter::Op::VerifyTx,
-            start_ns: 200,
-            duration_ns: 40,
-            input: 7,
-        }],
+        ops: vec![spacevault_chain::trace::TracedOp::new(
+            spacevault_chain::meter::Op::VerifyTx,
+            200,
+            40,
+            7,
+        )],
     };
     vec![
         block.encode(),

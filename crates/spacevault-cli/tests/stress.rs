@@ -103,31 +103,57 @@ fn stress_refuses_a_grid_that_would_do_nothing() {
     }
 }
 
-#[test]
-fn a_traced_cell_across_a_continent_reports_seed_004s_tables() {
-    let dir = tempfile::tempdir().unwrap();
-    let out_dir = dir.path().join("out");
-    sv(&dir.path().join("cfg"))
+/// Runs one traced cell of `vaults` x `clients` (3 blobs and a register a
+/// client, `extra` settings) and reads its traces back with `spacevault
+/// report --json`: the output directory and the report.
+fn traced_cell(
+    dir: &std::path::Path,
+    vaults: usize,
+    clients: usize,
+    extra: &[&str],
+) -> (std::path::PathBuf, Value) {
+    let out_dir = dir.join("out");
+    let (v, c) = (vaults.to_string(), clients.to_string());
+    sv(&dir.join("cfg"))
         .args([
             "stress",
             "--vaults",
-            "4",
+            &v,
             "--clients",
-            "2",
+            &c,
             "--immutable",
             "3",
             "--mutable",
             "1",
-            "--latency",
-            "continent",
             "--trace-crypto",
-            "--dir",
         ])
-        .arg(dir.path().join("bench"))
+        .args(extra)
+        .arg("--dir")
+        .arg(dir.join("bench"))
         .arg("--out")
         .arg(&out_dir)
         .assert()
         .success();
+    let traces = out_dir.join("traces").join(format!("v{v}-c{c}-r0"));
+    assert_eq!(
+        std::fs::read_dir(&traces).unwrap().count(),
+        vaults,
+        "a trace a vault"
+    );
+    let out = sv(&dir.join("cfg"))
+        .arg("report")
+        .arg(&traces)
+        .arg("--json")
+        .assert()
+        .success();
+    let report = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    (out_dir, report)
+}
+
+#[test]
+fn a_traced_cell_across_a_continent_reports_seed_004s_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out_dir, r) = traced_cell(dir.path(), 4, 2, &["--latency", "continent"]);
     let summary = std::fs::read_to_string(out_dir.join("summary.md")).unwrap();
     for part in [
         "distance: continent",
@@ -138,16 +164,6 @@ fn a_traced_cell_across_a_continent_reports_seed_004s_tables() {
     ] {
         assert!(summary.contains(part), "{part}: {summary}");
     }
-    let traces = out_dir.join("traces").join("v4-c2-r0");
-    let files = std::fs::read_dir(&traces).unwrap().count();
-    assert_eq!(files, 4, "a trace a vault");
-    let out = sv(&dir.path().join("cfg"))
-        .arg("report")
-        .arg(&traces)
-        .arg("--json")
-        .assert()
-        .success();
-    let r: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
     assert_eq!(r["vaults"], 4);
     // 6 blobs of 3 were put, each hashed where it arrived: some hashes.
     assert!(r["total"]["hash"].as_u64().unwrap() > 0, "{r}");
@@ -174,36 +190,7 @@ fn a_traced_cell_across_a_continent_reports_seed_004s_tables() {
 #[test]
 fn vaults_in_processes_of_their_own_serve_their_traces() {
     let dir = tempfile::tempdir().unwrap();
-    let out_dir = dir.path().join("out");
-    sv(&dir.path().join("cfg"))
-        .args([
-            "stress",
-            "--vaults",
-            "2",
-            "--clients",
-            "1",
-            "--immutable",
-            "3",
-            "--mutable",
-            "1",
-            "--mode",
-            "processes",
-            "--trace-crypto",
-            "--dir",
-        ])
-        .arg(dir.path().join("bench"))
-        .arg("--out")
-        .arg(&out_dir)
-        .assert()
-        .success();
-    let traces = out_dir.join("traces").join("v2-c1-r0");
-    let out = sv(&dir.path().join("cfg"))
-        .arg("report")
-        .arg(&traces)
-        .arg("--json")
-        .assert()
-        .success();
-    let r: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let (_, r) = traced_cell(dir.path(), 2, 1, &["--mode", "processes"]);
     assert_eq!(r["vaults"], 2);
     // Three blobs, each hashed where it arrived and at its holders, and a
     // register write signed and verified.

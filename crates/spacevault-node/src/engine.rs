@@ -239,9 +239,9 @@ impl Engine {
         if refuse_beaten {
             // Signed by its producer: its time is the producer's word.
             self.note_delay(block.header.timestamp_ms, now_ms);
-        }
-        if refuse_beaten && self.beaten(&block, &rank).map_err(store_err)? {
-            return Err(Rejection::NotBetter);
+            if self.beaten(&block, &rank).map_err(store_err)? {
+                return Err(Rejection::NotBetter);
+            }
         }
         validate::check_txs(&self.spec, &self.chain_id, &block)?;
         self.store.insert_block(&block, rank).map_err(store_err)?;
