@@ -10,18 +10,18 @@
 //! talks to the network through [`Handle`] (commands) and a stream of
 //! [`Event`]s; the swarm runs on a task of its own.
 
+mod behaviour;
 pub mod links;
 pub mod wire;
 
+use behaviour::{behaviour, secured, Behaviour, BehaviourEvent};
 use futures::StreamExt;
-use libp2p::gossipsub::{self, IdentTopic, MessageAcceptance, MessageAuthenticity, TopicHash};
+use libp2p::gossipsub::{self, IdentTopic, MessageAcceptance, TopicHash};
 use libp2p::identity::{self, PeerId};
-use libp2p::request_response::{self, OutboundRequestId, ProtocolSupport, ResponseChannel};
-use libp2p::swarm::{NetworkBehaviour, SwarmEvent};
-use libp2p::{
-    allow_block_list, identify, kad, noise, ping, tcp, yamux, Multiaddr, StreamProtocol, Swarm,
-};
-use spacevault_chain::meter::{Meter, Op};
+use libp2p::request_response::{self, OutboundRequestId, ResponseChannel};
+use libp2p::swarm::SwarmEvent;
+use libp2p::{identify, kad, noise, ping, tcp, Multiaddr, Swarm};
+use spacevault_chain::meter::Meter;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
@@ -305,149 +305,10 @@ pub fn peer_of(farmer_key: &[u8; 32]) -> Option<PeerId> {
     Some(identity::PublicKey::from(key).to_peer_id())
 }
 
-#[derive(NetworkBehaviour)]
-struct Behaviour {
-    gossipsub: gossipsub::Behaviour,
-    requests: request_response::Behaviour<wire::WireCodec>,
-    identify: identify::Behaviour,
-    kad: kad::Behaviour<kad::store::MemoryStore>,
-    ping: ping::Behaviour,
-    blocked: allow_block_list::Behaviour<allow_block_list::BlockedPeers>,
-}
-
 /// Why the network could not start.
 #[derive(Debug, thiserror::Error)]
 #[error("the network: {0}")]
 pub struct StartError(String);
-
-fn behaviour(key: &identity::Keypair, config: &Config) -> Result<Behaviour, StartError> {
-    let err = |e: &dyn std::fmt::Display| StartError(e.to_string());
-    let meter = config.meter.clone();
-    let gossip_config = gossipsub::ConfigBuilder::default()
-        .heartbeat_interval(config.heartbeat)
-        // Messages carry no gossip signature: blocks are signed by their
-        // producers, transactions by their owners, announcements by their
-        // vaults, and proofs verify against their challenge. A gossip
-        // signature on top would be checked on every copy received,
-        // duplicates included: the most costly work of a large network.
-        .validation_mode(gossipsub::ValidationMode::Anonymous)
-        .validate_messages()
-        .max_transmit_size(wire::MAX_MESSAGE_BYTES)
-        // A vault's own messages go to its mesh, as relayed ones do: sent
-        // to every connected peer, each message would cost every vault
-        // work in proportion to the network's size.
-        .flood_publish(false)
-        // Four mesh peers, where gossipsub's default is six: every vault
-        // validates every message, and each relays it to its mesh, so a
-        // message costs the network about vaults x (mesh - 1) copies. At
-        // 64 vaults on 2 cores under client load, six used 176 CPU-s for
-        // what four did in 131 (three did no better than four).
-        .mesh_n(4)
-        .mesh_n_low(3)
-        .mesh_n_high(6)
-        .mesh_outbound_min(2)
-        .gossip_lazy(4)
-        // A mesh peer that receives a message tells its other mesh peers
-        // not to send it (IDONTWANT) when it is larger than this: worth a
-        // control message for a block, not for a 1 KiB transaction, which
-        // costs hardly more to receive twice than the IDONTWANT does.
-        // Measured at 64 vaults x 40 clients: 130 and 142 CPU-s a run at
-        // 16 KiB, 146 and 168 at gossipsub's 1,000 bytes.
-        .idontwant_message_size_threshold(16 * 1024)
-        // Content-addressed ids: the same block from two peers is one
-        // message.
-        .message_id_fn(move |m: &gossipsub::Message| {
-            let started = std::time::Instant::now();
-            let digest = blake3::hash(&m.data);
-            if let Some(meter) = &meter {
-                let input = spacevault_chain::meter::fingerprint_of(digest.as_bytes());
-                meter.record(Op::HashMessageId, started, std::time::Instant::now(), input);
-            }
-            let id = MessageId::from(&digest.as_bytes()[..20]);
-            id
-        })
-        .build()
-        .map_err(|e| err(&e))?;
-    let mut gossipsub = gossipsub::Behaviour::new(MessageAuthenticity::Anonymous, gossip_config)
-        .map_err(|e| err(&e))?;
-    // An invalid message costs its sender far more score than gossipsub's
-    // graylist threshold: one forged block and the peer is ignored.
-    let mut params = gossipsub::PeerScoreParams {
-        // Vaults are told apart by their keys, and the network's weight is
-        // the space they prove, not their addresses: many vaults may share
-        // one (a farmer's machines behind one router, a test network on
-        // one host), and gossipsub's default penalty for more than ten
-        // peers on one IP would graylist them all.
-        ip_colocation_factor_weight: 0.0,
-        ..Default::default()
-    };
-    for topic in Topic::ALL {
-        let ident = topic.ident(&config.chain_id);
-        gossipsub.subscribe(&ident).map_err(|e| err(&e))?;
-        // Only invalid messages count. gossipsub's other topic terms are
-        // tuned for busy topics: a mesh peer must deliver 20 messages a
-        // window or lose score, which a topic of one block a slot never
-        // does, and a peer's time in the mesh earns up to 3600 points,
-        // which would hide any penalty.
-        let t = gossipsub::TopicScoreParams {
-            topic_weight: 1.0,
-            time_in_mesh_weight: 0.0,
-            first_message_deliveries_weight: 0.0,
-            mesh_message_deliveries_weight: 0.0,
-            mesh_failure_penalty_weight: 0.0,
-            invalid_message_deliveries_weight: -100.0,
-            invalid_message_deliveries_decay: 0.9,
-            ..Default::default()
-        };
-        params.topics.insert(ident.hash(), t);
-    }
-    gossipsub
-        .with_peer_score(params, gossipsub::PeerScoreThresholds::default())
-        .map_err(|e| err(&e))?;
-    let requests = request_response::Behaviour::new(
-        [(wire::PROTOCOL, ProtocolSupport::Full)],
-        request_response::Config::default().with_request_timeout(Duration::from_secs(20)),
-    );
-    let identify =
-        identify::Behaviour::new(identify::Config::new("/spacevault/1".into(), key.public()));
-    let peer = key.public().to_peer_id();
-    let mut kad_config = kad::Config::new(StreamProtocol::new("/spacevault/kad/1"));
-    // The runner bootstraps when it wants more peers, never without any.
-    kad_config.set_periodic_bootstrap_interval(None);
-    let mut kad = kad::Behaviour::with_config(peer, kad::store::MemoryStore::new(peer), kad_config);
-    kad.set_mode(Some(kad::Mode::Server));
-    Ok(Behaviour {
-        gossipsub,
-        requests,
-        identify,
-        kad,
-        ping: ping::Behaviour::new(ping::Config::new().with_interval(PING_INTERVAL)),
-        blocked: Default::default(),
-    })
-}
-
-/// A raw transport with noise and yamux on top, each connection held at
-/// the links profile's distance from its peer where there is one.
-fn secured<T>(
-    raw: T,
-    noise: noise::Config,
-    local: PeerId,
-    links: Option<Arc<links::LinkProfile>>,
-) -> libp2p::core::transport::Boxed<(PeerId, libp2p::core::muxing::StreamMuxerBox)>
-where
-    T: libp2p::core::Transport + Send + Unpin + 'static,
-    T::Output: futures::AsyncRead + futures::AsyncWrite + Unpin + Send + 'static,
-    T::Error: Send + Sync + 'static,
-    T::Dial: Send + 'static,
-    T::ListenerUpgrade: Send + 'static,
-{
-    use libp2p::core::{upgrade::Version, Transport};
-    raw.upgrade(Version::V1)
-        .authenticate(noise)
-        .multiplex(yamux::Config::default())
-        .map(move |(peer, muxer), _| (peer, links::hold(links.as_deref(), &local, &peer, muxer)))
-        .boxed()
-}
 
 /// Starts the network on the current tokio runtime: the node's handle, its
 /// events, and the swarm's task (which ends when every handle is dropped).
