@@ -1,12 +1,14 @@
 //! `spacevault bench hash`: a tiny run of every algorithm, exports that parse
 //! back, and clear errors for bad arguments.
 
+mod common;
+
 use assert_cmd::Command;
 use predicates::prelude::*;
 use serde_json::Value;
 
 fn sv() -> Command {
-    Command::cargo_bin("spacevault").unwrap()
+    common::spacevault()
 }
 
 const TINY: [&str; 6] = ["--duration", "0.01", "--repeats", "1", "--threads", "1,2"];

@@ -3,11 +3,12 @@
 
 mod common;
 
-use assert_cmd::Command;
 use common::*;
 use predicates::prelude::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
 
 #[test]
 fn plot_prove_verify_check_info() {
@@ -343,8 +344,7 @@ fn a_farmer_key_is_made_once_and_kept() {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("config");
     let run = || {
-        let out = Command::cargo_bin("spacevault")
-            .unwrap()
+        let out = spacevault()
             .env("SPACEVAULT_CONFIG_DIR", &config)
             .args(["plot", "-k", "16", "--json", "--out"])
             .arg(dir.path())
@@ -354,19 +354,14 @@ fn a_farmer_key_is_made_once_and_kept() {
             .stdout
             .clone();
         let v: Value = serde_json::from_slice(&out).unwrap();
-        let info = json(Command::cargo_bin("spacevault").unwrap().args([
-            "info",
-            "--json",
-            v[0]["path"].as_str().unwrap(),
-        ]));
+        let info = json(spacevault().args(["info", "--json", v[0]["path"].as_str().unwrap()]));
         info["farmer_key"].as_str().unwrap().to_string()
     };
     let first = run();
     assert_eq!(first, run());
     // The file holds the key pair whose public key the plots carry.
     let identity = json(
-        Command::cargo_bin("spacevault")
-            .unwrap()
+        spacevault()
             .env("SPACEVAULT_CONFIG_DIR", &config)
             .args(["identity", "--json"]),
     );
@@ -379,19 +374,14 @@ fn a_farmer_key_is_made_once_and_kept() {
     let old = dir.path().join("old-config");
     std::fs::create_dir_all(&old).unwrap();
     std::fs::write(old.join("farmer.key"), format!("{FARMER}\n")).unwrap();
-    let out = Command::cargo_bin("spacevault")
-        .unwrap()
+    let out = spacevault()
         .env("SPACEVAULT_CONFIG_DIR", &old)
         .args(["plot", "-k", "16", "--json", "--out"])
         .arg(dir.path().join("old-plots"))
         .output()
         .unwrap();
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let info = json(Command::cargo_bin("spacevault").unwrap().args([
-        "info",
-        "--json",
-        v[0]["path"].as_str().unwrap(),
-    ]));
+    let info = json(spacevault().args(["info", "--json", v[0]["path"].as_str().unwrap()]));
     assert_eq!(info["farmer_key"], FARMER);
 }
 
@@ -495,42 +485,51 @@ fn bad_input_gets_one_line_and_no_panic() {
 fn a_killed_plot_leaves_nothing_that_looks_finished() {
     let dir = tempfile::tempdir().unwrap();
     let mut child = spawn_plot(dir.path(), &["-k", "26", "--seed", SEED]);
-    std::thread::sleep(std::time::Duration::from_millis(150));
-    child.kill().unwrap();
-    child.wait().unwrap();
-    let names = || -> Vec<String> {
-        std::fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect()
-    };
-    assert!(
-        !names().iter().any(|n| n.ends_with(".plot")),
-        "{:?}",
-        names()
-    );
-    // The next run cleans up the temp file and finishes.
+    // Killed mid-plot: once its temp file is there, long before a k = 26
+    // plot is done.
+    let started = wait_until(Duration::from_secs(60), || {
+        names_in(dir.path()).iter().any(|n| is_plot_temp(n))
+    });
+    assert!(started, "no temp file appeared: {:?}", names_in(dir.path()));
+    child.kill();
+    let left = names_in(dir.path());
+    assert!(left.iter().any(|n| is_plot_temp(n)), "{left:?}");
+    assert!(!left.iter().any(|n| n.ends_with(".plot")), "{left:?}");
+    // The next run removes the temp file and finishes.
     let path = plot_k16(dir.path());
     assert!(path.exists());
-    assert!(
-        !names().iter().any(|n| n.ends_with(".tmp")),
-        "{:?}",
-        names()
-    );
+    let left = names_in(dir.path());
+    assert!(!left.iter().any(|n| n.ends_with(".tmp")), "{left:?}");
+}
+
+/// The temp file a plot is written to until it is renamed into place.
+fn is_plot_temp(name: &str) -> bool {
+    name.ends_with(".plot.tmp")
 }
 
 #[test]
 fn a_plot_that_cannot_fit_fails_before_any_work() {
     let dir = tempfile::tempdir().unwrap();
-    let started = std::time::Instant::now();
-    plot_cmd(dir.path(), "40", SEED, &[])
+    let out = plot_cmd(dir.path(), "40", SEED, &[])
         .assert()
         .code(1)
-        .stderr(predicate::str::contains("not enough free space"));
-    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+        .get_output()
+        .clone();
+    // No work: nothing written, nothing printed but the one error.
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("error: ") && err.contains("not enough free space"),
+        "{err}"
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "{:?}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     assert_eq!(
-        std::fs::read_dir(dir.path()).unwrap().count(),
-        0,
+        names_in(dir.path()),
+        Vec::<String>::new(),
         "nothing is left behind"
     );
 }
@@ -543,9 +542,13 @@ fn ctrl_c_stops_the_plot_and_removes_its_files() {
             dir.path(),
             &["-k", "26", "--memory", "1GiB", "--strategy", strategy],
         );
-        std::thread::sleep(std::time::Duration::from_millis(200));
-        interrupt(&child);
-        let out = child.wait_with_output().unwrap();
+        // Interrupted mid-plot, once its temp file is there.
+        let started = wait_until(Duration::from_secs(60), || {
+            names_in(dir.path()).iter().any(|n| is_plot_temp(n))
+        });
+        assert!(started, "{strategy}: no temp file appeared");
+        child.signal(libc::SIGINT);
+        let out = child.finish(Duration::from_secs(60));
         let err = String::from_utf8_lossy(&out.stderr);
         if out.status.code() == Some(0) {
             // The plot finished before the signal: then it must be whole.
@@ -568,26 +571,27 @@ fn ctrl_c_during_overlapping_plots_keeps_only_the_finished_ones() {
     let in_memory = ["--memory", "1GiB", "--strategy", "memory"];
     for args in [external, in_memory] {
         let dir = tempfile::tempdir().unwrap();
-        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("spacevault"))
-            .env("SPACEVAULT_CONFIG_DIR", dir.path())
+        let mut cmd = bin();
+        cmd.env("SPACEVAULT_CONFIG_DIR", dir.path())
             .args(["plot", "-k", "26"])
             .args(args)
             .args(["--count", "6", "--overlap", "always", "--seed", SEED])
             .args(["--farmer-key", FARMER, "--out"])
             .arg(dir.path())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(1200));
-        interrupt(&child);
-        let stdout = child.stdout.take().unwrap();
-        let out = child.wait_with_output().unwrap();
-        let printed: Vec<String> = std::io::read_to_string(stdout)
-            .unwrap()
-            .lines()
-            .map(String::from)
-            .collect();
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = Guarded::spawn(&mut cmd);
+        // Interrupted once a plot is finished and the next ones are under
+        // way: the first path printed.
+        let mut printed = child.read_until(Duration::from_secs(120), |_| true);
+        child.signal(libc::SIGINT);
+        let out = child.finish(Duration::from_secs(60));
+        printed.extend(
+            String::from_utf8(out.stdout)
+                .unwrap()
+                .lines()
+                .map(String::from),
+        );
         let err = String::from_utf8_lossy(&out.stderr);
         let mut left: Vec<String> = std::fs::read_dir(dir.path())
             .unwrap()
@@ -912,4 +916,21 @@ fn bench_lookup_times_lookups_of_one_read_each() {
         .assert()
         .code(1)
         .stderr(predicate::str::contains("not a spacevault plot"));
+}
+
+/// What keeps a hung or failed test from leaving processes behind: a
+/// child whose test panics is killed and reaped with it.
+#[test]
+fn a_failed_tests_children_are_killed_with_it() {
+    let (pid_tx, pid_rx) = std::sync::mpsc::channel();
+    let test = std::thread::spawn(move || {
+        let child = Guarded::spawn(std::process::Command::new("sleep").arg("600"));
+        pid_tx.send(child.id()).unwrap();
+        panic!("a failing test");
+    });
+    assert!(test.join().is_err());
+    let pid = pid_rx.recv().unwrap() as libc::pid_t;
+    // SAFETY: signal 0 only asks whether the process exists.
+    let exists = unsafe { libc::kill(pid, 0) } == 0;
+    assert!(!exists, "process {pid} outlived its test");
 }

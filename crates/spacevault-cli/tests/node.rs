@@ -5,13 +5,12 @@ mod common;
 
 use common::*;
 use serde_json::Value;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 struct Vault {
-    child: Child,
+    child: Guarded,
     addr: String,
     api: String,
 }
@@ -25,7 +24,7 @@ fn start_node(dir: &Path, name: &str, spec: &Path, bootstrap: Option<&str>) -> V
         .arg(&plots)
         .assert()
         .success();
-    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("spacevault"));
+    let mut cmd = bin();
     cmd.env("SPACEVAULT_CONFIG_DIR", &config)
         .args([
             "node",
@@ -45,21 +44,17 @@ fn start_node(dir: &Path, name: &str, spec: &Path, bootstrap: Option<&str>) -> V
     if let Some(b) = bootstrap {
         cmd.args(["--bootstrap", b]);
     }
-    let mut child = cmd.spawn().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut child = Guarded::spawn(&mut cmd);
     let (mut addr, mut api) = (None, None);
-    while addr.is_none() || api.is_none() {
-        let line = lines
-            .next()
-            .expect("the node printed its addresses")
-            .unwrap();
+    child.read_until(Duration::from_secs(60), |line| {
         if let Some(a) = line.strip_prefix("listening") {
             addr.get_or_insert(a.trim().to_string());
         }
         if let Some(a) = line.strip_prefix("api") {
             api = Some(a.trim().to_string());
         }
-    }
+        addr.is_some() && api.is_some()
+    });
     Vault {
         child,
         addr: addr.unwrap(),
@@ -68,12 +63,13 @@ fn start_node(dir: &Path, name: &str, spec: &Path, bootstrap: Option<&str>) -> V
 }
 
 fn client(dir: &Path, vault: &Vault, args: &[&str]) -> std::process::Output {
-    Command::new(assert_cmd::cargo::cargo_bin("spacevault"))
-        .env("SPACEVAULT_CONFIG_DIR", dir.join("cfg-client"))
+    let mut cmd = bin();
+    cmd.env("SPACEVAULT_CONFIG_DIR", dir.join("cfg-client"))
         .args(["client", "--api", &vault.api])
         .args(args)
-        .output()
-        .unwrap()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    output_within(&mut cmd, Duration::from_secs(60))
 }
 
 fn head(dir: &Path, vault: &Vault) -> Option<(u64, String)> {
@@ -88,8 +84,11 @@ fn block_hash(vault: &Vault, height: u64) -> Option<String> {
         .build()
         .unwrap();
     let c = spacevault_node::client::Client::new(&vault.api).unwrap();
+    let path = format!("/v1/blocks/{height}");
+    let asked = c.get_path(&path);
     let (status, body) = runtime
-        .block_on(c.get_path(&format!("/v1/blocks/{height}")))
+        .block_on(async { tokio::time::timeout(Duration::from_secs(60), asked).await })
+        .expect("the vault answered within a minute")
         .ok()?;
     if status != 200 {
         return None;
@@ -201,13 +200,11 @@ fn two_vaults_on_loopback_agree_and_keep_data() {
     );
 
     // SIGTERM stops each vault cleanly.
-    for mut v in [a, b] {
-        let _ = Command::new("kill")
-            .args(["-TERM", &v.child.id().to_string()])
-            .status();
-        let status = v.child.wait().unwrap();
-        let err = std::io::read_to_string(v.child.stderr.take().unwrap()).unwrap();
-        assert!(status.success(), "{err}");
+    for v in [a, b] {
+        v.child.signal(libc::SIGTERM);
+        let out = v.child.finish(Duration::from_secs(60));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{err}");
         assert!(err.contains("stopped"), "{err}");
     }
 }

@@ -8,50 +8,8 @@ use common::*;
 use predicates::prelude::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-
-fn bin() -> Command {
-    Command::new(assert_cmd::cargo::cargo_bin("spacevault"))
-}
-
-/// Polls `done` every 10 ms until it holds or `limit` passes.
-fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + limit;
-    while Instant::now() < deadline {
-        if done() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    done()
-}
-
-/// Waits for `child` to exit, killing it after `limit` (a hang).
-fn wait_or_kill(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
-    if wait_until(limit, || child.try_wait().unwrap().is_some()) {
-        return child.wait().unwrap();
-    }
-    child.kill().unwrap();
-    panic!("the process did not exit within {limit:?}");
-}
-
-fn names_in(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
-}
-
-fn send(child: &Child, signal: &str) {
-    let status = Command::new("kill")
-        .args([&format!("-{signal}"), &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-}
+use std::process::Stdio;
+use std::time::Duration;
 
 #[test]
 fn plotters_started_together_on_a_fresh_machine_make_every_plot_with_one_key() {
@@ -67,26 +25,26 @@ fn plotters_started_together_on_a_fresh_machine_make_every_plot_with_one_key() {
         let drives: Vec<PathBuf> = (0..DRIVES)
             .map(|i| root.path().join(format!("drive{i}")))
             .collect();
-        let children: Vec<Child> = drives
+        let children: Vec<Guarded> = drives
             .iter()
             .map(|drive| {
-                bin()
-                    .env("SPACEVAULT_CONFIG_DIR", &config)
-                    .args(["plot", "-k", "18", "--strategy", "external"])
-                    .args(["--memory", "64MiB", "--threads", "1", "--seed", SEED])
-                    .arg("--tmp")
-                    .arg(&tmp)
-                    .arg("--out")
-                    .arg(drive)
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .unwrap()
+                Guarded::spawn(
+                    bin()
+                        .env("SPACEVAULT_CONFIG_DIR", &config)
+                        .args(["plot", "-k", "18", "--strategy", "external"])
+                        .args(["--memory", "64MiB", "--threads", "1", "--seed", SEED])
+                        .arg("--tmp")
+                        .arg(&tmp)
+                        .arg("--out")
+                        .arg(drive)
+                        .stdout(Stdio::piped())
+                        .stderr(Stdio::piped()),
+                )
             })
             .collect();
         let mut keys = Vec::new();
         for (child, drive) in children.into_iter().zip(&drives) {
-            let out = child.wait_with_output().unwrap();
+            let out = child.finish(HUNG);
             let err = String::from_utf8_lossy(&out.stderr);
             assert!(out.status.success(), "round {round}, {drive:?}: {err}");
             let path = String::from_utf8(out.stdout).unwrap();
@@ -111,38 +69,38 @@ fn plotters_started_together_on_a_fresh_machine_make_every_plot_with_one_key() {
 #[test]
 fn every_stopping_signal_removes_the_unfinished_plot() {
     let cases = [
-        ("HUP", 1, "memory"),
-        ("TERM", 15, "external"),
-        ("QUIT", 3, "memory"),
-        ("USR1", 10, "external"),
+        ("HUP", libc::SIGHUP, "memory"),
+        ("TERM", libc::SIGTERM, "external"),
+        ("QUIT", libc::SIGQUIT, "memory"),
+        ("USR1", libc::SIGUSR1, "external"),
     ];
     for (signal, number, strategy) in cases {
         let dir = tempfile::tempdir().unwrap();
-        let mut child = bin()
-            .env("SPACEVAULT_CONFIG_DIR", dir.path())
-            .args([
-                "plot",
-                "-k",
-                "26",
-                "--memory",
-                "1GiB",
-                "--strategy",
-                strategy,
-            ])
-            .args(["--farmer-key", FARMER, "--out"])
-            .arg(dir.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let child = Guarded::spawn(
+            bin()
+                .env("SPACEVAULT_CONFIG_DIR", dir.path())
+                .args([
+                    "plot",
+                    "-k",
+                    "26",
+                    "--memory",
+                    "1GiB",
+                    "--strategy",
+                    strategy,
+                ])
+                .args(["--farmer-key", FARMER, "--out"])
+                .arg(dir.path())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped()),
+        );
         // Signalled once its temp file is there, i.e. mid-plot.
-        let started = wait_until(Duration::from_secs(30), || {
+        let started = wait_until(Duration::from_secs(60), || {
             names_in(dir.path()).iter().any(|n| n.ends_with(".tmp"))
         });
         assert!(started, "{signal}: no temp file appeared");
-        send(&child, signal);
-        let status = wait_or_kill(&mut child, Duration::from_secs(60));
-        let err = std::io::read_to_string(child.stderr.take().unwrap()).unwrap();
+        child.signal(number);
+        let out = child.finish(Duration::from_secs(60));
+        let (status, err) = (out.status, String::from_utf8_lossy(&out.stderr));
         if status.success() {
             // It finished first: then the plot must be whole.
             continue;
@@ -162,30 +120,30 @@ fn a_closed_terminal_still_cleans_up_when_stderr_is_gone() {
     // A closed SSH session: SIGHUP, and stderr leads nowhere.
     let dir = tempfile::tempdir().unwrap();
     let (reader, writer) = std::io::pipe().unwrap();
-    let mut child = bin()
-        .env("SPACEVAULT_CONFIG_DIR", dir.path())
-        .args([
-            "plot",
-            "-k",
-            "26",
-            "--memory",
-            "1GiB",
-            "--farmer-key",
-            FARMER,
-        ])
-        .arg("--out")
-        .arg(dir.path())
-        .stdout(Stdio::null())
-        .stderr(writer)
-        .spawn()
-        .unwrap();
+    let mut child = Guarded::spawn(
+        bin()
+            .env("SPACEVAULT_CONFIG_DIR", dir.path())
+            .args([
+                "plot",
+                "-k",
+                "26",
+                "--memory",
+                "1GiB",
+                "--farmer-key",
+                FARMER,
+            ])
+            .arg("--out")
+            .arg(dir.path())
+            .stdout(Stdio::null())
+            .stderr(writer),
+    );
     drop(reader);
-    let started = wait_until(Duration::from_secs(30), || {
+    let started = wait_until(Duration::from_secs(60), || {
         names_in(dir.path()).iter().any(|n| n.ends_with(".tmp"))
     });
     assert!(started, "no temp file appeared");
-    send(&child, "HUP");
-    let status = wait_or_kill(&mut child, Duration::from_secs(60));
+    child.signal(libc::SIGHUP);
+    let status = child.wait_with_deadline(Duration::from_secs(60));
     if !status.success() {
         assert_eq!(status.code(), Some(129));
         assert!(
@@ -226,13 +184,14 @@ fn a_closed_stdout_ends_every_command_quietly() {
         // `| head -0`; `| head -1` differs only in when the write fails.
         let (reader, writer) = std::io::pipe().unwrap();
         drop(reader);
-        let out = bin()
-            .env("SPACEVAULT_CONFIG_DIR", dir.path())
-            .args(&args)
-            .stdout(writer)
-            .stderr(Stdio::piped())
-            .output()
-            .unwrap();
+        let out = output_within(
+            bin()
+                .env("SPACEVAULT_CONFIG_DIR", dir.path())
+                .args(&args)
+                .stdout(writer)
+                .stderr(Stdio::piped()),
+            HUNG,
+        );
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(141), "{args:?}: {err}");
         assert!(!err.contains("panicked"), "{args:?}: {err}");
@@ -307,8 +266,10 @@ fn proofs_are_read_from_stdin_and_no_larger_than_a_proof_can_be() {
 fn fifos_and_devices_are_refused_not_waited_on() {
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("pipe.plot");
-    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
-    assert!(made.success());
+    let path = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: mkfifo reads a NUL-terminated path and nothing else.
+    let made = unsafe { libc::mkfifo(path.as_ptr(), 0o600) };
+    assert_eq!(made, 0, "{}", std::io::Error::last_os_error());
     for args in [
         vec!["info".to_string(), fifo.display().to_string()],
         vec!["check".to_string(), fifo.display().to_string()],
@@ -575,14 +536,17 @@ fn an_empty_config_dir_variable_counts_as_unset() {
     let home = dir.path().join("home");
     let work = dir.path().join("work");
     std::fs::create_dir_all(&work).unwrap();
-    bin()
-        .env("SPACEVAULT_CONFIG_DIR", "")
-        .env_remove("XDG_CONFIG_HOME")
-        .env("HOME", &home)
-        .current_dir(&work)
-        .args(["plot", "-k", "16", "--out", "plots"])
-        .output()
-        .unwrap();
+    output_within(
+        bin()
+            .env("SPACEVAULT_CONFIG_DIR", "")
+            .env_remove("XDG_CONFIG_HOME")
+            .env("HOME", &home)
+            .current_dir(&work)
+            .args(["plot", "-k", "16", "--out", "plots"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+        HUNG,
+    );
     assert!(home.join(".config/spacevault/farmer.key").exists());
     assert!(!work.join("farmer.key").exists());
     // The output directory the README's example names is made for it.
