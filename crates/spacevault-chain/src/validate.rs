@@ -217,25 +217,55 @@ pub fn check_header(
             now: now_ms,
         });
     }
+    check_size_and_root(spec, chain_id, block)?;
+    let ranked = check_proof(spec, chain_id, parent, &h.proof)?;
+    check_signature(block)?;
+    Ok(ranked)
+}
+
+/// What can be checked of a block whose parent is not known: its chain,
+/// size, transaction root, k, and its signature. Enough that a block kept
+/// until its parent comes is the one its producer signed, and, with its
+/// hash, the only block it can be.
+pub fn check_orphan(spec: &ChainSpec, chain_id: &[u8; 32], block: &Block) -> Result<(), Rejection> {
+    let h = &block.header;
+    if h.chain_id != *chain_id {
+        return Err(Rejection::WrongChain);
+    }
+    check_size_and_root(spec, chain_id, block)?;
+    if !(spec.min_k..=spec.max_k).contains(&h.proof.k) {
+        return Err(Rejection::BadK(h.proof.k));
+    }
+    check_signature(block)
+}
+
+fn check_size_and_root(
+    spec: &ChainSpec,
+    chain_id: &[u8; 32],
+    block: &Block,
+) -> Result<(), Rejection> {
     if block.txs.len() > spec.max_block_txs as usize {
         return Err(Rejection::TooManyTxs {
             got: block.txs.len(),
             max: spec.max_block_txs as usize,
         });
     }
-    if crate::types::tx_root(chain_id, &block.txs) != h.tx_root {
+    if crate::types::tx_root(chain_id, &block.txs) != block.header.tx_root {
         return Err(Rejection::BadTxRoot);
     }
-    let ranked = check_proof(spec, chain_id, parent, &h.proof)?;
+    Ok(())
+}
+
+fn check_signature(block: &Block) -> Result<(), Rejection> {
     let hash = block.hash();
     let signature = meter::fingerprint_of(&block.signature);
     let signed = meter::timed_on(Op::VerifyBlock, signature, || {
-        keys::verify(&h.proof.farmer_key, &hash, &block.signature)
+        keys::verify(&block.header.proof.farmer_key, &hash, &block.signature)
     });
     if !signed {
         return Err(Rejection::BadSignature);
     }
-    Ok(ranked)
+    Ok(())
 }
 
 /// The registers' versions, as a block's transactions are applied to them.

@@ -46,11 +46,11 @@ struct Election {
 /// Proofs an election keeps: enough to rank this vault's own among them.
 const ELECTION_KEEPS: usize = 64;
 /// Blocks kept while their parent is missing.
-const MAX_ORPHANS: usize = 512;
+pub const MAX_ORPHANS: usize = 512;
 /// Transactions pending at most.
-const MAX_MEMPOOL: usize = 16_384;
+pub const MAX_MEMPOOL: usize = 16_384;
 /// How far ahead of a register's version a pending transaction may be.
-const MAX_VERSIONS_AHEAD: u64 = 64;
+pub const MAX_VERSIONS_AHEAD: u64 = 64;
 /// Places a vault waits at most for its proof's expected place: at places
 /// of the producer timeout (half a slot), four slots without a block,
 /// after which any vault may make one.
@@ -218,9 +218,12 @@ impl Engine {
         }
         let parent_hash = block.header.parent;
         let Some(parent) = self.parent(&parent_hash).map_err(store_err)? else {
-            if block.header.chain_id != self.chain_id {
-                return Err(Rejection::WrongChain);
-            }
+            // What can be checked without the parent is checked before the
+            // block is kept: a copy under a real block's hash with another
+            // signature or other transactions (the hash covers neither)
+            // would otherwise wait in its place and be refused when the
+            // parent comes, and the real block, a duplicate of it, dropped.
+            validate::check_orphan(&self.spec, &self.chain_id, &block)?;
             if self.orphan_count < MAX_ORPHANS {
                 let waiting = self.orphans.entry(parent_hash).or_default();
                 if !waiting.iter().any(|b| b.hash() == hash) {
@@ -281,6 +284,39 @@ impl Engine {
         let blocks = self.orphans.remove(parent).unwrap_or_default();
         self.orphan_count -= blocks.len();
         blocks
+    }
+
+    /// Blocks kept while their parent is missing.
+    pub fn orphan_count(&self) -> usize {
+        self.orphan_count
+    }
+
+    /// Imports a block, then every block that waited for it as an orphan,
+    /// and for those in turn: what a vault does with each block it is
+    /// given. `gossiped`: the first came by gossip
+    /// ([`import_gossiped`](Self::import_gossiped)); the orphans were asked
+    /// for. Returns each block's hash and outcome, the first block's first.
+    pub fn import_with_orphans(
+        &mut self,
+        block: Block,
+        now_ms: u64,
+        gossiped: bool,
+    ) -> Vec<([u8; 32], Result<Imported, Rejection>)> {
+        let mut queue = vec![block];
+        let mut outcomes = Vec::new();
+        while let Some(block) = queue.pop() {
+            let hash = block.hash();
+            let outcome = if gossiped && outcomes.is_empty() {
+                self.import_gossiped(block, now_ms)
+            } else {
+                self.import(block, now_ms)
+            };
+            if matches!(outcome, Ok(Imported::NewHead { .. }) | Ok(Imported::Kept)) {
+                queue.extend(self.take_orphans(&hash));
+            }
+            outcomes.push((hash, outcome));
+        }
+        outcomes
     }
 
     /// Fork choice between the canonical chain and the one ending at `tip`.

@@ -527,21 +527,17 @@ pub(crate) fn import(
     block: Block,
     gossiped: bool,
 ) -> Result<Imported, Rejection> {
-    let mut queue = vec![block];
-    let mut first = None;
-    while let Some(block) = queue.pop() {
-        let hash = block.hash();
-        let now = crate::now_ms();
-        let outcome = if gossiped && first.is_none() {
-            shared.engine().import_gossiped(block, now)
-        } else {
-            shared.engine().import(block, now)
-        };
-        if matches!(outcome, Ok(Imported::NewHead { .. }) | Ok(Imported::Kept)) {
-            shared.arrivals.lock().unwrap().note(hash, now);
-        }
-        match &outcome {
+    let now = crate::now_ms();
+    let (outcomes, height) = {
+        let mut engine = shared.engine();
+        let outcomes = engine.import_with_orphans(block, now, gossiped);
+        (outcomes, engine.head().height)
+    };
+    let mut moved = false;
+    for (hash, outcome) in &outcomes {
+        match outcome {
             Ok(Imported::NewHead { left }) => {
+                moved = true;
                 shared.metrics.blocks_accepted.inc();
                 if *left > 0 {
                     shared.metrics.reorgs.inc();
@@ -550,24 +546,26 @@ pub(crate) fn import(
                         .deepest_reorg
                         .fetch_max(*left as u64, Ordering::Relaxed);
                 }
-                let height = shared.engine().head().height;
-                shared.metrics.height.set(height as i64);
-                shared.head.send_replace(height);
             }
             Ok(Imported::Kept) => {
                 shared.metrics.blocks_accepted.inc();
             }
-            _ => {}
+            _ => continue,
         }
-        if matches!(outcome, Ok(Imported::NewHead { .. }) | Ok(Imported::Kept)) {
-            queue.extend(shared.engine().take_orphans(&hash));
-        }
-        first.get_or_insert(outcome);
+        shared.arrivals.lock().unwrap().note(*hash, now);
+    }
+    if moved {
+        shared.metrics.height.set(height as i64);
+        shared.head.send_replace(height);
     }
     if shared.engine().should_contest(crate::now_ms()) {
         produce(shared, true);
     }
-    first.expect("one block at least")
+    outcomes
+        .into_iter()
+        .next()
+        .map(|(_, outcome)| outcome)
+        .expect("one block at least")
 }
 
 fn verdict(r: &Rejection) -> Verdict {
