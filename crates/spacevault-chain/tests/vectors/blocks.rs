@@ -1,0 +1,123 @@
+//! Proofs, register transactions and blocks: their encodings, and the
+//! hashes, ids and signatures over them.
+
+use crate::file::Vector;
+use crate::{chain_id, limits, owner, producer, proof};
+use spacevault_chain::codec::{Reader, Writer};
+use spacevault_chain::keys::verify;
+use spacevault_chain::types::tx_root;
+use spacevault_chain::{genesis_hash, Block, ChainProof, RegisterTx};
+
+#[test]
+fn a_chain_proof() {
+    let mut w = Writer::new();
+    proof().encode_into(&mut w);
+    let c = Vector::new(
+        "chain_proof",
+        "ChainProof { farmer_key: the public key of secret [3; 32], seed [5; 32],\n\
+         k 16, nonce 77 }: its encoding and its hash",
+    )
+    .field("encoding", w.finish())
+    .field("hash", proof().hash())
+    .check();
+    let committed = c.get("encoding");
+    let mut r = Reader::new(committed);
+    let decoded = ChainProof::decode_from(&mut r).expect("the committed proof decodes");
+    r.finish().expect("and nothing follows it");
+    assert_eq!(decoded, proof());
+    let mut w = Writer::new();
+    decoded.encode_into(&mut w);
+    assert_eq!(w.finish(), committed);
+    assert_eq!(decoded.hash(), c.array::<32>("hash"));
+}
+
+/// The transactions of the block vector.
+fn txs() -> Vec<RegisterTx> {
+    vec![
+        RegisterTx::signed(&owner(), &chain_id(), b"name", 1, b"value"),
+        RegisterTx::signed(&owner(), &chain_id(), b"other", 1, b""),
+    ]
+}
+
+#[test]
+fn a_register_transaction() {
+    let tx = txs().remove(0);
+    let c = Vector::new(
+        "register_tx",
+        "RegisterTx::signed by the key of secret [4; 32] on the chain_spec vector's\n\
+         chain: name \"name\", version 1, value \"value\". encoding: as a block holds\n\
+         it and as the txs topic carries it (the TxMsg), with the version first;\n\
+         id: what the owner signs",
+    )
+    .field("encoding", tx.encode())
+    .field("id", tx.id(&chain_id()))
+    .field("signature", tx.signature)
+    .check();
+    let committed = c.get("encoding");
+    let decoded = RegisterTx::decode(committed, &limits()).expect("the committed tx decodes");
+    assert_eq!(decoded, tx);
+    assert_eq!(decoded.encode(), committed);
+    assert_eq!(decoded.id(&chain_id()), c.array::<32>("id"));
+    assert_eq!(decoded.signature, c.array::<64>("signature"));
+    assert!(verify(&decoded.owner, c.get("id"), &decoded.signature));
+}
+
+/// Checks a block vector: the block's encoding, hash, transaction root and
+/// signature.
+fn check_block(name: &'static str, about: &str, block: Block) {
+    let c = Vector::new(name, about)
+        .field("encoding", block.encode())
+        .field("hash", block.hash())
+        .field("tx_root", block.header.tx_root)
+        .field("signature", block.signature)
+        .check();
+    let committed = c.get("encoding");
+    let decoded = Block::decode(committed, &limits()).expect("the committed block decodes");
+    assert_eq!(decoded, block);
+    assert_eq!(decoded.encode(), committed);
+    assert_eq!(decoded.hash(), c.array::<32>("hash"));
+    assert_eq!(tx_root(&chain_id(), &decoded.txs), c.array::<32>("tx_root"));
+    let producer = &decoded.header.proof.farmer_key;
+    assert!(verify(producer, c.get("hash"), &c.array::<64>("signature")));
+}
+
+#[test]
+fn a_block() {
+    let block = Block::produce(
+        &producer(),
+        chain_id(),
+        1,
+        genesis_hash(&chain_id()),
+        1_700_000_001_000,
+        proof(),
+        txs(),
+    );
+    check_block(
+        "block",
+        "block 1 of the chain_spec vector's chain, produced by the key of secret\n\
+         [3; 32] with the chain_proof vector's proof at 1700000001000 ms, parent the\n\
+         genesis hash, holding the register_tx vector's transaction and a second\n\
+         one of the same owner: name \"other\", version 1, an empty value",
+        block,
+    );
+}
+
+#[test]
+fn a_block_without_transactions() {
+    let block = Block::produce(
+        &producer(),
+        chain_id(),
+        2,
+        [0x11; 32],
+        1_700_000_002_000,
+        proof(),
+        Vec::new(),
+    );
+    check_block(
+        "block_empty",
+        "block 2 of the chain_spec vector's chain, produced by the key of secret\n\
+         [3; 32] with the chain_proof vector's proof at 1700000002000 ms, parent\n\
+         [0x11; 32], without transactions",
+        block,
+    );
+}
