@@ -251,3 +251,46 @@ fn a_store_killed_at_any_moment_opens_and_is_consistent() {
         }
     }
 }
+
+#[test]
+fn a_rollback_short_of_genesis_restores_what_a_block_that_wrote_one_register_twice_found() {
+    // a1 sets r to 1; a2 sets it to 2 then 3 in one block. Rolling a2 back
+    // onto a1 must leave r at a1's version 1, which b2 then builds on:
+    // undone in the order they were written, the two records would leave
+    // a2's first write instead.
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("s.redb"), &spec()).unwrap();
+    let owner = Keypair::from_secret(&[9; 32]);
+    let g = spacevault_chain::genesis_hash(&spec().chain_id());
+    let a1 = block(g, 1, 1, vec![set(&owner, b"r", 1, b"one")]);
+    let a2 = block(
+        a1.hash(),
+        2,
+        1,
+        vec![set(&owner, b"r", 2, b"two"), set(&owner, b"r", 3, b"three")],
+    );
+    let b2 = block(a1.hash(), 2, 2, vec![set(&owner, b"r", 2, b"other two")]);
+    let b3 = block(b2.hash(), 3, 2, vec![]);
+    for b in [&a1, &a2, &b2, &b3] {
+        store.insert_block(b, rank(1)).unwrap();
+    }
+    store
+        .make_canonical(&[a1.hash(), a2.hash()])
+        .unwrap()
+        .unwrap();
+    assert_eq!(store.register_version(&owner.public(), b"r").unwrap(), 3);
+    store
+        .make_canonical(&[b2.hash(), b3.hash()])
+        .unwrap()
+        .unwrap();
+    let r = store.register(&owner.public(), b"r").unwrap().unwrap();
+    assert_eq!(
+        (r.version, r.value.as_slice(), r.height),
+        (2, &b"other two"[..], 2)
+    );
+    // And back onto a1's branch: a2's two writes apply again.
+    store.make_canonical(&[a2.hash()]).unwrap().unwrap();
+    let r = store.register(&owner.public(), b"r").unwrap().unwrap();
+    assert_eq!((r.version, r.value.as_slice()), (3, &b"three"[..]));
+    assert_eq!(store.canonical(3).unwrap(), None);
+}
