@@ -4,7 +4,9 @@
 //! trip passes, still fails here.
 //!
 //! A file holds comment lines (`#`, the inputs), then fields: a line
-//! `name:`, then the field's bytes in hex, 32 bytes a line.
+//! `name:`, then the field's bytes in hex, 32 bytes a line. A format that
+//! people read and write (a chain spec's JSON) is a text vector instead,
+//! committed as it is and compared whole.
 //!
 //! `SPACEVAULT_WRITE_VECTORS=1` writes the files from the code instead of
 //! comparing: for a new vector, or for a format whose version number has
@@ -14,7 +16,7 @@
 //! Each crate's `tests/vectors/file.rs` is this same file: test targets of
 //! different crates cannot share a module without a crate of their own.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The variable that turns comparing into writing.
 const WRITE: &str = "SPACEVAULT_WRITE_VECTORS";
@@ -48,28 +50,13 @@ impl Vector {
         self
     }
 
-    fn path(&self) -> PathBuf {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/vectors")
-            .join(format!("{}.hex", self.name))
-    }
-
     /// Asserts that every field equals the committed bytes exactly (or
     /// writes them, under `SPACEVAULT_WRITE_VECTORS=1`), and returns the
     /// committed fields.
     #[track_caller]
     pub fn check(self) -> Committed {
-        let path = self.path();
-        if std::env::var(WRITE).is_ok_and(|v| v == "1") {
-            std::fs::write(&path, self.render()).expect("the vector file is writable");
-            eprintln!("wrote {}", path.display());
-        }
-        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-            panic!(
-                "no committed vector {} ({e}): a new vector is written once with {WRITE}=1",
-                path.display()
-            )
-        });
+        let path = dir().join(format!("{}.hex", self.name));
+        let text = read_or_write(&path, &self.render());
         let committed = Committed {
             name: self.name,
             fields: parse(&text, &path),
@@ -84,9 +71,7 @@ impl Vector {
             let want = committed.get(field);
             if want != bytes.as_slice() {
                 panic!(
-                    "vector {}, field {field}: the code no longer gives the committed bytes\n{}\n\
-                     A format that changes needs its version number bumped (docs/FORMAT.md, \
-                     docs/PROTOCOL.md: Test vectors) before its vectors are written again.",
+                    "vector {}, field {field}: the code no longer gives the committed bytes\n{}\n{BUMP}",
                     self.name,
                     first_difference(want, bytes)
                 );
@@ -114,6 +99,45 @@ impl Vector {
     }
 }
 
+/// A vector that is text, compared whole: for a file people read and
+/// write, such as a chain spec. Returns the committed text.
+#[allow(dead_code)] // a crate without a text vector leaves it unused
+#[track_caller]
+pub fn check_text(name: &str, text: &str) -> String {
+    let committed = read_or_write(&dir().join(name), text);
+    if committed != text {
+        panic!(
+            "vector {name}: the code no longer gives the committed text\n{}\n{BUMP}",
+            first_difference(committed.as_bytes(), text.as_bytes())
+        );
+    }
+    committed
+}
+
+/// What a failing vector asks of whoever changed the format.
+const BUMP: &str = "A format that changes needs its version number bumped (docs/FORMAT.md, \
+                    docs/PROTOCOL.md: Test vectors) before its vectors are written again.";
+
+fn dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/vectors")
+}
+
+/// The committed file, first written from `text` under
+/// `SPACEVAULT_WRITE_VECTORS=1`.
+#[track_caller]
+fn read_or_write(path: &Path, text: &str) -> String {
+    if std::env::var(WRITE).is_ok_and(|v| v == "1") {
+        std::fs::write(path, text).expect("the vector file is writable");
+        eprintln!("wrote {}", path.display());
+    }
+    std::fs::read_to_string(path).unwrap_or_else(|e| {
+        panic!(
+            "no committed vector {} ({e}): a new vector is written once with {WRITE}=1",
+            path.display()
+        )
+    })
+}
+
 impl Committed {
     pub fn get(&self, field: &str) -> &[u8] {
         self.fields
@@ -134,7 +158,7 @@ fn field_names(fields: &[(String, Vec<u8>)]) -> Vec<&str> {
     fields.iter().map(|(n, _)| n.as_str()).collect()
 }
 
-fn parse(text: &str, path: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+fn parse(text: &str, path: &Path) -> Vec<(String, Vec<u8>)> {
     let mut fields: Vec<(String, Vec<u8>)> = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let line = line.trim();
