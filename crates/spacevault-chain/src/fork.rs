@@ -60,4 +60,58 @@ mod tests {
         assert!(!prefer(&a, &a));
         assert!(!prefer(&[], &[]));
     }
+
+    fn ranked(distance: u8, nonce: u64, plot: u8) -> Ranked {
+        Ranked {
+            distance: [distance; 32],
+            nonce,
+            plot_id: [plot; 32],
+            quality: 0,
+        }
+    }
+
+    #[test]
+    fn equal_distances_go_to_the_smaller_nonce_then_the_smaller_plot_id_then_the_smaller_hash() {
+        let block = |rank: Ranked, hash: u8| Fork {
+            hash: [hash; 32],
+            rank,
+        };
+        // The nonce decides before the plot id, whatever the hashes.
+        let low_nonce = block(ranked(4, 1, 9), 9);
+        let high_nonce = block(ranked(4, 2, 1), 1);
+        assert!(prefer(&[high_nonce], &[low_nonce]));
+        assert!(!prefer(&[low_nonce], &[high_nonce]));
+        // Then the plot id, whatever the hashes.
+        let low_plot = block(ranked(4, 1, 2), 9);
+        let high_plot = block(ranked(4, 1, 3), 1);
+        assert!(prefer(&[high_plot], &[low_plot]));
+        assert!(!prefer(&[low_plot], &[high_plot]));
+        // The distance decides before either.
+        let near = block(ranked(3, 9, 9), 8);
+        assert!(prefer(&[low_nonce], &[near]));
+        assert!(!prefer(&[near], &[low_nonce]));
+        // One proof in two blocks: the smaller hash.
+        assert!(prefer(
+            &[block(ranked(4, 1, 2), 8)],
+            &[block(ranked(4, 1, 2), 7)]
+        ));
+        assert!(!prefer(
+            &[block(ranked(4, 1, 2), 7)],
+            &[block(ranked(4, 1, 2), 8)]
+        ));
+    }
+
+    #[test]
+    fn only_the_first_block_after_the_ancestor_decides_between_chains_as_long() {
+        // The current chain's later block is far better; the first decides.
+        let current = [fork(6, 1), fork(0, 2)];
+        let candidate = [fork(5, 3), fork(9, 4)];
+        assert!(prefer(&current, &candidate));
+        assert!(!prefer(&candidate, &current));
+        // A longer chain wins whatever its proofs.
+        assert!(prefer(&[fork(0, 1)], &[fork(9, 2), fork(9, 3)]));
+        // From nothing (the genesis is the head), any block wins.
+        assert!(prefer(&[], &[fork(9, 1)]));
+        assert!(!prefer(&[fork(9, 1)], &[]));
+    }
 }

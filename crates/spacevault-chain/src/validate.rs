@@ -384,4 +384,185 @@ mod tests {
             Err(Rejection::WrongChain)
         );
     }
+
+    /// A block on the genesis of `spec` by `producer`, with `txs`.
+    fn block_with(spec: &ChainSpec, producer: &Keypair, txs: Vec<RegisterTx>) -> Block {
+        let chain = spec.chain_id();
+        let parent = Parent::genesis(spec);
+        let proof = ChainProof {
+            farmer_key: producer.public(),
+            seed: [1; 32],
+            k: 16,
+            nonce: 5,
+        };
+        Block::produce(
+            producer,
+            chain,
+            1,
+            parent.hash,
+            parent.timestamp_ms + spec.slot_ms,
+            proof,
+            txs,
+        )
+    }
+
+    #[test]
+    fn a_blocks_transactions_are_checked_for_count_root_size_name_and_signature() {
+        let mut spec = ChainSpec::new("t", 1_000_000, 1000);
+        spec.max_block_txs = 2;
+        spec.max_register_name_bytes = 4;
+        spec.max_register_value_bytes = 8;
+        let chain = spec.chain_id();
+        let parent = Parent::genesis(&spec);
+        let now = parent.timestamp_ms + spec.slot_ms;
+        let producer = Keypair::from_secret(&[7; 32]);
+        let owner = Keypair::from_secret(&[8; 32]);
+        let tx = |name: &[u8], value: &[u8]| RegisterTx::signed(&owner, &chain, name, 1, value);
+        let check = |b: &Block| check_block(&spec, &chain, &parent, b, now);
+
+        assert!(check(&block_with(
+            &spec,
+            &producer,
+            vec![tx(b"a", b"v"), tx(b"b", b"v")]
+        ))
+        .is_ok());
+        let three = block_with(
+            &spec,
+            &producer,
+            vec![tx(b"a", b""), tx(b"b", b""), tx(b"c", b"")],
+        );
+        assert_eq!(check(&three), Err(Rejection::TooManyTxs { got: 3, max: 2 }));
+        assert_eq!(
+            check_orphan(&spec, &chain, &three),
+            Err(Rejection::TooManyTxs { got: 3, max: 2 })
+        );
+
+        // Transactions that are not the ones the header's root names.
+        let mut swapped = block_with(&spec, &producer, vec![tx(b"a", b"v")]);
+        swapped.txs[0] = tx(b"b", b"v");
+        assert_eq!(check(&swapped), Err(Rejection::BadTxRoot));
+        assert_eq!(
+            check_orphan(&spec, &chain, &swapped),
+            Err(Rejection::BadTxRoot)
+        );
+        let mut dropped = block_with(&spec, &producer, vec![tx(b"a", b"v")]);
+        dropped.txs.clear();
+        assert_eq!(check(&dropped), Err(Rejection::BadTxRoot));
+
+        for (txs, why) in [
+            (vec![tx(b"long!", b"v")], Rejection::TxTooLarge),
+            (vec![tx(b"a", b"123456789")], Rejection::TxTooLarge),
+            (vec![tx(b"", b"v")], Rejection::EmptyName),
+        ] {
+            assert_eq!(
+                check(&block_with(&spec, &producer, txs.clone())),
+                Err(why.clone())
+            );
+            assert_eq!(check_tx(&spec, &chain, &txs[0]), Err(why));
+        }
+        // At the limits exactly: accepted.
+        assert!(check_tx(&spec, &chain, &tx(b"four", b"12345678")).is_ok());
+
+        let mut forged = tx(b"a", b"v");
+        forged.value = b"w".to_vec();
+        assert_eq!(
+            check_tx(&spec, &chain, &forged),
+            Err(Rejection::BadTxSignature)
+        );
+        assert_eq!(
+            check(&block_with(&spec, &producer, vec![forged])),
+            Err(Rejection::BadTxSignature)
+        );
+    }
+
+    #[test]
+    fn an_orphan_is_checked_for_what_needs_no_parent() {
+        let spec = ChainSpec::new("t", 1_000_000, 1000);
+        let chain = spec.chain_id();
+        let producer = Keypair::from_secret(&[7; 32]);
+        let good = block_with(&spec, &producer, vec![]);
+        assert_eq!(check_orphan(&spec, &chain, &good), Ok(()));
+        assert_eq!(
+            check_orphan(&spec, &[0; 32], &good),
+            Err(Rejection::WrongChain)
+        );
+        let mut unsigned = good.clone();
+        unsigned.signature[10] ^= 1;
+        assert_eq!(
+            check_orphan(&spec, &chain, &unsigned),
+            Err(Rejection::BadSignature)
+        );
+        let mut small = good.clone();
+        small.header.proof.k = spec.min_k - 1;
+        assert_eq!(
+            check_orphan(&spec, &chain, &small),
+            Err(Rejection::BadK(spec.min_k - 1))
+        );
+        let mut large = good;
+        large.header.proof.k = spec.max_k + 1;
+        assert_eq!(
+            check_orphan(&spec, &chain, &large),
+            Err(Rejection::BadK(spec.max_k + 1))
+        );
+    }
+
+    #[test]
+    fn every_reason_has_its_own_name_and_only_the_sender_s_faults_are_faults() {
+        let all = [
+            (Rejection::Malformed("x".into()), "malformed", true),
+            (Rejection::WrongChain, "wrong_chain", true),
+            (Rejection::UnknownParent, "unknown_parent", false),
+            (
+                Rejection::BadHeight { got: 1, parent: 1 },
+                "bad_height",
+                true,
+            ),
+            (
+                Rejection::TooEarly {
+                    got: 1,
+                    earliest: 2,
+                },
+                "too_early",
+                true,
+            ),
+            (Rejection::Future { got: 2, now: 1 }, "future", true),
+            (
+                Rejection::TooManyTxs { got: 2, max: 1 },
+                "too_many_txs",
+                true,
+            ),
+            (Rejection::BadTxRoot, "bad_tx_root", true),
+            (Rejection::BadProof("x".into()), "bad_proof", true),
+            (Rejection::BadK(1), "bad_k", true),
+            (Rejection::BadSignature, "bad_signature", true),
+            (Rejection::BadTxSignature, "bad_tx_signature", true),
+            (Rejection::TxTooLarge, "tx_too_large", true),
+            (Rejection::EmptyName, "empty_name", true),
+            (
+                Rejection::BadTxVersion { got: 1, current: 1 },
+                "bad_tx_version",
+                false,
+            ),
+            (Rejection::StaleHeight(1), "stale_height", false),
+            (Rejection::FutureHeight(1), "future_height", false),
+            (Rejection::Duplicate, "duplicate", false),
+            (Rejection::NotBetter, "not_better", false),
+        ];
+        let mut names = std::collections::HashSet::new();
+        for (r, name, fault) in all {
+            assert_eq!(r.name(), name);
+            assert_eq!(r.is_fault(), fault, "{name}");
+            assert!(names.insert(name));
+            assert!(!r.to_string().is_empty());
+        }
+    }
+
+    #[test]
+    fn the_drift_allowed_is_half_a_slot_and_at_least_50_ms() {
+        let spec = |slot| ChainSpec::new("t", 0, slot);
+        assert_eq!(max_drift_ms(&spec(1000)), 500);
+        assert_eq!(max_drift_ms(&spec(60)), 50);
+        assert_eq!(max_drift_ms(&spec(101)), 50);
+        assert_eq!(max_drift_ms(&spec(102)), 51);
+    }
 }
