@@ -69,11 +69,16 @@ async fn rivals() -> (Vault, Vault, bool) {
     (a, b, fa.rank.beats(&fb.rank))
 }
 
-async fn round(vaults: &mut [Vault]) {
+/// Returns the block and the farmer key of the best proof any vault held.
+async fn round(vaults: &mut [Vault]) -> (Block, [u8; 32]) {
     let (height, parent, challenge) = vaults[0].engine.election();
     let mut msgs = Vec::new();
+    let mut best: Option<(Ranked, [u8; 32])> = None;
     for v in vaults.iter_mut() {
         let found = v.farmer.best(challenge).await.unwrap();
+        if best.is_none_or(|(b, _)| found.rank.beats(&b)) {
+            best = Some((found.rank, v.key.public()));
+        }
         if let Some(msg) = v
             .engine
             .offer_own(height, parent, found.proof, found.rank, 0.0)
@@ -107,15 +112,23 @@ async fn round(vaults: &mut [Vault]) {
             Imported::NewHead { .. } | Imported::Duplicate
         ));
     }
+    (block, best.unwrap().1)
 }
 
 #[tokio::test]
 async fn vaults_elect_the_best_proof_and_agree() {
     let mut vaults: Vec<Vault> = (1..=4).map(vault).collect();
+    let mut producers = std::collections::HashSet::new();
     for _ in 0..5 {
-        round(&mut vaults).await;
+        let (block, best) = round(&mut vaults).await;
+        assert_eq!(
+            block.header.proof.farmer_key, best,
+            "the best proof's holder produced"
+        );
+        producers.insert(best);
         let heads: Vec<_> = vaults.iter().map(|v| v.engine.head().hash).collect();
         assert!(heads.iter().all(|h| *h == heads[0]));
+        assert_eq!(heads[0], block.hash());
     }
     assert_eq!(vaults[0].engine.head().height, 5);
     assert_eq!(vaults[0].engine.recent(3).len(), 3);
@@ -466,5 +479,138 @@ async fn a_vault_waits_a_place_for_each_expected_place_beyond_the_first_and_plac
     assert_eq!(
         b.engine.production_due(),
         Some(opens + place.round() as u64)
+    );
+}
+
+/// An engine with no plots, for the caps.
+fn bare() -> (Engine, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::open(&dir.path().join("store.redb"), spec()).unwrap();
+    (engine, dir)
+}
+
+#[test]
+fn orphans_are_kept_up_to_the_cap_and_no_further() {
+    let (mut engine, _dir) = bare();
+    let producer = Keypair::from_secret(&[5; 32]);
+    let orphan = |i: u32| {
+        let mut parent = [0xee; 32];
+        parent[..4].copy_from_slice(&i.to_le_bytes());
+        let proof = ChainProof {
+            farmer_key: producer.public(),
+            seed: [1; 32],
+            k: 16,
+            nonce: 1,
+        };
+        Block::produce(
+            &producer,
+            spec().chain_id(),
+            2,
+            parent,
+            5_000_000,
+            proof,
+            vec![],
+        )
+    };
+    for i in 0..MAX_ORPHANS as u32 {
+        assert_eq!(engine.import(orphan(i), 5_000_000), Ok(Imported::Orphan));
+    }
+    assert_eq!(engine.orphan_count(), MAX_ORPHANS);
+    // The same orphan again is not kept twice.
+    assert_eq!(engine.import(orphan(0), 5_000_000), Ok(Imported::Orphan));
+    assert_eq!(engine.orphan_count(), MAX_ORPHANS);
+    // One more is not kept: nothing waits for its parent.
+    let extra = orphan(MAX_ORPHANS as u32);
+    engine.import(extra.clone(), 5_000_000).unwrap();
+    assert_eq!(engine.orphan_count(), MAX_ORPHANS);
+    assert!(engine.take_orphans(&extra.header.parent).is_empty());
+    assert_eq!(
+        engine.take_orphans(&orphan(7).header.parent),
+        vec![orphan(7)]
+    );
+    assert_eq!(engine.orphan_count(), MAX_ORPHANS - 1);
+}
+
+#[test]
+fn the_pool_takes_versions_up_to_64_ahead_and_no_more_than_its_cap() {
+    let (mut engine, _dir) = bare();
+    let owner = Keypair::from_secret(&[42; 32]);
+    let chain = spec().chain_id();
+    let tx = |name: &[u8], v: u64| RegisterTx::signed(&owner, &chain, name, v, b"x");
+    assert_eq!(
+        engine.add_tx(tx(b"r", 0)),
+        Err(Rejection::BadTxVersion { got: 0, current: 0 })
+    );
+    assert_eq!(engine.add_tx(tx(b"r", MAX_VERSIONS_AHEAD)), Ok(true));
+    assert_eq!(
+        engine.add_tx(tx(b"r", MAX_VERSIONS_AHEAD + 1)),
+        Err(Rejection::BadTxVersion {
+            got: MAX_VERSIONS_AHEAD + 1,
+            current: 0
+        })
+    );
+    let mut forged = tx(b"r", 1);
+    forged.value = b"y".to_vec();
+    assert_eq!(engine.add_tx(forged), Err(Rejection::BadTxSignature));
+    assert_eq!(engine.add_tx(tx(b"", 1)), Err(Rejection::EmptyName));
+    assert_eq!(engine.mempool_len(), 1);
+    for i in 1..MAX_MEMPOOL {
+        assert_eq!(engine.add_tx(tx(format!("n{i}").as_bytes(), 1)), Ok(true));
+    }
+    assert_eq!(engine.mempool_len(), MAX_MEMPOOL);
+    let full = engine.add_tx(tx(b"one more", 1)).unwrap_err();
+    assert!(full.to_string().contains("pool is full"), "{full}");
+    assert_eq!(engine.mempool_len(), MAX_MEMPOOL);
+    // A transaction already pending is no news, full pool or not.
+    assert_eq!(engine.add_tx(tx(b"n1", 1)), Ok(false));
+}
+
+#[tokio::test]
+async fn proof_messages_are_refused_for_their_chain_k_proof_and_rank() {
+    let mut a = vault(1);
+    let (height, parent, challenge) = a.engine.election();
+    let found = a.farmer.best(challenge).await.unwrap();
+    let chain = spec().chain_id();
+    let msg = |proof: ChainProof| ProofMsg {
+        chain_id: chain,
+        height,
+        parent,
+        proof,
+    };
+    let mut other = msg(found.proof.clone());
+    other.chain_id = [0; 32];
+    assert_eq!(a.engine.offer_proof(&other), Err(Rejection::WrongChain));
+    let mut small = found.proof.clone();
+    small.k = 12;
+    assert_eq!(a.engine.offer_proof(&msg(small)), Err(Rejection::BadK(12)));
+    let mut beyond = found.proof.clone();
+    beyond.nonce = 1 << 16;
+    assert!(matches!(
+        a.engine.offer_proof(&msg(beyond)),
+        Err(Rejection::BadProof(_))
+    ));
+    // The plot's best proof, then any worse one or the same again.
+    assert_eq!(a.engine.offer_proof(&msg(found.proof.clone())), Ok(()));
+    assert_eq!(
+        a.engine.offer_proof(&msg(found.proof.clone())),
+        Err(Rejection::NotBetter)
+    );
+    let mut worse = found.proof.clone();
+    let mut worse_rank = found.rank;
+    for nonce in 0..64 {
+        worse.nonce = nonce;
+        worse_rank = worse.verify(&challenge).unwrap();
+        if found.rank.beats(&worse_rank) {
+            break;
+        }
+    }
+    assert!(found.rank.beats(&worse_rank));
+    assert_eq!(a.engine.offer_proof(&msg(worse)), Err(Rejection::NotBetter));
+    // Another parent at this height: stale.
+    let mut elsewhere = msg(found.proof);
+    elsewhere.parent = [9; 32];
+    assert_eq!(
+        a.engine.offer_proof(&elsewhere),
+        Err(Rejection::StaleHeight(height))
     );
 }
