@@ -499,6 +499,7 @@ fn start_processes(
         if options.trace_crypto {
             cmd.arg("--trace-crypto");
         }
+        die_with_parent(&mut cmd);
         let mut child = cmd.spawn().map_err(io("starting a vault"))?;
         let mut lines = std::io::BufReader::new(child.stdout.take().expect("piped")).lines();
         let (mut addr, mut api) = (None, None);
@@ -524,6 +525,34 @@ fn start_processes(
     }
     Ok((Vaults::Processes(children), apis))
 }
+
+/// A vault started here is killed when the process that started it dies,
+/// whatever its death: a launcher killed by a test's deadline, or by a
+/// signal it cannot catch, leaves no vaults running that nobody stops.
+/// Linux ties the signal to the thread that spawns, which here is the one
+/// that runs the launch and outlives the vaults.
+#[cfg(target_os = "linux")]
+fn die_with_parent(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: the closure runs between fork and exec and calls only prctl
+    // and getppid, which are async-signal-safe, and allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The parent died before the prctl: no signal will come.
+            if libc::getppid() != parent {
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        });
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn die_with_parent(_: &mut std::process::Command) {}
 
 async fn stop(vaults: Vaults) {
     match vaults {

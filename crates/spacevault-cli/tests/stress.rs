@@ -4,6 +4,8 @@ mod common;
 
 use common::*;
 use serde_json::Value;
+use std::process::Stdio;
+use std::time::Duration;
 
 #[test]
 fn stress_runs_a_small_grid_and_writes_every_output() {
@@ -196,4 +198,58 @@ fn vaults_in_processes_of_their_own_serve_their_traces() {
     // register write signed and verified.
     assert!(r["total"]["hash"].as_u64().unwrap() >= 3, "{r}");
     assert!(r["total"]["verify"].as_u64().unwrap() >= 1, "{r}");
+}
+
+/// A process's state letter and parent, from `/proc/PID/stat`; none once
+/// it is gone.
+fn state_and_parent(pid: u32) -> Option<(String, u32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (name) state ppid …`, where the name may hold anything.
+    let (_, rest) = stat.rsplit_once(')')?;
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.to_string();
+    Some((state, fields.next()?.parse().ok()?))
+}
+
+/// Running, not gone and not a zombie that whoever inherited it has yet
+/// to reap.
+fn alive(pid: u32) -> bool {
+    state_and_parent(pid).is_some_and(|(state, _)| state != "Z")
+}
+
+fn live_children_of(parent: u32) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_string_lossy().parse::<u32>().ok())
+        .filter(|&pid| state_and_parent(pid).is_some_and(|(s, p)| p == parent && s != "Z"))
+        .collect()
+}
+
+#[test]
+fn vaults_in_processes_of_their_own_die_with_a_killed_stress_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = bin();
+    cmd.env("SPACEVAULT_CONFIG_DIR", dir.path().join("cfg"))
+        .args(["stress", "--mode", "processes", "--vaults", "2"])
+        .args(["--clients", "1", "--repeats", "20", "--dir"])
+        .arg(dir.path().join("bench"))
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut stress = Guarded::spawn(&mut cmd);
+    let pid = stress.id();
+    let mut vaults = Vec::new();
+    let started = wait_until(Duration::from_secs(120), || {
+        vaults = live_children_of(pid);
+        vaults.len() == 2
+    });
+    assert!(started, "the run's two vaults did not start: {vaults:?}");
+    // SIGKILL: the run has no chance to stop its vaults itself.
+    stress.kill();
+    let gone = wait_until(Duration::from_secs(30), || {
+        !vaults.iter().any(|&v| alive(v))
+    });
+    assert!(gone, "vaults {vaults:?} outlived the run that started them");
 }
