@@ -16,6 +16,9 @@
 //! Each crate's `tests/vectors/file.rs` is this same file: test targets of
 //! different crates cannot share a module without a crate of their own.
 
+// Each crate's vectors use only part of this file.
+#![allow(dead_code)]
+
 use std::path::{Path, PathBuf};
 
 /// The variable that turns comparing into writing.
@@ -101,7 +104,6 @@ impl Vector {
 
 /// A vector that is text, compared whole: for a file people read and
 /// write, such as a chain spec. Returns the committed text.
-#[allow(dead_code)] // a crate without a text vector leaves it unused
 #[track_caller]
 pub fn check_text(name: &str, text: &str) -> String {
     let committed = read_or_write(&dir().join(name), text);
