@@ -447,3 +447,5 @@ impl Versions for MapVersions {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod vectors;
