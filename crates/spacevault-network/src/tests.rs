@@ -193,11 +193,15 @@ async fn many_peers_on_one_address_all_hear_gossip() {
     // Connected and scored: every node has a peer, and a few score
     // refreshes (one a second) have passed.
     let deadline = Instant::now() + Duration::from_secs(20);
-    for h in &handles {
+    for (i, h) in handles.iter().enumerate() {
         while h.peers().await.is_empty() && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+        assert!(!h.peers().await.is_empty(), "node {i} found no peer");
     }
+    // Not a wait for an event: the refreshes come on gossipsub's clock
+    // and show nowhere, so what is waited for is their time to pass. A
+    // late refresh cannot fail the test, only make it weaker.
     tokio::time::sleep(Duration::from_secs(3)).await;
     for f in &heard {
         f.store(false, std::sync::atomic::Ordering::Relaxed);
@@ -341,16 +345,16 @@ async fn a_link_profile_holds_peers_at_its_distance_and_pings_measure_it() {
     }
     requests.sort();
     let median = requests[2];
+    // Lower bounds only: they show the delay is applied, each way, with
+    // its jitter (5%) and timers aimed half a millisecond early; how much
+    // longer a busy machine takes says nothing of the links. The delay
+    // itself is checked exactly in links.rs.
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
-    assert!(
-        (72.0..95.0).contains(&ms(rtt)),
-        "ping round trip {} ms, set 80",
-        ms(rtt)
-    );
+    assert!(ms(rtt) >= 72.0, "ping round trip {} ms, set 80", ms(rtt));
     // A request opens a stream of its own: agreeing on its protocol costs
     // a round trip before the request's, as it would over real distance.
     assert!(
-        (144.0..200.0).contains(&ms(median)),
+        ms(median) >= 144.0,
         "request took {} ms, two round trips of 80 set",
         ms(median)
     );
