@@ -49,6 +49,8 @@ pub enum Rejection {
     Duplicate,
     #[error("not better than the best proof seen for this height")]
     NotBetter,
+    #[error("time {got} is not after {newest}, the newest heard or the oldest still news")]
+    Stale { got: u64, newest: u64 },
 }
 
 impl Rejection {
@@ -74,6 +76,7 @@ impl Rejection {
             Rejection::FutureHeight(_) => "future_height",
             Rejection::Duplicate => "duplicate",
             Rejection::NotBetter => "not_better",
+            Rejection::Stale { .. } => "stale",
         }
     }
 
@@ -88,6 +91,7 @@ impl Rejection {
                 | Rejection::Duplicate
                 | Rejection::NotBetter
                 | Rejection::BadTxVersion { .. }
+                | Rejection::Stale { .. }
         )
     }
 }
@@ -547,6 +551,7 @@ mod tests {
             (Rejection::FutureHeight(1), "future_height", false),
             (Rejection::Duplicate, "duplicate", false),
             (Rejection::NotBetter, "not_better", false),
+            (Rejection::Stale { got: 1, newest: 2 }, "stale", false),
         ];
         let mut names = std::collections::HashSet::new();
         for (r, name, fault) in all {

@@ -31,6 +31,8 @@ const MISSED_TO_LEAVE: u32 = 3;
 struct Known {
     peer: net::Peer,
     last_seen: Instant,
+    /// The time of its newest announcement heard (its clock, Unix ms).
+    newest_ms: u64,
     /// When this vault's last connection with it was lost (Unix ms), until
     /// it is heard of again.
     lost_ms: Option<u64>,
@@ -74,12 +76,42 @@ impl Vaults {
             Known {
                 peer,
                 last_seen: Instant::now(),
+                newest_ms: time_ms,
                 lost_ms,
             },
         );
         if new {
             self.generation += 1;
         }
+    }
+
+    /// Whether an announcement made at `time_ms` is news at `now_ms`: made
+    /// after the newest heard from that vault (a replay is not), within
+    /// the drift a block's time is allowed ahead of `now_ms`, and not so
+    /// old that the vault would be forgotten as soon as it was heard.
+    fn is_news(
+        &self,
+        key: &[u8; 32],
+        time_ms: u64,
+        now_ms: u64,
+        max_age: Duration,
+        max_drift_ms: u64,
+    ) -> Result<(), Rejection> {
+        if time_ms > now_ms.saturating_add(max_drift_ms) {
+            return Err(Rejection::Future {
+                got: time_ms,
+                now: now_ms,
+            });
+        }
+        let oldest = now_ms.saturating_sub(max_age.as_millis() as u64);
+        let newest = self.known.get(key).map_or(0, |k| k.newest_ms);
+        if time_ms <= newest || time_ms < oldest {
+            return Err(Rejection::Stale {
+                got: time_ms,
+                newest: newest.max(oldest),
+            });
+        }
+        Ok(())
     }
 
     /// Forgets vaults not heard for a while, and vaults lost and not heard
@@ -170,16 +202,28 @@ pub fn announce(shared: &Arc<Shared>) {
     shared.net.publish(Topic::Vaults, a.encode());
 }
 
-/// Another vault's announcement.
+/// Another vault's announcement: refused unless it is signed by the vault,
+/// news ([`Vaults::is_news`]: an old one replayed would keep a vault that
+/// left "alive"), and every address parses.
 pub fn on_announce(shared: &Arc<Shared>, data: &[u8]) -> Result<(), Rejection> {
     let a = Announce::decode(data).map_err(|e| Rejection::Malformed(e.to_string()))?;
     if !a.signature_ok(&shared.chain_id) {
         return Err(Rejection::BadSignature);
     }
     let peer = net::peer_of(&a.vault).ok_or(Rejection::BadSignature)?;
-    for bytes in a.addresses {
-        let addr = net::Address::try_from(bytes)
-            .map_err(|_| Rejection::Malformed("an address that does not parse".into()))?;
+    {
+        let vaults = shared.vaults.lock().unwrap();
+        let max_age = announce_interval(&shared.spec, vaults.count()) * MISSED_TO_LEAVE;
+        let drift = spacevault_chain::validate::max_drift_ms(&shared.spec);
+        vaults.is_news(&a.vault, a.time_ms, crate::now_ms(), max_age, drift)?;
+    }
+    let addresses = a
+        .addresses
+        .iter()
+        .map(|bytes| net::Address::try_from(bytes.clone()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|_| Rejection::Malformed("an address that does not parse".into()))?;
+    for addr in addresses {
         shared.net.add_address(peer, addr);
     }
     shared
@@ -522,5 +566,40 @@ mod tests {
         v.lost(&pa);
         v.unreachable(&pa);
         assert_eq!(v.count(), 1);
+    }
+
+    #[test]
+    fn an_announcement_is_news_only_once_and_only_while_fresh() {
+        let key = spacevault_chain::Keypair::from_secret(&[1; 32]).public();
+        let peer = net::peer_of(&key).unwrap();
+        let mut v = Vaults::new([0x00; 32]);
+        let age = Duration::from_secs(6);
+        let now = 1_000_000;
+        let news = |v: &Vaults, t| v.is_news(&key, t, now, age, 50);
+        assert_eq!(news(&v, now), Ok(()));
+        assert_eq!(news(&v, now + 50), Ok(()), "the drift allowed");
+        assert_eq!(
+            news(&v, now + 51),
+            Err(Rejection::Future { got: now + 51, now })
+        );
+        assert_eq!(news(&v, now - 6000), Ok(()), "as old as may be");
+        assert_eq!(
+            news(&v, now - 6001),
+            Err(Rejection::Stale {
+                got: now - 6001,
+                newest: now - 6000
+            })
+        );
+        v.heard(key, peer, now - 10);
+        assert_eq!(
+            news(&v, now - 10),
+            Err(Rejection::Stale {
+                got: now - 10,
+                newest: now - 10
+            }),
+            "a replay"
+        );
+        assert!(news(&v, now - 11).is_err(), "older than the newest");
+        assert_eq!(news(&v, now - 9), Ok(()));
     }
 }

@@ -149,6 +149,11 @@ impl Shared {
     pub fn engine(&self) -> std::sync::MutexGuard<'_, Engine> {
         self.engine.lock().unwrap()
     }
+
+    /// Whether a sync from a peer is under way (one at a time).
+    pub fn is_syncing(&self) -> bool {
+        self.syncing.load(Ordering::Acquire)
+    }
 }
 
 /// A running vault.

@@ -40,6 +40,11 @@ pub(crate) fn spawn_sync(
 /// Fetches `peer`'s canonical blocks above this vault's head and imports
 /// them. A peer on another branch is followed back until the branches
 /// meet. Returns whether any block was new.
+///
+/// Every request asks for heights this vault has not yet been given in
+/// this sync, further back only while the peer's blocks do not attach and
+/// never below height 1, so a sync ends whatever the peer answers: blocks
+/// at other heights than asked, a batch that never attaches, or nothing.
 async fn sync_from(shared: &Arc<Shared>, peer: net::Peer) -> bool {
     let Ok(Response::Status { height, head }) = shared.net.request(peer, Request::Status).await
     else {
@@ -50,18 +55,16 @@ async fn sync_from(shared: &Arc<Shared>, peer: net::Peer) -> bool {
     // A peer as high as this vault on another branch is synced too, from
     // this vault's height back: two branches that grow a block a slot
     // each would otherwise never meet, and fork choice must see both.
-    let mut back = match height.cmp(&own.height) {
+    let mut from = match height.cmp(&own.height) {
         std::cmp::Ordering::Less => return false,
         std::cmp::Ordering::Equal if head == own.hash => return false,
-        std::cmp::Ordering::Equal => 1,
-        std::cmp::Ordering::Greater => 0,
+        std::cmp::Ordering::Equal => own.height.max(1),
+        std::cmp::Ordering::Greater => own.height + 1,
     };
+    // How far below `from` the next request goes when a batch does not
+    // attach.
+    let mut back = 0u64;
     loop {
-        let ours = shared.engine().head().height;
-        if height <= ours && back == 0 {
-            return progressed;
-        }
-        let from = (ours + 1).saturating_sub(back).max(1);
         let request = Request::Blocks {
             from,
             max: net::wire::MAX_BLOCKS_PER_REQUEST,
@@ -73,14 +76,20 @@ async fn sync_from(shared: &Arc<Shared>, peer: net::Peer) -> bool {
             return progressed;
         }
         let limits = shared.engine().limits();
-        let mut orphaned = false;
+        let (mut orphaned, mut new) = (false, false);
+        let mut next = from;
         for bytes in blocks {
             let Ok(block) = Block::decode(&bytes, &limits) else {
                 shared.metrics.rejected("sync", "malformed");
                 return progressed;
             };
+            if block.header.height != next {
+                shared.metrics.rejected("sync", "wrong_height");
+                return progressed;
+            }
+            next += 1;
             match meter::with(&shared.meter, || import(shared, block, false)) {
-                Ok(Imported::NewHead { .. }) | Ok(Imported::Kept) => progressed = true,
+                Ok(Imported::NewHead { .. }) | Ok(Imported::Kept) => new = true,
                 Ok(Imported::Orphan) => orphaned = true,
                 Ok(Imported::Duplicate) => {}
                 Err(r) => {
@@ -89,19 +98,22 @@ async fn sync_from(shared: &Arc<Shared>, peer: net::Peer) -> bool {
                 }
             }
         }
-        // The peer's branch left ours below our head: go further back.
-        back = if orphaned {
-            (back * 2).max(16)
+        progressed |= new;
+        if orphaned && !new {
+            // The peer's branch left ours further down: go back, twice as
+            // far each time, to height 1 at the most.
+            if from == 1 {
+                shared.metrics.rejected("sync", "does_not_attach");
+                return progressed;
+            }
+            back = (back * 2).max(16);
+            from = from.saturating_sub(back).max(1);
         } else if shared.engine().head().height >= height {
             return progressed;
         } else {
-            0
-        };
-        if back > ours {
-            back = ours;
-            if from == 1 {
-                return progressed;
-            }
+            // On from the end of this batch: what it held is here now,
+            // new or not.
+            from = next;
         }
     }
 }

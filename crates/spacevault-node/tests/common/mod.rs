@@ -135,3 +135,16 @@ pub fn heal(a: &[&Node], b: &[&Node]) {
         }
     }
 }
+
+/// How many messages `node` refused on `topic` for `reason`.
+pub fn rejected(node: &Node, topic: &str, reason: &str) -> f64 {
+    let labels = [format!("topic=\"{topic}\""), format!("reason=\"{reason}\"")];
+    node.shared
+        .metrics
+        .encode()
+        .lines()
+        .filter(|l| l.starts_with("spacevault_messages_rejected_total"))
+        .filter(|l| labels.iter().all(|label| l.contains(label.as_str())))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
