@@ -17,8 +17,26 @@ use spacevault_chain::RegisterTx;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// How long a request may take, PUTs that wait for a block included.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long the API lets requests run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ApiTimes {
+    /// Any request is answered 504 after this long, whatever it waits for.
+    pub request: Duration,
+    /// How long a request waits on the chain (a write to be included, a
+    /// height or a version to be reached) before it gives up.
+    pub chain_wait: Duration,
+}
+
+impl ApiTimes {
+    /// A minute a request, and 40 slots (at most 50 s) on the chain.
+    pub fn for_spec(spec: &spacevault_chain::ChainSpec) -> ApiTimes {
+        let slot = Duration::from_millis(spec.slot_ms);
+        ApiTimes {
+            request: Duration::from_secs(60),
+            chain_wait: (slot * 40).min(Duration::from_secs(50)),
+        }
+    }
+}
 
 /// An error answer: its status and reason.
 pub struct ApiError(StatusCode, String);
@@ -42,6 +60,7 @@ type S = State<Arc<Shared>>;
 /// The routes.
 pub fn router(shared: Arc<Shared>) -> Router {
     let body_limit = shared.spec.max_blob_bytes as usize + (64 << 10);
+    let request_timeout = shared.api_times.request;
     Router::new()
         .route("/", get(page))
         .route("/health", get(health))
@@ -59,10 +78,21 @@ pub fn router(shared: Arc<Shared>) -> Router {
         )
         .fallback(|| async { ApiError(StatusCode::NOT_FOUND, "no such path".into()) })
         .layer(DefaultBodyLimit::max(body_limit))
-        .layer(tower_http::timeout::TimeoutLayer::with_status_code(
-            StatusCode::GATEWAY_TIMEOUT,
-            REQUEST_TIMEOUT,
-        ))
+        .layer(
+            tower::ServiceBuilder::new()
+                .layer(axum::error_handling::HandleErrorLayer::new(
+                    move |_: tower::BoxError| async move {
+                        ApiError(
+                            StatusCode::GATEWAY_TIMEOUT,
+                            format!(
+                                "the request took longer than the {} ms this vault allows",
+                                request_timeout.as_millis()
+                            ),
+                        )
+                    },
+                ))
+                .layer(tower::timeout::TimeoutLayer::new(request_timeout)),
+        )
         .with_state(shared)
 }
 
@@ -437,18 +467,13 @@ async fn put_register(
     })))
 }
 
-/// How long a request waits on the chain, in slots (at most 50 s).
-const HEAD_WAIT_SLOTS: u32 = 40;
-
 /// Asks `ready` now and after each change of the head, until it answers
-/// or a request's wait is over: None then.
+/// or a request's wait on the chain is over: None then.
 async fn until_head_moves<T>(
     s: &Shared,
     mut ready: impl FnMut() -> Result<Option<T>, ApiError>,
 ) -> Result<Option<T>, ApiError> {
-    let slot = Duration::from_millis(s.spec.slot_ms);
-    let deadline =
-        tokio::time::Instant::now() + (slot * HEAD_WAIT_SLOTS).min(Duration::from_secs(50));
+    let deadline = tokio::time::Instant::now() + s.api_times.chain_wait;
     let mut heads = s.head.subscribe();
     loop {
         if let Some(answer) = ready()? {
@@ -507,8 +532,8 @@ async fn get_register(
                     return Err(ApiError(
                         StatusCode::NOT_FOUND,
                         format!(
-                            "this vault's chain holds version {version} of register {name}, not min_version {min}, after waiting {} slots",
-                            HEAD_WAIT_SLOTS
+                            "this vault's chain holds version {version} of register {name}, not min_version {min}, after waiting {} ms",
+                            s.api_times.chain_wait.as_millis()
                         ),
                     ));
                 }

@@ -158,6 +158,11 @@ impl Client {
         self.call(hyper::Method::GET, path, vec![]).await
     }
 
+    /// A PUT of `body` to `path`, answered as it is: its status and body.
+    pub async fn put_path(&self, path: &str, body: Vec<u8>) -> Result<(u16, Vec<u8>), ClientError> {
+        self.call(hyper::Method::PUT, path, body).await
+    }
+
     /// Stores a blob; its address and the holders' receipts.
     pub async fn put(&self, blob: Vec<u8>) -> Result<PutAnswer, ClientError> {
         self.json(hyper::Method::PUT, "/v1/blobs", blob).await

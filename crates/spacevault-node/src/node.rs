@@ -1,6 +1,7 @@
 //! A running vault: the engine, the farmer and the network wired together
 //! by one task that reacts to gossip, requests and timers.
 
+use crate::api::ApiTimes;
 use crate::data::{self, Vaults};
 use crate::engine::{Engine, Imported};
 use crate::farmer::{Farmer, Found};
@@ -38,6 +39,9 @@ pub struct NodeConfig {
     pub links: Option<Arc<net::links::LinkProfile>>,
     /// Keep every crypto operation's span (`Meter::take_trace`).
     pub trace_crypto: bool,
+    /// How long the API lets requests run; the spec's defaults when none
+    /// ([`ApiTimes::for_spec`]).
+    pub api_times: Option<ApiTimes>,
 }
 
 /// Gossipsub's heartbeat, whatever the slot: blocks and proofs go out at
@@ -68,6 +72,7 @@ impl NodeConfig {
             verify_cache: true,
             links: None,
             trace_crypto: false,
+            api_times: None,
         }
     }
 }
@@ -116,6 +121,8 @@ pub struct Shared {
     pub deepest_reorg: std::sync::atomic::AtomicU64,
     /// The last measured round trip to each connected peer.
     pub round_trips: Mutex<std::collections::HashMap<net::Peer, Duration>>,
+    /// How long the API lets requests run.
+    pub api_times: ApiTimes,
 }
 
 /// First-import times of the last blocks, bounded.
@@ -226,6 +233,9 @@ impl Node {
             meter,
             round_trips: Mutex::new(Default::default()),
             deepest_reorg: Default::default(),
+            api_times: config
+                .api_times
+                .unwrap_or_else(|| ApiTimes::for_spec(&config.spec)),
         });
         data::refresh_blob_metrics(&shared);
         let api = match config.api {

@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use spacevault_chain::{Block, ChainProof, Keypair, Parent};
+use spacevault_chain::{Block, ChainProof, Keypair, Parent, RegisterTx};
 use spacevault_node::client::Client;
 use std::time::Duration;
 
@@ -302,8 +302,32 @@ async fn the_http_api_answers_bad_input_with_a_4xx_and_a_reason() {
     let files: Vec<_> = (0..2).map(|i| vault_files(dir.path(), i)).collect();
     let mut spec = spec(300, 2);
     spec.max_blob_bytes = 1000;
-    let nodes = network(&spec, &files, true).await;
+    logs();
+    // Vault 0 waits a second on the chain; vault 1 answers any request
+    // within 300 ms, before its ten seconds on the chain are over.
+    let times = |request_ms, wait_ms| {
+        move |c: &mut spacevault_node::NodeConfig| {
+            c.api_times = Some(spacevault_node::api::ApiTimes {
+                request: Duration::from_millis(request_ms),
+                chain_wait: Duration::from_millis(wait_ms),
+            })
+        }
+    };
+    let first = start_with(&spec, &files[0], vec![], true, times(60_000, 1_000)).await;
+    let boot = first.listen_addrs(Duration::from_secs(5)).await;
+    let second = start_with(&spec, &files[1], boot, true, times(300, 10_000)).await;
+    let nodes = vec![first, second];
     let c = Client::new(&format!("http://{}", nodes[0].api_addr().unwrap())).unwrap();
+    let impatient = Client::new(&format!("http://{}", nodes[1].api_addr().unwrap())).unwrap();
+    // A refusal's status and reason.
+    let reason = |(status, body): (u16, Vec<u8>)| -> (u16, String) {
+        let v: serde_json::Value = serde_json::from_slice(&body)
+            .unwrap_or_else(|_| panic!("{status}: not JSON: {body:?}"));
+        (
+            status,
+            v["error"].as_str().expect("an error field").to_string(),
+        )
+    };
     let cases: Vec<(&str, &str)> = vec![
         ("/v1/blocks/abc", "not a whole number"),
         ("/v1/blocks/999999", "no block at height"),
@@ -341,6 +365,49 @@ async fn the_http_api_answers_bad_input_with_a_4xx_and_a_reason() {
         forged,
         Err(spacevault_node::client::ClientError::Refused { status: 400, .. })
     ));
+    let owner_hex = hex::encode(owner.public());
+    // A replayed version: 409.
+    let replay = RegisterTx::signed(&owner, &chain, b"n", 1, b"again");
+    let body = |tx: &RegisterTx| {
+        serde_json::to_vec(&serde_json::json!({
+            "version": tx.version,
+            "value_hex": hex::encode(&tx.value),
+            "signature": hex::encode(tx.signature),
+        }))
+        .unwrap()
+    };
+    let path = format!("/v1/registers/{owner_hex}/n");
+    let (status, why) = reason(c.put_path(&path, body(&replay)).await.unwrap());
+    assert_eq!(status, 409, "{why}");
+    assert!(why.contains("version 1"), "{why}");
+    // A version that can never be included (a gap): pending, then 504
+    // once the vault's wait on the chain is over.
+    let gap = RegisterTx::signed(&owner, &chain, b"n", 5, b"later");
+    let (status, why) = reason(c.put_path(&path, body(&gap)).await.unwrap());
+    assert_eq!(status, 504, "{why}");
+    assert!(why.contains("pending"), "{why}");
+    // A height the chain does not reach in time: 504 from the handler...
+    let far = format!("{path}?min_height=1000000");
+    let (status, why) = reason(c.get_path(&far).await.unwrap());
+    assert_eq!(status, 504, "{why}");
+    assert!(why.contains("below min_height"), "{why}");
+    let (status, why) = reason(c.get_path(&format!("{path}?min_version=99")).await.unwrap());
+    assert_eq!(status, 404, "{why}");
+    assert!(why.contains("not min_version 99"), "{why}");
+    // ... and from a vault whose request time runs out first.
+    let (status, why) = reason(impatient.get_path(&far).await.unwrap());
+    assert_eq!(status, 504, "{why}");
+    assert!(why.contains("longer than the 300 ms"), "{why}");
+    // Bodies beyond the limit (a blob's size and 64 KiB): 413, unread.
+    for path in ["/v1/blobs", path.as_str()] {
+        let big = vec![b'x'; 1000 + (64 << 10) + 1];
+        let (status, why) = reason(c.put_path(path, big).await.unwrap());
+        assert_eq!(status, 413, "{path}: {why}");
+        assert!(why.contains("body"), "{path}: {why}");
+    }
+    let (status, why) = reason(c.put_path(&path, b"{".to_vec()).await.unwrap());
+    assert_eq!(status, 400, "{why}");
+    assert!(why.contains("must be JSON"), "{why}");
     let (status, _) = c.get_path("/health").await.unwrap();
     assert_eq!(status, 200);
     let (_, metrics) = c.get_path("/metrics").await.unwrap();

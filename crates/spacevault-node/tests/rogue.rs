@@ -381,7 +381,7 @@ async fn a_rogue_vaults_answers_are_checked_counted_and_never_trusted() {
     // Every vault known holds every blob: the rogue is always asked.
     let spec = spec(300, 8);
     let chain = spec.chain_id();
-    let nodes = network(&spec, &files, false).await;
+    let nodes = network(&spec, &files, true).await;
     assert!(
         wait_for(Duration::from_secs(20), || nodes
             .iter()
@@ -390,6 +390,8 @@ async fn a_rogue_vaults_answers_are_checked_counted_and_never_trusted() {
     );
     let boot = nodes[0].listen_addrs(Duration::from_secs(1)).await;
     let v0 = &nodes[0];
+    let api = spacevault_node::client::Client::new(&format!("http://{}", v0.api_addr().unwrap()))
+        .unwrap();
     let cases = [
         (Answers::WrongBlob, "fetch", "wrong_blob"),
         (Answers::ReceiptForAnotherBlob, "store", "bad_receipt"),
@@ -439,6 +441,20 @@ async fn a_rogue_vaults_answers_are_checked_counted_and_never_trusted() {
                     rejected(v0, topic, reason) > before
                 })
                 .await
+            }
+            Answers::ForgedReceipt => {
+                // Through the API: 503, with the copies that were made.
+                let blob = b"a blob through the API".to_vec();
+                let (status, body) = api.put_path("/v1/blobs", blob).await.unwrap();
+                let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+                assert_eq!(status, 503, "{v}");
+                assert_eq!(
+                    (v["copies"].as_u64(), v["wanted"].as_u64()),
+                    (Some(2), Some(3))
+                );
+                assert_eq!(v["receipts"].as_array().map(Vec::len), Some(2), "{v}");
+                assert!(v["error"].as_str().unwrap().contains("only 2 of 3"), "{v}");
+                rejected(v0, topic, reason) > before
             }
             _ => {
                 let blob = format!("a blob for {answers:?}").into_bytes();

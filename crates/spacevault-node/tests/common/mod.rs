@@ -45,6 +45,17 @@ pub async fn start(
     bootstrap: Vec<spacevault_network::Address>,
     api: bool,
 ) -> Node {
+    start_with(spec, files, bootstrap, api, |_| {}).await
+}
+
+/// [`start`], with the config changed by `tweak` first.
+pub async fn start_with(
+    spec: &ChainSpec,
+    files: &VaultFiles,
+    bootstrap: Vec<spacevault_network::Address>,
+    api: bool,
+    tweak: impl FnOnce(&mut NodeConfig),
+) -> Node {
     let mut config = NodeConfig::new(
         spec.clone(),
         files.key.clone(),
@@ -57,6 +68,7 @@ pub async fn start(
     if api {
         config.api = Some("127.0.0.1:0".parse().unwrap());
     }
+    tweak(&mut config);
     Node::start(config).await.unwrap()
 }
 
