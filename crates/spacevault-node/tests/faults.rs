@@ -210,37 +210,66 @@ async fn vaults_on_branches_of_one_height_meet_on_one() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_flipped_byte_is_found_on_the_next_read_and_repaired() {
+async fn a_bit_flipped_in_the_store_file_is_found_on_the_next_read_and_repaired() {
     let dir = tempfile::tempdir().unwrap();
     let files: Vec<_> = (0..4).map(|i| vault_files(dir.path(), i)).collect();
     let spec = spec(300, 3);
-    let nodes = network(&spec, &files, false).await;
+    let mut nodes = network(&spec, &files, false).await;
     assert!(all_know(&nodes, 4).await);
-    let blob: Vec<u8> = (0..50_000u32).map(|i| (i % 253) as u8).collect();
+    // Bytes that repeat nowhere, so that they can be found in the file.
+    let mut blob = vec![0u8; 50_000];
+    blake3::Hasher::new()
+        .update(b"a blob to damage")
+        .finalize_xof()
+        .fill(&mut blob);
     let put = put_via(&nodes[0], blob.clone()).await;
-    // Damage one holder's copy.
-    let holder = nodes
+    // One holder stops, and a bit of its copy flips on its disk.
+    let at = nodes
         .iter()
-        .find(|n| n.farmer_key() == put.receipts[0].holder)
+        .position(|n| n.farmer_key() == put.receipts[0].holder)
         .unwrap();
-    let store =
-        |n: &spacevault_node::Node| n.shared.engine().store().get_blob(&put.address).unwrap();
-    let mut bad = store(holder).unwrap();
-    bad[1234] ^= 0x40;
-    holder
-        .shared
-        .engine()
-        .store()
-        .corrupt_blob_for_tests(&put.address, &bad)
+    let holder = nodes.remove(at);
+    holder.stop().await;
+    let path = files[at].data.join("vault.redb");
+    let mut bytes = std::fs::read(&path).unwrap();
+    let copies: Vec<usize> = bytes
+        .windows(64)
+        .enumerate()
+        .filter(|(_, w)| *w == &blob[1000..1064])
+        .map(|(at, _)| at)
+        .collect();
+    assert!(!copies.is_empty(), "the blob's bytes in the store file");
+    for at in copies {
+        bytes[at + 17] ^= 0x08;
+    }
+    std::fs::write(&path, &bytes).unwrap();
+    let damaged = spacevault_store::Store::open(&path, &spec)
+        .unwrap()
+        .get_blob(&put.address)
         .unwrap();
-    // The next read through it detects it, serves a good copy, repairs.
-    assert_eq!(get_via(holder, &put.address).await, Some(blob.clone()));
+    assert!(damaged.is_some_and(|b| b != blob), "the flip is on disk");
+    // Restarted on that file alone, it finds the damage on the next read
+    // and serves nothing rather than the damaged bytes.
+    let holder = start(&spec, &files[at], vec![], false).await;
+    assert_eq!(get_via(&holder, &put.address).await, None);
     assert_eq!(
-        metric(holder, "spacevault_blob_reverify_failures_total"),
+        metric(&holder, "spacevault_blob_reverify_failures_total"),
         1.0
     );
-    assert_eq!(metric(holder, "spacevault_blob_repairs_total"), 1.0);
-    assert_eq!(store(holder), Some(blob));
+    // Back among the others, it has a good copy again, from a read or a
+    // holder's push, and serves it.
+    for addr in nodes[0].listen_addrs(Duration::from_secs(1)).await {
+        holder.shared.net.dial(addr);
+    }
+    nodes.push(holder);
+    let holder = nodes.last().unwrap();
+    let good = |n: &spacevault_node::Node| {
+        n.shared.engine().store().get_blob(&put.address).unwrap() == Some(blob.clone())
+    };
+    let repaired = wait_for(Duration::from_secs(20), || good(holder)).await
+        || get_via(holder, &put.address).await == Some(blob.clone());
+    assert!(repaired, "the damaged copy was never replaced");
+    assert!(wait_for(Duration::from_secs(20), || good(holder)).await);
     for n in nodes {
         n.stop().await;
     }

@@ -423,17 +423,6 @@ impl Store {
         }
         Ok((t.len()?, bytes))
     }
-
-    /// Overwrites a stored blob's bytes as they are: for tests that damage
-    /// a copy on purpose.
-    #[doc(hidden)]
-    pub fn corrupt_blob_for_tests(
-        &self,
-        address: &[u8; 32],
-        bytes: &[u8],
-    ) -> Result<(), StoreError> {
-        self.put_blob(address, bytes)
-    }
 }
 
 /// The versions of a block's registers before it, read from the store.
