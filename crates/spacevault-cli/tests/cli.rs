@@ -583,7 +583,7 @@ fn ctrl_c_during_overlapping_plots_keeps_only_the_finished_ones() {
         let mut child = Guarded::spawn(&mut cmd);
         // Interrupted once a plot is finished and the next ones are under
         // way: the first path printed.
-        let mut printed = child.read_until(Duration::from_secs(120), |_| true);
+        let mut printed = child.read_until(HUNG, |_| true);
         child.signal(libc::SIGINT);
         let out = child.finish(Duration::from_secs(60));
         printed.extend(
