@@ -453,3 +453,115 @@ async fn the_http_api_answers_bad_input_with_a_4xx_and_a_reason() {
         n.stop().await;
     }
 }
+
+/// The chain ending at `tip` in `node`'s store, from block 1, with each
+/// block's rank.
+fn chain_of(
+    node: &spacevault_node::Node,
+    tip: [u8; 32],
+) -> Vec<([u8; 32], spacevault_chain::Ranked)> {
+    let engine = node.shared.engine();
+    let genesis = Parent::genesis(engine.spec()).hash;
+    let mut out = Vec::new();
+    let mut at = tip;
+    while at != genesis {
+        let info = engine.store().info(&at).unwrap().expect("a stored block");
+        out.push((at, info.rank));
+        at = info.parent;
+    }
+    out.reverse();
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_healed_split_follows_the_branch_fork_choice_prefers() {
+    let dir = tempfile::tempdir().unwrap();
+    let files: Vec<_> = (0..4).map(|i| vault_files(dir.path(), i)).collect();
+    let spec = spec(300, 2);
+    let nodes = network(&spec, &files, false).await;
+    assert!(
+        wait_for(Duration::from_secs(20), || nodes
+            .iter()
+            .all(|n| n.height() >= 2))
+        .await
+    );
+    let (left, right): (Vec<&_>, Vec<&_>) =
+        (nodes[..2].iter().collect(), nodes[2..].iter().collect());
+    split(&left, &right);
+    let split_at = nodes.iter().map(|n| n.height()).max().unwrap();
+    assert!(
+        wait_for(Duration::from_secs(20), || nodes
+            .iter()
+            .all(|n| n.height() >= split_at + 3))
+        .await
+    );
+    // The halves stop producing: every vault stops, and comes back with no
+    // plots, so that the branches they hold are all there will be.
+    let mut chains = Vec::new();
+    for n in &nodes {
+        let head = n.shared.engine().head().hash;
+        chains.push(chain_of(n, head));
+    }
+    for n in nodes {
+        n.stop().await;
+    }
+    assert!(
+        chains
+            .iter()
+            .any(|c| c[split_at as usize + 1] != chains[0][split_at as usize + 1]),
+        "the halves did not fork"
+    );
+    // Fork choice written out: the longest; of the longest, the one whose
+    // block is better where they first differ (rank, then hash).
+    let better = |a: &[([u8; 32], spacevault_chain::Ranked)],
+                  b: &[([u8; 32], spacevault_chain::Ranked)]| {
+        if a.len() != b.len() {
+            return a.len() > b.len();
+        }
+        match a.iter().zip(b).find(|(x, y)| x.0 != y.0) {
+            Some((x, y)) => x.1.beats(&y.1) || (x.1 == y.1 && x.0 < y.0),
+            None => false,
+        }
+    };
+    let mut winner = &chains[0];
+    for c in &chains {
+        if better(c, winner) {
+            winner = c;
+        }
+    }
+    let winner = winner.last().unwrap().0;
+    std::fs::create_dir_all(dir.path().join("no-plots")).unwrap();
+    let idle = |f: &VaultFiles| VaultFiles {
+        key: f.key.clone(),
+        plots: dir.path().join("no-plots"),
+        data: f.data.clone(),
+    };
+    let mut nodes = Vec::new();
+    for f in &files {
+        nodes.push(start(&spec, &idle(f), vec![], false).await);
+    }
+    let addrs = nodes[0].listen_addrs(Duration::from_secs(5)).await;
+    for n in &nodes[1..] {
+        for a in &addrs {
+            n.shared.net.dial(a.clone());
+        }
+    }
+    let met = wait_for(Duration::from_secs(30), || {
+        nodes
+            .iter()
+            .all(|n| n.shared.engine().head().hash == winner)
+    })
+    .await;
+    assert!(
+        met,
+        "heads {:?}, the better branch ends at {}",
+        nodes
+            .iter()
+            .map(|n| hex::encode(&n.shared.engine().head().hash[..4]))
+            .collect::<Vec<_>>(),
+        hex::encode(&winner[..4])
+    );
+    for n in nodes {
+        n.stop().await;
+    }
+}
