@@ -9,59 +9,6 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-struct Vault {
-    child: Guarded,
-    addr: String,
-    api: String,
-}
-
-/// Starts `spacevault node` and reads the addresses it prints.
-fn start_node(dir: &Path, name: &str, spec: &Path, bootstrap: Option<&str>) -> Vault {
-    let config = dir.join(format!("cfg-{name}"));
-    let plots = dir.join(format!("plots-{name}"));
-    sv(&config)
-        .args(["plot", "-k", "16", "--out"])
-        .arg(&plots)
-        .assert()
-        .success();
-    let mut cmd = bin();
-    cmd.env("SPACEVAULT_CONFIG_DIR", &config)
-        .args([
-            "node",
-            "--listen",
-            "/ip4/127.0.0.1/tcp/0",
-            "--api",
-            "127.0.0.1:0",
-            "--plots",
-        ])
-        .arg(&plots)
-        .arg("--data")
-        .arg(dir.join(format!("data-{name}")))
-        .arg("--chain")
-        .arg(spec)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    if let Some(b) = bootstrap {
-        cmd.args(["--bootstrap", b]);
-    }
-    let mut child = Guarded::spawn(&mut cmd);
-    let (mut addr, mut api) = (None, None);
-    child.read_until(Duration::from_secs(60), |line| {
-        if let Some(a) = line.strip_prefix("listening") {
-            addr.get_or_insert(a.trim().to_string());
-        }
-        if let Some(a) = line.strip_prefix("api") {
-            api = Some(a.trim().to_string());
-        }
-        addr.is_some() && api.is_some()
-    });
-    Vault {
-        child,
-        addr: addr.unwrap(),
-        api: api.unwrap(),
-    }
-}
-
 fn client(dir: &Path, vault: &Vault, args: &[&str]) -> std::process::Output {
     let mut cmd = bin();
     cmd.env("SPACEVAULT_CONFIG_DIR", dir.join("cfg-client"))

@@ -459,6 +459,14 @@ async fn put_register(
             "the transaction is pending but no block has included it yet".into(),
         ));
     };
+    // Chain writes are durable every few seconds; a write answered as done
+    // must survive this vault's crash before then, so its block is made
+    // durable first (off the runtime's threads: an fsync).
+    let store = s.engine().shared_store();
+    tokio::task::spawn_blocking(move || store.flush())
+        .await
+        .map_err(internal)?
+        .map_err(internal)?;
     Ok(Json(json!({
         "owner": hex::encode(tx.owner),
         "name": String::from_utf8_lossy(&tx.name),

@@ -16,8 +16,9 @@
 //! can send a block again, and an fsync for every block on every vault is
 //! the largest cost of a busy machine running many vaults. They become
 //! durable with the next blob or [`Store::flush`], which the node calls
-//! every few seconds and when it stops; a store killed before that opens at
-//! an earlier, consistent head.
+//! every few seconds, when it stops, and before it answers a client's
+//! register write as done; a store killed before that opens at an
+//! earlier, consistent head.
 //!
 //! Blobs are stored as their bytes only; whoever reads one hashes it again
 //! before trusting it (the store never remembers that a blob was valid).

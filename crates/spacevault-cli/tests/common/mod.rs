@@ -317,3 +317,60 @@ impl Drop for Guarded {
         let _ = self.child.wait();
     }
 }
+
+/// A `spacevault node` running as a process of its own.
+pub struct Vault {
+    pub child: Guarded,
+    pub addr: String,
+    pub api: String,
+}
+
+/// Starts `spacevault node` on loopback (plotting for it first, once, in
+/// `dir/plots-NAME`) and reads the addresses it prints.
+pub fn start_node(dir: &Path, name: &str, spec: &Path, bootstrap: Option<&str>) -> Vault {
+    let config = dir.join(format!("cfg-{name}"));
+    let plots = dir.join(format!("plots-{name}"));
+    if !plots.exists() {
+        sv(&config)
+            .args(["plot", "-k", "16", "--out"])
+            .arg(&plots)
+            .assert()
+            .success();
+    }
+    let mut cmd = bin();
+    cmd.env("SPACEVAULT_CONFIG_DIR", &config)
+        .args([
+            "node",
+            "--listen",
+            "/ip4/127.0.0.1/tcp/0",
+            "--api",
+            "127.0.0.1:0",
+            "--plots",
+        ])
+        .arg(&plots)
+        .arg("--data")
+        .arg(dir.join(format!("data-{name}")))
+        .arg("--chain")
+        .arg(spec)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(b) = bootstrap {
+        cmd.args(["--bootstrap", b]);
+    }
+    let mut child = Guarded::spawn(&mut cmd);
+    let (mut addr, mut api) = (None, None);
+    child.read_until(Duration::from_secs(60), |line| {
+        if let Some(a) = line.strip_prefix("listening") {
+            addr.get_or_insert(a.trim().to_string());
+        }
+        if let Some(a) = line.strip_prefix("api") {
+            api = Some(a.trim().to_string());
+        }
+        addr.is_some() && api.is_some()
+    });
+    Vault {
+        child,
+        addr: addr.unwrap(),
+        api: api.unwrap(),
+    }
+}
