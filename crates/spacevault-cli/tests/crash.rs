@@ -68,7 +68,7 @@ fn load(
                 let address: [u8; 32] = hex::decode(&answer.address).unwrap().try_into().unwrap();
                 acked.lock().unwrap().blobs.push((address, blob));
             }
-            if i % 3 == 0 {
+            if i.is_multiple_of(3) {
                 let name = format!("r{}", i % 4);
                 let value = format!("round {round} write {i}").into_bytes();
                 let set = tokio::time::timeout(
