@@ -291,4 +291,25 @@ mod tests {
         }
         assert!(Request::decode(&[9]).is_err());
     }
+
+    #[test]
+    fn a_frame_over_the_limit_is_refused_before_it_is_read() {
+        let frame = |len: usize, body: usize| {
+            let mut bytes = (len as u32).to_le_bytes().to_vec();
+            bytes.resize(4 + body, 7);
+            futures::io::Cursor::new(bytes)
+        };
+        let over = futures::executor::block_on(read_frame(&mut frame(MAX_MESSAGE_BYTES + 1, 16)));
+        let e = over.unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+        assert!(e.to_string().contains("over the"), "{e}");
+        let at = futures::executor::block_on(read_frame(&mut frame(
+            MAX_MESSAGE_BYTES,
+            MAX_MESSAGE_BYTES,
+        )));
+        assert_eq!(at.unwrap().len(), MAX_MESSAGE_BYTES);
+        // A frame cut short is an error too, not a shorter message.
+        let cut = futures::executor::block_on(read_frame(&mut frame(100, 99)));
+        assert_eq!(cut.unwrap_err().kind(), io::ErrorKind::UnexpectedEof);
+    }
 }
