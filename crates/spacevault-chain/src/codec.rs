@@ -221,4 +221,40 @@ mod tests {
             Err(DecodeError::Truncated { .. })
         ));
     }
+
+    #[test]
+    fn limits_are_inclusive_and_counts_are_checked_against_what_is_left() {
+        let mut w = Writer::new();
+        w.bytes(&[1; 16]);
+        let bytes = w.finish();
+        assert_eq!(Reader::new(&bytes).bytes("b", 16).unwrap().len(), 16);
+        assert!(matches!(
+            Reader::new(&bytes).bytes("b", 15),
+            Err(DecodeError::TooLong {
+                len: 16,
+                max: 15,
+                ..
+            })
+        ));
+        // A count at its maximum, whose items fill what is left exactly.
+        let mut w = Writer::new();
+        w.u8(9).u32(4).fixed(&[0; 40]);
+        let bytes = w.finish();
+        let mut r = Reader::new(&bytes);
+        r.u8("lead").unwrap();
+        assert_eq!(r.count("items", 4, 10), Ok(4));
+        let mut r = Reader::new(&bytes);
+        r.u8("lead").unwrap();
+        assert!(matches!(
+            r.count("items", 3, 10),
+            Err(DecodeError::TooLong { len: 4, max: 3, .. })
+        ));
+        // One byte short of its items, after a byte already read.
+        let mut r = Reader::new(&bytes[..bytes.len() - 1]);
+        r.u8("lead").unwrap();
+        assert_eq!(
+            r.count("items", 4, 10),
+            Err(DecodeError::Truncated { what: "items" })
+        );
+    }
 }

@@ -71,3 +71,41 @@ pub fn decode_everything(data: &[u8]) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_edit_sets_cuts_or_inserts_where_it_says() {
+        let edited = |at, byte, how| {
+            let mut d = vec![1, 2, 3];
+            edit(&mut d, at, byte, how);
+            d
+        };
+        assert_eq!(edited(4, 9, 0), vec![1, 9, 3]);
+        assert_eq!(edited(5, 9, 1), vec![1, 2]);
+        assert_eq!(edited(5, 9, 2), vec![1, 9, 2, 3]);
+        let mut empty = Vec::new();
+        edit(&mut empty, 3, 7, 0);
+        assert_eq!(empty, vec![7], "nothing to set or cut: an insert");
+    }
+
+    #[test]
+    fn decoding_everything_catches_a_decoder_that_accepts_a_non_canonical_form() {
+        // A valid block decodes and is checked; bytes after it are not a
+        // block, so nothing is claimed of them.
+        let producer = crate::Keypair::from_secret(&[1; 32]);
+        let proof = crate::ChainProof {
+            farmer_key: producer.public(),
+            seed: [2; 32],
+            k: 16,
+            nonce: 3,
+        };
+        let block = Block::produce(&producer, [4; 32], 1, [5; 32], 6, proof, vec![]);
+        decode_everything(&block.encode());
+        let mut longer = block.encode();
+        longer.push(0);
+        decode_everything(&longer);
+    }
+}

@@ -60,4 +60,12 @@ mod tests {
         assert!(!verify(&a.public(), b"block", &bent));
         assert_eq!(Keypair::from_secret(&a.secret()).public(), a.public());
     }
+
+    #[test]
+    fn a_keypair_shows_its_public_key_and_never_its_secret() {
+        let k = Keypair::from_secret(&[0x5a; 32]);
+        let shown = format!("{k:?}");
+        assert_eq!(shown, format!("Keypair({})", hex::encode(k.public())));
+        assert!(!shown.contains(&hex::encode([0x5a; 32])));
+    }
 }

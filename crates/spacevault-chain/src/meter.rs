@@ -513,4 +513,70 @@ mod tests {
         assert_eq!(Op::SignTx.kind(), Kind::Sign);
         assert_eq!(Op::HashReread.kind(), Kind::Hash);
     }
+
+    #[test]
+    fn every_operation_has_a_kind_and_a_purpose_and_each_pair_is_its_own() {
+        let mut pairs = std::collections::HashSet::new();
+        for op in Op::ALL {
+            let (kind, purpose) = (op.kind().name(), op.purpose());
+            assert!(["hash", "sign", "verify"].contains(&kind));
+            assert!(
+                !purpose.is_empty() && purpose.chars().all(|c| c.is_ascii_lowercase() || c == '_')
+            );
+            assert!(pairs.insert((kind, purpose)), "{op:?}");
+        }
+        assert_eq!(Op::HashReread.purpose(), "disk_reverify");
+        assert_eq!(Op::SignBlock.purpose(), Op::VerifyBlock.purpose());
+    }
+
+    #[test]
+    fn fingerprints_are_the_first_bytes_and_never_zero() {
+        let mut digest = [0u8; 32];
+        digest[..8].copy_from_slice(&0x1122_3344_5566_7788u64.to_le_bytes());
+        assert_eq!(fingerprint_of(&digest), 0x1122_3344_5566_7788);
+        assert_eq!(digest.fingerprint(), 0x1122_3344_5566_7788);
+        let mut signature = [0u8; 64];
+        signature[0] = 9;
+        assert_eq!(signature.fingerprint(), 9);
+        assert_eq!(fingerprint_of(&[0; 32]), 1, "0 means unknown");
+        assert_eq!(fingerprint_of(&[3]), 3);
+        let ok: Result<[u8; 32], ()> = Ok(digest);
+        assert_eq!(ok.fingerprint(), 0x1122_3344_5566_7788);
+        assert_eq!(Err::<[u8; 32], ()>(()).fingerprint(), 0);
+        let verified = spacevault::verify(
+            &spacevault::Proof {
+                farmer_key: [1; 32],
+                seed: [2; 32],
+                k: 16,
+                nonce: 3,
+            },
+            &[4; 32],
+        )
+        .unwrap();
+        assert_eq!(verified.fingerprint(), fingerprint_of(&verified.distance));
+    }
+
+    #[test]
+    fn a_meter_adds_counts_and_times_and_says_what_it_keeps() {
+        let m = Meter::new(false);
+        assert!(!m.is_tracing() && !m.has_verify_cache());
+        assert!(Meter::new(true).is_tracing());
+        assert!(Meter::new(false).with_verify_cache().has_verify_cache());
+        m.add(Op::HashLookup, 5);
+        m.add(Op::HashLookup, 2);
+        assert_eq!(m.count(Op::HashLookup), 7);
+        assert_eq!(m.nanos(Op::HashLookup), 0, "added, not timed");
+        let t = Instant::now();
+        m.record(Op::SignTx, t, t + std::time::Duration::from_nanos(1500), 0);
+        m.record(Op::SignTx, t, t + std::time::Duration::from_nanos(500), 0);
+        assert_eq!((m.count(Op::SignTx), m.nanos(Op::SignTx)), (2, 2000));
+        assert!(m.take_trace().is_empty(), "no spans unless tracing");
+        let now_ns = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64;
+        let epoch = m.epoch_unix_ns();
+        assert!(epoch <= now_ns && now_ns - epoch < 3_600_000_000_000);
+        assert_eq!(format!("{m:?}"), "{HashLookup: 7, SignTx: 2}");
+    }
 }

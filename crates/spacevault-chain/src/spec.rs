@@ -237,4 +237,46 @@ mod tests {
         spec.min_k = 12;
         assert!(spec.validate().is_err());
     }
+
+    #[test]
+    fn every_limit_holds_at_its_bound_and_not_past_it() {
+        let ok = |f: &dyn Fn(&mut ChainSpec)| {
+            let mut spec = ChainSpec::new("t", 0, 1000);
+            f(&mut spec);
+            spec.validate().is_ok()
+        };
+        assert!(ok(&|s| s.name = "n".repeat(64)));
+        assert!(!ok(&|s| s.name = "n".repeat(65)));
+        assert!(ok(&|s| s.max_blob_bytes = 64 << 20));
+        assert!(!ok(&|s| s.max_blob_bytes = (64 << 20) + 1));
+        assert!(!ok(&|s| s.max_blob_bytes = 0));
+        assert!(ok(&|s| s.max_register_name_bytes = 1024));
+        assert!(!ok(&|s| s.max_register_name_bytes = 1025));
+        assert!(!ok(&|s| s.max_register_name_bytes = 0));
+        assert!(ok(&|s| s.max_register_value_bytes = 64 << 10));
+        assert!(!ok(&|s| s.max_register_value_bytes = (64 << 10) + 1));
+        assert!(ok(&|s| s.max_block_txs = 1 << 16));
+        assert!(!ok(&|s| s.max_block_txs = (1 << 16) + 1));
+        assert!(ok(&|s| (s.slot_ms, s.proof_window_ms) = (10, 4)));
+        assert!(!ok(&|s| (s.slot_ms, s.proof_window_ms) = (9, 3)));
+        assert!(ok(&|s| s.slot_ms = 3_600_000));
+        assert!(!ok(&|s| s.slot_ms = 3_600_001));
+        assert!(!ok(&|s| s.producer_timeout_ms = 0));
+        assert!(!ok(&|s| s.replication = 0));
+        // Each end of the k range on its own, and the two crossed.
+        assert!(ok(
+            &|s| (s.min_k, s.max_k) = (spacevault::MIN_K, spacevault::MIN_K)
+        ));
+        assert!(ok(
+            &|s| (s.min_k, s.max_k) = (spacevault::MAX_K, spacevault::MAX_K)
+        ));
+        assert!(!ok(&|s| s.min_k = spacevault::MIN_K - 1));
+        assert!(!ok(&|s| s.max_k = spacevault::MAX_K + 1));
+        assert!(!ok(
+            &|s| (s.min_k, s.max_k) = (spacevault::MIN_K + 1, spacevault::MIN_K)
+        ));
+        let mut spec = ChainSpec::new("t", 0, 1000);
+        spec.version = SPEC_VERSION + 1;
+        assert!(spec.validate().unwrap_err().to_string().contains("version"));
+    }
 }

@@ -177,4 +177,23 @@ mod tests {
         let t = Trace::of_spans(0, 2, 1_000, (1_100, 2_000), &spans);
         assert_eq!(t.ops, vec![TracedOp::new(Op::SignTx, 1_500, 400, 2)]);
     }
+
+    #[test]
+    fn an_empty_trace_and_a_window_of_one_instant_decode() {
+        let t = Trace {
+            vault: 1,
+            cores: 1,
+            window_start_ns: 5,
+            window_end_ns: 5,
+            ops: vec![],
+        };
+        let bytes = t.encode();
+        assert_eq!(bytes.len(), HEADER_BYTES);
+        assert_eq!(Trace::decode(&bytes).unwrap(), t);
+        let mut backwards = t.clone();
+        backwards.window_end_ns = 4;
+        assert!(Trace::decode(&backwards.encode())
+            .unwrap_err()
+            .contains("ends before it starts"));
+    }
 }

@@ -35,9 +35,6 @@ pub struct ChainProof {
     pub nonce: u64,
 }
 
-/// Bytes a [`ChainProof`] takes.
-pub const PROOF_BYTES: usize = 32 + 32 + 1 + 8;
-
 impl ChainProof {
     pub fn encode_into(&self, w: &mut Writer) {
         w.fixed(&self.farmer_key)
@@ -661,5 +658,29 @@ mod tests {
         assert_eq!(c, challenge(&chain, 2, &other.header.proof.hash()));
         assert_ne!(c, challenge(&chain, 3, &block.header.proof.hash()));
         assert_ne!(c, challenge(&[2; 32], 2, &block.header.proof.hash()));
+    }
+
+    #[test]
+    fn a_block_full_of_the_smallest_transactions_decodes() {
+        // Each transaction as small as one can be: the count's check
+        // against what is left must let every one through.
+        let producer = Keypair::from_secret(&[3; 32]);
+        let chain = [9; 32];
+        let tx = RegisterTx {
+            owner: [1; 32],
+            name: vec![],
+            version: 1,
+            value: vec![],
+            signature: [0; 64],
+        };
+        assert_eq!(tx.encode().len(), 2 + TX_MIN_BYTES);
+        let proof = ChainProof {
+            farmer_key: producer.public(),
+            seed: [5; 32],
+            k: 16,
+            nonce: 77,
+        };
+        let block = Block::produce(&producer, chain, 1, [0; 32], 1000, proof, vec![tx; 16]);
+        assert_eq!(Block::decode(&block.encode(), &limits()).unwrap(), block);
     }
 }

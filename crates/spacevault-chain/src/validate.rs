@@ -45,8 +45,6 @@ pub enum Rejection {
     StaleHeight(u64),
     #[error("height {0} is beyond the next one")]
     FutureHeight(u64),
-    #[error("already seen")]
-    Duplicate,
     #[error("not better than the best proof seen for this height")]
     NotBetter,
     #[error("time {got} is not after {newest}, the newest heard or the oldest still news")]
@@ -74,7 +72,6 @@ impl Rejection {
             Rejection::BadTxVersion { .. } => "bad_tx_version",
             Rejection::StaleHeight(_) => "stale_height",
             Rejection::FutureHeight(_) => "future_height",
-            Rejection::Duplicate => "duplicate",
             Rejection::NotBetter => "not_better",
             Rejection::Stale { .. } => "stale",
         }
@@ -88,7 +85,6 @@ impl Rejection {
             Rejection::UnknownParent
                 | Rejection::StaleHeight(_)
                 | Rejection::FutureHeight(_)
-                | Rejection::Duplicate
                 | Rejection::NotBetter
                 | Rejection::BadTxVersion { .. }
                 | Rejection::Stale { .. }
@@ -549,7 +545,6 @@ mod tests {
             ),
             (Rejection::StaleHeight(1), "stale_height", false),
             (Rejection::FutureHeight(1), "future_height", false),
-            (Rejection::Duplicate, "duplicate", false),
             (Rejection::NotBetter, "not_better", false),
             (Rejection::Stale { got: 1, newest: 2 }, "stale", false),
         ];
@@ -569,5 +564,44 @@ mod tests {
         assert_eq!(max_drift_ms(&spec(60)), 50);
         assert_eq!(max_drift_ms(&spec(101)), 50);
         assert_eq!(max_drift_ms(&spec(102)), 51);
+    }
+
+    #[test]
+    fn a_parents_child_challenge_is_the_challenge_of_the_next_height_on_its_proof() {
+        let spec = ChainSpec::new("t", 1_000_000, 1000);
+        let chain = spec.chain_id();
+        let genesis = Parent::genesis(&spec);
+        assert_eq!(
+            genesis.child_challenge(&chain),
+            challenge(&chain, 1, &genesis.proof_hash)
+        );
+        let later = Parent {
+            hash: [1; 32],
+            height: 7,
+            timestamp_ms: 0,
+            proof_hash: [2; 32],
+        };
+        assert_eq!(
+            later.child_challenge(&chain),
+            challenge(&chain, 8, &[2; 32])
+        );
+    }
+
+    #[test]
+    fn a_timestamp_may_be_ahead_by_the_drift_and_no_more() {
+        let spec = ChainSpec::new("t", 1_000_000, 1000);
+        let chain = spec.chain_id();
+        let parent = Parent::genesis(&spec);
+        let block = block_with(&spec, &Keypair::from_secret(&[7; 32]), vec![]);
+        let ts = block.header.timestamp_ms;
+        let drift = max_drift_ms(&spec);
+        assert!(check_block(&spec, &chain, &parent, &block, ts - drift).is_ok());
+        assert_eq!(
+            check_block(&spec, &chain, &parent, &block, ts - drift - 1),
+            Err(Rejection::Future {
+                got: ts,
+                now: ts - drift - 1
+            })
+        );
     }
 }

@@ -143,11 +143,13 @@ fn blobs_are_kept_as_given() {
     let addr = spacevault_chain::blob_address(&blob);
     assert!(!store.has_blob(&addr).unwrap());
     store.put_blob(&addr, &blob).unwrap();
+    assert!(store.has_blob(&addr).unwrap());
     assert_eq!(store.get_blob(&addr).unwrap(), Some(blob.clone()));
     assert_eq!(store.blob_addresses().unwrap(), vec![addr]);
     assert_eq!(store.blob_stats().unwrap(), (1, blob.len() as u64));
     store.delete_blob(&addr).unwrap();
     assert_eq!(store.get_blob(&addr).unwrap(), None);
+    assert!(!store.has_blob(&addr).unwrap());
 }
 
 /// The child half of the kill test: commits blocks and blobs as fast as it
