@@ -156,15 +156,25 @@ impl Store {
     }
 
     /// Makes every earlier write durable; a no-op when there is none.
+    ///
+    /// The flag is read under redb's write lock: a flush that found it set
+    /// holds the lock until its commit is durable, so a second flush that
+    /// finds it clear has waited for that commit, and never returns while
+    /// the data it answers for is still on its way to the disk.
     pub fn flush(&self) -> Result<(), StoreError> {
+        let tx = self.db.begin_write()?;
         if !self
             .unsynced
             .swap(false, std::sync::atomic::Ordering::Relaxed)
         {
+            tx.abort()?;
             return Ok(());
         }
-        let tx = self.db.begin_write()?;
-        tx.commit()?;
+        tx.commit().inspect_err(|_| {
+            // Still not durable: the next flush tries again.
+            self.unsynced
+                .store(true, std::sync::atomic::Ordering::Relaxed)
+        })?;
         Ok(())
     }
 
