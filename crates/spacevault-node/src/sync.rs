@@ -41,10 +41,13 @@ pub(crate) fn spawn_sync(
 /// them. A peer on another branch is followed back until the branches
 /// meet. Returns whether any block was new.
 ///
-/// Every request asks for heights this vault has not yet been given in
-/// this sync, further back only while the peer's blocks do not attach and
-/// never below height 1, so a sync ends whatever the peer answers: blocks
-/// at other heights than asked, a batch that never attaches, or nothing.
+/// A sync ends whatever the peer answers: blocks at other heights than
+/// asked, nothing, or branches that do not attach. Going back is the only
+/// way a request repeats heights, and it must reach lower each time unless
+/// a new block came in between: a batch that does not attach at or above
+/// the lowest that did not, with nothing new since, ends the sync (a peer
+/// could otherwise answer our own blocks below a height and an orphan at
+/// it, forever). [`MAX_SYNC_REQUESTS`] bounds the rest.
 async fn sync_from(shared: &Arc<Shared>, peer: net::Peer) -> bool {
     let Ok(Response::Status { height, head }) = shared.net.request(peer, Request::Status).await
     else {
@@ -64,7 +67,10 @@ async fn sync_from(shared: &Arc<Shared>, peer: net::Peer) -> bool {
     // How far below `from` the next request goes when a batch does not
     // attach.
     let mut back = 0u64;
-    loop {
+    // The lowest height a batch that did not attach began at, since the
+    // last new block.
+    let mut lowest_unattached = u64::MAX;
+    for _ in 0..MAX_SYNC_REQUESTS {
         let request = Request::Blocks {
             from,
             max: net::wire::MAX_BLOCKS_PER_REQUEST,
@@ -99,14 +105,18 @@ async fn sync_from(shared: &Arc<Shared>, peer: net::Peer) -> bool {
             }
         }
         progressed |= new;
+        if new {
+            lowest_unattached = u64::MAX;
+        }
         if orphaned && !new {
             // The peer's branch left ours further down: go back, twice as
             // far each time, to height 1 at the most.
-            if from == 1 {
+            if from == 1 || from >= lowest_unattached {
                 shared.metrics.rejected("sync", "does_not_attach");
                 return progressed;
             }
-            back = (back * 2).max(16);
+            lowest_unattached = from;
+            back = back.saturating_mul(2).max(16);
             from = from.saturating_sub(back).max(1);
         } else if shared.engine().head().height >= height {
             return progressed;
@@ -116,4 +126,10 @@ async fn sync_from(shared: &Arc<Shared>, peer: net::Peer) -> bool {
             from = next;
         }
     }
+    shared.metrics.rejected("sync", "too_many_requests");
+    progressed
 }
+
+/// Requests one sync makes at most: a chain a million blocks ahead, a
+/// batch at a time, with room to go back.
+pub(crate) const MAX_SYNC_REQUESTS: usize = 4096 + 64;

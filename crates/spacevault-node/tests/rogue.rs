@@ -299,15 +299,21 @@ enum Answers {
     BlocksThatNeverAttach,
     /// A head far ahead, and blocks of other heights than asked.
     BlocksOfOtherHeights,
+    /// A head far ahead; the asking vault's own blocks where it has them,
+    /// and above them an orphan: a sync that went back and forward over
+    /// them would never end.
+    OwnBlocksThenAnOrphan,
 }
 
 /// A rogue that announces itself as a vault (so that vaults ask it for
 /// blobs, copies and blocks) and answers every request as `answers` says.
+/// `ours`: the asking vault's first blocks, encoded.
 async fn rogue_vault(
     secret: u8,
     answers: Answers,
     chain: [u8; 32],
     boot: Vec<spacevault_network::Address>,
+    ours: Vec<Vec<u8>>,
 ) -> net::Handle {
     let mut config = net::Config::new([secret; 32], TransportKind::Memory, chain);
     config.listen = vec!["/memory/0".parse().unwrap()];
@@ -366,6 +372,12 @@ async fn rogue_vault(
                 (Request::Blocks { from, .. }, Answers::BlocksOfOtherHeights) => {
                     Response::Blocks(vec![block_at(from + 5)])
                 }
+                (Request::Blocks { from, .. }, Answers::OwnBlocksThenAnOrphan) => {
+                    Response::Blocks(match ours.get(from as usize - 1..) {
+                        Some(own) if !own.is_empty() => own.to_vec(),
+                        _ => vec![block_at(from)],
+                    })
+                }
                 _ => Response::NotFound,
             };
             h.respond(reply, response);
@@ -399,11 +411,13 @@ async fn a_rogue_vaults_answers_are_checked_counted_and_never_trusted() {
         (Answers::ForgedReceipt, "store", "bad_receipt"),
         (Answers::BlocksThatNeverAttach, "sync", "does_not_attach"),
         (Answers::BlocksOfOtherHeights, "sync", "wrong_height"),
+        (Answers::OwnBlocksThenAnOrphan, "sync", "does_not_attach"),
     ];
     for (i, (answers, topic, reason)) in cases.into_iter().enumerate() {
         let secret = 90 + i as u8;
         let before = rejected(v0, topic, reason);
-        let rogue = rogue_vault(secret, answers, chain, boot.clone()).await;
+        let ours = v0.shared.engine().blocks_from(1, 3);
+        let rogue = rogue_vault(secret, answers, chain, boot.clone(), ours).await;
         nodes[1].shared.net.block(rogue.local_peer());
         let key = Keypair::from_secret(&[secret; 32]);
         // Known as a vault: announced, with where it listens.
@@ -421,7 +435,9 @@ async fn a_rogue_vaults_answers_are_checked_counted_and_never_trusted() {
                 assert_eq!(got, None, "a blob that does not hash to its address");
                 rejected(v0, topic, reason) > before
             }
-            Answers::BlocksThatNeverAttach | Answers::BlocksOfOtherHeights => {
+            Answers::BlocksThatNeverAttach
+            | Answers::BlocksOfOtherHeights
+            | Answers::OwnBlocksThenAnOrphan => {
                 // A proof for a height far ahead makes the vault sync from
                 // its sender.
                 let head = v0.shared.engine().head();
