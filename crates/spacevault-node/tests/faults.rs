@@ -497,18 +497,28 @@ async fn a_healed_split_follows_the_branch_fork_choice_prefers() {
     );
     // The halves stop producing: every vault stops, and comes back with no
     // plots, so that the branches they hold are all there will be.
+    for n in nodes {
+        n.stop().await;
+    }
+    std::fs::create_dir_all(dir.path().join("no-plots")).unwrap();
+    let idle = |f: &VaultFiles| VaultFiles {
+        key: f.key.clone(),
+        plots: dir.path().join("no-plots"),
+        data: f.data.clone(),
+    };
+    let mut nodes = Vec::new();
+    for f in &files {
+        nodes.push(start(&spec, &idle(f), vec![], false).await);
+    }
+    // Each vault's chain as it reopened, before any meets another.
     let mut chains = Vec::new();
     for n in &nodes {
         let head = n.shared.engine().head().hash;
         chains.push(chain_of(n, head));
     }
-    for n in nodes {
-        n.stop().await;
-    }
+    let at = split_at as usize + 1;
     assert!(
-        chains
-            .iter()
-            .any(|c| c[split_at as usize + 1] != chains[0][split_at as usize + 1]),
+        chains.iter().all(|c| c.len() > at) && chains.iter().any(|c| c[at] != chains[0][at]),
         "the halves did not fork"
     );
     // Fork choice written out: the longest; of the longest, the one whose
@@ -530,16 +540,6 @@ async fn a_healed_split_follows_the_branch_fork_choice_prefers() {
         }
     }
     let winner = winner.last().unwrap().0;
-    std::fs::create_dir_all(dir.path().join("no-plots")).unwrap();
-    let idle = |f: &VaultFiles| VaultFiles {
-        key: f.key.clone(),
-        plots: dir.path().join("no-plots"),
-        data: f.data.clone(),
-    };
-    let mut nodes = Vec::new();
-    for f in &files {
-        nodes.push(start(&spec, &idle(f), vec![], false).await);
-    }
     let addrs = nodes[0].listen_addrs(Duration::from_secs(5)).await;
     for n in &nodes[1..] {
         for a in &addrs {
