@@ -342,8 +342,10 @@ fn run(plans: Vec<Plan>, order: Vec<u32>, gossip: Vec<bool>, again: Vec<usize>) 
         let (first_hash, first) = &outcomes[0];
         assert_eq!(*first_hash, hash);
         if let Some(why) = d.damage {
+            let parent_valid = tree.valid(d.block.header.parent);
             let ok = match first {
-                Err(r) => r.name() == why || *r == Rejection::UnknownParent,
+                Err(Rejection::UnknownParent) => !parent_valid,
+                Err(r) => r.name() == why,
                 Ok(Imported::Duplicate) => true,
                 _ => false,
             };
@@ -375,6 +377,12 @@ fn run(plans: Vec<Plan>, order: Vec<u32>, gossip: Vec<bool>, again: Vec<usize>) 
                 });
             if beaten && parent_valid {
                 assert_eq!(*first, Err(Rejection::NotBetter), "{context}");
+            }
+            if matches!(first, Err(Rejection::NotBetter)) {
+                assert!(
+                    beaten,
+                    "{context}: refused as not better, though nothing canonical beats it"
+                );
             }
             if !matches!(first, Err(Rejection::NotBetter)) {
                 // Stored, and the orphans that waited for it after it, in
