@@ -47,8 +47,10 @@ pub enum Rejection {
     FutureHeight(u64),
     #[error("not better than the best proof seen for this height")]
     NotBetter,
-    #[error("time {got} is not after {newest}, the newest heard or the oldest still news")]
-    Stale { got: u64, newest: u64 },
+    #[error("time {got} is before {oldest}, the oldest still news")]
+    Stale { got: u64, oldest: u64 },
+    #[error("time {got} is not after {newest}, the newest heard from its sender")]
+    Replayed { got: u64, newest: u64 },
 }
 
 impl Rejection {
@@ -74,6 +76,7 @@ impl Rejection {
             Rejection::FutureHeight(_) => "future_height",
             Rejection::NotBetter => "not_better",
             Rejection::Stale { .. } => "stale",
+            Rejection::Replayed { .. } => "replayed",
         }
     }
 
@@ -88,6 +91,7 @@ impl Rejection {
                 | Rejection::NotBetter
                 | Rejection::BadTxVersion { .. }
                 | Rejection::Stale { .. }
+                | Rejection::Replayed { .. }
         )
     }
 }
@@ -546,7 +550,8 @@ mod tests {
             (Rejection::StaleHeight(1), "stale_height", false),
             (Rejection::FutureHeight(1), "future_height", false),
             (Rejection::NotBetter, "not_better", false),
-            (Rejection::Stale { got: 1, newest: 2 }, "stale", false),
+            (Rejection::Stale { got: 1, oldest: 2 }, "stale", false),
+            (Rejection::Replayed { got: 1, newest: 2 }, "replayed", false),
         ];
         let mut names = std::collections::HashSet::new();
         for (r, name, fault) in all {

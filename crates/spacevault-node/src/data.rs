@@ -47,6 +47,10 @@ pub struct Vaults {
     generation: u64,
     /// The generation the local blobs were last replicated for.
     replicated_for: u64,
+    /// The newest announcement's time of each vault that left (Unix ms),
+    /// while an announcement that old could still be news: a late or
+    /// replayed one must not bring it back.
+    departed: HashMap<[u8; 32], u64>,
 }
 
 impl Vaults {
@@ -56,6 +60,7 @@ impl Vaults {
             known: HashMap::new(),
             generation: 1,
             replicated_for: 0,
+            departed: HashMap::new(),
         }
     }
 
@@ -70,6 +75,7 @@ impl Vaults {
             .get(&key)
             .and_then(|k| k.lost_ms)
             .filter(|&lost| time_ms <= lost);
+        self.departed.remove(&key);
         let new = !self.known.contains_key(&key);
         self.known.insert(
             key,
@@ -86,9 +92,11 @@ impl Vaults {
     }
 
     /// Whether an announcement made at `time_ms` is news at `now_ms`: made
-    /// after the newest heard from that vault (a replay is not), within
-    /// the drift a block's time is allowed ahead of `now_ms`, and not so
-    /// old that the vault would be forgotten as soon as it was heard.
+    /// after the newest heard from that vault, while it was known or since
+    /// it left (a replay is not), within the drift a block's time is
+    /// allowed ahead of `now_ms`, and no older than `max_age`, the time a
+    /// vault unheard still counts as alive (older, it says nothing of the
+    /// vault now).
     fn is_news(
         &self,
         key: &[u8; 32],
@@ -104,11 +112,22 @@ impl Vaults {
             });
         }
         let oldest = now_ms.saturating_sub(max_age.as_millis() as u64);
-        let newest = self.known.get(key).map_or(0, |k| k.newest_ms);
-        if time_ms <= newest || time_ms < oldest {
+        let newest = self
+            .known
+            .get(key)
+            .map(|k| k.newest_ms)
+            .or_else(|| self.departed.get(key).copied())
+            .unwrap_or(0);
+        if time_ms < oldest {
             return Err(Rejection::Stale {
                 got: time_ms,
-                newest: newest.max(oldest),
+                oldest,
+            });
+        }
+        if time_ms <= newest {
+            return Err(Rejection::Replayed {
+                got: time_ms,
+                newest,
             });
         }
         Ok(())
@@ -120,10 +139,18 @@ impl Vaults {
         let limit = interval * MISSED_TO_LEAVE;
         let now = crate::now_ms();
         let lost_limit = interval.as_millis() as u64;
+        // What left long enough ago that its announcements are stale anyway.
+        self.departed
+            .retain(|_, newest| now.saturating_sub(*newest) <= limit.as_millis() as u64);
         let before = self.known.len();
-        self.known.retain(|_, k| {
-            k.last_seen.elapsed() < limit
-                && k.lost_ms.is_none_or(|t| now.saturating_sub(t) < lost_limit)
+        let departed = &mut self.departed;
+        self.known.retain(|key, k| {
+            let stays = k.last_seen.elapsed() < limit
+                && k.lost_ms.is_none_or(|t| now.saturating_sub(t) < lost_limit);
+            if !stays {
+                departed.insert(*key, k.newest_ms);
+            }
+            stays
         });
         if self.known.len() != before {
             self.generation += 1;
@@ -152,11 +179,23 @@ impl Vaults {
     /// gone until heard again.
     pub fn unreachable(&mut self, peer: &net::Peer) {
         let before = self.known.len();
-        self.known
-            .retain(|_, k| k.peer != *peer || k.lost_ms.is_none());
+        let departed = &mut self.departed;
+        self.known.retain(|key, k| {
+            let stays = k.peer != *peer || k.lost_ms.is_none();
+            if !stays {
+                departed.insert(*key, k.newest_ms);
+            }
+            stays
+        });
         if self.known.len() != before {
             self.generation += 1;
         }
+    }
+
+    /// The time of the newest announcement heard from `key` while it is
+    /// known.
+    pub fn newest_heard(&self, key: &[u8; 32]) -> Option<u64> {
+        self.known.get(key).map(|k| k.newest_ms)
     }
 
     /// Vaults alive, this one included.
@@ -587,19 +626,25 @@ mod tests {
             news(&v, now - 6001),
             Err(Rejection::Stale {
                 got: now - 6001,
-                newest: now - 6000
+                oldest: now - 6000
             })
         );
         v.heard(key, peer, now - 10);
         assert_eq!(
             news(&v, now - 10),
-            Err(Rejection::Stale {
+            Err(Rejection::Replayed {
                 got: now - 10,
                 newest: now - 10
             }),
             "a replay"
         );
         assert!(news(&v, now - 11).is_err(), "older than the newest");
+        assert_eq!(news(&v, now - 9), Ok(()));
+        // Gone, its last word replayed is no news either.
+        v.lost(&peer);
+        v.unreachable(&peer);
+        assert_eq!(v.count(), 1);
+        assert!(news(&v, now - 10).is_err(), "a replay after it left");
         assert_eq!(news(&v, now - 9), Ok(()));
     }
 }

@@ -702,6 +702,12 @@ fn on_gossip(
         }
         Topic::Vaults => match data::on_announce(shared, data) {
             Ok(()) => Verdict::Accept,
+            // A clock ahead of this one's, the announcer's or a relayer's,
+            // is no fault of the peer that relayed it: counted, ignored.
+            Err(r @ Rejection::Future { .. }) => {
+                refuse(r);
+                Verdict::Ignore
+            }
             Err(r) => refuse(r),
         },
     }
