@@ -27,6 +27,24 @@ pub enum Imported {
     Orphan,
 }
 
+/// A block to import and the orphans that wait for it, as they are
+/// found ([`Engine::import_next`]).
+pub struct Adoption {
+    queue: Vec<Block>,
+    /// Whether the next block is the first, and came by gossip
+    /// ([`Engine::import_gossiped`]); the orphans were asked for.
+    gossiped: bool,
+}
+
+impl Adoption {
+    pub fn new(block: Block, gossiped: bool) -> Adoption {
+        Adoption {
+            queue: vec![block],
+            gossiped,
+        }
+    }
+}
+
 /// The proofs seen for the next height, best first.
 #[derive(Clone, Debug)]
 struct Election {
@@ -291,32 +309,39 @@ impl Engine {
         self.orphan_count
     }
 
-    /// Imports a block, then every block that waited for it as an orphan,
-    /// and for those in turn: what a vault does with each block it is
-    /// given. `gossiped`: the first came by gossip
-    /// ([`import_gossiped`](Self::import_gossiped)); the orphans were asked
-    /// for. Returns each block's hash and outcome, the first block's first.
+    /// Imports the next block of `adoption`: the block it began with, then
+    /// each block that waited for an imported one as an orphan. None when
+    /// none is left. One block a call, so that a caller can let go of the
+    /// engine between blocks.
+    pub fn import_next(
+        &mut self,
+        adoption: &mut Adoption,
+        now_ms: u64,
+    ) -> Option<([u8; 32], Result<Imported, Rejection>)> {
+        let block = adoption.queue.pop()?;
+        let hash = block.hash();
+        let outcome = if std::mem::take(&mut adoption.gossiped) {
+            self.import_gossiped(block, now_ms)
+        } else {
+            self.import(block, now_ms)
+        };
+        if matches!(outcome, Ok(Imported::NewHead { .. }) | Ok(Imported::Kept)) {
+            adoption.queue.extend(self.take_orphans(&hash));
+        }
+        Some((hash, outcome))
+    }
+
+    /// Imports a block and every block that waited for it, at once
+    /// ([`import_next`](Self::import_next) until none is left): each
+    /// block's hash and outcome, the first block's first.
     pub fn import_with_orphans(
         &mut self,
         block: Block,
         now_ms: u64,
         gossiped: bool,
     ) -> Vec<([u8; 32], Result<Imported, Rejection>)> {
-        let mut queue = vec![block];
-        let mut outcomes = Vec::new();
-        while let Some(block) = queue.pop() {
-            let hash = block.hash();
-            let outcome = if gossiped && outcomes.is_empty() {
-                self.import_gossiped(block, now_ms)
-            } else {
-                self.import(block, now_ms)
-            };
-            if matches!(outcome, Ok(Imported::NewHead { .. }) | Ok(Imported::Kept)) {
-                queue.extend(self.take_orphans(&hash));
-            }
-            outcomes.push((hash, outcome));
-        }
-        outcomes
+        let mut adoption = Adoption::new(block, gossiped);
+        std::iter::from_fn(|| self.import_next(&mut adoption, now_ms)).collect()
     }
 
     /// Fork choice between the canonical chain and the one ending at `tip`.

@@ -3,7 +3,7 @@
 
 use crate::api::ApiTimes;
 use crate::data::{self, Vaults};
-use crate::engine::{Engine, Imported};
+use crate::engine::{Adoption, Engine, Imported};
 use crate::farmer::{Farmer, Found};
 use crate::metrics::Metrics;
 use crate::sync::spawn_sync;
@@ -536,23 +536,26 @@ fn produce(shared: &Arc<Shared>, contest: bool) {
 
 /// Imports a block and the orphans that waited for it; returns the first
 /// block's outcome. `gossiped`: the first came by gossip, and is refused
-/// if a better sibling is canonical ([`Engine::import_gossiped`]).
+/// if a better sibling is canonical ([`Engine::import_gossiped`]). The
+/// engine is held for one block at a time: a long line of orphans does
+/// not keep the API and the other tasks waiting.
 pub(crate) fn import(
     shared: &Arc<Shared>,
     block: Block,
     gossiped: bool,
 ) -> Result<Imported, Rejection> {
-    let now = crate::now_ms();
-    let (outcomes, height) = {
-        let mut engine = shared.engine();
-        let outcomes = engine.import_with_orphans(block, now, gossiped);
-        (outcomes, engine.head().height)
-    };
-    let mut moved = false;
-    for (hash, outcome) in &outcomes {
-        match outcome {
+    let mut adoption = Adoption::new(block, gossiped);
+    let mut first = None;
+    loop {
+        let now = crate::now_ms();
+        let (step, height) = {
+            let mut engine = shared.engine();
+            let step = engine.import_next(&mut adoption, now);
+            (step, engine.head().height)
+        };
+        let Some((hash, outcome)) = step else { break };
+        match &outcome {
             Ok(Imported::NewHead { left }) => {
-                moved = true;
                 shared.metrics.blocks_accepted.inc();
                 if *left > 0 {
                     shared.metrics.reorgs.inc();
@@ -561,26 +564,23 @@ pub(crate) fn import(
                         .deepest_reorg
                         .fetch_max(*left as u64, Ordering::Relaxed);
                 }
+                shared.metrics.height.set(height as i64);
+                shared.head.send_replace(height);
             }
             Ok(Imported::Kept) => {
                 shared.metrics.blocks_accepted.inc();
             }
-            _ => continue,
+            _ => {}
         }
-        shared.arrivals.lock().unwrap().note(*hash, now);
-    }
-    if moved {
-        shared.metrics.height.set(height as i64);
-        shared.head.send_replace(height);
+        if matches!(outcome, Ok(Imported::NewHead { .. }) | Ok(Imported::Kept)) {
+            shared.arrivals.lock().unwrap().note(hash, now);
+        }
+        first.get_or_insert(outcome);
     }
     if shared.engine().should_contest(crate::now_ms()) {
         produce(shared, true);
     }
-    outcomes
-        .into_iter()
-        .next()
-        .map(|(_, outcome)| outcome)
-        .expect("one block at least")
+    first.expect("one block at least")
 }
 
 fn verdict(r: &Rejection) -> Verdict {
