@@ -657,17 +657,26 @@ impl Engine {
         self.mempool.len()
     }
 
-    /// Canonical blocks from `from`, at most `max`, encoded.
-    pub fn blocks_from(&self, from: u64, max: u32) -> Vec<Vec<u8>> {
+    /// Canonical blocks from `from`, at most `max` of them and `max_bytes`
+    /// encoded (but at least one block, if there is one): a sync answer
+    /// must fit in one message.
+    pub fn blocks_from(&self, from: u64, max: u32, max_bytes: usize) -> Vec<Vec<u8>> {
         let mut out = Vec::new();
+        let mut bytes = 0usize;
         for height in from.max(1)..from.max(1).saturating_add(max as u64) {
             let Ok(Some(hash)) = self.store.canonical(height) else {
                 break;
             };
-            match self.store.block(&hash) {
-                Ok(Some(block)) => out.push(block.encode()),
-                _ => break,
+            let Ok(Some(block)) = self.store.block(&hash) else {
+                break;
+            };
+            let encoded = block.encode();
+            // Each block also takes its length in the answer.
+            bytes += encoded.len() + 4;
+            if bytes > max_bytes && !out.is_empty() {
+                break;
             }
+            out.push(encoded);
         }
         out
     }

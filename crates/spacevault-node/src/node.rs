@@ -724,7 +724,9 @@ fn on_request(shared: &Arc<Shared>, peer: net::Peer, request: Request, reply: ne
         }
         Request::Blocks { from, max } => {
             let max = max.min(net::wire::MAX_BLOCKS_PER_REQUEST);
-            Response::Blocks(shared.engine().blocks_from(from, max))
+            // Room in the message for its kind and count.
+            let max_bytes = net::wire::MAX_MESSAGE_BYTES - 64;
+            Response::Blocks(shared.engine().blocks_from(from, max, max_bytes))
         }
         Request::Store { blob } => {
             let shared = shared.clone();

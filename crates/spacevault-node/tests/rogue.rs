@@ -417,7 +417,7 @@ async fn a_rogue_vaults_answers_are_checked_counted_and_never_trusted() {
     for (i, (answers, topic, reason)) in cases.into_iter().enumerate() {
         let secret = 90 + i as u8;
         let before = rejected(v0, topic, reason);
-        let ours = v0.shared.engine().blocks_from(1, 3);
+        let ours = v0.shared.engine().blocks_from(1, 3, usize::MAX);
         let rogue = rogue_vault(secret, answers, chain, boot.clone(), ours).await;
         nodes[1].shared.net.block(rogue.local_peer());
         let key = Keypair::from_secret(&[secret; 32]);

@@ -614,3 +614,35 @@ async fn proof_messages_are_refused_for_their_chain_k_proof_and_rank() {
         Err(Rejection::StaleHeight(height))
     );
 }
+
+#[tokio::test]
+async fn a_sync_answer_holds_the_blocks_that_fit_and_at_least_one() {
+    let mut vaults: Vec<Vault> = (1..=2).map(vault).collect();
+    let owner = Keypair::from_secret(&[42; 32]);
+    let chain = spec().chain_id();
+    for r in 0..4u64 {
+        for v in vaults.iter_mut() {
+            let name = format!("r{r}");
+            let tx = RegisterTx::signed(&owner, &chain, name.as_bytes(), 1, &[7; 600]);
+            v.engine.add_tx(tx).unwrap();
+        }
+        round(&mut vaults).await;
+    }
+    let e = &vaults[0].engine;
+    let all = e.blocks_from(1, 10, usize::MAX);
+    assert_eq!(all.len(), 4);
+    let sizes: Vec<usize> = all.iter().map(|b| b.len() + 4).collect();
+    // Exactly the first two fit; one byte less, only the first.
+    let two = sizes[0] + sizes[1];
+    assert_eq!(e.blocks_from(1, 10, two), all[..2].to_vec());
+    assert_eq!(e.blocks_from(1, 10, two - 1), all[..1].to_vec());
+    // A block larger than the room still goes, alone.
+    assert_eq!(e.blocks_from(2, 10, 1), all[1..2].to_vec());
+    assert_eq!(e.blocks_from(3, 1, usize::MAX), all[2..3].to_vec());
+    assert!(e.blocks_from(5, 10, usize::MAX).is_empty());
+    assert_eq!(
+        e.blocks_from(0, 10, usize::MAX),
+        all,
+        "height 0 is the genesis"
+    );
+}
