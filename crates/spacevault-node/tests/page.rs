@@ -46,7 +46,7 @@ fn dump_dom(url: &str, screenshot: Option<&std::path::Path>) -> Option<String> {
         None => args.push("--dump-dom".into()),
     }
     args.push(url.to_string());
-    let out = Command::new(exe).args(&args).output().unwrap();
+    let out = output_within(Command::new(exe).args(&args), Duration::from_secs(120));
     assert!(
         out.status.success(),
         "{}",
