@@ -155,7 +155,10 @@ fn a_vault_killed_under_load_keeps_every_write_it_answered() {
         let a = acked.lock().unwrap();
         runtime.block_on(async {
             for (address, blob) in &a.blobs {
-                let got = c.get(&hex::encode(address)).await;
+                let address_hex = hex::encode(address);
+                let got = tokio::time::timeout(Duration::from_secs(60), c.get(&address_hex))
+                    .await
+                    .expect("the vault answered a GET within a minute");
                 assert!(
                     got.as_ref().is_ok_and(|b| b == blob),
                     "round {round}: blob {} lost: {:?}",
@@ -165,7 +168,9 @@ fn a_vault_killed_under_load_keeps_every_write_it_answered() {
             }
             let owner = Keypair::from_secret(&[42; 32]).public();
             for (name, (version, value)) in &a.registers {
-                let got = c.read(&owner, name).await;
+                let got = tokio::time::timeout(Duration::from_secs(60), c.read(&owner, name))
+                    .await
+                    .expect("the vault answered a read within a minute");
                 let ok = got.as_ref().is_ok_and(|r| {
                     r.version > *version
                         || (r.version == *version

@@ -108,8 +108,9 @@ fn child_of(known: &Known, producer: &Keypair, rng: &mut Rng) -> (Block, Known) 
 /// The child half: grows its chain and makes reorgs of up to six blocks,
 /// writing blobs and flushing now and then, and reports on stdout each
 /// head it moves to, each durable head and each blob it keeps, until it
-/// is killed.
+/// is killed. Run only by the test below.
 #[test]
+#[ignore = "the child of a_vault_killed_in_the_middle_of_reorgs…, which runs it"]
 fn reorging_vault_child() {
     let Some(path) = std::env::var_os("SPACEVAULT_CRASH_TEST") else {
         return;
@@ -251,11 +252,17 @@ fn a_vault_killed_in_the_middle_of_reorgs_and_blob_writes_reopens_as_it_acknowle
     for round in 0..12u64 {
         let mut child = Killed(
             Command::new(std::env::current_exe().unwrap())
-                .args(["--exact", "reorging_vault_child", "--nocapture"])
+                .args([
+                    "--exact",
+                    "reorging_vault_child",
+                    "--nocapture",
+                    "--ignored",
+                ])
                 .env("SPACEVAULT_CRASH_TEST", &path)
                 .env("SPACEVAULT_CRASH_SEED", (round + 1).to_string())
                 .stdout(Stdio::piped())
-                .stderr(Stdio::null())
+                // A child that panics says why, beside this test's output.
+                .stderr(Stdio::inherit())
                 .spawn()
                 .unwrap(),
         );
