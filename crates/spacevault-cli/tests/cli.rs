@@ -934,7 +934,7 @@ fn a_failed_tests_children_are_killed_with_it() {
     // only a `sleep 600` there would be it.
     let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
     assert!(
-        cmdline != b"sleep\0600\0",
+        cmdline != b"sleep\x00600\x00",
         "process {pid} outlived its test"
     );
 }
