@@ -129,9 +129,147 @@ async fn vaults_elect_the_best_proof_and_agree() {
         let heads: Vec<_> = vaults.iter().map(|v| v.engine.head().hash).collect();
         assert!(heads.iter().all(|h| *h == heads[0]));
         assert_eq!(heads[0], block.hash());
+        // The next election is for the next height, on the new head.
+        let (height, parent, _) = vaults[0].engine.election();
+        assert_eq!((height, parent), (block.header.height + 1, block.hash()));
     }
-    assert_eq!(vaults[0].engine.head().height, 5);
-    assert_eq!(vaults[0].engine.recent(3).len(), 3);
+    let e = &vaults[0].engine;
+    assert_eq!(e.head().height, 5);
+    assert_eq!(e.chain_id(), spec().chain_id());
+    let heights = |n| e.recent(n).iter().map(|b| b.height).collect::<Vec<_>>();
+    assert_eq!(heights(3), vec![5, 4, 3]);
+    assert_eq!(heights(10), vec![5, 4, 3, 2, 1], "no more than the chain");
+    assert_eq!(e.recent(1)[0].hash, hex::encode(e.head().hash));
+}
+
+#[tokio::test]
+async fn own_proofs_count_only_for_their_election_and_stay_best_until_beaten() {
+    let (mut a, mut b, a_better) = rivals().await;
+    let (height, parent, _) = a.engine.election();
+    assert!(a.engine.own_is_best(height, &parent));
+    assert!(!a.engine.own_is_best(height + 1, &parent));
+    assert!(!a.engine.own_is_best(height, &[9; 32]));
+    // An offer for another height or parent changes nothing.
+    let (winner, loser) = if a_better {
+        (&mut a, &mut b)
+    } else {
+        (&mut b, &mut a)
+    };
+    let (_, _, challenge) = loser.engine.election();
+    let found = winner.farmer.best(challenge).await.unwrap();
+    let msg = ProofMsg {
+        chain_id: spec().chain_id(),
+        height,
+        parent,
+        proof: found.proof.clone(),
+    };
+    let due = loser.engine.production_due();
+    assert_eq!(
+        loser
+            .engine
+            .offer_own(height + 1, parent, found.proof.clone(), found.rank, 0.0),
+        None
+    );
+    assert_eq!(
+        loser
+            .engine
+            .offer_own(height, [9; 32], found.proof.clone(), found.rank, 0.0),
+        None
+    );
+    assert_eq!(loser.engine.production_due(), due);
+    // The better proof heard, the loser's own is no longer the best, and
+    // it may not produce with another vault's key.
+    assert!(loser.engine.own_is_best(height, &parent));
+    loser.engine.offer_proof(&msg).unwrap();
+    assert!(!loser.engine.own_is_best(height, &parent));
+    let t = spec().genesis_unix_ms + 1000;
+    assert_eq!(loser.engine.produce(&winner.key.clone(), t, false), None);
+}
+
+#[tokio::test]
+async fn a_head_with_a_better_proof_than_ones_own_is_not_contested() {
+    let (mut a, mut b, a_better) = rivals().await;
+    if !a_better {
+        std::mem::swap(&mut a, &mut b);
+    }
+    // a's proof is the better: b, hearing a's block, has nothing to contest.
+    let t = spec().genesis_unix_ms + 1000;
+    let better = a.engine.produce(&a.key.clone(), t, false).unwrap();
+    b.engine.import(better, t).unwrap();
+    assert!(!b.engine.should_contest(t + 10));
+}
+
+#[tokio::test]
+async fn a_contest_is_due_until_a_slot_after_the_head_and_not_after() {
+    let (mut a, mut b, a_better) = rivals().await;
+    if !a_better {
+        std::mem::swap(&mut a, &mut b);
+    }
+    let t = spec().genesis_unix_ms + 1000;
+    let worse = b.engine.produce(&b.key.clone(), t, false).unwrap();
+    a.engine.import(worse, t).unwrap();
+    let slot = spec().slot_ms;
+    assert!(a.engine.should_contest(t + slot), "a slot after: still");
+    assert!(!a.engine.should_contest(t + slot + 1), "past it: no more");
+}
+
+#[tokio::test]
+async fn the_block_delay_is_smoothed_over_the_samples() {
+    let (mut a, _b, _) = rivals().await;
+    let mut c = vault(3);
+    let made = spec().genesis_unix_ms + spec().slot_ms;
+    let first = a.engine.produce(&a.key.clone(), made, false).unwrap();
+    c.engine.import_gossiped(first.clone(), made + 400).unwrap();
+    assert_eq!(c.engine.block_delay_ms(), 100.0);
+    a.engine.import(first, made).unwrap();
+    let second = child_of_head(&mut a, made + spec().slot_ms).await;
+    c.engine
+        .import_gossiped(second, made + spec().slot_ms + 800)
+        .unwrap();
+    assert_eq!(c.engine.block_delay_ms(), 100.0 + (800.0 - 100.0) / 4.0);
+}
+
+/// `v`'s block on its own head with its best proof, at `at`.
+async fn child_of_head(v: &mut Vault, at: u64) -> Block {
+    let (height, parent, challenge) = v.engine.election();
+    let found = v.farmer.best(challenge).await.unwrap();
+    v.engine
+        .offer_own(height, parent, found.proof, found.rank, 0.0);
+    v.engine.produce(&v.key.clone(), at, false).unwrap()
+}
+
+#[tokio::test]
+async fn a_write_both_branches_hold_does_not_go_back_to_the_pool() {
+    let (mut a, mut b, a_better) = rivals().await;
+    let owner = Keypair::from_secret(&[9; 32]);
+    let tx = RegisterTx::signed(&owner, &spec().chain_id(), b"r", 1, b"v");
+    assert!(a.engine.add_tx(tx.clone()).unwrap());
+    assert!(b.engine.add_tx(tx.clone()).unwrap());
+    let t = spec().genesis_unix_ms + 1000;
+    let block_a = a.engine.produce(&a.key.clone(), t, false).unwrap();
+    let block_b = b.engine.produce(&b.key.clone(), t, false).unwrap();
+    assert_eq!((&block_a.txs, &block_b.txs), (&vec![tx.clone()], &vec![tx]));
+    let (better, worse, worse_vault) = if a_better {
+        (block_a, block_b, &mut b)
+    } else {
+        (block_b, block_a, &mut a)
+    };
+    let mut c = vault(3);
+    c.engine.import(better, t).unwrap();
+    c.engine.import(worse.clone(), t).unwrap();
+    worse_vault.engine.import(worse.clone(), t).unwrap();
+    let child = child_of(
+        &worse,
+        &worse_vault.key.clone(),
+        &worse_vault.farmer,
+        t + 1000,
+    )
+    .await;
+    assert!(matches!(
+        c.engine.import(child, t + 1000).unwrap(),
+        Imported::NewHead { left: 1 }
+    ));
+    assert_eq!(c.engine.mempool_len(), 0, "the new branch holds the write");
 }
 
 #[tokio::test]
