@@ -4,7 +4,7 @@
 //! are the crate's own, hence a test inside it; the committed files are in
 //! `tests/vectors/` with the other crates'.
 
-#[path = "../tests/vectors/file.rs"]
+#[path = "../../spacevault-chain/tests/vectors/file.rs"]
 mod file;
 
 use crate::records::{decode_undo, encode_undo, UndoRecord};

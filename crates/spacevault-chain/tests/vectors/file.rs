@@ -13,8 +13,10 @@
 //! just changed, never to make a failing vector pass. It is opt-in so that
 //! no test run can rewrite what it is meant to compare against.
 //!
-//! Each crate's `tests/vectors/file.rs` is this same file: test targets of
-//! different crates cannot share a module without a crate of their own.
+//! Every crate's vectors use this one file, included by its path: test
+//! targets of different crates cannot share a module without a crate of
+//! their own. Paths are the including crate's (`CARGO_MANIFEST_DIR` is
+//! read where the file is compiled).
 
 // Each crate's vectors use only part of this file.
 #![allow(dead_code)]

@@ -3,6 +3,7 @@
 //! farmer keeps such documents and hands them to whoever checks them, so a
 //! document written by one build must verify in every later one.
 
+#[path = "../../../spacevault-chain/tests/vectors/file.rs"]
 mod file;
 
 use assert_cmd::Command;

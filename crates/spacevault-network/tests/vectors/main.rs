@@ -3,6 +3,7 @@
 //! a message and as the frame on its stream, and the peer id of a farmer
 //! key.
 
+#[path = "../../../spacevault-chain/tests/vectors/file.rs"]
 mod file;
 mod frames;
 mod peer;

@@ -6,6 +6,7 @@
 //! format has a decoder.
 
 mod construction;
+#[path = "../../../spacevault-chain/tests/vectors/file.rs"]
 mod file;
 mod header;
 mod plot;
