@@ -4,6 +4,7 @@
 #[macro_use]
 mod out;
 mod cmd;
+mod input;
 mod keys;
 mod logs;
 mod progress;

@@ -552,3 +552,49 @@ fn an_empty_config_dir_variable_counts_as_unset() {
     // The output directory the README's example names is made for it.
     assert_eq!(std::fs::read_dir(work.join("plots")).unwrap().count(), 1);
 }
+
+#[test]
+fn inputs_that_are_not_regular_files_are_refused_before_they_are_read() {
+    // /dev/zero as a chain spec grew memory without end; a FIFO hung.
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("spec.fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid path; mkfifo has no memory effects.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    for (spec, kind) in [
+        (Path::new("/dev/zero"), "character device"),
+        (fifo.as_path(), "FIFO"),
+        (dir.path(), "directory"),
+    ] {
+        sv(dir.path())
+            .args(["node", "--data"])
+            .arg(dir.path().join("data"))
+            .arg("--chain")
+            .arg(spec)
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains(format!(
+                "the chain spec {} is not a regular file (a {kind})",
+                spec.display()
+            )));
+    }
+    // A spec far larger than any spec: refused, not read whole.
+    let big = dir.path().join("big.json");
+    std::fs::write(&big, vec![b' '; 100 << 10]).unwrap();
+    sv(dir.path())
+        .args(["node", "--data"])
+        .arg(dir.path().join("data"))
+        .arg("--chain")
+        .arg(&big)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("is larger than"));
+    // A client PUT of a device: refused before any vault is asked.
+    sv(dir.path())
+        .args(["client", "--api", "http://127.0.0.1:9", "put", "/dev/zero"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "the file /dev/zero is not a regular file (a character device)",
+        ));
+}

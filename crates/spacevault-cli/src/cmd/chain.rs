@@ -81,7 +81,7 @@ fn init(a: InitArgs) -> Result<()> {
 
 /// Reads and checks a spec file.
 pub fn read_spec(path: &std::path::Path) -> Result<ChainSpec> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("reading the chain spec {}", path.display()))?;
+    // A spec is a few hundred bytes of JSON.
+    let text = crate::input::read_text(path, "the chain spec", 64 << 10)?;
     ChainSpec::from_json(&text).with_context(|| format!("the chain spec {}", path.display()))
 }

@@ -73,8 +73,7 @@ pub fn run(args: NodeArgs) -> Result<()> {
     }
     let links = match &args.links {
         Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("reading --links {}", path.display()))?;
+            let text = crate::input::read_text(path, "--links", 16 << 20)?;
             Some(std::sync::Arc::new(
                 spacevault_node::links::LinksFile::parse(&text)
                     .with_context(|| format!("--links {}", path.display()))?,
