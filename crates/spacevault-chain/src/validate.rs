@@ -51,6 +51,11 @@ pub enum Rejection {
     Stale { got: u64, oldest: u64 },
     #[error("time {got} is not after {newest}, the newest heard from its sender")]
     Replayed { got: u64, newest: u64 },
+    /// Not the message's doing: this vault could not take it (its store
+    /// failed, its pool is full). Never a fault of the sender, and counted
+    /// apart from the refusals (`what` names the trouble).
+    #[error("this vault could not take it ({what}): {why}")]
+    Unable { what: &'static str, why: String },
 }
 
 impl Rejection {
@@ -77,6 +82,7 @@ impl Rejection {
             Rejection::NotBetter => "not_better",
             Rejection::Stale { .. } => "stale",
             Rejection::Replayed { .. } => "replayed",
+            Rejection::Unable { what, .. } => what,
         }
     }
 
@@ -92,6 +98,7 @@ impl Rejection {
                 | Rejection::BadTxVersion { .. }
                 | Rejection::Stale { .. }
                 | Rejection::Replayed { .. }
+                | Rejection::Unable { .. }
         )
     }
 }
@@ -552,6 +559,14 @@ mod tests {
             (Rejection::NotBetter, "not_better", false),
             (Rejection::Stale { got: 1, oldest: 2 }, "stale", false),
             (Rejection::Replayed { got: 1, newest: 2 }, "replayed", false),
+            (
+                Rejection::Unable {
+                    what: "store",
+                    why: "x".into(),
+                },
+                "store",
+                false,
+            ),
         ];
         let mut names = std::collections::HashSet::new();
         for (r, name, fault) in all {

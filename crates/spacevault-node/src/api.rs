@@ -434,6 +434,9 @@ async fn put_register(
         Err(r @ spacevault_chain::Rejection::BadTxVersion { .. }) => {
             return Err(ApiError(StatusCode::CONFLICT, r.to_string()))
         }
+        Err(r @ spacevault_chain::Rejection::Unable { .. }) => {
+            return Err(ApiError(StatusCode::SERVICE_UNAVAILABLE, r.to_string()))
+        }
         Err(r) => return Err(bad(r.to_string())),
     }
     s.metrics.registers_written.inc();

@@ -230,7 +230,7 @@ impl Engine {
         refuse_beaten: bool,
     ) -> Result<Imported, Rejection> {
         let hash = block.hash();
-        let store_err = |e: StoreError| Rejection::Malformed(format!("store: {e}"));
+        let store_err = unable_to_store;
         if self.store.info(&hash).map_err(store_err)?.is_some() {
             return Ok(Imported::Duplicate);
         }
@@ -633,7 +633,7 @@ impl Engine {
         let current = self
             .store
             .register_version(&tx.owner, &tx.name)
-            .map_err(|e| Rejection::Malformed(format!("store: {e}")))?;
+            .map_err(unable_to_store)?;
         // Versions already written are replays; versions far ahead could
         // never be included and would only fill the pool.
         if tx.version <= current || tx.version > current + MAX_VERSIONS_AHEAD {
@@ -647,7 +647,10 @@ impl Engine {
             return Ok(false);
         }
         if self.mempool.len() >= MAX_MEMPOOL {
-            return Err(Rejection::Malformed("the transaction pool is full".into()));
+            return Err(Rejection::Unable {
+                what: "pool_full",
+                why: format!("the transaction pool is full ({MAX_MEMPOOL})"),
+            });
         }
         self.mempool.insert(id, tx);
         Ok(true)
@@ -715,6 +718,14 @@ impl Engine {
             height -= 1;
         }
         out
+    }
+}
+
+/// This vault's store failed: its own trouble, not the sender's.
+fn unable_to_store(e: StoreError) -> Rejection {
+    Rejection::Unable {
+        what: "store",
+        why: e.to_string(),
     }
 }
 

@@ -37,6 +37,8 @@ pub struct Metrics {
     pub blocks_accepted: Counter,
     pub blocks_rejected: Family<Reason, Counter>,
     pub messages_rejected: Family<TopicReason, Counter>,
+    /// Messages this vault could not take for trouble of its own.
+    pub messages_unable: Family<TopicReason, Counter>,
     pub reorgs: Counter,
     pub reorg_depth: Histogram,
     pub blobs_stored: Gauge,
@@ -69,6 +71,7 @@ impl Metrics {
             blocks_accepted: Counter::default(),
             blocks_rejected: Family::default(),
             messages_rejected: Family::default(),
+            messages_unable: Family::default(),
             reorgs: Counter::default(),
             reorg_depth: Histogram::new([1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 16.0, 32.0]),
             blobs_stored: Gauge::default(),
@@ -126,6 +129,11 @@ impl Metrics {
             "messages_rejected",
             "Gossip messages and requests refused, by topic and reason",
             m.messages_rejected.clone(),
+        );
+        registry.register(
+            "messages_unable",
+            "Gossip messages and requests this vault could not take for trouble of its own (its store failed, its pool was full), by topic and trouble: never counted against the sender",
+            m.messages_unable.clone(),
         );
         registry.register(
             "reorgs",
@@ -194,6 +202,22 @@ impl Metrics {
             if total > seconds.get() {
                 seconds.inc_by(total - seconds.get());
             }
+        }
+    }
+
+    /// Counts a message refused for `why`: under its reason, or, for this
+    /// vault's own trouble, apart ([`Rejection::Unable`]).
+    pub fn refused(&self, topic: &str, why: &spacevault_chain::Rejection) {
+        match why {
+            spacevault_chain::Rejection::Unable { what, .. } => {
+                self.messages_unable
+                    .get_or_create(&TopicReason {
+                        topic: topic.to_string(),
+                        reason: what.to_string(),
+                    })
+                    .inc();
+            }
+            r => self.rejected(topic, r.name()),
         }
     }
 

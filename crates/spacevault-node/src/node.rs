@@ -646,7 +646,7 @@ fn on_gossip(
 ) -> Verdict {
     let limits = shared.engine().limits();
     let refuse = |r: Rejection| {
-        shared.metrics.rejected(topic.name(), r.name());
+        shared.metrics.refused(topic.name(), &r);
         verdict(&r)
     };
     match topic {

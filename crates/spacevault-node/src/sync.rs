@@ -99,7 +99,7 @@ async fn sync_from(shared: &Arc<Shared>, peer: net::Peer) -> bool {
                 Ok(Imported::Orphan) => orphaned = true,
                 Ok(Imported::Duplicate) => {}
                 Err(r) => {
-                    shared.metrics.rejected("sync", r.name());
+                    shared.metrics.refused("sync", &r);
                     return progressed;
                 }
             }

@@ -519,3 +519,59 @@ async fn a_rogue_vaults_answers_are_checked_counted_and_never_trusted() {
         n.stop().await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_vault_that_cannot_take_a_message_blames_no_peer() {
+    // A full pool: a valid transaction relayed by an honest peer is this
+    // vault's trouble, counted apart, and the peer is not scored for it
+    // (it was counted as malformed, a fault, before).
+    let dir = tempfile::tempdir().unwrap();
+    // A vault without plots: it makes no block that would drain its pool.
+    let made = vault_files(dir.path(), 0);
+    std::fs::create_dir_all(dir.path().join("no-plots")).unwrap();
+    let files = vec![VaultFiles {
+        key: made.key,
+        plots: dir.path().join("no-plots"),
+        data: made.data,
+    }];
+    let spec = spec(300, 1);
+    let chain = spec.chain_id();
+    let nodes = network(&spec, &files, false).await;
+    let v0 = &nodes[0];
+    let owner = Keypair::from_secret(&[5; 32]);
+    {
+        let mut engine = v0.shared.engine();
+        for i in 0..spacevault_node::engine::MAX_MEMPOOL {
+            let name = format!("n{i}");
+            let tx = RegisterTx::signed(&owner, &chain, name.as_bytes(), 1, b"x");
+            engine.add_tx(tx).unwrap();
+        }
+    }
+    let boot = v0.listen_addrs(Duration::from_secs(5)).await;
+    let mut config = net::Config::new([77; 32], TransportKind::Memory, chain);
+    config.listen = vec!["/memory/0".parse().unwrap()];
+    config.bootstrap = boot;
+    config.heartbeat = Duration::from_millis(100);
+    let (peer, _events, _task) = net::start(config).unwrap();
+    let mut round = 0u32;
+    let unable =
+        || {
+            v0.shared.metrics.encode().lines().any(|l| {
+                l.starts_with("spacevault_messages_unable_total") && l.contains("pool_full")
+            })
+        };
+    let counted = wait_for(Duration::from_secs(20), || {
+        round += 1;
+        let name = format!("late {round}");
+        let tx = RegisterTx::signed(&owner, &chain, name.as_bytes(), 1, b"x");
+        peer.publish(Topic::Txs, tx.encode());
+        unable()
+    })
+    .await;
+    assert!(counted, "{}", v0.shared.metrics.encode());
+    assert_eq!(rejected(v0, "txs", "malformed"), 0.0);
+    assert_eq!(rejected(v0, "txs", "pool_full"), 0.0);
+    for n in nodes {
+        n.stop().await;
+    }
+}
