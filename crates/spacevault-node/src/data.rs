@@ -23,6 +23,11 @@ pub fn announce_interval(spec: &spacevault_chain::ChainSpec, vaults: usize) -> D
     Duration::from_millis(by_slot.max(by_size).min(30_000))
 }
 
+/// Vaults a vault keeps track of at most: announcements cost nothing to
+/// make, so the table is bounded (a few hundred bytes a vault). A new vault
+/// beyond it is not taken until others leave.
+pub const MAX_KNOWN_VAULTS: usize = 65_536;
+
 /// Announcements missed before a vault counts as gone.
 const MISSED_TO_LEAVE: u32 = 3;
 
@@ -47,6 +52,8 @@ pub struct Vaults {
     generation: u64,
     /// The generation the local blobs were last replicated for.
     replicated_for: u64,
+    /// Vaults known at most, besides this one.
+    max_known: usize,
     /// The newest announcement's time of each vault that left (Unix ms),
     /// while an announcement that old could still be news: a late or
     /// replayed one must not bring it back.
@@ -61,14 +68,19 @@ impl Vaults {
             generation: 1,
             replicated_for: 0,
             departed: HashMap::new(),
+            max_known: MAX_KNOWN_VAULTS,
         }
     }
 
     /// An announcement made at `time_ms`: an older one than the loss of
-    /// the connection (relayed late) does not prove the vault alive.
-    fn heard(&mut self, key: [u8; 32], peer: net::Peer, time_ms: u64) {
+    /// the connection (relayed late) does not prove the vault alive. False
+    /// when the vault is new and [`MAX_KNOWN_VAULTS`] are known already.
+    fn heard(&mut self, key: [u8; 32], peer: net::Peer, time_ms: u64) -> bool {
         if key == self.own {
-            return;
+            return true;
+        }
+        if !self.known.contains_key(&key) && self.known.len() >= self.max_known {
+            return false;
         }
         let lost_ms = self
             .known
@@ -89,6 +101,7 @@ impl Vaults {
         if new {
             self.generation += 1;
         }
+        true
     }
 
     /// Whether an announcement made at `time_ms` is news at `now_ms`: made
@@ -262,14 +275,20 @@ pub fn on_announce(shared: &Arc<Shared>, data: &[u8]) -> Result<(), Rejection> {
         .map(|bytes| net::Address::try_from(bytes.clone()))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|_| Rejection::Malformed("an address that does not parse".into()))?;
-    for addr in addresses {
-        shared.net.add_address(peer, addr);
-    }
-    shared
+    let taken = shared
         .vaults
         .lock()
         .unwrap()
         .heard(a.vault, peer, a.time_ms);
+    if !taken {
+        return Err(Rejection::Unable {
+            what: "vaults_full",
+            why: format!("{MAX_KNOWN_VAULTS} vaults are known already"),
+        });
+    }
+    for addr in addresses {
+        shared.net.add_address(peer, addr);
+    }
     Ok(())
 }
 
@@ -556,7 +575,7 @@ mod tests {
             net::peer_of(&spacevault_chain::Keypair::from_secret(&[1; 32]).public()).unwrap();
         let mut v = Vaults::new([0x00; 32]);
         for k in [0x10u8, 0x20, 0x30, 0x40, 0x80] {
-            v.heard([k; 32], peer, 1);
+            assert!(v.heard([k; 32], peer, 1));
         }
         assert_eq!(v.count(), 6);
         assert_eq!(v.holders(&[0x21; 32], 2), vec![[0x20; 32], [0x30; 32]]);
@@ -605,6 +624,24 @@ mod tests {
         v.lost(&pa);
         v.unreachable(&pa);
         assert_eq!(v.count(), 1);
+    }
+
+    #[test]
+    fn the_vaults_known_are_bounded_and_a_known_one_is_always_heard() {
+        let key = |i: u8| spacevault_chain::Keypair::from_secret(&[i; 32]).public();
+        let mut v = Vaults::new([0x00; 32]);
+        v.max_known = 2;
+        let (a, b, c) = (key(1), key(2), key(3));
+        let peer = |k: &[u8; 32]| net::peer_of(k).unwrap();
+        assert!(v.heard(a, peer(&a), 1));
+        assert!(v.heard(b, peer(&b), 1));
+        assert!(!v.heard(c, peer(&c), 1), "a third is one too many");
+        assert_eq!(v.count(), 3, "two and this vault");
+        assert!(v.heard(a, peer(&a), 2), "a known vault heard again");
+        assert!(v.heard([0x00; 32], peer(&a), 2), "this vault itself");
+        v.lost(&peer(&b));
+        v.unreachable(&peer(&b));
+        assert!(v.heard(c, peer(&c), 1), "room again once one left");
     }
 
     #[test]
