@@ -365,31 +365,62 @@ pub fn refresh_blob_metrics(shared: &Shared) {
     }
 }
 
-/// Keeps a blob for another vault and signs a receipt.
+/// Keeps a blob for another vault and signs a receipt, if this vault is
+/// among its holders as this vault sees them, give or take
+/// [`HOLDER_SLACK`]: any peer could otherwise make it keep anything.
 pub async fn store_request(shared: &Arc<Shared>, blob: Vec<u8>) -> Response {
-    match store_local(shared, blob).await {
+    if blob.len() > shared.spec.max_blob_bytes as usize {
+        return Response::Refused("blob_too_large".into());
+    }
+    let address = address_of(shared, Op::HashData, &blob);
+    if !holds_with_slack(shared, &address) {
+        return Response::Refused("not_holder".into());
+    }
+    match store_local(shared, blob, address).await {
         Ok(receipt) => Response::Stored(receipt),
         Err(why) => Response::Refused(why),
     }
 }
 
-/// Keeps a blob durably, on a blocking thread: an fsync on one of the
-/// runtime's workers, which every vault of a process shares, would hold up
-/// every vault's gossip for its duration.
-async fn store_local(shared: &Arc<Shared>, blob: Vec<u8>) -> Result<Receipt, String> {
+/// Places beyond the replication factor within which a vault still takes a
+/// blob to keep: the vault that asks may know vaults this one does not
+/// (or not yet, or no longer), so their rankings of the nearest differ by
+/// a few places while announcements spread.
+pub const HOLDER_SLACK: usize = 2;
+
+/// Whether this vault is within the `replication + HOLDER_SLACK` vaults
+/// nearest `address` that it knows of.
+fn holds_with_slack(shared: &Shared, address: &[u8; 32]) -> bool {
+    let places = shared.spec.replication as usize + HOLDER_SLACK;
+    let own = shared.key.public();
+    shared
+        .vaults
+        .lock()
+        .unwrap()
+        .holders(address, places)
+        .contains(&own)
+}
+
+/// Keeps a blob (already hashed to `address` and within the size limit)
+/// durably, on a blocking thread: an fsync on one of the runtime's
+/// workers, which every vault of a process shares, would hold up every
+/// vault's gossip for its duration.
+async fn store_local(
+    shared: &Arc<Shared>,
+    blob: Vec<u8>,
+    address: [u8; 32],
+) -> Result<Receipt, String> {
     let shared = shared.clone();
     tokio::task::spawn_blocking(move || {
-        meter::with(&shared.meter, || store_local_metered(&shared, &blob))
+        meter::with(&shared.meter, || {
+            store_local_metered(&shared, &blob, address)
+        })
     })
     .await
     .map_err(|e| format!("the store's task failed: {e}"))?
 }
 
-fn store_local_metered(shared: &Shared, blob: &[u8]) -> Result<Receipt, String> {
-    if blob.len() > shared.spec.max_blob_bytes as usize {
-        return Err("blob_too_large".into());
-    }
-    let address = meter::timed(Op::HashData, || blob_address(blob));
+fn store_local_metered(shared: &Shared, blob: &[u8], address: [u8; 32]) -> Result<Receipt, String> {
     let fresh = {
         // The store, not the engine: the vault goes on while this writes.
         let store = shared.engine().shared_store();
@@ -535,7 +566,7 @@ pub async fn put(shared: &Arc<Shared>, blob: Vec<u8>) -> Result<Put, PutError> {
     }
     let mut receipts = Vec::new();
     if holders.contains(&own) {
-        if let Ok(r) = store_local(shared, blob.clone()).await {
+        if let Ok(r) = store_local(shared, blob.clone(), address).await {
             receipts.push(r);
         }
     }

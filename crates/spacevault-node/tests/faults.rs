@@ -328,12 +328,14 @@ async fn a_leaving_holders_blobs_are_copied_back_to_r() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_http_api_answers_bad_input_with_a_4xx_and_a_reason() {
     let dir = tempfile::tempdir().unwrap();
-    let files: Vec<_> = (0..2).map(|i| vault_files(dir.path(), i)).collect();
+    let files: Vec<_> = (0..3).map(|i| vault_files(dir.path(), i)).collect();
     let mut spec = spec(300, 2);
     spec.max_blob_bytes = 1000;
     logs();
-    // Vault 0 waits a second on the chain; vault 1 answers any request
-    // within 300 ms, before its ten seconds on the chain are over.
+    // Vault 0 waits long on the chain, for the writes that must succeed;
+    // vault 1 waits a second, for the ones that must time out; vault 2
+    // answers any request within 300 ms, before its ten seconds on the
+    // chain are over.
     let times = |request_ms, wait_ms| {
         move |c: &mut spacevault_node::NodeConfig| {
             c.api_times = Some(spacevault_node::api::ApiTimes {
@@ -342,12 +344,13 @@ async fn the_http_api_answers_bad_input_with_a_4xx_and_a_reason() {
             })
         }
     };
-    let first = start_with(&spec, &files[0], vec![], true, times(60_000, 1_000)).await;
+    let first = start_with(&spec, &files[0], vec![], true, times(60_000, 30_000)).await;
     let boot = first.listen_addrs(Duration::from_secs(5)).await;
-    let second = start_with(&spec, &files[1], boot, true, times(300, 10_000)).await;
-    let nodes = vec![first, second];
-    let c = Client::new(&format!("http://{}", nodes[0].api_addr().unwrap())).unwrap();
-    let impatient = Client::new(&format!("http://{}", nodes[1].api_addr().unwrap())).unwrap();
+    let second = start_with(&spec, &files[1], boot.clone(), true, times(60_000, 1_000)).await;
+    let third = start_with(&spec, &files[2], boot, true, times(300, 10_000)).await;
+    let nodes = vec![first, second, third];
+    let api = |i: usize| Client::new(&format!("http://{}", nodes[i].api_addr().unwrap())).unwrap();
+    let (c, quick, impatient) = (api(0), api(1), api(2));
     // A refusal's status and reason.
     let reason = |(status, body): (u16, Vec<u8>)| -> (u16, String) {
         let v: serde_json::Value = serde_json::from_slice(&body)
@@ -412,15 +415,20 @@ async fn the_http_api_answers_bad_input_with_a_4xx_and_a_reason() {
     // A version that can never be included (a gap): pending, then 504
     // once the vault's wait on the chain is over.
     let gap = RegisterTx::signed(&owner, &chain, b"n", 5, b"later");
-    let (status, why) = reason(c.put_path(&path, body(&gap)).await.unwrap());
+    let (status, why) = reason(quick.put_path(&path, body(&gap)).await.unwrap());
     assert_eq!(status, 504, "{why}");
     assert!(why.contains("pending"), "{why}");
     // A height the chain does not reach in time: 504 from the handler...
     let far = format!("{path}?min_height=1000000");
-    let (status, why) = reason(c.get_path(&far).await.unwrap());
+    let (status, why) = reason(quick.get_path(&far).await.unwrap());
     assert_eq!(status, 504, "{why}");
     assert!(why.contains("below min_height"), "{why}");
-    let (status, why) = reason(c.get_path(&format!("{path}?min_version=99")).await.unwrap());
+    let (status, why) = reason(
+        quick
+            .get_path(&format!("{path}?min_version=99"))
+            .await
+            .unwrap(),
+    );
     assert_eq!(status, 404, "{why}");
     assert!(why.contains("not min_version 99"), "{why}");
     // ... and from a vault whose request time runs out first.

@@ -575,3 +575,73 @@ async fn a_vault_that_cannot_take_a_message_blames_no_peer() {
         n.stop().await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_vault_keeps_only_blobs_it_is_a_holder_of() {
+    // One copy of each blob, among a vault and three vaults it has heard
+    // announce themselves: it takes a blob to keep only when it is among
+    // the 1 + HOLDER_SLACK nearest, whoever asks.
+    let dir = tempfile::tempdir().unwrap();
+    let files: Vec<_> = (0..1).map(|i| vault_files(dir.path(), i)).collect();
+    let spec = spec(300, 1);
+    let chain = spec.chain_id();
+    let nodes = network(&spec, &files, false).await;
+    let v0 = &nodes[0];
+    let boot = v0.listen_addrs(Duration::from_secs(5)).await;
+    let mut config = net::Config::new([88; 32], TransportKind::Memory, chain);
+    config.listen = vec!["/memory/0".parse().unwrap()];
+    config.bootstrap = boot;
+    config.heartbeat = Duration::from_millis(100);
+    let (rogue, _events, _task) = net::start(config).unwrap();
+    let others: Vec<Keypair> = (60..63).map(|i| Keypair::from_secret(&[i; 32])).collect();
+    let heard = wait_for(Duration::from_secs(20), || {
+        for k in &others {
+            let a = Announce::signed(k, &chain, spacevault_node::now_ms(), vec![]);
+            rogue.publish(Topic::Vaults, a.encode());
+        }
+        v0.shared.vaults.lock().unwrap().count() >= 4
+    })
+    .await;
+    assert!(heard, "the other vaults were never heard");
+    let places = spec.replication as usize + spacevault_node::data::HOLDER_SLACK;
+    let holds = |blob: &[u8]| {
+        let address = spacevault_chain::blob_address(blob);
+        let v = v0.shared.vaults.lock().unwrap();
+        v.holders(&address, places).contains(&v0.farmer_key())
+    };
+    let find = |want: bool| {
+        (0u32..)
+            .map(|i| format!("blob {i}").into_bytes())
+            .find(|b| holds(b) == want)
+            .unwrap()
+    };
+    let (mine, not_mine) = (find(true), find(false));
+    let v0_peer = v0.peer_id();
+    match rogue
+        .request(
+            v0_peer,
+            Request::Store {
+                blob: not_mine.clone(),
+            },
+        )
+        .await
+    {
+        Ok(Response::Refused(why)) => assert_eq!(why, "not_holder"),
+        other => panic!("{other:?}"),
+    }
+    let address = spacevault_chain::blob_address(&not_mine);
+    assert!(!v0.shared.engine().store().has_blob(&address).unwrap());
+    assert!(rejected(v0, "requests", "not_holder") >= 1.0);
+    match rogue
+        .request(v0_peer, Request::Store { blob: mine.clone() })
+        .await
+    {
+        Ok(Response::Stored(receipt)) => {
+            assert_eq!(receipt.address, spacevault_chain::blob_address(&mine))
+        }
+        other => panic!("{other:?}"),
+    }
+    for n in nodes {
+        n.stop().await;
+    }
+}
