@@ -428,6 +428,25 @@ async fn put_register(
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let body = body.map_err(|e| ApiError(e.status(), e.body_text()))?;
     let tx = register_tx(&owner, &name, &body).map_err(bad)?;
+    // A write that skips a version no block holds and nothing here waits
+    // to write could only time out: it is answered at once.
+    {
+        let engine = s.engine();
+        let current = engine
+            .store()
+            .register_version(&tx.owner, &tx.name)
+            .map_err(internal)?;
+        let before = tx.version.saturating_sub(1);
+        if tx.version > current + 1 && !engine.is_pending(&tx.owner, &tx.name, before) {
+            return Err(ApiError(
+                StatusCode::CONFLICT,
+                format!(
+                    "version {} skips version {before}: the register is at version {current}, and no write of {before} is pending",
+                    tx.version
+                ),
+            ));
+        }
+    }
     let added = spacevault_chain::meter::with(&s.meter, || s.engine().add_tx(tx.clone()));
     match added {
         Ok(_) => {}

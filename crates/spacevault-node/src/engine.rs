@@ -656,6 +656,13 @@ impl Engine {
         Ok(true)
     }
 
+    /// Whether a write of `version` to the register is pending here.
+    pub fn is_pending(&self, owner: &[u8; 32], name: &[u8], version: u64) -> bool {
+        self.mempool
+            .values()
+            .any(|t| t.version == version && t.owner == *owner && t.name == name)
+    }
+
     pub fn mempool_len(&self) -> usize {
         self.mempool.len()
     }

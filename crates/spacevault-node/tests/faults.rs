@@ -412,12 +412,11 @@ async fn the_http_api_answers_bad_input_with_a_4xx_and_a_reason() {
     let (status, why) = reason(c.put_path(&path, body(&replay)).await.unwrap());
     assert_eq!(status, 409, "{why}");
     assert!(why.contains("version 1"), "{why}");
-    // A version that can never be included (a gap): pending, then 504
-    // once the vault's wait on the chain is over.
+    // A version that skips one nothing will write: 409 at once.
     let gap = RegisterTx::signed(&owner, &chain, b"n", 5, b"later");
     let (status, why) = reason(quick.put_path(&path, body(&gap)).await.unwrap());
-    assert_eq!(status, 504, "{why}");
-    assert!(why.contains("pending"), "{why}");
+    assert_eq!(status, 409, "{why}");
+    assert!(why.contains("skips version 4"), "{why}");
     // A height the chain does not reach in time: 504 from the handler...
     let far = format!("{path}?min_height=1000000");
     let (status, why) = reason(quick.get_path(&far).await.unwrap());
@@ -572,4 +571,49 @@ async fn a_healed_split_follows_the_branch_fork_choice_prefers() {
     for n in nodes {
         n.stop().await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_no_block_takes_is_answered_504_once_the_wait_is_over() {
+    // A vault with no plots, alone: it makes no block, so a valid write
+    // stays pending until its wait on the chain (half a second) is over.
+    let dir = tempfile::tempdir().unwrap();
+    let made = vault_files(dir.path(), 0);
+    std::fs::create_dir_all(dir.path().join("no-plots")).unwrap();
+    let idle = VaultFiles {
+        key: made.key,
+        plots: dir.path().join("no-plots"),
+        data: made.data,
+    };
+    let spec = spec(300, 1);
+    let node = start_with(&spec, &idle, vec![], true, |c| {
+        c.api_times = Some(spacevault_node::api::ApiTimes {
+            request: Duration::from_secs(60),
+            chain_wait: Duration::from_millis(500),
+        })
+    })
+    .await;
+    let c = Client::new(&format!("http://{}", node.api_addr().unwrap())).unwrap();
+    let owner = Keypair::from_secret(&[77; 32]);
+    match c.set(&owner, &spec.chain_id(), "n", b"v").await {
+        Err(spacevault_node::client::ClientError::Refused {
+            status: 504,
+            reason,
+        }) => assert!(reason.contains("pending"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+    // The next version, with the first pending: waits too, not a 409.
+    let next = RegisterTx::signed(&owner, &spec.chain_id(), b"n", 2, b"w");
+    let body = serde_json::json!({
+        "version": 2,
+        "value_hex": hex::encode(&next.value),
+        "signature": hex::encode(next.signature),
+    });
+    let path = format!("/v1/registers/{}/n", hex::encode(owner.public()));
+    let (status, _) = c
+        .put_path(&path, serde_json::to_vec(&body).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(status, 504);
+    node.stop().await;
 }
