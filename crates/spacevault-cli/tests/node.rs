@@ -204,3 +204,39 @@ fn bench_network_runs_a_small_network_and_reports_it() {
         .collect();
     assert_eq!(kept, vec!["plots".to_string()]);
 }
+
+#[test]
+fn a_vault_refuses_at_once_a_listen_port_another_program_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("spec.json");
+    sv(dir.path())
+        .args(["chain", "init", "--out"])
+        .arg(&spec)
+        .assert()
+        .success();
+    let plots = dir.path().join("plots");
+    sv(dir.path())
+        .args(["plot", "-k", "16", "--out"])
+        .arg(&plots)
+        .assert()
+        .success();
+    let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = held.local_addr().unwrap().port();
+    let listen = format!("/ip4/127.0.0.1/tcp/{port}");
+    let mut cmd = bin();
+    cmd.env("SPACEVAULT_CONFIG_DIR", dir.path().join("cfg"))
+        .args(["node", "--listen", &listen, "--api", "127.0.0.1:0", "--plots"])
+        .arg(&plots)
+        .arg("--data")
+        .arg(dir.path().join("data"))
+        .arg("--chain")
+        .arg(&spec)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let out = output_within(&mut cmd, Duration::from_secs(60));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "stderr: {stderr}");
+    assert!(stderr.contains("the port is in use"), "stderr: {stderr}");
+    assert!(stderr.contains(&listen), "stderr: {stderr}");
+    drop(held);
+}

@@ -305,6 +305,38 @@ pub fn peer_of(farmer_key: &[u8; 32]) -> Option<PeerId> {
     Some(identity::PublicKey::from(key).to_peer_id())
 }
 
+/// Fails, saying why, when a TCP `address` cannot be listened on: the
+/// transport's own listener shares a port with another that allows it (so
+/// a second vault on one port would start, and half the dials to it reach
+/// the other), and reports a failure to bind only as an event, later. A
+/// socket bound here without port sharing finds both out at once.
+fn check_free(address: &Multiaddr) -> Result<(), StartError> {
+    use libp2p::multiaddr::Protocol;
+    let mut ip = None;
+    let mut port = None;
+    for p in address.iter() {
+        match p {
+            Protocol::Ip4(a) => ip = Some(std::net::IpAddr::V4(a)),
+            Protocol::Ip6(a) => ip = Some(std::net::IpAddr::V6(a)),
+            Protocol::Tcp(p) => port = Some(p),
+            _ => {}
+        }
+    }
+    let (Some(ip), Some(port)) = (ip, port) else {
+        return Ok(());
+    };
+    if port == 0 {
+        return Ok(());
+    }
+    match std::net::TcpListener::bind((ip, port)) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => Err(StartError(format!(
+            "cannot listen on {address}: the port is in use (another vault, or another program, listens there)"
+        ))),
+        Err(e) => Err(StartError(format!("cannot listen on {address}: {e}"))),
+    }
+}
+
 /// Why the network could not start.
 #[derive(Debug, thiserror::Error)]
 #[error("the network: {0}")]
@@ -348,6 +380,9 @@ pub fn start(
         .with_swarm_config(|c| c.with_idle_connection_timeout(idle))
         .build();
     for address in &config.listen {
+        if config.transport == TransportKind::Tcp {
+            check_free(address)?;
+        }
         swarm.listen_on(address.clone()).map_err(|e| err(&e))?;
     }
     for address in &config.bootstrap {
