@@ -25,14 +25,13 @@ fn head(dir: &Path, vault: &Vault) -> Option<(u64, String)> {
     Some((v["height"].as_u64()?, v["hash"].as_str()?.to_string()))
 }
 
-fn block_hash(vault: &Vault, height: u64) -> Option<String> {
+fn get_json(vault: &Vault, path: &str) -> Option<Value> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
     let c = spacevault_node::client::Client::new(&vault.api).unwrap();
-    let path = format!("/v1/blocks/{height}");
-    let asked = c.get_path(&path);
+    let asked = c.get_path(path);
     let (status, body) = runtime
         .block_on(async { tokio::time::timeout(Duration::from_secs(60), asked).await })
         .expect("the vault answered within a minute")
@@ -40,7 +39,11 @@ fn block_hash(vault: &Vault, height: u64) -> Option<String> {
     if status != 200 {
         return None;
     }
-    let v: Value = serde_json::from_slice(&body).ok()?;
+    serde_json::from_slice(&body).ok()
+}
+
+fn block_hash(vault: &Vault, height: u64) -> Option<String> {
+    let v = get_json(vault, &format!("/v1/blocks/{height}"))?;
     v["hash"].as_str().map(String::from)
 }
 
@@ -225,7 +228,14 @@ fn a_vault_refuses_at_once_a_listen_port_another_program_holds() {
     let listen = format!("/ip4/127.0.0.1/tcp/{port}");
     let mut cmd = bin();
     cmd.env("SPACEVAULT_CONFIG_DIR", dir.path().join("cfg"))
-        .args(["node", "--listen", &listen, "--api", "127.0.0.1:0", "--plots"])
+        .args([
+            "node",
+            "--listen",
+            &listen,
+            "--api",
+            "127.0.0.1:0",
+            "--plots",
+        ])
         .arg(&plots)
         .arg("--data")
         .arg(dir.path().join("data"))
@@ -239,4 +249,46 @@ fn a_vault_refuses_at_once_a_listen_port_another_program_holds() {
     assert!(stderr.contains("the port is in use"), "stderr: {stderr}");
     assert!(stderr.contains(&listen), "stderr: {stderr}");
     drop(held);
+}
+
+#[test]
+fn a_bootstrap_nobody_answers_is_a_warning_with_its_reason_and_the_status_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("spec.json");
+    sv(dir.path())
+        .args(["chain", "init", "--out"])
+        .arg(&spec)
+        .assert()
+        .success();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let boot = format!("/ip4/127.0.0.1/tcp/{}", closed.local_addr().unwrap().port());
+    drop(closed);
+    let vault = start_node(dir.path(), "a", &spec, Some(&boot));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        let status = get_json(&vault, "/v1/status").expect("a status");
+        if status["bootstrap"][0]["error"].is_string() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no bootstrap failure in {status}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status["bootstrap"][0]["address"], boot.as_str());
+    assert_eq!(status["bootstrap"][0]["reached"], false);
+    let why = status["bootstrap"][0]["error"]
+        .as_str()
+        .unwrap()
+        .to_lowercase();
+    assert!(why.contains("refused"), "{why}");
+    assert_eq!(status["peers"].as_array().map(Vec::len), Some(0));
+    vault.child.signal(libc::SIGINT);
+    let out = vault.child.finish(Duration::from_secs(60));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("cannot reach the bootstrap address") && stderr.contains(&boot),
+        "{stderr}"
+    );
 }

@@ -10,11 +10,15 @@
 //! talks to the network through [`Handle`] (commands) and a stream of
 //! [`Event`]s; the swarm runs on a task of its own.
 
+mod addresses;
 mod behaviour;
+mod bootstrap;
 pub mod links;
 pub mod wire;
 
+use addresses::{check_free, supported, usable};
 use behaviour::{behaviour, secured, Behaviour, BehaviourEvent};
+pub use bootstrap::BootstrapStatus;
 use futures::StreamExt;
 use libp2p::gossipsub::{self, IdentTopic, MessageAcceptance, TopicHash};
 use libp2p::identity::{self, PeerId};
@@ -196,6 +200,7 @@ enum Command {
     Unblock(PeerId),
     Peers(oneshot::Sender<Vec<PeerId>>),
     Addresses(oneshot::Sender<Vec<Multiaddr>>),
+    Bootstrap(oneshot::Sender<Vec<BootstrapStatus>>),
 }
 
 /// Requests to one peer in flight at once, at most; more wait their turn.
@@ -287,6 +292,16 @@ impl Handle {
         }
         rx.await.unwrap_or_default()
     }
+
+    /// Where each bootstrap address stands: reached, or why not and when
+    /// it is tried again.
+    pub async fn bootstrap(&self) -> Vec<BootstrapStatus> {
+        let (tx, rx) = oneshot::channel();
+        if self.commands.send(Command::Bootstrap(tx)).is_err() {
+            return Vec::new();
+        }
+        rx.await.unwrap_or_default()
+    }
 }
 
 /// The ed25519 public key behind a peer id: the vault's farmer key.
@@ -303,38 +318,6 @@ pub fn farmer_key_of(peer: &PeerId) -> Option<[u8; 32]> {
 pub fn peer_of(farmer_key: &[u8; 32]) -> Option<PeerId> {
     let key = identity::ed25519::PublicKey::try_from_bytes(farmer_key).ok()?;
     Some(identity::PublicKey::from(key).to_peer_id())
-}
-
-/// Fails, saying why, when a TCP `address` cannot be listened on: the
-/// transport's own listener shares a port with another that allows it (so
-/// a second vault on one port would start, and half the dials to it reach
-/// the other), and reports a failure to bind only as an event, later. A
-/// socket bound here without port sharing finds both out at once.
-fn check_free(address: &Multiaddr) -> Result<(), StartError> {
-    use libp2p::multiaddr::Protocol;
-    let mut ip = None;
-    let mut port = None;
-    for p in address.iter() {
-        match p {
-            Protocol::Ip4(a) => ip = Some(std::net::IpAddr::V4(a)),
-            Protocol::Ip6(a) => ip = Some(std::net::IpAddr::V6(a)),
-            Protocol::Tcp(p) => port = Some(p),
-            _ => {}
-        }
-    }
-    let (Some(ip), Some(port)) = (ip, port) else {
-        return Ok(());
-    };
-    if port == 0 {
-        return Ok(());
-    }
-    match std::net::TcpListener::bind((ip, port)) {
-        Ok(_) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => Err(StartError(format!(
-            "cannot listen on {address}: the port is in use (another vault, or another program, listens there)"
-        ))),
-        Err(e) => Err(StartError(format!("cannot listen on {address}: {e}"))),
-    }
 }
 
 /// Why the network could not start.
@@ -380,13 +363,39 @@ pub fn start(
         .with_swarm_config(|c| c.with_idle_connection_timeout(idle))
         .build();
     for address in &config.listen {
+        if !usable(address, config.transport) {
+            return Err(StartError(format!(
+                "cannot listen on {address}: {}",
+                supported(config.transport)
+            )));
+        }
         if config.transport == TransportKind::Tcp {
             check_free(address)?;
         }
-        swarm.listen_on(address.clone()).map_err(|e| err(&e))?;
+        swarm
+            .listen_on(address.clone())
+            .map_err(|e| StartError(format!("cannot listen on {address}: {e}")))?;
     }
-    for address in &config.bootstrap {
-        swarm.dial(address.clone()).map_err(|e| err(&e))?;
+    let mut bootstraps =
+        bootstrap::Bootstraps::new(config.bootstrap.clone(), tokio::time::Instant::now());
+    for (i, address) in bootstraps.due(tokio::time::Instant::now()) {
+        let dial = libp2p::swarm::dial_opts::DialOpts::unknown_peer_id()
+            .address(address.clone())
+            .build();
+        let id = dial.connection_id();
+        if !usable(&address, config.transport) {
+            return Err(StartError(format!(
+                "cannot dial --bootstrap {address}: {}",
+                supported(config.transport)
+            )));
+        }
+        swarm.dial(dial).map_err(|e| {
+            StartError(format!(
+                "cannot dial --bootstrap {address}: {}",
+                bootstrap::reason(&e)
+            ))
+        })?;
+        bootstraps.dialling(i, id);
     }
     let (commands, rx) = mpsc::unbounded_channel();
     let (events_tx, events) = mpsc::channel(4096);
@@ -402,7 +411,7 @@ pub fn start(
         topics,
         chain_id: config.chain_id,
         pending: HashMap::new(),
-        bootstrap: config.bootstrap,
+        bootstraps,
         target_peers: config.target_peers,
         connected: HashSet::new(),
         dialing: HashSet::new(),
@@ -433,7 +442,7 @@ struct Runner {
     topics: HashMap<TopicHash, Topic>,
     chain_id: [u8; 32],
     pending: HashMap<OutboundRequestId, oneshot::Sender<Result<Response, RequestError>>>,
-    bootstrap: Vec<Multiaddr>,
+    bootstraps: bootstrap::Bootstraps,
     target_peers: usize,
     connected: HashSet<PeerId>,
     /// Peers dialled to reach `target_peers`, not yet connected.
@@ -458,11 +467,20 @@ impl Runner {
     }
 
     /// Looks for more peers while the node has fewer than it wants, and
-    /// dials the bootstrap addresses again while it has none.
+    /// dials the bootstrap addresses again, each when its wait is over,
+    /// while it has none.
     fn discover(&mut self) {
         if self.connected.is_empty() {
-            for address in &self.bootstrap {
-                let _ = self.swarm.dial(address.clone());
+            let now = tokio::time::Instant::now();
+            for (i, address) in self.bootstraps.due(now) {
+                let dial = libp2p::swarm::dial_opts::DialOpts::unknown_peer_id()
+                    .address(address)
+                    .build();
+                let id = dial.connection_id();
+                self.bootstraps.dialling(i, id);
+                if let Err(e) = self.swarm.dial(dial) {
+                    self.bootstrap_failed(id, &e);
+                }
             }
             return;
         }
@@ -472,6 +490,23 @@ impl Runner {
         if self.connected.len() < self.target_peers && due {
             self.last_walk = Some(tokio::time::Instant::now());
             let _ = self.swarm.behaviour_mut().kad.bootstrap();
+        }
+    }
+
+    fn bootstrap_failed(
+        &mut self,
+        id: libp2p::swarm::ConnectionId,
+        error: &libp2p::swarm::DialError,
+    ) {
+        let why = bootstrap::reason(error);
+        let now = tokio::time::Instant::now();
+        if let Some((address, wait)) = self.bootstraps.failed(id, why.clone(), now) {
+            tracing::warn!(
+                %address,
+                error = %why,
+                retry_in_s = wait.as_secs(),
+                "cannot reach the bootstrap address; trying again"
+            );
         }
     }
 
@@ -516,6 +551,9 @@ impl Runner {
             Command::Addresses(done) => {
                 let _ = done.send(self.swarm.listeners().cloned().collect());
             }
+            Command::Bootstrap(done) => {
+                let _ = done.send(self.bootstraps.status(tokio::time::Instant::now()));
+            }
         }
     }
 
@@ -525,8 +563,14 @@ impl Runner {
                 emit(&self.events, Event::Listening(address)).await
             }
             SwarmEvent::ConnectionEstablished {
-                peer_id, endpoint, ..
+                peer_id,
+                endpoint,
+                connection_id,
+                ..
             } => {
+                if let Some(address) = self.bootstraps.connected(connection_id) {
+                    tracing::info!(%address, %peer_id, "reached the bootstrap address");
+                }
                 if endpoint.is_dialer() {
                     let address = endpoint.get_remote_address().clone();
                     self.swarm
@@ -582,10 +626,14 @@ impl Runner {
                 }
             },
             SwarmEvent::OutgoingConnectionError {
-                peer_id: Some(peer),
-                ..
+                peer_id,
+                connection_id,
+                error,
             } => {
-                self.dialing.remove(&peer);
+                if let Some(peer) = peer_id {
+                    self.dialing.remove(&peer);
+                }
+                self.bootstrap_failed(connection_id, &error);
             }
             SwarmEvent::Behaviour(BehaviourEvent::Requests(event)) => self.on_request(event).await,
             SwarmEvent::Behaviour(BehaviourEvent::Ping(ping::Event {

@@ -361,3 +361,68 @@ async fn a_link_profile_holds_peers_at_its_distance_and_pings_measure_it() {
     answering.abort();
     drain.abort();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_bootstrap_is_reported_with_its_reason_and_tried_again_until_it_answers() {
+    // A port no test uses: memory ports are shared by the whole process.
+    let port = 0x5EED_0000_0000_0000u64 + u64::from(std::process::id());
+    let address: Multiaddr = format!("/memory/{port}").parse().unwrap();
+    let (a, mut a_events) = node(1, vec![address.clone()]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        let status = a.bootstrap().await;
+        if status[0].error.is_some() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "no failure reported: {status:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(status[0].address, address);
+    assert!(!status[0].reached);
+    assert!(status[0]
+        .retry_in
+        .is_some_and(|w| w <= bootstrap::FIRST_BACKOFF));
+    let why = status[0].error.clone().unwrap();
+    assert!(!why.trim().is_empty() && !why.ends_with(": "), "{why}");
+
+    // The bootstrap vault comes up: a dials it again and connects.
+    let mut config = Config::new([2; 32], TransportKind::Memory, [7; 32]);
+    config.listen = vec![address.clone()];
+    config.heartbeat = Duration::from_millis(100);
+    let (b, _b_events, _task) = start(config).unwrap();
+    let b_peer = b.local_peer();
+    let connected = next(&mut a_events, &a, Duration::from_secs(60), |e| match e {
+        Event::PeerUp(p) if *p == b_peer => Some(()),
+        _ => None,
+    })
+    .await;
+    assert!(connected.is_some(), "a never reached its bootstrap");
+    let status = a.bootstrap().await;
+    assert!(status[0].reached, "{status:?}");
+    assert_eq!(status[0].error, None);
+}
+
+#[test]
+fn addresses_a_vault_cannot_use_are_refused_at_start_saying_which_it_takes() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let _in = rt.enter();
+    let mut config = Config::new([1; 32], TransportKind::Tcp, [7; 32]);
+    config.listen = vec!["/dns4/example.org/tcp/1".parse().unwrap()];
+    let e = start(config.clone()).err().expect("refused").to_string();
+    assert!(
+        e.contains("cannot listen on /dns4/example.org/tcp/1"),
+        "{e}"
+    );
+    assert!(e.contains("/ip4/ADDRESS/tcp/PORT"), "{e}");
+    config.listen = vec![];
+    config.bootstrap = vec!["/ip4/127.0.0.1/udp/1/quic-v1".parse().unwrap()];
+    let e = start(config).err().expect("refused").to_string();
+    assert!(
+        e.contains("cannot dial --bootstrap /ip4/127.0.0.1/udp/1/quic-v1"),
+        "{e}"
+    );
+    assert!(e.contains("/ip4/ADDRESS/tcp/PORT"), "{e}");
+}

@@ -276,6 +276,20 @@ async fn status(State(s): S) -> Json<serde_json::Value> {
     };
     let (blobs, blob_bytes) = s.engine().store().blob_stats().unwrap_or((0, 0));
     let peers = s.net.peers().await;
+    let bootstrap: Vec<serde_json::Value> = s
+        .net
+        .bootstrap()
+        .await
+        .into_iter()
+        .map(|b| {
+            json!({
+                "address": b.address.to_string(),
+                "reached": b.reached,
+                "error": b.error,
+                "retry_in_s": b.retry_in.map(|w| w.as_secs_f64()),
+            })
+        })
+        .collect();
     let round_trips: serde_json::Map<String, serde_json::Value> = s
         .round_trips
         .lock()
@@ -304,6 +318,7 @@ async fn status(State(s): S) -> Json<serde_json::Value> {
         "plots": s.farmer.plots(),
         "skipped_plots": s.farmer.skipped(),
         "peers": peers.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
+        "bootstrap": bootstrap,
         "vaults": s.vaults.lock().unwrap().count(),
         "round_trips_ms": round_trips,
         "reorgs": s.metrics.reorgs.get(),

@@ -89,7 +89,12 @@ async function refresh() {
       cell(row, b.quality); cell(row, b.txs);
       cell(row, ((now - b.timestamp_ms) / 1000).toFixed(1) + " s");
     }
-    document.getElementById("peer-list").textContent = s.peers.map(short).join(", ") || "none";
+    let peerText = s.peers.map(short).join(", ");
+    if (!peerText) {
+      const down = s.bootstrap.filter(b => b.error).map(b => b.address + ": " + b.error + (b.retry_in_s != null ? " (trying again in " + Math.ceil(b.retry_in_s) + " s)" : ""));
+      peerText = "none: this vault has no peers" + (down.length ? "; bootstrap unreachable: " + down.join("; ") : "");
+    }
+    document.getElementById("peer-list").textContent = peerText;
   } catch (e) {
     document.getElementById("error").textContent = "The vault does not answer: " + e;
   }
