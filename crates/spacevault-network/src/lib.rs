@@ -13,6 +13,7 @@
 mod addresses;
 mod behaviour;
 mod bootstrap;
+mod handle;
 pub mod links;
 pub mod wire;
 
@@ -20,6 +21,8 @@ use addresses::{check_free, supported, usable};
 use behaviour::{behaviour, secured, Behaviour, BehaviourEvent};
 pub use bootstrap::BootstrapStatus;
 use futures::StreamExt;
+use handle::Command;
+pub use handle::{Handle, COMMAND_QUEUE, MAX_REQUESTS_PER_PEER};
 use libp2p::gossipsub::{self, IdentTopic, MessageAcceptance, TopicHash};
 use libp2p::identity::{self, PeerId};
 use libp2p::request_response::{self, OutboundRequestId, ResponseChannel};
@@ -185,125 +188,6 @@ pub struct RequestError {
     pub why: String,
 }
 
-enum Command {
-    Publish(Topic, Vec<u8>),
-    Validate(MessageId, PeerId, Verdict),
-    Request(
-        PeerId,
-        Request,
-        oneshot::Sender<Result<Response, RequestError>>,
-    ),
-    Respond(Reply, Response),
-    Dial(Multiaddr),
-    AddAddress(PeerId, Multiaddr),
-    Block(PeerId),
-    Unblock(PeerId),
-    Peers(oneshot::Sender<Vec<PeerId>>),
-    Addresses(oneshot::Sender<Vec<Multiaddr>>),
-    Bootstrap(oneshot::Sender<Vec<BootstrapStatus>>),
-}
-
-/// Requests to one peer in flight at once, at most; more wait their turn.
-/// A connection carries at most 100 streams both ways (rust-libp2p's
-/// request-response default): past that, requests failed outright, and a
-/// vault taking many PUTs at once saw its Store requests to the other
-/// holders refused.
-pub const MAX_REQUESTS_PER_PEER: usize = 48;
-
-/// The node's side of the network.
-#[derive(Clone)]
-pub struct Handle {
-    commands: mpsc::UnboundedSender<Command>,
-    local: PeerId,
-    in_flight: Arc<std::sync::Mutex<HashMap<PeerId, Arc<tokio::sync::Semaphore>>>>,
-}
-
-impl Handle {
-    pub fn local_peer(&self) -> PeerId {
-        self.local
-    }
-
-    /// Gossips a message (dropped quietly when the network has stopped).
-    pub fn publish(&self, topic: Topic, data: Vec<u8>) {
-        let _ = self.commands.send(Command::Publish(topic, data));
-    }
-
-    pub fn validate(&self, id: MessageId, source: PeerId, verdict: Verdict) {
-        let _ = self.commands.send(Command::Validate(id, source, verdict));
-    }
-
-    pub async fn request(&self, peer: PeerId, request: Request) -> Result<Response, RequestError> {
-        let turn = self
-            .in_flight
-            .lock()
-            .unwrap()
-            .entry(peer)
-            .or_insert_with(|| Arc::new(tokio::sync::Semaphore::new(MAX_REQUESTS_PER_PEER)))
-            .clone();
-        let _permit = turn.acquire_owned().await;
-        let (tx, rx) = oneshot::channel();
-        let stopped = || RequestError {
-            peer: peer.to_string(),
-            why: "the network has stopped".into(),
-        };
-        self.commands
-            .send(Command::Request(peer, request, tx))
-            .map_err(|_| stopped())?;
-        rx.await.map_err(|_| stopped())?
-    }
-
-    pub fn respond(&self, reply: Reply, response: Response) {
-        let _ = self.commands.send(Command::Respond(reply, response));
-    }
-
-    pub fn dial(&self, address: Multiaddr) {
-        let _ = self.commands.send(Command::Dial(address));
-    }
-
-    /// Where a peer listens, for requests to a peer not connected yet.
-    pub fn add_address(&self, peer: PeerId, address: Multiaddr) {
-        let _ = self.commands.send(Command::AddAddress(peer, address));
-    }
-
-    /// Refuses every connection with `peer` and closes the ones open: what
-    /// tests split a network with.
-    pub fn block(&self, peer: PeerId) {
-        let _ = self.commands.send(Command::Block(peer));
-    }
-
-    pub fn unblock(&self, peer: PeerId) {
-        let _ = self.commands.send(Command::Unblock(peer));
-    }
-
-    /// The peers connected now.
-    pub async fn peers(&self) -> Vec<PeerId> {
-        let (tx, rx) = oneshot::channel();
-        if self.commands.send(Command::Peers(tx)).is_err() {
-            return Vec::new();
-        }
-        rx.await.unwrap_or_default()
-    }
-
-    /// The addresses the node listens on.
-    pub async fn addresses(&self) -> Vec<Multiaddr> {
-        let (tx, rx) = oneshot::channel();
-        if self.commands.send(Command::Addresses(tx)).is_err() {
-            return Vec::new();
-        }
-        rx.await.unwrap_or_default()
-    }
-
-    /// Where each bootstrap address stands: reached, or why not and when
-    /// it is tried again.
-    pub async fn bootstrap(&self) -> Vec<BootstrapStatus> {
-        let (tx, rx) = oneshot::channel();
-        if self.commands.send(Command::Bootstrap(tx)).is_err() {
-            return Vec::new();
-        }
-        rx.await.unwrap_or_default()
-    }
-}
-
 /// The ed25519 public key behind a peer id: the vault's farmer key.
 pub fn farmer_key_of(peer: &PeerId) -> Option<[u8; 32]> {
     let multihash: &libp2p::multihash::Multihash<64> = peer.as_ref();
@@ -397,7 +281,7 @@ pub fn start(
         })?;
         bootstraps.dialling(i, id);
     }
-    let (commands, rx) = mpsc::unbounded_channel();
+    let (commands, rx) = mpsc::channel(COMMAND_QUEUE);
     let (events_tx, events) = mpsc::channel(4096);
     let local = *swarm.local_peer_id();
     let topics: HashMap<TopicHash, Topic> = Topic::ALL
@@ -418,11 +302,7 @@ pub fn start(
         last_walk: None,
     };
     let task = tokio::spawn(runner.run());
-    let handle = Handle {
-        commands,
-        local,
-        in_flight: Default::default(),
-    };
+    let handle = Handle::new(commands, local);
     Ok((handle, events, task))
 }
 
@@ -437,7 +317,7 @@ async fn emit(events: &mpsc::Sender<Event>, event: Event) {
 
 struct Runner {
     swarm: Swarm<Behaviour>,
-    commands: mpsc::UnboundedReceiver<Command>,
+    commands: mpsc::Receiver<Command>,
     events: mpsc::Sender<Event>,
     topics: HashMap<TopicHash, Topic>,
     chain_id: [u8; 32],

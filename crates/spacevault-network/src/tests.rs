@@ -281,8 +281,51 @@ async fn many_requests_to_one_peer_at_once_wait_their_turn_and_all_succeed() {
         failed.len(),
         failed.first()
     );
+    // A request abandoned while it waits for its answer leaves nothing
+    // behind either.
+    let abandoned = tokio::time::timeout(
+        Duration::from_millis(1),
+        b.request(a_peer, Request::Fetch { address: [9; 32] }),
+    )
+    .await;
+    assert!(abandoned.is_err(), "answered within a millisecond");
+    assert_eq!(b.peers_with_turns(), 0, "turns outlived their requests");
+
+    // Requests to many peers (each unknown: they fail at the dial) keep
+    // no entry for any of them (secrets no node of these tests uses).
+    let asks: Vec<_> = (56..=255u8)
+        .map(|i| {
+            let b = b.clone();
+            let peer = peer_of(&spacevault_chain::Keypair::from_secret(&[i; 32]).public()).unwrap();
+            tokio::spawn(async move { b.request(peer, Request::Fetch { address: [0; 32] }).await })
+        })
+        .collect();
+    for ask in asks {
+        assert!(ask.await.unwrap().is_err());
+    }
+    assert_eq!(b.peers_with_turns(), 0, "turns outlived their requests");
     answering.abort();
     drain.abort();
+}
+
+#[tokio::test]
+async fn commands_past_a_full_queue_are_dropped_and_counted() {
+    let (tx, _held) = mpsc::channel(COMMAND_QUEUE);
+    let local = peer_of(&spacevault_chain::Keypair::from_secret(&[1; 32]).public()).unwrap();
+    let handle = Handle::new(tx, local);
+    for _ in 0..COMMAND_QUEUE + 10 {
+        handle.publish(Topic::Txs, vec![0; 8]);
+    }
+    assert_eq!(handle.commands_dropped(), 10);
+    let asked = tokio::time::timeout(
+        Duration::from_secs(10),
+        handle.request(local, Request::Fetch { address: [0; 32] }),
+    )
+    .await
+    .expect("a full queue answers at once");
+    assert!(asked.unwrap_err().why.contains("overloaded"));
+    assert_eq!(handle.commands_dropped(), 11);
+    assert_eq!(handle.peers().await, Vec::<PeerId>::new());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

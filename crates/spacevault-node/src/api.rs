@@ -118,6 +118,7 @@ async fn health(State(s): S) -> Json<serde_json::Value> {
 
 async fn metrics(State(s): S) -> impl IntoResponse {
     s.metrics.sync_crypto(&s.meter);
+    s.metrics.sync_network(s.net.commands_dropped());
     (
         [(
             header::CONTENT_TYPE,

@@ -47,6 +47,9 @@ pub struct Metrics {
     pub blob_repairs: Counter,
     pub blob_copies_pushed: Counter,
     pub registers_written: Counter,
+    /// Commands to the network's task dropped for a full queue, brought up
+    /// to date at each scrape.
+    pub network_commands_dropped: Counter,
     /// Copies of the vault's crypto meter, brought up to date at each
     /// scrape.
     pub crypto_ops: Family<CryptoOp, Counter>,
@@ -80,6 +83,7 @@ impl Metrics {
             blob_repairs: Counter::default(),
             blob_copies_pushed: Counter::default(),
             registers_written: Counter::default(),
+            network_commands_dropped: Counter::default(),
             crypto_ops: Family::default(),
             crypto_seconds: Family::default(),
             registry: Registry::default(),
@@ -90,6 +94,11 @@ impl Metrics {
             m.height.clone(),
         );
         registry.register("peers", "Peers connected", m.peers.clone());
+        registry.register(
+            "network_commands_dropped",
+            "Commands to the network's task dropped because its queue was full",
+            m.network_commands_dropped.clone(),
+        );
         registry.register(
             "vaults",
             "Vaults known alive, this one included",
@@ -186,6 +195,12 @@ impl Metrics {
             m.crypto_seconds.clone(),
         );
         Metrics { registry, ..m }
+    }
+
+    /// Brings the count of dropped network commands up to `dropped`.
+    pub fn sync_network(&self, dropped: u64) {
+        let c = &self.network_commands_dropped;
+        c.inc_by(dropped.saturating_sub(c.get()));
     }
 
     /// Brings the crypto counters up to the meter's figures.
