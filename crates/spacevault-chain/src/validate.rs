@@ -235,17 +235,36 @@ pub fn check_header(
 }
 
 /// What can be checked of a block whose parent is not known: its chain,
-/// size, transaction root, k, and its signature. Enough that a block kept
-/// until its parent comes is the one its producer signed, and, with its
-/// hash, the only block it can be.
-pub fn check_orphan(spec: &ChainSpec, chain_id: &[u8; 32], block: &Block) -> Result<(), Rejection> {
+/// time (not in the future), size, transaction root, k, that its proof
+/// names a record of its plot (a nonce below 2^k), and its signature.
+/// Enough that a block kept until its parent comes is the one its
+/// producer signed, and, with its hash, the only block it can be. Its
+/// proof's distance needs the parent's challenge, and waits for it.
+pub fn check_orphan(
+    spec: &ChainSpec,
+    chain_id: &[u8; 32],
+    block: &Block,
+    now_ms: u64,
+) -> Result<(), Rejection> {
     let h = &block.header;
     if h.chain_id != *chain_id {
         return Err(Rejection::WrongChain);
     }
+    if h.timestamp_ms > now_ms + max_drift_ms(spec) {
+        return Err(Rejection::Future {
+            got: h.timestamp_ms,
+            now: now_ms,
+        });
+    }
     check_size_and_root(spec, chain_id, block)?;
     if !(spec.min_k..=spec.max_k).contains(&h.proof.k) {
         return Err(Rejection::BadK(h.proof.k));
+    }
+    if h.proof.k >= 64 || h.proof.nonce >> h.proof.k != 0 {
+        return Err(Rejection::BadProof(format!(
+            "nonce {} is out of range for k = {}",
+            h.proof.nonce, h.proof.k
+        )));
     }
     check_signature(block)
 }
@@ -444,7 +463,7 @@ mod tests {
         );
         assert_eq!(check(&three), Err(Rejection::TooManyTxs { got: 3, max: 2 }));
         assert_eq!(
-            check_orphan(&spec, &chain, &three),
+            check_orphan(&spec, &chain, &three, now),
             Err(Rejection::TooManyTxs { got: 3, max: 2 })
         );
 
@@ -453,7 +472,7 @@ mod tests {
         swapped.txs[0] = tx(b"b", b"v");
         assert_eq!(check(&swapped), Err(Rejection::BadTxRoot));
         assert_eq!(
-            check_orphan(&spec, &chain, &swapped),
+            check_orphan(&spec, &chain, &swapped, now),
             Err(Rejection::BadTxRoot)
         );
         let mut dropped = block_with(&spec, &producer, vec![tx(b"a", b"v")]);
@@ -492,28 +511,56 @@ mod tests {
         let chain = spec.chain_id();
         let producer = Keypair::from_secret(&[7; 32]);
         let good = block_with(&spec, &producer, vec![]);
-        assert_eq!(check_orphan(&spec, &chain, &good), Ok(()));
+        let now = good.header.timestamp_ms;
+        assert_eq!(check_orphan(&spec, &chain, &good, now), Ok(()));
         assert_eq!(
-            check_orphan(&spec, &[0; 32], &good),
+            check_orphan(&spec, &[0; 32], &good, now),
             Err(Rejection::WrongChain)
         );
         let mut unsigned = good.clone();
         unsigned.signature[10] ^= 1;
         assert_eq!(
-            check_orphan(&spec, &chain, &unsigned),
+            check_orphan(&spec, &chain, &unsigned, now),
             Err(Rejection::BadSignature)
         );
         let mut small = good.clone();
         small.header.proof.k = spec.min_k - 1;
         assert_eq!(
-            check_orphan(&spec, &chain, &small),
+            check_orphan(&spec, &chain, &small, now),
             Err(Rejection::BadK(spec.min_k - 1))
         );
-        let mut large = good;
+        let mut large = good.clone();
         large.header.proof.k = spec.max_k + 1;
         assert_eq!(
-            check_orphan(&spec, &chain, &large),
+            check_orphan(&spec, &chain, &large, now),
             Err(Rejection::BadK(spec.max_k + 1))
+        );
+        // Signed, but naming no record of its plot.
+        let k = good.header.proof.k;
+        let mut proof = good.header.proof.clone();
+        proof.nonce = 1 << k;
+        let beyond = Block::produce(
+            &producer,
+            chain,
+            good.header.height,
+            good.header.parent,
+            good.header.timestamp_ms,
+            proof,
+            vec![],
+        );
+        assert!(matches!(
+            check_orphan(&spec, &chain, &beyond, now),
+            Err(Rejection::BadProof(why)) if why.contains("out of range")
+        ));
+        // Made later than any clock allows.
+        let drift = max_drift_ms(&spec);
+        assert_eq!(check_orphan(&spec, &chain, &good, now - drift), Ok(()));
+        assert_eq!(
+            check_orphan(&spec, &chain, &good, now - drift - 1),
+            Err(Rejection::Future {
+                got: now,
+                now: now - drift - 1
+            })
         );
     }
 

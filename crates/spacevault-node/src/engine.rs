@@ -10,8 +10,11 @@ use spacevault_chain::{
     Block, ChainProof, ChainSpec, Keypair, Limits, ProofMsg, Ranked, RegisterTx, Rejection,
 };
 use spacevault_store::{Status, Store, StoreError};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::Path;
+
+mod orphans;
+pub use orphans::{Origin, MAX_ORPHANS, MAX_ORPHANS_PER_ORIGIN, ORPHAN_SLOTS};
 
 /// What became of an imported block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,13 +37,16 @@ pub struct Adoption {
     /// Whether the next block is the first, and came by gossip
     /// ([`Engine::import_gossiped`]); the orphans were asked for.
     gossiped: bool,
+    /// Who sent the first block (the orphans waited for a known one).
+    origin: Origin,
 }
 
 impl Adoption {
-    pub fn new(block: Block, gossiped: bool) -> Adoption {
+    pub fn new(block: Block, gossiped: bool, origin: Origin) -> Adoption {
         Adoption {
             queue: vec![block],
             gossiped,
+            origin,
         }
     }
 }
@@ -64,7 +70,6 @@ struct Election {
 /// Proofs an election keeps: enough to rank this vault's own among them.
 const ELECTION_KEEPS: usize = 64;
 /// Blocks kept while their parent is missing.
-pub const MAX_ORPHANS: usize = 512;
 /// Transactions pending at most.
 pub const MAX_MEMPOOL: usize = 16_384;
 /// How far ahead of a register's version a pending transaction may be.
@@ -137,8 +142,7 @@ pub struct Engine {
     /// likelier producers' when the network runs late.
     block_delay_ms: f64,
     mempool: BTreeMap<[u8; 32], RegisterTx>,
-    orphans: HashMap<[u8; 32], Vec<Block>>,
-    orphan_count: usize,
+    orphans: orphans::Orphans,
 }
 
 impl Engine {
@@ -152,6 +156,7 @@ impl Engine {
             None => genesis,
         };
         Ok(Engine {
+            orphans: orphans::Orphans::new(spec.slot_ms),
             limits: Limits::of(&spec),
             election: Election::new(head, &chain_id, 0),
             previous: None,
@@ -161,8 +166,6 @@ impl Engine {
             store: std::sync::Arc::new(store),
             head,
             mempool: BTreeMap::new(),
-            orphans: HashMap::new(),
-            orphan_count: 0,
         })
     }
 
@@ -209,7 +212,18 @@ impl Engine {
     /// chain. Errors are the block's fault (or a store failure, as
     /// `Malformed`).
     pub fn import(&mut self, block: Block, now_ms: u64) -> Result<Imported, Rejection> {
-        self.import_checked(block, now_ms, false)
+        self.import_checked(block, now_ms, false, Origin::LOCAL)
+    }
+
+    /// [`import`](Self::import) for a block `origin` sent: an orphan
+    /// counts against that sender's share of the pool.
+    pub fn import_from(
+        &mut self,
+        block: Block,
+        now_ms: u64,
+        origin: Origin,
+    ) -> Result<Imported, Rejection> {
+        self.import_checked(block, now_ms, false, origin)
     }
 
     /// [`import`](Self::import) for a block gossiped to this vault: one
@@ -219,8 +233,13 @@ impl Engine {
     /// every vault whose winner came late made one. Blocks asked for in a
     /// sync are imported whatever they are: a branch that grew on such a
     /// block comes that way.
-    pub fn import_gossiped(&mut self, block: Block, now_ms: u64) -> Result<Imported, Rejection> {
-        self.import_checked(block, now_ms, true)
+    pub fn import_gossiped(
+        &mut self,
+        block: Block,
+        now_ms: u64,
+        origin: Origin,
+    ) -> Result<Imported, Rejection> {
+        self.import_checked(block, now_ms, true, origin)
     }
 
     fn import_checked(
@@ -228,6 +247,7 @@ impl Engine {
         block: Block,
         now_ms: u64,
         refuse_beaten: bool,
+        origin: Origin,
     ) -> Result<Imported, Rejection> {
         let hash = block.hash();
         let store_err = unable_to_store;
@@ -241,14 +261,8 @@ impl Engine {
             // signature or other transactions (the hash covers neither)
             // would otherwise wait in its place and be refused when the
             // parent comes, and the real block, a duplicate of it, dropped.
-            validate::check_orphan(&self.spec, &self.chain_id, &block)?;
-            if self.orphan_count < MAX_ORPHANS {
-                let waiting = self.orphans.entry(parent_hash).or_default();
-                if !waiting.iter().any(|b| b.hash() == hash) {
-                    waiting.push(block);
-                    self.orphan_count += 1;
-                }
-            }
+            validate::check_orphan(&self.spec, &self.chain_id, &block, now_ms)?;
+            self.orphans.keep(block, hash, origin, now_ms);
             return Ok(Imported::Orphan);
         };
         if let Some(info) = self.store.info(&parent_hash).map_err(store_err)? {
@@ -299,14 +313,24 @@ impl Engine {
 
     /// Blocks that waited for `parent`, now that it is known.
     pub fn take_orphans(&mut self, parent: &[u8; 32]) -> Vec<Block> {
-        let blocks = self.orphans.remove(parent).unwrap_or_default();
-        self.orphan_count -= blocks.len();
-        blocks
+        self.orphans.take(parent)
     }
 
     /// Blocks kept while their parent is missing.
     pub fn orphan_count(&self) -> usize {
-        self.orphan_count
+        self.orphans.count()
+    }
+
+    /// Orphans kept from `origin`.
+    pub fn orphans_from(&self, origin: Origin) -> usize {
+        self.orphans.from(origin)
+    }
+
+    /// Drops orphans that waited too long ([`ORPHAN_SLOTS`]): what keeps
+    /// the pool from holding blocks whose parents never come once their
+    /// senders fall silent.
+    pub fn expire_orphans(&mut self, now_ms: u64) {
+        self.orphans.expire(now_ms);
     }
 
     /// Imports the next block of `adoption`: the block it began with, then
@@ -320,10 +344,11 @@ impl Engine {
     ) -> Option<([u8; 32], Result<Imported, Rejection>)> {
         let block = adoption.queue.pop()?;
         let hash = block.hash();
+        let origin = std::mem::replace(&mut adoption.origin, Origin::LOCAL);
         let outcome = if std::mem::take(&mut adoption.gossiped) {
-            self.import_gossiped(block, now_ms)
+            self.import_gossiped(block, now_ms, origin)
         } else {
-            self.import(block, now_ms)
+            self.import_from(block, now_ms, origin)
         };
         if matches!(outcome, Ok(Imported::NewHead { .. }) | Ok(Imported::Kept)) {
             adoption.queue.extend(self.take_orphans(&hash));
@@ -340,7 +365,7 @@ impl Engine {
         now_ms: u64,
         gossiped: bool,
     ) -> Vec<([u8; 32], Result<Imported, Rejection>)> {
-        let mut adoption = Adoption::new(block, gossiped);
+        let mut adoption = Adoption::new(block, gossiped, Origin::LOCAL);
         std::iter::from_fn(|| self.import_next(&mut adoption, now_ms)).collect()
     }
 

@@ -3,7 +3,7 @@
 
 use crate::api::ApiTimes;
 use crate::data::{self, Vaults};
-use crate::engine::{Adoption, Engine, Imported};
+use crate::engine::{Adoption, Engine, Imported, Origin};
 use crate::farmer::{Farmer, Found};
 use crate::metrics::Metrics;
 use crate::sync::spawn_sync;
@@ -388,6 +388,7 @@ async fn run(shared: Arc<Shared>, mut events: mpsc::Receiver<Event>, mut stop: m
                     last_progress = tokio::time::Instant::now();
                     spawn_sync(&shared, &internal_tx, None);
                 }
+                shared.engine().expire_orphans(crate::now_ms());
                 data::housekeeping(&shared);
             }
             _ = tokio::time::sleep_until(next_announce) => {
@@ -528,7 +529,7 @@ fn produce(shared: &Arc<Shared>, contest: bool) {
     let bytes = block.encode();
     // A vault's own block passes its own checks; one that does not (a
     // clock far off) is logged and not sent.
-    match import(shared, block, false) {
+    match import(shared, block, false, Origin::LOCAL) {
         Ok(_) => shared.net.publish(Topic::Blocks, bytes),
         Err(why) => tracing::error!(%why, "this vault's own block was refused"),
     }
@@ -543,8 +544,9 @@ pub(crate) fn import(
     shared: &Arc<Shared>,
     block: Block,
     gossiped: bool,
+    origin: Origin,
 ) -> Result<Imported, Rejection> {
-    let mut adoption = Adoption::new(block, gossiped);
+    let mut adoption = Adoption::new(block, gossiped, origin);
     let mut first = None;
     loop {
         let now = crate::now_ms();
@@ -581,6 +583,11 @@ pub(crate) fn import(
         produce(shared, true);
     }
     first.expect("one block at least")
+}
+
+/// The sender of a block, as the orphan pool counts senders.
+pub(crate) fn origin_of(peer: &net::Peer) -> Origin {
+    Origin(*blake3::hash(&peer.to_bytes()).as_bytes())
 }
 
 fn verdict(r: &Rejection) -> Verdict {
@@ -655,7 +662,7 @@ fn on_gossip(
                 Ok(b) => b,
                 Err(e) => return refuse(Rejection::Malformed(e.to_string())),
             };
-            match import(shared, block, true) {
+            match import(shared, block, true, origin_of(&source)) {
                 Ok(Imported::NewHead { .. }) => Verdict::Accept,
                 // Kept but not followed: it loses here to a chain this
                 // vault has, and relaying it would only spread a block

@@ -3,7 +3,7 @@
 //! three slots asks a peer for its canonical blocks and imports them.
 
 use crate::engine::Imported;
-use crate::node::{import, Internal, Shared};
+use crate::node::{import, origin_of, Internal, Shared};
 use spacevault_chain::meter;
 use spacevault_chain::Block;
 use spacevault_network::{self as net, Request, Response};
@@ -70,6 +70,7 @@ async fn sync_from(shared: &Arc<Shared>, peer: net::Peer) -> bool {
     // The lowest height a batch that did not attach began at, since the
     // last new block.
     let mut lowest_unattached = u64::MAX;
+    let origin = origin_of(&peer);
     for _ in 0..MAX_SYNC_REQUESTS {
         let request = Request::Blocks {
             from,
@@ -94,7 +95,7 @@ async fn sync_from(shared: &Arc<Shared>, peer: net::Peer) -> bool {
                 return progressed;
             }
             next += 1;
-            match meter::with(&shared.meter, || import(shared, block, false)) {
+            match meter::with(&shared.meter, || import(shared, block, false, origin)) {
                 Ok(Imported::NewHead { .. }) | Ok(Imported::Kept) => new = true,
                 Ok(Imported::Orphan) => orphaned = true,
                 Ok(Imported::Duplicate) => {}

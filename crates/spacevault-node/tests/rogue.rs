@@ -6,7 +6,134 @@ mod common;
 use common::*;
 use spacevault_chain::{Announce, Block, ChainProof, Keypair, ProofMsg, Receipt, RegisterTx};
 use spacevault_network::{self as net, Event, Request, Response, Topic, TransportKind, Verdict};
+use spacevault_node::engine::MAX_ORPHANS_PER_ORIGIN;
 use std::time::Duration;
+
+/// A peer, outside the vaults, joined to `boot` and linked to `vault`.
+async fn joined_rogue(
+    secret: u8,
+    chain: [u8; 32],
+    boot: Vec<net::Address>,
+    vault: net::Peer,
+) -> (net::Handle, tokio::sync::mpsc::Receiver<Event>) {
+    let mut config = net::Config::new([secret; 32], TransportKind::Memory, chain);
+    config.listen = vec!["/memory/0".parse().unwrap()];
+    config.bootstrap = boot;
+    config.heartbeat = Duration::from_millis(100);
+    let (rogue, events, _task) = net::start(config).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !rogue.peers().await.contains(&vault) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "a rogue never connected"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    (rogue, events)
+}
+
+/// Answers what came to a rogue so far: gossip ignored, requests unknown.
+async fn drain(rogue: &net::Handle, events: &mut tokio::sync::mpsc::Receiver<Event>) {
+    while let Ok(Some(ev)) = tokio::time::timeout(Duration::from_millis(5), events.recv()).await {
+        match ev {
+            Event::Gossip { id, source, .. } => rogue.validate(id, source, Verdict::Ignore),
+            Event::Request { reply, .. } => rogue.respond(reply, Response::NotFound),
+            _ => {}
+        }
+    }
+}
+
+/// Publishes a stale announcement, new each time (refused, counted, and
+/// no fault: a fault would graylist the rogue, and its later messages go
+/// unread), and returns the vault's count of them before it: once the
+/// count passes that, every message the rogue sent before was handled.
+fn marker(rogue: &net::Handle, vault: &spacevault_node::Node, n: &mut u64) -> f64 {
+    *n += 1;
+    let before = rejected(vault, "vaults", "stale");
+    let chain = vault.shared.engine().chain_id();
+    let announcer = Keypair::from_secret(&[6; 32]);
+    let stale = spacevault_node::now_ms() - 600_000 - *n;
+    rogue.publish(
+        Topic::Vaults,
+        Announce::signed(&announcer, &chain, stale, vec![]).encode(),
+    );
+    before
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_orphan_flood_keeps_no_more_than_its_senders_share_and_the_chain_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let files: Vec<_> = (0..2).map(|i| vault_files(dir.path(), i)).collect();
+    let spec = spec(300, 2);
+    let chain = spec.chain_id();
+    let nodes = network(&spec, &files, false).await;
+    assert!(
+        wait_for(Duration::from_secs(20), || nodes
+            .iter()
+            .all(|n| n.height() >= 2))
+        .await
+    );
+    let boot = nodes[0].listen_addrs(Duration::from_secs(1)).await;
+    let (rogue, mut events) = joined_rogue(99, chain, boot, nodes[0].peer_id()).await;
+    let key = Keypair::from_secret(&[99; 32]);
+    // Markers until the rogue's gossip reaches the vault at all.
+    let mut n = 0;
+    let before = marker(&rogue, &nodes[0], &mut n);
+    while rejected(&nodes[0], "vaults", "stale") <= before {
+        assert!(n < 400, "the rogue's gossip never reached the vault");
+        drain(&rogue, &mut events).await;
+        marker(&rogue, &nodes[0], &mut n);
+    }
+    let height_before = nodes[0].height();
+    let mut most = 0;
+    for i in 0..3 * MAX_ORPHANS_PER_ORIGIN as u64 {
+        let head = nodes[0].shared.engine().head();
+        let proof = ChainProof {
+            farmer_key: key.public(),
+            seed: [9; 32],
+            k: 16,
+            nonce: i,
+        };
+        let parent = *blake3::hash(&i.to_le_bytes()).as_bytes();
+        let orphan = Block::produce(
+            &key,
+            chain,
+            head.height + 5,
+            parent,
+            spacevault_node::now_ms(),
+            proof,
+            vec![],
+        );
+        rogue.publish(Topic::Blocks, orphan.encode());
+        if i % 16 == 15 {
+            drain(&rogue, &mut events).await;
+        }
+        most = most.max(nodes[0].shared.engine().orphan_count());
+    }
+    let before = marker(&rogue, &nodes[0], &mut n);
+    let handled = wait_for(Duration::from_secs(30), || {
+        most = most.max(nodes[0].shared.engine().orphan_count());
+        rejected(&nodes[0], "vaults", "stale") > before
+    })
+    .await;
+    assert!(handled, "the flood was never handled");
+    assert_eq!(
+        nodes[0].shared.engine().orphan_count(),
+        MAX_ORPHANS_PER_ORIGIN,
+        "the rogue's share"
+    );
+    assert!(most <= MAX_ORPHANS_PER_ORIGIN, "{most} orphans at once");
+    // The vaults kept following their chain meanwhile.
+    assert!(
+        wait_for(Duration::from_secs(20), || nodes
+            .iter()
+            .all(|n| n.height() >= height_before + 3))
+        .await
+    );
+    for n in nodes {
+        n.stop().await;
+    }
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_bad_message_is_refused_counted_and_not_relayed() {
@@ -105,6 +232,24 @@ async fn every_bad_message_is_refused_counted_and_not_relayed() {
                 )
                 .encode(),
                 "future",
+            ),
+            // An orphan, signed, whose proof names no record of its plot.
+            (
+                Topic::Blocks,
+                Block::produce(
+                    &rogue_key,
+                    chain,
+                    head.height + 3,
+                    [round; 32],
+                    ts,
+                    ChainProof {
+                        nonce: 1 << proof.k,
+                        ..proof.clone()
+                    },
+                    vec![],
+                )
+                .encode(),
+                "bad_proof",
             ),
             (
                 Topic::Proofs,

@@ -219,12 +219,14 @@ async fn the_block_delay_is_smoothed_over_the_samples() {
     let mut c = vault(3);
     let made = spec().genesis_unix_ms + spec().slot_ms;
     let first = a.engine.produce(&a.key.clone(), made, false).unwrap();
-    c.engine.import_gossiped(first.clone(), made + 400).unwrap();
+    c.engine
+        .import_gossiped(first.clone(), made + 400, Origin::LOCAL)
+        .unwrap();
     assert_eq!(c.engine.block_delay_ms(), 100.0);
     a.engine.import(first, made).unwrap();
     let second = child_of_head(&mut a, made + spec().slot_ms).await;
     c.engine
-        .import_gossiped(second, made + spec().slot_ms + 800)
+        .import_gossiped(second, made + spec().slot_ms + 800, Origin::LOCAL)
         .unwrap();
     assert_eq!(c.engine.block_delay_ms(), 100.0 + (800.0 - 100.0) / 4.0);
 }
@@ -517,14 +519,16 @@ async fn a_gossiped_block_beaten_by_the_canonical_sibling_is_refused_and_a_synce
         (block_b, block_a)
     };
     let mut c = vault(3);
-    c.engine.import_gossiped(better.clone(), t).unwrap();
+    c.engine
+        .import_gossiped(better.clone(), t, Origin::LOCAL)
+        .unwrap();
     assert_eq!(
-        c.engine.import_gossiped(worse.clone(), t),
+        c.engine.import_gossiped(worse.clone(), t, Origin::LOCAL),
         Err(Rejection::NotBetter),
         "the loser is refused"
     );
     assert!(matches!(
-        c.engine.import_gossiped(better.clone(), t),
+        c.engine.import_gossiped(better.clone(), t, Origin::LOCAL),
         Ok(Imported::Duplicate)
     ));
     // From a sync, the loser is kept (a branch may grow on it).
@@ -534,8 +538,10 @@ async fn a_gossiped_block_beaten_by_the_canonical_sibling_is_refused_and_a_synce
     ));
     // The other way round, the better block replaces the worse.
     let mut d = vault(4);
-    d.engine.import_gossiped(worse, t).unwrap();
-    d.engine.import_gossiped(better.clone(), t).unwrap();
+    d.engine.import_gossiped(worse, t, Origin::LOCAL).unwrap();
+    d.engine
+        .import_gossiped(better.clone(), t, Origin::LOCAL)
+        .unwrap();
     assert_eq!(d.engine.head().hash, better.hash());
 }
 
@@ -603,7 +609,9 @@ async fn a_vault_waits_a_place_for_each_expected_place_beyond_the_first_and_plac
     let made = spec().genesis_unix_ms + spec().slot_ms;
     let block = a.engine.produce(&a.key.clone(), made, false).unwrap();
     let late = made + 2 * spec().slot_ms;
-    b.engine.import_gossiped(block, late).unwrap();
+    b.engine
+        .import_gossiped(block, late, Origin::LOCAL)
+        .unwrap();
     let delay = b.engine.block_delay_ms();
     assert_eq!(delay, (2 * spec().slot_ms) as f64 / 4.0);
     let (height, parent, challenge) = b.engine.election();
@@ -628,7 +636,7 @@ fn bare() -> (Engine, tempfile::TempDir) {
 }
 
 #[test]
-fn orphans_are_kept_up_to_the_cap_and_no_further() {
+fn orphans_are_bounded_in_all_per_sender_and_in_time() {
     let (mut engine, _dir) = bare();
     let producer = Keypair::from_secret(&[5; 32]);
     let orphan = |i: u32| {
@@ -650,23 +658,45 @@ fn orphans_are_kept_up_to_the_cap_and_no_further() {
             vec![],
         )
     };
-    for i in 0..MAX_ORPHANS as u32 {
-        assert_eq!(engine.import(orphan(i), 5_000_000), Ok(Imported::Orphan));
+    let now = 5_000_000;
+    let flooders = (MAX_ORPHANS / MAX_ORPHANS_PER_ORIGIN) as u32;
+    let flooder = |f: u32| Origin([f as u8 + 100; 32]);
+    let mut n = 0;
+    for f in 0..flooders {
+        for _ in 0..MAX_ORPHANS_PER_ORIGIN {
+            let outcome = engine.import_from(orphan(n), now, flooder(f));
+            assert_eq!(outcome, Ok(Imported::Orphan));
+            n += 1;
+        }
     }
     assert_eq!(engine.orphan_count(), MAX_ORPHANS);
     // The same orphan again is not kept twice.
-    assert_eq!(engine.import(orphan(0), 5_000_000), Ok(Imported::Orphan));
+    engine.import_from(orphan(0), now, flooder(3)).unwrap();
     assert_eq!(engine.orphan_count(), MAX_ORPHANS);
-    // One more is not kept: nothing waits for its parent.
-    let extra = orphan(MAX_ORPHANS as u32);
-    engine.import(extra.clone(), 5_000_000).unwrap();
-    assert_eq!(engine.orphan_count(), MAX_ORPHANS);
-    assert!(engine.take_orphans(&extra.header.parent).is_empty());
+    assert_eq!(engine.orphans_from(flooder(3)), MAX_ORPHANS_PER_ORIGIN);
+    // A flooder's next orphan replaces its own oldest.
+    engine.import_from(orphan(n), now, flooder(0)).unwrap();
+    assert!(engine.take_orphans(&orphan(0).header.parent).is_empty());
     assert_eq!(
-        engine.take_orphans(&orphan(7).header.parent),
-        vec![orphan(7)]
+        engine.take_orphans(&orphan(n).header.parent),
+        vec![orphan(n)]
     );
-    assert_eq!(engine.orphan_count(), MAX_ORPHANS - 1);
+    n += 1;
+    engine.import_from(orphan(n), now, flooder(0)).unwrap();
+    assert_eq!(engine.orphan_count(), MAX_ORPHANS);
+    // Another sender's orphan is kept in a full pool, at a flooder's cost.
+    let honest = Origin([1; 32]);
+    let mine = orphan(n + 1);
+    engine.import_from(mine.clone(), now, honest).unwrap();
+    assert_eq!(engine.orphan_count(), MAX_ORPHANS);
+    assert_eq!(engine.orphans_from(honest), 1);
+    // Orphans whose parent never comes expire.
+    let slot = spec().slot_ms;
+    engine.expire_orphans(now + ORPHAN_SLOTS * slot);
+    assert_eq!(engine.orphan_count(), MAX_ORPHANS);
+    engine.expire_orphans(now + ORPHAN_SLOTS * slot + 1);
+    assert_eq!(engine.orphan_count(), 0);
+    assert!(engine.take_orphans(&mine.header.parent).is_empty());
 }
 
 #[test]
