@@ -7,6 +7,7 @@
 //! served: nothing remembers that a copy was good.
 
 use crate::node::Shared;
+use crate::replication::{moved_to, nearest, Pass, Passes, View};
 use spacevault_chain::meter::{self, Op};
 use spacevault_chain::{blob_address, Announce, Receipt, Rejection};
 use spacevault_network::{self as net, Request, Response, Topic};
@@ -50,8 +51,8 @@ pub struct Vaults {
     known: HashMap<[u8; 32], Known>,
     /// Changes every time the set of vaults alive does.
     generation: u64,
-    /// The generation the local blobs were last replicated for.
-    replicated_for: u64,
+    /// The passes that send local blobs to their new holders.
+    passes: Passes,
     /// Vaults known at most, besides this one.
     max_known: usize,
     /// The newest announcement's time of each vault that left (Unix ms),
@@ -66,7 +67,7 @@ impl Vaults {
             own,
             known: HashMap::new(),
             generation: 1,
-            replicated_for: 0,
+            passes: Passes::default(),
             departed: HashMap::new(),
             max_known: MAX_KNOWN_VAULTS,
         }
@@ -218,24 +219,19 @@ impl Vaults {
 
     /// The `r` vaults nearest `address` by XOR of their farmer keys.
     pub fn holders(&self, address: &[u8; 32], r: usize) -> Vec<[u8; 32]> {
-        let mut all: Vec<[u8; 32]> = self.known.keys().copied().collect();
+        nearest(&self.view(), address, r)
+    }
+
+    /// Every vault alive, this one included.
+    fn view(&self) -> View {
+        let mut all: View = self.known.keys().copied().collect();
         all.push(self.own);
-        all.sort_by_key(|k| xor(k, address));
-        all.truncate(r);
         all
     }
 
     fn peer(&self, key: &[u8; 32]) -> Option<net::Peer> {
         self.known.get(key).map(|k| k.peer)
     }
-}
-
-fn xor(a: &[u8; 32], b: &[u8; 32]) -> [u8; 32] {
-    let mut out = [0u8; 32];
-    for i in 0..32 {
-        out[i] = a[i] ^ b[i];
-    }
-    out
 }
 
 /// Publishes this vault's signed announcement: where it listens, and the
@@ -292,51 +288,82 @@ pub fn on_announce(shared: &Arc<Shared>, data: &[u8]) -> Result<(), Rejection> {
     Ok(())
 }
 
-/// Timers' work: forget silent vaults, and when the set of vaults changed,
-/// push local blobs to the vaults that should now hold them.
+/// Timers' work: forget silent vaults, and when the set of vaults changed
+/// and no replication pass runs, start one.
 pub fn housekeeping(shared: &Arc<Shared>) {
-    let (generation, replicated_for, count) = {
+    let (pass, count) = {
         let mut v = shared.vaults.lock().unwrap();
         let interval = announce_interval(&shared.spec, v.count());
         v.expire(interval);
-        (v.generation, v.replicated_for, v.count())
+        let view = v.view();
+        let generation = v.generation;
+        (v.passes.start(generation, || view), v.count())
     };
     shared.metrics.vaults.set(count as i64);
-    if generation != replicated_for {
-        shared.vaults.lock().unwrap().replicated_for = generation;
+    if let Some(pass) = pass {
         let shared = shared.clone();
-        tokio::spawn(async move { replicate(&shared).await });
+        tokio::spawn(async move {
+            // Ends the pass however the task ends: a pass that never
+            // ended would stop every later one.
+            let mut running = Running {
+                shared: &shared,
+                pass: Some(pass),
+                complete: false,
+            };
+            let pass = running.pass.as_ref().expect("just set");
+            running.complete = replicate(&shared, pass).await;
+        });
     }
 }
 
-/// Sends each local blob to those of its holders that are other vaults
-/// (they keep it once; a copy already held is kept again at no cost).
-async fn replicate(shared: &Arc<Shared>) {
+struct Running<'a> {
+    shared: &'a Shared,
+    pass: Option<Pass>,
+    complete: bool,
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        if let Some(pass) = self.pass.take() {
+            let mut v = self.shared.vaults.lock().unwrap();
+            v.passes.finish(pass, self.complete);
+        }
+    }
+}
+
+/// Sends each local blob to the vaults that became its holders since the
+/// pass before (they keep it once; a copy already held is kept again at
+/// no cost). True when every copy was taken.
+async fn replicate(shared: &Arc<Shared>, pass: &Pass) -> bool {
     let Ok(addresses) = shared.engine().store().blob_addresses() else {
-        return;
+        return false;
     };
     let r = shared.spec.replication as usize;
+    let own = shared.key.public();
+    let mut complete = true;
     for address in addresses {
-        let targets: Vec<net::Peer> = {
-            let v = shared.vaults.lock().unwrap();
-            v.holders(&address, r)
-                .into_iter()
-                .filter_map(|k| v.peer(&k))
-                .collect()
-        };
-        if targets.is_empty() {
+        let moved = moved_to(&address, r, pass.before.as_deref(), &pass.now, &own);
+        if moved.is_empty() {
             continue;
         }
+        let targets: Vec<net::Peer> = {
+            let v = shared.vaults.lock().unwrap();
+            moved.iter().filter_map(|k| v.peer(k)).collect()
+        };
         let Some(blob) = read_verified(shared, &address).await else {
             continue;
         };
         for peer in targets {
             let request = Request::Store { blob: blob.clone() };
-            if let Ok(Response::Stored(_)) = request_vault(shared, peer, request).await {
-                shared.metrics.blob_copies_pushed.inc();
+            match request_vault(shared, peer, request).await {
+                Ok(Response::Stored(_)) => {
+                    shared.metrics.blob_copies_pushed.inc();
+                }
+                _ => complete = false,
             }
         }
     }
+    complete
 }
 
 /// A blob's address, counted in this vault's meter as `op` (data as it

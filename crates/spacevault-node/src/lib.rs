@@ -28,6 +28,7 @@ pub mod links;
 pub mod metrics;
 mod node;
 mod page;
+mod replication;
 mod sync;
 
 pub use node::{Node, NodeConfig, Shared, StartError};
