@@ -224,9 +224,7 @@ impl Vaults {
 
     /// Every vault alive, this one included.
     fn view(&self) -> View {
-        let mut all: View = self.known.keys().copied().collect();
-        all.push(self.own);
-        all
+        self.known.keys().copied().chain([self.own]).collect()
     }
 
     fn peer(&self, key: &[u8; 32]) -> Option<net::Peer> {
@@ -295,9 +293,12 @@ pub fn housekeeping(shared: &Arc<Shared>) {
         let mut v = shared.vaults.lock().unwrap();
         let interval = announce_interval(&shared.spec, v.count());
         v.expire(interval);
-        let view = v.view();
-        let generation = v.generation;
-        (v.passes.start(generation, || view), v.count())
+        let count = v.count();
+        // The view is built only when a pass starts: it lists every vault.
+        let v = &mut *v;
+        let (known, own) = (&v.known, v.own);
+        let view = || known.keys().copied().chain([own]).collect();
+        (v.passes.start(v.generation, Instant::now(), view), count)
     };
     shared.metrics.vaults.set(count as i64);
     if let Some(pass) = pass {
@@ -326,7 +327,7 @@ impl Drop for Running<'_> {
     fn drop(&mut self) {
         if let Some(pass) = self.pass.take() {
             let mut v = self.shared.vaults.lock().unwrap();
-            v.passes.finish(pass, self.complete);
+            v.passes.finish(pass, self.complete, Instant::now());
         }
     }
 }
@@ -394,10 +395,20 @@ pub fn refresh_blob_metrics(shared: &Shared) {
 
 /// Keeps a blob for another vault and signs a receipt, if this vault is
 /// among its holders as this vault sees them, give or take
-/// [`HOLDER_SLACK`]: any peer could otherwise make it keep anything.
-pub async fn store_request(shared: &Arc<Shared>, blob: Vec<u8>) -> Response {
+/// [`HOLDER_SLACK`] (any peer could otherwise make it keep anything), and
+/// the peer has the allowance for it ([`crate::budget`]).
+pub async fn store_request(shared: &Arc<Shared>, peer: net::Peer, blob: Vec<u8>) -> Response {
     if blob.len() > shared.spec.max_blob_bytes as usize {
         return Response::Refused("blob_too_large".into());
+    }
+    let cost = crate::budget::store_cost(blob.len());
+    let allowed = shared
+        .store_budgets
+        .lock()
+        .unwrap()
+        .take(&peer, cost, Instant::now());
+    if !allowed {
+        return Response::Refused("over_budget".into());
     }
     let address = address_of(shared, Op::HashData, &blob);
     if !holds_with_slack(shared, &address) {

@@ -19,6 +19,7 @@
 //!   are crates of their own.
 
 pub mod api;
+pub mod budget;
 pub mod client;
 pub mod data;
 pub mod engine;

@@ -42,6 +42,9 @@ pub struct NodeConfig {
     /// How long the API lets requests run; the spec's defaults when none
     /// ([`ApiTimes::for_spec`]).
     pub api_times: Option<ApiTimes>,
+    /// Each peer's allowance for Store requests: bytes a second, and the
+    /// most it holds ([`crate::budget`]).
+    pub store_budget: (u64, u64),
 }
 
 /// Gossipsub's heartbeat, whatever the slot: blocks and proofs go out at
@@ -73,6 +76,7 @@ impl NodeConfig {
             links: None,
             trace_crypto: false,
             api_times: None,
+            store_budget: (crate::budget::STORE_RATE, crate::budget::STORE_BURST),
         }
     }
 }
@@ -123,6 +127,8 @@ pub struct Shared {
     pub round_trips: Mutex<std::collections::HashMap<net::Peer, Duration>>,
     /// How long the API lets requests run.
     pub api_times: ApiTimes,
+    /// What each peer may still have this vault keep.
+    pub(crate) store_budgets: Mutex<crate::budget::Budgets<net::Peer>>,
 }
 
 /// First-import times of the last blocks, bounded.
@@ -236,6 +242,10 @@ impl Node {
             api_times: config
                 .api_times
                 .unwrap_or_else(|| ApiTimes::for_spec(&config.spec)),
+            store_budgets: Mutex::new(crate::budget::Budgets::new(
+                config.store_budget.0,
+                config.store_budget.1,
+            )),
         });
         data::refresh_blob_metrics(&shared);
         let api = match config.api {
@@ -738,7 +748,7 @@ fn on_request(shared: &Arc<Shared>, peer: net::Peer, request: Request, reply: ne
         Request::Store { blob } => {
             let shared = shared.clone();
             tokio::spawn(async move {
-                let response = data::store_request(&shared, blob).await;
+                let response = data::store_request(&shared, peer, blob).await;
                 answer(&shared, peer, reply, response);
             });
             return;

@@ -2,7 +2,14 @@
 //! keeps goes to the vaults that became its holders since the last pass
 //! that finished, and to no other. One pass runs at a time; a change while
 //! it runs starts the next once it is done. A new vault in a network of N
-//! is sent about R/N of the blobs, not every blob by every vault.
+//! is sent about R/N of the blobs, not every blob by every vault. A pass
+//! some copy of which was refused (a holder over its budget, or away) is
+//! run again after [`PASS_RETRY`].
+
+use std::time::{Duration, Instant};
+
+/// The wait before a pass that could not send every copy runs again.
+pub const PASS_RETRY: Duration = Duration::from_secs(30);
 
 /// The vaults (farmer keys, this one's included) seen by a pass.
 pub type View = Vec<[u8; 32]>;
@@ -44,6 +51,8 @@ pub struct Passes {
     running: bool,
     /// The view of the last pass that finished with every copy sent.
     done_view: Option<View>,
+    /// When the last pass, incomplete, is due again.
+    retry_at: Option<Instant>,
 }
 
 /// A pass under way: the views it compares.
@@ -54,14 +63,22 @@ pub struct Pass {
 }
 
 impl Passes {
-    /// A pass to run, when the vault set (at `generation`, seen as `view`)
-    /// changed since the last one started and none runs.
-    pub fn start(&mut self, generation: u64, view: impl FnOnce() -> View) -> Option<Pass> {
-        if self.running || generation == self.started_for {
+    /// A pass to run at `now`, when none runs and the vault set (at
+    /// `generation`, seen as `view`) changed since the last one started,
+    /// or the last was incomplete and its retry is due.
+    pub fn start(
+        &mut self,
+        generation: u64,
+        now: Instant,
+        view: impl FnOnce() -> View,
+    ) -> Option<Pass> {
+        let retry = self.retry_at.is_some_and(|t| now >= t);
+        if self.running || (generation == self.started_for && !retry) {
             return None;
         }
         self.running = true;
         self.started_for = generation;
+        self.retry_at = None;
         Some(Pass {
             before: self.done_view.clone(),
             now: view(),
@@ -71,10 +88,12 @@ impl Passes {
     /// The pass ended; `complete` when every copy it meant to send was
     /// taken. An incomplete pass leaves the last complete view in place,
     /// so that the next pass sends again what this one could not.
-    pub fn finish(&mut self, pass: Pass, complete: bool) {
+    pub fn finish(&mut self, pass: Pass, complete: bool, now: Instant) {
         self.running = false;
         if complete {
             self.done_view = Some(pass.now);
+        } else {
+            self.retry_at = Some(now + PASS_RETRY);
         }
     }
 }
@@ -156,24 +175,34 @@ mod tests {
 
     #[test]
     fn one_pass_at_a_time_and_a_change_meanwhile_is_not_lost() {
+        let t = Instant::now();
         let mut p = Passes::default();
-        let pass = p.start(1, || vec![key(1)]).expect("a first pass");
+        let pass = p.start(1, t, || vec![key(1)]).expect("a first pass");
         assert_eq!(pass.before, None);
         // The set changes twice while it runs: no second pass.
-        assert_eq!(p.start(2, || vec![key(1), key(2)]), None);
-        assert_eq!(p.start(3, || vec![key(1), key(2), key(3)]), None);
-        p.finish(pass, true);
+        assert_eq!(p.start(2, t, || vec![key(1), key(2)]), None);
+        assert_eq!(p.start(3, t, || vec![key(1), key(2), key(3)]), None);
+        p.finish(pass, true, t);
         // The next pass covers the changes, from the view that finished.
         let next = p
-            .start(3, || vec![key(1), key(2), key(3)])
+            .start(3, t, || vec![key(1), key(2), key(3)])
             .expect("the next pass");
         assert_eq!(next.before, Some(vec![key(1)]));
-        assert_eq!(p.start(3, || unreachable!()), None);
-        // An incomplete pass leaves the last complete view in place.
-        p.finish(next, false);
-        let again = p.start(4, || vec![key(4)]).unwrap();
+        assert_eq!(p.start(3, t, || unreachable!()), None);
+        // An incomplete pass leaves the last complete view in place, and
+        // runs again once its retry is due, with no change of the set.
+        p.finish(next, false, t);
+        assert_eq!(p.start(3, t + PASS_RETRY / 2, || unreachable!()), None);
+        let again = p
+            .start(3, t + PASS_RETRY, || vec![key(4)])
+            .expect("a retry");
         assert_eq!(again.before, Some(vec![key(1)]));
-        p.finish(again, true);
-        assert_eq!(p.start(4, || unreachable!()), None, "nothing changed since");
+        p.finish(again, true, t + PASS_RETRY);
+        let later = t + 10 * PASS_RETRY;
+        assert_eq!(
+            p.start(3, later, || unreachable!()),
+            None,
+            "nothing changed since"
+        );
     }
 }

@@ -722,22 +722,30 @@ async fn a_vault_that_cannot_take_a_message_blames_no_peer() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_vault_keeps_only_blobs_it_is_a_holder_of() {
+async fn a_vault_keeps_only_blobs_it_is_a_holder_of_and_within_each_peers_budget() {
     // One copy of each blob, among a vault and three vaults it has heard
     // announce themselves: it takes a blob to keep only when it is among
-    // the 1 + HOLDER_SLACK nearest, whoever asks.
+    // the 1 + HOLDER_SLACK nearest, whoever asks, and as far as the asking
+    // peer's allowance goes: here four Stores of a few bytes, none
+    // refilled within the test.
     let dir = tempfile::tempdir().unwrap();
     let files: Vec<_> = (0..1).map(|i| vault_files(dir.path(), i)).collect();
     let spec = spec(300, 1);
     let chain = spec.chain_id();
-    let nodes = network(&spec, &files, false).await;
-    let v0 = &nodes[0];
+    let burst = 4 * spacevault_node::budget::store_cost(16);
+    let v0 = start_with(&spec, &files[0], vec![], false, |c| {
+        c.store_budget = (1, burst)
+    })
+    .await;
     let boot = v0.listen_addrs(Duration::from_secs(5)).await;
-    let mut config = net::Config::new([88; 32], TransportKind::Memory, chain);
-    config.listen = vec!["/memory/0".parse().unwrap()];
-    config.bootstrap = boot;
-    config.heartbeat = Duration::from_millis(100);
-    let (rogue, _events, _task) = net::start(config).unwrap();
+    let peer = |secret: u8| {
+        let mut config = net::Config::new([secret; 32], TransportKind::Memory, chain);
+        config.listen = vec!["/memory/0".parse().unwrap()];
+        config.bootstrap = boot.clone();
+        config.heartbeat = Duration::from_millis(100);
+        net::start(config).unwrap()
+    };
+    let (rogue, _events, _task) = peer(88);
     let others: Vec<Keypair> = (60..63).map(|i| Keypair::from_secret(&[i; 32])).collect();
     let heard = wait_for(Duration::from_secs(20), || {
         for k in &others {
@@ -754,13 +762,14 @@ async fn a_vault_keeps_only_blobs_it_is_a_holder_of() {
         let v = v0.shared.vaults.lock().unwrap();
         v.holders(&address, places).contains(&v0.farmer_key())
     };
-    let find = |want: bool| {
+    let find = |want: bool, n: usize| -> Vec<Vec<u8>> {
         (0u32..)
             .map(|i| format!("blob {i}").into_bytes())
-            .find(|b| holds(b) == want)
-            .unwrap()
+            .filter(|b| holds(b) == want)
+            .take(n)
+            .collect()
     };
-    let (mine, not_mine) = (find(true), find(false));
+    let (mine, not_mine) = (find(true, 4), find(false, 1).remove(0));
     let v0_peer = v0.peer_id();
     match rogue
         .request(
@@ -776,17 +785,34 @@ async fn a_vault_keeps_only_blobs_it_is_a_holder_of() {
     }
     let address = spacevault_chain::blob_address(&not_mine);
     assert!(!v0.shared.engine().store().has_blob(&address).unwrap());
-    assert!(rejected(v0, "requests", "not_holder") >= 1.0);
-    match rogue
-        .request(v0_peer, Request::Store { blob: mine.clone() })
-        .await
-    {
-        Ok(Response::Stored(receipt)) => {
-            assert_eq!(receipt.address, spacevault_chain::blob_address(&mine))
+    assert!(rejected(&v0, "requests", "not_holder") >= 1.0);
+    for blob in &mine[..3] {
+        match rogue
+            .request(v0_peer, Request::Store { blob: blob.clone() })
+            .await
+        {
+            Ok(Response::Stored(receipt)) => {
+                assert_eq!(receipt.address, spacevault_chain::blob_address(blob))
+            }
+            other => panic!("{other:?}"),
         }
+    }
+    // The rogue's allowance is spent (the refused Store cost too).
+    let last = Request::Store {
+        blob: mine[3].clone(),
+    };
+    match rogue.request(v0_peer, last.clone()).await {
+        Ok(Response::Refused(why)) => assert_eq!(why, "over_budget"),
         other => panic!("{other:?}"),
     }
-    for n in nodes {
-        n.stop().await;
+    assert_eq!(rejected(&v0, "requests", "over_budget"), 1.0);
+    let address = spacevault_chain::blob_address(&mine[3]);
+    assert!(!v0.shared.engine().store().has_blob(&address).unwrap());
+    // Another peer's is its own.
+    let (other, _other_events, _other_task) = peer(89);
+    match other.request(v0_peer, last).await {
+        Ok(Response::Stored(_)) => {}
+        other => panic!("{other:?}"),
     }
+    v0.stop().await;
 }
