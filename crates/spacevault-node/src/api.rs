@@ -1,6 +1,10 @@
 //! The vault's HTTP API (`/v1/...`), its health and metrics, and its page.
 //! Bad input gets a 4xx with `{"error": "..."}`; bodies are limited to a
-//! blob's size, and every request to a minute.
+//! blob's size, every request to a minute, the requests worked on at once
+//! to [`guard::MAX_CONCURRENT_REQUESTS`], and what a request may name and
+//! carry as [`guard`] says.
+
+pub mod guard;
 
 use crate::data::{self, PutError};
 use crate::node::Shared;
@@ -57,10 +61,12 @@ fn internal(e: impl std::fmt::Display) -> ApiError {
 
 type S = State<Arc<Shared>>;
 
-/// The routes.
-pub fn router(shared: Arc<Shared>) -> Router {
+/// The routes; `hosts`: the names besides IP addresses and `localhost`
+/// that requests may give as their Host.
+pub fn router(shared: Arc<Shared>, hosts: Vec<String>) -> Router {
     let body_limit = shared.spec.max_blob_bytes as usize + (64 << 10);
     let request_timeout = shared.api_times.request;
+    let hosts = Arc::new(hosts);
     Router::new()
         .route("/", get(page))
         .route("/health", get(health))
@@ -77,11 +83,26 @@ pub fn router(shared: Arc<Shared>) -> Router {
             get(get_register).put(put_register),
         )
         .fallback(|| async { ApiError(StatusCode::NOT_FOUND, "no such path".into()) })
+        .method_not_allowed_fallback(|| async {
+            ApiError(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "this path does not take that method".into(),
+            )
+        })
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(
             tower::ServiceBuilder::new()
                 .layer(axum::error_handling::HandleErrorLayer::new(
-                    move |_: tower::BoxError| async move {
+                    move |e: tower::BoxError| async move {
+                        if e.is::<tower::load_shed::error::Overloaded>() {
+                            return ApiError(
+                                StatusCode::SERVICE_UNAVAILABLE,
+                                format!(
+                                    "this vault is working on {} requests already: try again",
+                                    guard::MAX_CONCURRENT_REQUESTS
+                                ),
+                            );
+                        }
                         ApiError(
                             StatusCode::GATEWAY_TIMEOUT,
                             format!(
@@ -91,14 +112,24 @@ pub fn router(shared: Arc<Shared>) -> Router {
                         )
                     },
                 ))
+                .layer(tower::load_shed::LoadShedLayer::new())
+                .layer(tower::limit::ConcurrencyLimitLayer::new(
+                    guard::MAX_CONCURRENT_REQUESTS,
+                ))
                 .layer(tower::timeout::TimeoutLayer::new(request_timeout)),
         )
+        .layer(axum::middleware::from_fn(
+            move |request: axum::extract::Request, next: axum::middleware::Next| {
+                let hosts = hosts.clone();
+                async move { guard::check(hosts, request, next).await }
+            },
+        ))
         .with_state(shared)
 }
 
 /// Serves the API on `listener` until the task is aborted.
-pub async fn serve(listener: tokio::net::TcpListener, shared: Arc<Shared>) {
-    let app = router(shared);
+pub async fn serve(listener: tokio::net::TcpListener, shared: Arc<Shared>, hosts: Vec<String>) {
+    let app = router(shared, hosts);
     if let Err(e) = axum::serve(listener, app).await {
         tracing::error!(%e, "the API stopped");
     }
@@ -440,8 +471,20 @@ pub const SETTLED_DEPTH: u64 = 2;
 async fn put_register(
     State(s): S,
     Path((owner, name)): Path<(String, String)>,
+    headers: axum::http::HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let essence = content_type.split(';').next().unwrap_or("").trim();
+    if !essence.eq_ignore_ascii_case("application/json") {
+        return Err(ApiError(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            format!("a register is written as application/json, not '{content_type}'"),
+        ));
+    }
     let body = body.map_err(|e| ApiError(e.status(), e.body_text()))?;
     let tx = register_tx(&owner, &name, &body).map_err(bad)?;
     // A write that skips a version no block holds and nothing here waits

@@ -77,10 +77,23 @@ impl Client {
         path: &str,
         body: Vec<u8>,
     ) -> Result<(u16, Vec<u8>), ClientError> {
+        let content_type = content_type_of(path);
+        self.call_as(method, path, body, content_type).await
+    }
+
+    async fn call_as(
+        &self,
+        method: hyper::Method,
+        path: &str,
+        body: Vec<u8>,
+        content_type: &str,
+    ) -> Result<(u16, Vec<u8>), ClientError> {
         let url = format!("{}{path}", self.base);
-        let request = hyper::Request::builder()
-            .method(method)
-            .uri(&url)
+        let mut request = hyper::Request::builder().method(method.clone()).uri(&url);
+        if method == hyper::Method::PUT {
+            request = request.header(hyper::header::CONTENT_TYPE, content_type);
+        }
+        let request = request
             .body(Full::new(Bytes::from(body)))
             .map_err(|_| ClientError::BadUrl { url: url.clone() })?;
         let unreachable = |why: String| ClientError::Unreachable {
@@ -163,6 +176,17 @@ impl Client {
         self.call(hyper::Method::PUT, path, body).await
     }
 
+    /// [`put_path`](Self::put_path) with the content type given.
+    pub async fn put_path_as(
+        &self,
+        path: &str,
+        body: Vec<u8>,
+        content_type: &str,
+    ) -> Result<(u16, Vec<u8>), ClientError> {
+        self.call_as(hyper::Method::PUT, path, body, content_type)
+            .await
+    }
+
     /// Stores a blob; its address and the holders' receipts.
     pub async fn put(&self, blob: Vec<u8>) -> Result<PutAnswer, ClientError> {
         self.json(hyper::Method::PUT, "/v1/blobs", blob).await
@@ -227,6 +251,15 @@ impl Client {
             .and_then(|h| hex::decode(h).ok())
             .and_then(|b| b.try_into().ok())
             .ok_or_else(|| ClientError::BadAnswer("no chain id".into()))
+    }
+}
+
+/// What the API takes at `path`: JSON for a register, bytes for a blob.
+fn content_type_of(path: &str) -> &'static str {
+    if path.starts_with("/v1/registers/") {
+        "application/json"
+    } else {
+        "application/octet-stream"
     }
 }
 

@@ -531,7 +531,7 @@ pub async fn read_verified(shared: &Arc<Shared>, address: &[u8; 32]) -> Option<V
 async fn fetch_remote(shared: &Arc<Shared>, address: &[u8; 32]) -> Option<Vec<u8>> {
     let peers: Vec<net::Peer> = {
         let v = shared.vaults.lock().unwrap();
-        v.holders(address, v.count())
+        v.holders(address, fetch_asks(shared.spec.replication))
             .into_iter()
             .filter_map(|k| v.peer(&k))
             .collect()
@@ -547,6 +547,14 @@ async fn fetch_remote(shared: &Arc<Shared>, address: &[u8; 32]) -> Option<Vec<u8
         }
     }
     None
+}
+
+/// Vaults a GET asks for a blob this vault lacks, nearest first, at most:
+/// the holders, the vaults that keep copies by the holder check's slack,
+/// and a few past them for views that differ more. A GET of an address
+/// nobody holds costs this many requests, not one to every vault known.
+pub fn fetch_asks(replication: u32) -> usize {
+    replication as usize + 2 * HOLDER_SLACK + 4
 }
 
 /// A PUT's result.

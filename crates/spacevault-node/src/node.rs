@@ -45,6 +45,8 @@ pub struct NodeConfig {
     /// Each peer's allowance for Store requests: bytes a second, and the
     /// most it holds ([`crate::budget`]).
     pub store_budget: (u64, u64),
+    /// Names the API answers to besides IP addresses and `localhost`.
+    pub api_hosts: Vec<String>,
 }
 
 /// Gossipsub's heartbeat, whatever the slot: blocks and proofs go out at
@@ -77,6 +79,7 @@ impl NodeConfig {
             trace_crypto: false,
             api_times: None,
             store_budget: (crate::budget::STORE_RATE, crate::budget::STORE_BURST),
+            api_hosts: Vec::new(),
         }
     }
 }
@@ -254,7 +257,18 @@ impl Node {
                     .await
                     .map_err(|cause| StartError::Api { addr, cause })?;
                 *shared.api_addr.lock().unwrap() = listener.local_addr().ok();
-                Some(tokio::spawn(crate::api::serve(listener, shared.clone())))
+                if !addr.ip().is_loopback() {
+                    tracing::warn!(
+                        %addr,
+                        "the API listens beyond this machine: whoever reaches it can store blobs through this vault and read its status"
+                    );
+                }
+                let hosts = config.api_hosts.clone();
+                Some(tokio::spawn(crate::api::serve(
+                    listener,
+                    shared.clone(),
+                    hosts,
+                )))
             }
             None => None,
         };

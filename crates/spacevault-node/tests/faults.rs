@@ -444,6 +444,43 @@ async fn the_http_api_answers_bad_input_with_a_4xx_and_a_reason() {
     let (status, why) = reason(c.put_path(&path, b"{".to_vec()).await.unwrap());
     assert_eq!(status, 400, "{why}");
     assert!(why.contains("must be JSON"), "{why}");
+    // Not JSON: 415, whatever the body.
+    let (status, why) = reason(
+        c.put_path_as(&path, body(&gap), "text/plain")
+            .await
+            .unwrap(),
+    );
+    assert_eq!(status, 415, "{why}");
+    assert!(why.contains("application/json"), "{why}");
+    // A method the path does not take: 405, in JSON.
+    let (status, why) = reason(c.put_path("/v1/head", vec![]).await.unwrap());
+    assert_eq!(status, 405, "{why}");
+    // A target, or headers, too long to read: 414 and 431, in JSON.
+    let long = format!("/v1/head?{}", "x".repeat(9 << 10));
+    let (status, why) = reason(c.get_path(&long).await.unwrap());
+    assert_eq!(status, 414, "{why}");
+    let api_addr = nodes[0].api_addr().unwrap();
+    let crowded = format!(
+        "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Filler: {}\r\nConnection: close\r\n\r\n",
+        "y".repeat(17 << 10)
+    );
+    let (status, why) = reason(raw_http(api_addr, &crowded));
+    assert_eq!(status, 431, "{why}");
+    // A Host that is not this vault's: 403 (a page under a name pointed at
+    // the vault's address cannot drive it); an address or localhost: 200.
+    for (host, want) in [
+        ("evil.example.com", 403),
+        ("localhost:8733", 200),
+        ("127.0.0.1", 200),
+    ] {
+        let request = format!("GET /health HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
+        let (status, body) = raw_http(api_addr, &request);
+        assert_eq!(status, want, "{host}: {}", String::from_utf8_lossy(&body));
+        if want == 403 {
+            let (_, why) = reason((status, body));
+            assert!(why.contains("--api-host"), "{why}");
+        }
+    }
     let (status, _) = c.get_path("/health").await.unwrap();
     assert_eq!(status, 200);
     let (_, metrics) = c.get_path("/metrics").await.unwrap();
@@ -458,6 +495,49 @@ async fn the_http_api_answers_bad_input_with_a_4xx_and_a_reason() {
     }
     for n in nodes {
         n.stop().await;
+    }
+}
+
+/// Sends `request` as it is written and reads the answer: its status and
+/// body (the request must ask the server to close the connection).
+fn raw_http(addr: std::net::SocketAddr, request: &str) -> (u16, Vec<u8>) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).unwrap();
+    let split = answer
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("a whole answer");
+    let head = String::from_utf8_lossy(&answer[..split]).to_string();
+    let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let mut body = answer[split + 4..].to_vec();
+    if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        body = unchunk(&body);
+    }
+    (status, body)
+}
+
+/// A chunked body's bytes.
+fn unchunk(mut data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let line_end = data.windows(2).position(|w| w == b"\r\n").unwrap();
+        let size =
+            usize::from_str_radix(std::str::from_utf8(&data[..line_end]).unwrap().trim(), 16)
+                .unwrap();
+        if size == 0 {
+            return out;
+        }
+        out.extend_from_slice(&data[line_end + 2..line_end + 2 + size]);
+        data = &data[line_end + 2 + size + 2..];
     }
 }
 

@@ -27,6 +27,11 @@ pub struct NodeArgs {
     /// The HTTP API's address (port 0: any free port).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8733")]
     pub api: SocketAddr,
+    /// A name the API answers to as the request's Host, besides IP
+    /// addresses and localhost (requests naming another host are refused,
+    /// so that no web page can reach the API under a name of its own).
+    #[arg(long, value_name = "NAME")]
+    pub api_host: Vec<String>,
     /// Remember signatures verified once (a transaction is checked when it
     /// arrives and again inside its block).
     #[arg(long, value_enum, value_name = "ON|OFF", default_value_t = Switch::On)]
@@ -92,6 +97,7 @@ pub fn run(args: NodeArgs) -> Result<()> {
         config.listen = listen;
         config.bootstrap = bootstrap;
         config.api = Some(args.api);
+        config.api_hosts = args.api_host;
         config.verify_cache = args.verify_cache == Switch::On;
         config.links = links;
         config.trace_crypto = args.trace_crypto;
