@@ -480,7 +480,12 @@ fn store_local_metered(shared: &Shared, blob: &[u8], address: [u8; 32]) -> Resul
 /// The local copy of a blob, if it hashes to its address.
 fn read_local(shared: &Shared, address: &[u8; 32]) -> Result<Option<Vec<u8>>, ()> {
     let store = shared.engine().shared_store();
-    let bytes = store.get_blob(address).map_err(|_| ())?;
+    let bytes = store.get_blob(address).map_err(|e| {
+        if let spacevault_store::StoreError::BlobLost(_) = e {
+            shared.metrics.blob_reverify_failures.inc();
+            tracing::warn!(address = %hex::encode(address), "a stored blob's file is gone");
+        }
+    })?;
     match bytes {
         None => Ok(None),
         Some(b) if address_of(shared, Op::HashReread, &b) == *address => Ok(Some(b)),

@@ -210,66 +210,82 @@ async fn vaults_on_branches_of_one_height_meet_on_one() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_bit_flipped_in_the_store_file_is_found_on_the_next_read_and_repaired() {
+async fn a_bit_flipped_in_a_blob_file_or_a_file_gone_is_found_on_the_next_read_and_repaired() {
     let dir = tempfile::tempdir().unwrap();
     let files: Vec<_> = (0..4).map(|i| vault_files(dir.path(), i)).collect();
     let spec = spec(300, 3);
     let mut nodes = network(&spec, &files, false).await;
     assert!(all_know(&nodes, 4).await);
-    // Bytes that repeat nowhere, so that they can be found in the file.
-    let mut blob = vec![0u8; 50_000];
-    blake3::Hasher::new()
-        .update(b"a blob to damage")
-        .finalize_xof()
-        .fill(&mut blob);
-    let put = put_via(&nodes[0], blob.clone()).await;
-    // One holder stops, and a bit of its copy flips on its disk.
+    let blob = |what: &[u8]| {
+        let mut blob = vec![0u8; 50_000];
+        blake3::Hasher::new()
+            .update(what)
+            .finalize_xof()
+            .fill(&mut blob);
+        blob
+    };
+    let flipped = blob(b"to flip");
+    let put = put_via(&nodes[0], flipped.clone()).await;
     let at = nodes
         .iter()
         .position(|n| n.farmer_key() == put.receipts[0].holder)
         .unwrap();
+    // Two more blobs that vault holds.
+    let held_by = |n: &spacevault_node::Node, b: &[u8]| {
+        let address = spacevault_chain::blob_address(b);
+        let v = n.shared.vaults.lock().unwrap();
+        v.holders(&address, spec.replication as usize)
+            .contains(&n.farmer_key())
+    };
+    let mut theirs = (0u32..)
+        .map(|i| blob(format!("another blob {i}").as_bytes()))
+        .filter(|b| held_by(&nodes[at], b));
+    let (lost, untouched) = (theirs.next().unwrap(), theirs.next().unwrap());
+    let gone = put_via(&nodes[at], lost.clone()).await;
+    let kept = put_via(&nodes[at], untouched.clone()).await;
     let holder = nodes.remove(at);
+    let holds = |a: &[u8; 32]| holder.shared.engine().store().has_blob(a).unwrap();
+    assert!(holds(&put.address) && holds(&gone.address) && holds(&kept.address));
+    // It stops; on its disk a bit of one blob's file flips, and another
+    // blob's file is gone.
     holder.stop().await;
-    let path = files[at].data.join("vault.redb");
-    let mut bytes = std::fs::read(&path).unwrap();
-    let copies: Vec<usize> = bytes
-        .windows(64)
-        .enumerate()
-        .filter(|(_, w)| *w == &blob[1000..1064])
-        .map(|(at, _)| at)
-        .collect();
-    assert!(!copies.is_empty(), "the blob's bytes in the store file");
-    for at in copies {
-        bytes[at + 17] ^= 0x08;
-    }
-    std::fs::write(&path, &bytes).unwrap();
-    let damaged = spacevault_store::Store::open(&path, &spec)
-        .unwrap()
-        .get_blob(&put.address)
-        .unwrap();
-    assert!(damaged.is_some_and(|b| b != blob), "the flip is on disk");
-    // Restarted on that file alone, it finds the damage on the next read
-    // and serves nothing rather than the damaged bytes.
+    let store_path = files[at].data.join("vault.redb");
+    let blob_file = |a: &[u8; 32]| {
+        let hex = hex::encode(a);
+        spacevault_store::blob_dir_of(&store_path)
+            .join(&hex[..2])
+            .join(&hex[2..])
+    };
+    let mut bytes = std::fs::read(blob_file(&put.address)).unwrap();
+    bytes[1017] ^= 0x08;
+    std::fs::write(blob_file(&put.address), &bytes).unwrap();
+    std::fs::remove_file(blob_file(&gone.address)).unwrap();
+    // Restarted on its disk alone, it finds the damage on the next read
+    // and serves nothing rather than the damaged bytes; the rest is whole.
     let holder = start(&spec, &files[at], vec![], false).await;
     assert_eq!(get_via(&holder, &put.address).await, None);
+    assert_eq!(get_via(&holder, &gone.address).await, None);
+    assert_eq!(get_via(&holder, &kept.address).await, Some(untouched));
     assert_eq!(
         metric(&holder, "spacevault_blob_reverify_failures_total"),
-        1.0
+        2.0
     );
-    // Back among the others, it has a good copy again, from a read or a
-    // holder's push, and serves it.
+    // Back among the others, it has good copies again, from a read or a
+    // holder's push, and serves them.
     for addr in nodes[0].listen_addrs(Duration::from_secs(1)).await {
         holder.shared.net.dial(addr);
     }
     nodes.push(holder);
     let holder = nodes.last().unwrap();
-    let good = |n: &spacevault_node::Node| {
-        n.shared.engine().store().get_blob(&put.address).unwrap() == Some(blob.clone())
-    };
-    let repaired = wait_for(Duration::from_secs(20), || good(holder)).await
-        || get_via(holder, &put.address).await == Some(blob.clone());
-    assert!(repaired, "the damaged copy was never replaced");
-    assert!(wait_for(Duration::from_secs(20), || good(holder)).await);
+    for (address, blob) in [(put.address, flipped), (gone.address, lost)] {
+        let good = |n: &spacevault_node::Node| {
+            n.shared.engine().store().get_blob(&address).ok() == Some(Some(blob.clone()))
+        };
+        let repaired = wait_for(Duration::from_secs(20), || good(holder)).await
+            || get_via(holder, &address).await == Some(blob.clone());
+        assert!(repaired, "the damaged copy was never replaced");
+        assert!(wait_for(Duration::from_secs(20), || good(holder)).await);
+    }
     for n in nodes {
         n.stop().await;
     }

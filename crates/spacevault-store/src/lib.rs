@@ -1,6 +1,6 @@
-//! A vault's store: every block it has seen, the canonical chain, the
-//! registers as of the chain's head, and the blobs it keeps, in one redb
-//! database in the node's `--data` directory.
+//! A vault's store: every block it has seen, the canonical chain and the
+//! registers as of the chain's head in one redb database in the node's
+//! `--data` directory, and the blobs it keeps as files beside it.
 //!
 //! redb, rather than an LSM store such as fjall: a vault's writes are small
 //! and its reads random (a block, a register, a blob), redb's copy-on-write
@@ -20,18 +20,31 @@
 //! register write as done; a store killed before that opens at an
 //! earlier, consistent head.
 //!
-//! Blobs are stored as their bytes only; whoever reads one hashes it again
-//! before trusting it (the store never remembers that a blob was valid).
+//! Blob bytes are files of their own beside the database ([`blobs`]); the
+//! database indexes them (address and length) and counts them in the same
+//! transaction. Whoever reads a blob hashes it again before trusting it
+//! (the store never remembers that a blob was valid).
+//!
+//! The store has a version, in its `meta` table: 1 (no version recorded)
+//! kept blob bytes in the database and is moved to files when opened; 2
+//! keeps them in files. A store of a later version is refused. A database
+//! that cannot be opened can be moved aside: the vault then starts a new
+//! one, indexes the blob files it finds, and syncs the chain from its
+//! peers.
 
+pub mod blobs;
 mod records;
 
 pub use records::{BlockInfo, RegisterEntry, Status};
 
-use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use spacevault_chain::types::Ranked;
 use spacevault_chain::validate::{check_versions, Versions};
 use spacevault_chain::{Block, ChainSpec, Limits, Rejection};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// The store's version: blob bytes in files.
+pub const STORE_VERSION: u32 = 2;
 
 const BLOCKS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("blocks");
 const INFO: TableDefinition<&[u8], &[u8]> = TableDefinition::new("block_info");
@@ -62,13 +75,48 @@ pub enum StoreError {
     Corrupt(&'static str),
     #[error("block {0} is not in the store")]
     MissingBlock(String),
+    #[error("blob {0} is in the store's index but its file is gone")]
+    BlobLost(String),
+    #[error("the blob files: {0}")]
+    Files(String),
+    #[error(
+        "{path} was written by a newer spacevault (store version {found}; this one reads up to {STORE_VERSION})"
+    )]
+    Newer { path: String, found: u32 },
+    #[error(
+        "the store {path} cannot be opened ({why}). Its blobs are files in {blobs} and its chain is kept by the network: move {path} aside and start the vault again to rebuild it from them"
+    )]
+    Unopenable {
+        path: String,
+        blobs: String,
+        why: String,
+    },
 }
 
-impl<E: Into<redb::Error>> From<E> for StoreError {
-    fn from(e: E) -> StoreError {
-        StoreError::Db(e.into().to_string())
+impl From<std::io::Error> for StoreError {
+    fn from(e: std::io::Error) -> StoreError {
+        StoreError::Files(e.to_string())
     }
 }
+
+macro_rules! from_redb {
+    ($($t:ty),*) => {$(
+        impl From<$t> for StoreError {
+            fn from(e: $t) -> StoreError {
+                StoreError::Db(redb::Error::from(e).to_string())
+            }
+        }
+    )*};
+}
+from_redb!(
+    redb::Error,
+    redb::DatabaseError,
+    redb::TransactionError,
+    redb::TableError,
+    redb::StorageError,
+    redb::CommitError,
+    redb::SetDurabilityError
+);
 
 /// A block that could not be made canonical, and why.
 #[derive(Debug)]
@@ -80,6 +128,7 @@ pub struct Refused {
 /// The store of one vault.
 pub struct Store {
     db: Database,
+    blobs: blobs::BlobFiles,
     limits: Limits,
     /// Whether chain writes wait for a durable commit.
     unsynced: std::sync::atomic::AtomicBool,
@@ -97,11 +146,26 @@ impl Store {
     /// Opens the store at `path`, creating it for `spec`'s chain if it is
     /// new; a store of another chain is refused.
     pub fn open(path: &Path, spec: &ChainSpec) -> Result<Store, StoreError> {
+        let blob_dir = blob_dir_of(path);
         // A vault's working set is small; many vaults share one machine in
-        // tests and benchmarks.
-        let db = redb::Builder::new()
-            .set_cache_size(CACHE_BYTES)
-            .create(path)?;
+        // tests and benchmarks. A panic inside redb on a damaged file is
+        // an unopenable store too.
+        let created = std::panic::catch_unwind(|| {
+            redb::Builder::new()
+                .set_cache_size(CACHE_BYTES)
+                .create(path)
+        });
+        let unopenable = |why: String| StoreError::Unopenable {
+            path: path.display().to_string(),
+            blobs: blob_dir.display().to_string(),
+            why,
+        };
+        let db = match created {
+            Ok(Ok(db)) => db,
+            Ok(Err(e)) => return Err(unopenable(e.to_string())),
+            Err(_) => return Err(unopenable("the database library failed reading it".into())),
+        };
+        let blobs = blobs::BlobFiles::open(&blob_dir)?;
         let chain_id = spec.chain_id();
         let tx = db.begin_write()?;
         {
@@ -128,10 +192,31 @@ impl Store {
             tx.open_table(REGISTERS)?;
             tx.open_table(UNDO)?;
             tx.open_table(BLOBS)?;
+            let version = match meta.get("store_version")? {
+                Some(v) => u32::from_le_bytes(
+                    v.value()
+                        .try_into()
+                        .map_err(|_| StoreError::Corrupt("the store's version"))?,
+                ),
+                None => 1,
+            };
+            if version > STORE_VERSION {
+                return Err(StoreError::Newer {
+                    path: path.display().to_string(),
+                    found: version,
+                });
+            }
+            drop(meta);
+            if version < STORE_VERSION {
+                index_blobs(&tx, &blobs)?;
+                let mut meta = tx.open_table(META)?;
+                meta.insert("store_version", STORE_VERSION.to_le_bytes().as_slice())?;
+            }
         }
         tx.commit()?;
         Ok(Store {
             db,
+            blobs,
             limits: Limits::of(spec),
             unsynced: Default::default(),
         })
@@ -379,21 +464,42 @@ impl Store {
         Ok(self.register(owner, name)?.map_or(0, |e| e.version))
     }
 
-    /// Keeps a blob's bytes under its address.
+    /// Keeps a blob's bytes under its address, durably: its file first,
+    /// then its place in the index and the counts.
     pub fn put_blob(&self, address: &[u8; 32], bytes: &[u8]) -> Result<(), StoreError> {
+        self.blobs.write(address, bytes)?;
         let tx = self.begin_durable_write()?;
-        tx.open_table(BLOBS)?.insert(address.as_slice(), bytes)?;
+        {
+            let mut index = tx.open_table(BLOBS)?;
+            let len = bytes.len() as u64;
+            let before = index
+                .insert(address.as_slice(), len.to_le_bytes().as_slice())?
+                .map(|v| blob_len(v.value()))
+                .transpose()?;
+            drop(index);
+            let mut meta = tx.open_table(META)?;
+            let (count, total) = counts(&meta)?;
+            let (count, total) = match before {
+                None => (count + 1, total + len),
+                Some(old) => (count, total - old.min(total) + len),
+            };
+            set_counts(&mut meta, count, total)?;
+        }
         tx.commit()?;
         Ok(())
     }
 
-    /// A blob's bytes as stored: the caller hashes them before trusting
-    /// them.
+    /// A blob's bytes as its file holds them: the caller hashes them
+    /// before trusting them. [`StoreError::BlobLost`] when the index has
+    /// the blob and its file is gone.
     pub fn get_blob(&self, address: &[u8; 32]) -> Result<Option<Vec<u8>>, StoreError> {
-        let tx = self.db.begin_read()?;
-        let t = tx.open_table(BLOBS)?;
-        let v = t.get(address.as_slice())?;
-        Ok(v.map(|v| v.value().to_vec()))
+        if !self.has_blob(address)? {
+            return Ok(None);
+        }
+        match self.blobs.read(address)? {
+            Some(bytes) => Ok(Some(bytes)),
+            None => Err(StoreError::BlobLost(hex::encode(address))),
+        }
     }
 
     pub fn has_blob(&self, address: &[u8; 32]) -> Result<bool, StoreError> {
@@ -403,8 +509,24 @@ impl Store {
 
     pub fn delete_blob(&self, address: &[u8; 32]) -> Result<(), StoreError> {
         let tx = self.begin_durable_write()?;
-        tx.open_table(BLOBS)?.remove(address.as_slice())?;
+        {
+            let removed = tx
+                .open_table(BLOBS)?
+                .remove(address.as_slice())?
+                .map(|v| blob_len(v.value()))
+                .transpose()?;
+            if let Some(len) = removed {
+                let mut meta = tx.open_table(META)?;
+                let (count, total) = counts(&meta)?;
+                set_counts(
+                    &mut meta,
+                    count.saturating_sub(1),
+                    total.saturating_sub(len),
+                )?;
+            }
+        }
         tx.commit()?;
+        self.blobs.remove(address)?;
         Ok(())
     }
 
@@ -424,16 +546,91 @@ impl Store {
         Ok(out)
     }
 
-    /// Blobs kept and their bytes.
+    /// Blobs kept and their bytes, from the counts the index keeps.
     pub fn blob_stats(&self) -> Result<(u64, u64), StoreError> {
         let tx = self.db.begin_read()?;
-        let t = tx.open_table(BLOBS)?;
-        let mut bytes = 0u64;
-        for entry in t.iter()? {
-            bytes += entry?.1.value().len() as u64;
-        }
-        Ok((t.len()?, bytes))
+        let meta = tx.open_table(META)?;
+        counts(&meta)
     }
+
+    /// Where the blob of `address` is kept (a file, whether or not the
+    /// store holds the blob).
+    pub fn blob_path(&self, address: &[u8; 32]) -> PathBuf {
+        self.blobs.path_of(address)
+    }
+}
+
+/// The directory of the blob files of the database at `db`: beside it,
+/// named after it (`vault.redb`: `vault.blobs`).
+pub fn blob_dir_of(db: &Path) -> PathBuf {
+    db.with_extension("blobs")
+}
+
+/// A blob's length as the index keeps it.
+fn blob_len(value: &[u8]) -> Result<u64, StoreError> {
+    Ok(u64::from_le_bytes(
+        value
+            .try_into()
+            .map_err(|_| StoreError::Corrupt("a blob's length"))?,
+    ))
+}
+
+/// The index's counts: blobs and their bytes.
+fn counts(
+    meta: &impl ReadableTable<&'static str, &'static [u8]>,
+) -> Result<(u64, u64), StoreError> {
+    let read = |key: &str| -> Result<u64, StoreError> {
+        match meta.get(key)? {
+            None => Ok(0),
+            Some(v) => blob_len(v.value()).map_err(|_| StoreError::Corrupt("the blob counts")),
+        }
+    };
+    Ok((read("blob_count")?, read("blob_bytes")?))
+}
+
+fn set_counts(
+    meta: &mut redb::Table<&'static str, &'static [u8]>,
+    count: u64,
+    bytes: u64,
+) -> Result<(), StoreError> {
+    meta.insert("blob_count", count.to_le_bytes().as_slice())?;
+    meta.insert("blob_bytes", bytes.to_le_bytes().as_slice())?;
+    Ok(())
+}
+
+/// Brings a store of version 1 to files: each blob's bytes in the index
+/// become a file and the index keeps its length. Blob files already there
+/// with no entry (a database moved aside and begun anew) are indexed.
+fn index_blobs(tx: &redb::WriteTransaction, files: &blobs::BlobFiles) -> Result<(), StoreError> {
+    let mut index = tx.open_table(BLOBS)?;
+    let mut inline: Vec<([u8; 32], Vec<u8>)> = Vec::new();
+    for entry in index.iter()? {
+        let (k, v) = entry?;
+        let address: [u8; 32] = k
+            .value()
+            .try_into()
+            .map_err(|_| StoreError::Corrupt("a blob's address"))?;
+        inline.push((address, v.value().to_vec()));
+    }
+    for (address, bytes) in &inline {
+        files.write(address, bytes)?;
+        index.insert(
+            address.as_slice(),
+            (bytes.len() as u64).to_le_bytes().as_slice(),
+        )?;
+    }
+    for (address, len) in files.list()? {
+        if index.get(address.as_slice())?.is_none() {
+            index.insert(address.as_slice(), len.to_le_bytes().as_slice())?;
+        }
+    }
+    let (mut count, mut bytes) = (0u64, 0u64);
+    for entry in index.iter()? {
+        count += 1;
+        bytes += blob_len(entry?.1.value())?;
+    }
+    drop(index);
+    set_counts(&mut tx.open_table(META)?, count, bytes)
 }
 
 /// The versions of a block's registers before it, read from the store.

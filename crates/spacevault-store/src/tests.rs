@@ -152,6 +152,113 @@ fn blobs_are_kept_as_given() {
     assert!(!store.has_blob(&addr).unwrap());
 }
 
+#[test]
+fn blob_bytes_live_in_files_and_the_counts_follow_every_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("s.redb"), &spec()).unwrap();
+    let (a, b) = (b"aaaa".to_vec(), b"bbbbbbbb".to_vec());
+    let (ha, hb) = (
+        spacevault_chain::blob_address(&a),
+        spacevault_chain::blob_address(&b),
+    );
+    store.put_blob(&ha, &a).unwrap();
+    store.put_blob(&hb, &b).unwrap();
+    store.put_blob(&ha, &a).unwrap();
+    assert_eq!(store.blob_stats().unwrap(), (2, 12));
+    let file = store.blob_path(&ha);
+    assert!(file.starts_with(dir.path().join("s.blobs")));
+    assert_eq!(std::fs::read(&file).unwrap(), a);
+    // A damaged file is read as it is: the caller's hash finds it.
+    std::fs::write(&file, b"aaab").unwrap();
+    assert_eq!(store.get_blob(&ha).unwrap().as_deref(), Some(&b"aaab"[..]));
+    // A good copy written over it repairs it.
+    store.put_blob(&ha, &a).unwrap();
+    assert_eq!(store.get_blob(&ha).unwrap(), Some(a.clone()));
+    assert_eq!(store.blob_stats().unwrap(), (2, 12));
+    // A file gone is said to be gone, not taken for a blob never kept.
+    std::fs::remove_file(&file).unwrap();
+    assert!(matches!(store.get_blob(&ha), Err(StoreError::BlobLost(_))));
+    store.delete_blob(&hb).unwrap();
+    assert_eq!(store.blob_stats().unwrap(), (1, 4));
+    assert!(!store.blob_path(&hb).exists());
+}
+
+#[test]
+fn a_database_moved_aside_is_rebuilt_with_the_blob_files_it_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("vault.redb");
+    let blobs: Vec<Vec<u8>> = (0..5u8).map(|i| vec![i; 100 + i as usize]).collect();
+    {
+        let store = Store::open(&path, &spec()).unwrap();
+        for blob in &blobs {
+            store
+                .put_blob(&spacevault_chain::blob_address(blob), blob)
+                .unwrap();
+        }
+    }
+    // Damaged beyond opening: refused with the way out.
+    std::fs::write(&path, vec![0x5a; 64 << 10]).unwrap();
+    let why = Store::open(&path, &spec())
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(why.contains("move") && why.contains("vault.blobs"), "{why}");
+    // Moved aside: a new database indexes every blob file.
+    std::fs::rename(&path, dir.path().join("vault.redb.damaged")).unwrap();
+    let store = Store::open(&path, &spec()).unwrap();
+    assert_eq!(store.blob_stats().unwrap(), (5, 510));
+    for blob in &blobs {
+        let address = spacevault_chain::blob_address(blob);
+        assert_eq!(store.get_blob(&address).unwrap().as_ref(), Some(blob));
+    }
+}
+
+#[test]
+fn a_store_of_version_1_has_its_blobs_moved_to_files_and_a_later_version_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("vault.redb");
+    let blob = b"kept inline by version 1".to_vec();
+    let address = spacevault_chain::blob_address(&blob);
+    {
+        // What version 1 wrote: the chain id, and blob bytes in the index.
+        let db = redb::Database::create(&path).unwrap();
+        let tx = db.begin_write().unwrap();
+        tx.open_table(META)
+            .unwrap()
+            .insert("chain_id", spec().chain_id().as_slice())
+            .unwrap();
+        tx.open_table(BLOBS)
+            .unwrap()
+            .insert(address.as_slice(), blob.as_slice())
+            .unwrap();
+        tx.commit().unwrap();
+    }
+    {
+        let store = Store::open(&path, &spec()).unwrap();
+        assert_eq!(store.get_blob(&address).unwrap(), Some(blob.clone()));
+        assert_eq!(store.blob_stats().unwrap(), (1, blob.len() as u64));
+        assert_eq!(std::fs::read(store.blob_path(&address)).unwrap(), blob);
+    }
+    // Opened again, nothing moves twice.
+    let store = Store::open(&path, &spec()).unwrap();
+    assert_eq!(store.get_blob(&address).unwrap(), Some(blob));
+    drop(store);
+    {
+        let db = redb::Database::create(&path).unwrap();
+        let tx = db.begin_write().unwrap();
+        tx.open_table(META)
+            .unwrap()
+            .insert("store_version", 3u32.to_le_bytes().as_slice())
+            .unwrap();
+        tx.commit().unwrap();
+    }
+    let why = Store::open(&path, &spec())
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(why.contains("newer"), "{why}");
+}
+
 /// The child half of the kill test: commits blocks and blobs as fast as it
 /// can until it is killed. Run only by that test.
 #[test]
