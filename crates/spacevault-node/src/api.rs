@@ -636,6 +636,26 @@ async fn get_register(
             format!("no register {name} of {}", hex::encode(owner)),
         )
     })?;
+    // Read back from disk, a register is checked again as a blob is: its
+    // owner's signature must still cover what is served.
+    let tx = RegisterTx {
+        owner,
+        name: name.as_bytes().to_vec(),
+        version: entry.version,
+        value: entry.value.clone(),
+        signature: entry.signature,
+    };
+    if !spacevault_chain::meter::with(&s.meter, || tx.signature_ok(&s.chain_id)) {
+        s.metrics.register_reverify_failures.inc();
+        tracing::warn!(owner = %hex::encode(owner), %name, "a stored register does not carry its owner's signature");
+        return Err(ApiError(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!(
+                "this vault's copy of register {name} of {} is damaged (its owner's signature does not cover it): ask another vault",
+                hex::encode(owner)
+            ),
+        ));
+    }
     Ok(Json(json!({
         "owner": hex::encode(owner),
         "name": name,

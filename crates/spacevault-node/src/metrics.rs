@@ -45,6 +45,8 @@ pub struct Metrics {
     pub blob_bytes_stored: Gauge,
     pub blob_reverify_failures: Counter,
     pub blob_repairs: Counter,
+    /// Registers read back whose owner's signature no longer covers them.
+    pub register_reverify_failures: Counter,
     pub blob_copies_pushed: Counter,
     pub registers_written: Counter,
     /// Commands to the network's task dropped for a full queue, brought up
@@ -81,6 +83,7 @@ impl Metrics {
             blob_bytes_stored: Gauge::default(),
             blob_reverify_failures: Counter::default(),
             blob_repairs: Counter::default(),
+            register_reverify_failures: Counter::default(),
             blob_copies_pushed: Counter::default(),
             registers_written: Counter::default(),
             network_commands_dropped: Counter::default(),
@@ -94,6 +97,11 @@ impl Metrics {
             m.height.clone(),
         );
         registry.register("peers", "Peers connected", m.peers.clone());
+        registry.register(
+            "register_reverify_failures",
+            "Registers read back from disk whose owner's signature no longer covers them",
+            m.register_reverify_failures.clone(),
+        );
         registry.register(
             "network_commands_dropped",
             "Commands to the network's task dropped because its queue was full",

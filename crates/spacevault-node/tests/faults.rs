@@ -292,6 +292,60 @@ async fn a_bit_flipped_in_a_blob_file_or_a_file_gone_is_found_on_the_next_read_a
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_register_damaged_on_disk_is_refused_rather_than_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = [vault_files(dir.path(), 0)];
+    let spec = spec(300, 1);
+    let node = start(&spec, &files[0], vec![], true).await;
+    let api = |n: &spacevault_node::Node| {
+        Client::new(&format!("http://{}", n.api_addr().unwrap())).unwrap()
+    };
+    let owner = Keypair::from_secret(&[91; 32]);
+    // A value that repeats nowhere, so that it can be found in the file.
+    let mut value = vec![0u8; 64];
+    blake3::Hasher::new()
+        .update(b"a register to damage")
+        .finalize_xof()
+        .fill(&mut value);
+    api(&node)
+        .set(&owner, &spec.chain_id(), "r", &value)
+        .await
+        .unwrap();
+    node.stop().await;
+    // A bit of the value flips wherever it lies in the database (its
+    // block's copy too).
+    let path = files[0].data.join("vault.redb");
+    let mut bytes = std::fs::read(&path).unwrap();
+    let at: Vec<usize> = bytes
+        .windows(64)
+        .enumerate()
+        .filter(|(_, w)| *w == value.as_slice())
+        .map(|(i, _)| i)
+        .collect();
+    assert!(!at.is_empty(), "the value in the file");
+    for i in at {
+        bytes[i + 9] ^= 0x04;
+    }
+    std::fs::write(&path, &bytes).unwrap();
+    let node = start(&spec, &files[0], vec![], true).await;
+    let read = api(&node).read(&owner.public(), "r").await;
+    match read {
+        Err(spacevault_node::client::ClientError::Refused {
+            status: 500,
+            reason,
+        }) => {
+            assert!(reason.contains("damaged"), "{reason}")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        metric(&node, "spacevault_register_reverify_failures_total"),
+        1.0
+    );
+    node.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_leaving_holders_blobs_are_copied_back_to_r() {
     let dir = tempfile::tempdir().unwrap();
     let files: Vec<_> = (0..5).map(|i| vault_files(dir.path(), i)).collect();
