@@ -359,6 +359,14 @@ async fn status(State(s): S) -> Json<serde_json::Value> {
         "block_delay_ms": block_delay_ms,
         "blobs": blobs,
         "blob_bytes": blob_bytes,
+        "scrub": {
+            "rate_bytes_per_s": s.scrub_rate,
+            "passes": s.scrub.passes.load(std::sync::atomic::Ordering::Relaxed),
+            "pass_blobs": s.scrub.pass_blobs.load(std::sync::atomic::Ordering::Relaxed),
+            "pass_checked": s.scrub.pass_checked.load(std::sync::atomic::Ordering::Relaxed),
+            "last_pass_ms": s.scrub.last_pass_ms.load(std::sync::atomic::Ordering::Relaxed),
+            "damaged": s.metrics.scrub_damaged.get(),
+        },
     }))
 }
 

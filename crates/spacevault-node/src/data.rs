@@ -478,7 +478,7 @@ fn store_local_metered(shared: &Shared, blob: &[u8], address: [u8; 32]) -> Resul
 }
 
 /// The local copy of a blob, if it hashes to its address.
-fn read_local(shared: &Shared, address: &[u8; 32]) -> Result<Option<Vec<u8>>, ()> {
+pub(crate) fn read_local(shared: &Shared, address: &[u8; 32]) -> Result<Option<Vec<u8>>, ()> {
     let store = shared.engine().shared_store();
     let bytes = store.get_blob(address).map_err(|e| {
         if let spacevault_store::StoreError::BlobLost(_) = e {

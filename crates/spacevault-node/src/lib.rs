@@ -30,6 +30,7 @@ pub mod metrics;
 mod node;
 mod page;
 mod replication;
+pub mod scrub;
 mod sync;
 
 pub use node::{Node, NodeConfig, Shared, StartError};

@@ -47,6 +47,9 @@ pub struct Metrics {
     pub blob_repairs: Counter,
     /// Registers read back whose owner's signature no longer covers them.
     pub register_reverify_failures: Counter,
+    pub scrub_checked: Counter,
+    pub scrub_damaged: Counter,
+    pub scrub_passes: Counter,
     pub blob_copies_pushed: Counter,
     pub registers_written: Counter,
     /// Commands to the network's task dropped for a full queue, brought up
@@ -84,6 +87,9 @@ impl Metrics {
             blob_reverify_failures: Counter::default(),
             blob_repairs: Counter::default(),
             register_reverify_failures: Counter::default(),
+            scrub_checked: Counter::default(),
+            scrub_damaged: Counter::default(),
+            scrub_passes: Counter::default(),
             blob_copies_pushed: Counter::default(),
             registers_written: Counter::default(),
             network_commands_dropped: Counter::default(),
@@ -97,6 +103,21 @@ impl Metrics {
             m.height.clone(),
         );
         registry.register("peers", "Peers connected", m.peers.clone());
+        registry.register(
+            "scrub_blobs_checked",
+            "Stored blobs the scrub read back and hashed",
+            m.scrub_checked.clone(),
+        );
+        registry.register(
+            "scrub_blobs_damaged",
+            "Stored blobs the scrub found damaged or gone (and repaired when a holder had a copy)",
+            m.scrub_damaged.clone(),
+        );
+        registry.register(
+            "scrub_passes",
+            "Scrub passes over every stored blob finished",
+            m.scrub_passes.clone(),
+        );
         registry.register(
             "register_reverify_failures",
             "Registers read back from disk whose owner's signature no longer covers them",

@@ -47,6 +47,8 @@ pub struct NodeConfig {
     pub store_budget: (u64, u64),
     /// Names the API answers to besides IP addresses and `localhost`.
     pub api_hosts: Vec<String>,
+    /// How fast and how often stored blobs are read back and checked.
+    pub scrub: crate::scrub::ScrubConfig,
 }
 
 /// Gossipsub's heartbeat, whatever the slot: blocks and proofs go out at
@@ -80,6 +82,7 @@ impl NodeConfig {
             api_times: None,
             store_budget: (crate::budget::STORE_RATE, crate::budget::STORE_BURST),
             api_hosts: Vec::new(),
+            scrub: Default::default(),
         }
     }
 }
@@ -132,6 +135,9 @@ pub struct Shared {
     pub api_times: ApiTimes,
     /// What each peer may still have this vault keep.
     pub(crate) store_budgets: Mutex<crate::budget::Budgets<net::Peer>>,
+    /// Where the scrub of stored blobs stands.
+    pub scrub: crate::scrub::ScrubProgress,
+    pub scrub_rate: u64,
 }
 
 /// First-import times of the last blocks, bounded.
@@ -179,6 +185,7 @@ pub struct Node {
     task: tokio::task::JoinHandle<()>,
     network: tokio::task::JoinHandle<()>,
     api: Option<tokio::task::JoinHandle<()>>,
+    scrub: tokio::task::JoinHandle<()>,
 }
 
 /// What the vault's own tasks (lookups, syncs) tell its main task.
@@ -249,6 +256,8 @@ impl Node {
                 config.store_budget.0,
                 config.store_budget.1,
             )),
+            scrub: Default::default(),
+            scrub_rate: config.scrub.rate,
         });
         data::refresh_blob_metrics(&shared);
         let api = match config.api {
@@ -274,12 +283,14 @@ impl Node {
         };
         let (stop, stopped) = mpsc::channel(1);
         let task = tokio::spawn(run(shared.clone(), events, stopped));
+        let scrub = tokio::spawn(crate::scrub::run(shared.clone(), config.scrub));
         Ok(Node {
             shared,
             stop,
             task,
             network,
             api,
+            scrub,
         })
     }
 
@@ -334,6 +345,8 @@ impl Node {
             api.abort();
             let _ = api.await;
         }
+        self.scrub.abort();
+        let _ = self.scrub.await;
         self.network.abort();
         let _ = self.network.await;
         // Lookups, syncs and copies under way hold the vault's parts; they

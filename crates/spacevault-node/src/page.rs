@@ -32,7 +32,9 @@ code { font-size: 12px; }
 <span class="stat"><b id="vaults">…</b>vaults alive</span>
 <span class="stat"><b id="blobs">…</b>blobs held</span>
 <span class="stat"><b id="blob-bytes">…</b>bytes held</span>
+<span class="stat"><b id="scrub">…</b>scrub</span>
 </p>
+<div id="scrub-note"></div>
 <h2>Plots</h2>
 <div id="lookup-note"></div>
 <table id="plots"><tr><th>plot</th><th>k</th><th>last lookup</th></tr></table>
@@ -56,6 +58,18 @@ async function refresh() {
     document.getElementById("vaults").textContent = s.vaults;
     document.getElementById("blobs").textContent = s.blobs;
     document.getElementById("blob-bytes").textContent = s.blob_bytes;
+    const sc = s.scrub;
+    let scrubText = "off";
+    if (sc.rate_bytes_per_s > 0) {
+      scrubText = sc.pass_checked < sc.pass_blobs
+        ? Math.floor(100 * sc.pass_checked / sc.pass_blobs) + "%"
+        : sc.passes + (sc.passes == 1 ? " pass" : " passes");
+    }
+    document.getElementById("scrub").textContent = scrubText;
+    document.getElementById("scrub-note").textContent = sc.damaged > 0
+      ? "The scrub found " + sc.damaged + " damaged blob" + (sc.damaged == 1 ? "" : "s") + " on this vault's disk (repaired from other holders where they had copies)."
+      : "";
+    document.getElementById("scrub-note").className = sc.damaged > 0 ? "warn" : "";
     const plots = document.getElementById("plots");
     clear(plots);
     let slowest = 0;

@@ -292,6 +292,67 @@ async fn a_bit_flipped_in_a_blob_file_or_a_file_gone_is_found_on_the_next_read_a
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_scrub_finds_and_repairs_a_damaged_blob_that_nobody_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let files: Vec<_> = (0..3).map(|i| vault_files(dir.path(), i)).collect();
+    let spec = spec(300, 3);
+    logs();
+    let fast = |c: &mut spacevault_node::NodeConfig| {
+        c.scrub = spacevault_node::scrub::ScrubConfig {
+            rate: 1 << 30,
+            pause: Duration::from_millis(100),
+        }
+    };
+    let first = start_with(&spec, &files[0], vec![], false, fast).await;
+    let boot = first.listen_addrs(Duration::from_secs(5)).await;
+    let mut nodes = vec![first];
+    for f in &files[1..] {
+        nodes.push(start_with(&spec, f, boot.clone(), false, fast).await);
+    }
+    assert!(all_know(&nodes, 3).await);
+    let mut blob = vec![0u8; 20_000];
+    blake3::Hasher::new()
+        .update(b"a blob the scrub repairs")
+        .finalize_xof()
+        .fill(&mut blob);
+    let put = put_via(&nodes[0], blob.clone()).await;
+    assert_eq!(put.receipts.len(), 3);
+    // The copies a change of the vault set sends (which would replace a
+    // damaged one too) are sent by now: two scrub passes have passed.
+    let passes = metric(&nodes[1], "spacevault_scrub_passes_total");
+    assert!(
+        wait_for(Duration::from_secs(20), || metric(
+            &nodes[1],
+            "spacevault_scrub_passes_total"
+        ) >= passes + 2.0)
+        .await
+    );
+    // A bit flips in vault 1's copy while it runs; nobody reads the blob.
+    let file = nodes[1].shared.engine().store().blob_path(&put.address);
+    let mut bytes = std::fs::read(&file).unwrap();
+    bytes[123] ^= 0x10;
+    std::fs::write(&file, &bytes).unwrap();
+    let found = wait_for(Duration::from_secs(30), || {
+        metric(&nodes[1], "spacevault_scrub_blobs_damaged_total") >= 1.0
+    })
+    .await;
+    assert!(found, "the scrub never found the damage");
+    let repaired = wait_for(Duration::from_secs(30), || {
+        std::fs::read(&file).is_ok_and(|b| b == blob)
+    })
+    .await;
+    assert!(repaired, "the scrub never repaired the copy");
+    assert!(metric(&nodes[1], "spacevault_scrub_passes_total") >= 1.0);
+    assert_eq!(
+        metric(&nodes[0], "spacevault_scrub_blobs_damaged_total"),
+        0.0
+    );
+    for n in nodes {
+        n.stop().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_register_damaged_on_disk_is_refused_rather_than_served() {
     let dir = tempfile::tempdir().unwrap();
     let files = [vault_files(dir.path(), 0)];

@@ -32,6 +32,11 @@ pub struct NodeArgs {
     /// so that no web page can reach the API under a name of its own).
     #[arg(long, value_name = "NAME")]
     pub api_host: Vec<String>,
+    /// How fast stored blobs are read back and checked, in bytes a second
+    /// (e.g. 16MiB; 0: never). A pass over every blob, then an hour's
+    /// pause.
+    #[arg(long, value_name = "SIZE", value_parser = crate::size::parse_size, default_value = "16MiB")]
+    pub scrub_rate: u64,
     /// Remember signatures verified once (a transaction is checked when it
     /// arrives and again inside its block).
     #[arg(long, value_enum, value_name = "ON|OFF", default_value_t = Switch::On)]
@@ -98,6 +103,7 @@ pub fn run(args: NodeArgs) -> Result<()> {
         config.bootstrap = bootstrap;
         config.api = Some(args.api);
         config.api_hosts = args.api_host;
+        config.scrub.rate = args.scrub_rate;
         config.verify_cache = args.verify_cache == Switch::On;
         config.links = links;
         config.trace_crypto = args.trace_crypto;

@@ -1,0 +1,105 @@
+//! The scrub: a background pass over every stored blob, reading it back and
+//! hashing it, at a bounded rate, as ZFS and Ceph scrub their disks. A blob
+//! damaged on disk (or whose file is gone) is otherwise found only when
+//! someone reads it; the scrub finds it first, and repairs it from another
+//! holder as a read would. Passes follow one another, a pause apart.
+
+use crate::data;
+use crate::node::Shared;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The default rate: 16 MiB/s, a tenth of what a hard disk reads in
+/// sequence and a sliver of an SSD's, so that a scrub never crowds out a
+/// vault's own reads and writes. A vault of 1 TB of blobs is scrubbed in
+/// about 18 hours.
+pub const SCRUB_RATE: u64 = 16 << 20;
+/// The pause between two passes.
+pub const SCRUB_PAUSE: Duration = Duration::from_secs(3600);
+/// What a blob costs the rate beyond its bytes (opening its file).
+const PER_BLOB: u64 = 4 << 10;
+
+/// How fast, and how often, a vault scrubs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScrubConfig {
+    /// Bytes read a second, on average; 0: no scrub.
+    pub rate: u64,
+    pub pause: Duration,
+}
+
+impl Default for ScrubConfig {
+    fn default() -> ScrubConfig {
+        ScrubConfig {
+            rate: SCRUB_RATE,
+            pause: SCRUB_PAUSE,
+        }
+    }
+}
+
+/// Where the scrub stands, for the status and the page.
+#[derive(Default)]
+pub struct ScrubProgress {
+    pub passes: AtomicU64,
+    /// Blobs in the pass under way, and checked of them.
+    pub pass_blobs: AtomicU64,
+    pub pass_checked: AtomicU64,
+    /// When the last pass ended (Unix ms; 0 before the first).
+    pub last_pass_ms: AtomicU64,
+}
+
+/// Scrubs until the task is aborted.
+pub async fn run(shared: Arc<Shared>, config: ScrubConfig) {
+    if config.rate == 0 {
+        return;
+    }
+    loop {
+        pass(&shared, config.rate).await;
+        tokio::time::sleep(config.pause).await;
+    }
+}
+
+async fn pass(shared: &Arc<Shared>, rate: u64) {
+    let store = shared.engine().shared_store();
+    let Ok(Ok(addresses)) = tokio::task::spawn_blocking(move || store.blob_addresses()).await
+    else {
+        return;
+    };
+    let progress = &shared.scrub;
+    progress
+        .pass_blobs
+        .store(addresses.len() as u64, Ordering::Relaxed);
+    progress.pass_checked.store(0, Ordering::Relaxed);
+    let started = tokio::time::Instant::now();
+    let mut spent = 0u64;
+    for address in addresses {
+        let reader = shared.clone();
+        let checked =
+            tokio::task::spawn_blocking(move || data::read_local(&reader, &address)).await;
+        let len = match checked {
+            Ok(Ok(Some(bytes))) => bytes.len() as u64,
+            // Gone since the pass began.
+            Ok(Ok(None)) => 0,
+            // Damaged (counted where it was found): a good copy replaces it.
+            Ok(Err(())) => {
+                shared.metrics.scrub_damaged.inc();
+                if data::read_verified(shared, &address).await.is_some() {
+                    tracing::info!(address = %hex::encode(address), "the scrub repaired a damaged blob");
+                }
+                0
+            }
+            Err(_) => 0,
+        };
+        shared.metrics.scrub_checked.inc();
+        progress.pass_checked.fetch_add(1, Ordering::Relaxed);
+        // Paced on the whole pass, so that the rate holds on average.
+        spent += len + PER_BLOB;
+        let due = started + Duration::from_secs_f64(spent as f64 / rate as f64);
+        tokio::time::sleep_until(due).await;
+    }
+    progress.passes.fetch_add(1, Ordering::Relaxed);
+    shared.metrics.scrub_passes.inc();
+    progress
+        .last_pass_ms
+        .store(crate::now_ms(), Ordering::Relaxed);
+}
