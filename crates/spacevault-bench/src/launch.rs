@@ -477,6 +477,7 @@ fn start_processes(
                 "/ip4/127.0.0.1/tcp/0",
                 "--api",
                 "127.0.0.1:0",
+                "--json",
                 "--plots",
             ])
             .arg(plot_dir)
@@ -502,25 +503,29 @@ fn start_processes(
         die_with_parent(&mut cmd);
         let mut child = cmd.spawn().map_err(io("starting a vault"))?;
         let mut lines = std::io::BufReader::new(child.stdout.take().expect("piped")).lines();
-        let (mut addr, mut api) = (None, None);
-        while addr.is_none() || api.is_none() {
-            let Some(Ok(line)) = lines.next() else {
-                return Err(BenchError::Invalid(format!(
-                    "vault {i} exited before printing its addresses"
-                )));
-            };
-            if let Some(a) = line.strip_prefix("listening") {
-                addr.get_or_insert(a.trim().to_string());
-            }
-            if let Some(a) = line.strip_prefix("api") {
-                api = Some(a.trim().to_string());
-            }
-        }
+        // Its first line: `spacevault node --json`'s word of where it is.
+        let Some(Ok(line)) = lines.next() else {
+            return Err(BenchError::Invalid(format!(
+                "vault {i} exited before printing its addresses"
+            )));
+        };
+        let started: serde_json::Value = serde_json::from_str(&line).map_err(|e| {
+            BenchError::Invalid(format!(
+                "vault {i} printed '{line}', not its JSON line: {e}"
+            ))
+        })?;
+        let addr = started["listen"][0].as_str().map(String::from);
+        let api = started["api"].as_str().map(String::from);
+        let (Some(addr), Some(api)) = (addr, api) else {
+            return Err(BenchError::Invalid(format!(
+                "vault {i} printed no address or API: {line}"
+            )));
+        };
         // The rest of its output is not needed; reading it keeps the pipe
         // from filling.
         std::thread::spawn(move || lines.for_each(drop));
-        listening.push(addr.expect("read above"));
-        apis.push(api.expect("read above"));
+        listening.push(addr);
+        apis.push(api);
         children.push(child);
     }
     Ok((Vaults::Processes(children), apis))

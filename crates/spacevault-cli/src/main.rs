@@ -68,7 +68,7 @@ impl Command {
             Command::Info(a) => a.json,
             Command::Bench(c) => c.json(),
             Command::Chain(cmd::chain::ChainCommand::Init(a)) => a.json,
-            Command::Node(_) => false,
+            Command::Node(a) => a.json,
             Command::Client(a) => a.json,
             Command::Identity(a) => a.json,
             Command::Stress(a) => a.json,
@@ -130,6 +130,10 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
+        Err(e) if e.downcast_ref::<signals::StoppedBy>().is_some() => {
+            let signal = e.downcast_ref::<signals::StoppedBy>().map_or(0, |s| s.0);
+            ExitCode::from(128 + signal as u8)
+        }
         Err(e) if e.chain().any(|c| c.is::<out::StdoutClosed>()) => {
             spacevault::plot::request_stop();
             ExitCode::from(128 + libc::SIGPIPE as u8)

@@ -54,6 +54,19 @@ pub fn install() {
     }
 }
 
+/// A command that stopped, cleanly, because signal `.0` asked it to: the
+/// process exits 128 + its number, saying nothing more.
+#[derive(Debug)]
+pub struct StoppedBy(pub libc::c_int);
+
+impl std::fmt::Display for StoppedBy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "stopped by signal {}", self.0)
+    }
+}
+
+impl std::error::Error for StoppedBy {}
+
 /// The exit status for a command a signal stopped: 128 + its number
 /// (130 for an interruption with no signal seen).
 pub fn exit_status() -> u8 {

@@ -49,6 +49,10 @@ pub struct NodeArgs {
     /// `GET /v1/crypto/trace` (for `spacevault stress --trace-crypto`).
     #[arg(long)]
     pub trace_crypto: bool,
+    /// Print one JSON line at start (peer id, farmer key, chain id,
+    /// addresses, API) instead of the lines for people.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// A setting that is on or off.
@@ -109,13 +113,33 @@ pub fn run(args: NodeArgs) -> Result<()> {
         config.trace_crypto = args.trace_crypto;
         let node = Node::start(config).await?;
         let peer = node.peer_id();
-        outln!("peer id     {peer}");
-        outln!("farmer key  {}", hex::encode(node.farmer_key()));
-        for addr in node.listen_addrs(Duration::from_secs(5)).await {
-            outln!("listening   {addr}/p2p/{peer}");
-        }
-        if let Some(api) = node.api_addr() {
-            outln!("api         http://{api}");
+        let listening: Vec<String> = node
+            .listen_addrs(Duration::from_secs(5))
+            .await
+            .iter()
+            .map(|a| format!("{a}/p2p/{peer}"))
+            .collect();
+        let api = node.api_addr().map(|a| format!("http://{a}"));
+        if args.json {
+            outln!(
+                "{}",
+                serde_json::json!({
+                    "peer_id": peer.to_string(),
+                    "farmer_key": hex::encode(node.farmer_key()),
+                    "chain_id": hex::encode(node.shared.chain_id),
+                    "listen": listening,
+                    "api": api,
+                })
+            );
+        } else {
+            outln!("peer id     {peer}");
+            outln!("farmer key  {}", hex::encode(node.farmer_key()));
+            for addr in &listening {
+                outln!("listening   {addr}");
+            }
+            if let Some(api) = &api {
+                outln!("api         {api}");
+            }
         }
         let plots = node.shared.farmer.plots();
         tracing::info!(
@@ -123,22 +147,22 @@ pub fn run(args: NodeArgs) -> Result<()> {
             height = node.height(),
             "the vault is running"
         );
-        wait_for_stop().await;
-        tracing::info!("stopping");
+        let signal = wait_for_stop().await;
+        tracing::info!(signal, "stopping");
         node.stop().await;
         tracing::info!("stopped");
-        anyhow::Ok(())
+        Err(anyhow::Error::new(crate::signals::StoppedBy(signal)))
     })
 }
 
-/// Waits for Ctrl-C or SIGTERM.
-async fn wait_for_stop() {
+/// Waits for Ctrl-C, SIGTERM or SIGHUP; the signal's number.
+async fn wait_for_stop() -> libc::c_int {
     use tokio::signal::unix::{signal, SignalKind};
     let mut term = signal(SignalKind::terminate()).expect("a SIGTERM handler");
     let mut hup = signal(SignalKind::hangup()).expect("a SIGHUP handler");
     tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
-        _ = hup.recv() => {}
+        _ = tokio::signal::ctrl_c() => libc::SIGINT,
+        _ = term.recv() => libc::SIGTERM,
+        _ = hup.recv() => libc::SIGHUP,
     }
 }

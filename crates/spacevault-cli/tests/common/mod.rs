@@ -345,6 +345,7 @@ pub fn start_node(dir: &Path, name: &str, spec: &Path, bootstrap: Option<&str>) 
             "/ip4/127.0.0.1/tcp/0",
             "--api",
             "127.0.0.1:0",
+            "--json",
             "--plots",
         ])
         .arg(&plots)
@@ -358,19 +359,18 @@ pub fn start_node(dir: &Path, name: &str, spec: &Path, bootstrap: Option<&str>) 
         cmd.args(["--bootstrap", b]);
     }
     let mut child = Guarded::spawn(&mut cmd);
-    let (mut addr, mut api) = (None, None);
-    child.read_until(Duration::from_secs(60), |line| {
-        if let Some(a) = line.strip_prefix("listening") {
-            addr.get_or_insert(a.trim().to_string());
-        }
-        if let Some(a) = line.strip_prefix("api") {
-            api = Some(a.trim().to_string());
-        }
-        addr.is_some() && api.is_some()
-    });
+    // `--json`: one line saying where it is.
+    let line = child
+        .read_until(Duration::from_secs(60), |_| true)
+        .remove(0);
+    let started: serde_json::Value =
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line}: {e}"));
     Vault {
         child,
-        addr: addr.unwrap(),
-        api: api.unwrap(),
+        addr: started["listen"][0]
+            .as_str()
+            .expect("an address")
+            .to_string(),
+        api: started["api"].as_str().expect("an API").to_string(),
     }
 }
