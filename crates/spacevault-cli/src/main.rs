@@ -130,6 +130,9 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
+        Err(e) if e.downcast_ref::<cmd::ExitWith>().is_some() => {
+            ExitCode::from(e.downcast_ref::<cmd::ExitWith>().map_or(1, |x| x.0))
+        }
         Err(e) if e.downcast_ref::<signals::StoppedBy>().is_some() => {
             let signal = e.downcast_ref::<signals::StoppedBy>().map_or(0, |s| s.0);
             ExitCode::from(128 + signal as u8)

@@ -294,3 +294,52 @@ fn a_bootstrap_nobody_answers_is_a_warning_with_its_reason_and_the_status_says_s
         "{stderr}"
     );
 }
+
+#[test]
+fn a_put_too_large_says_so_and_one_fewer_vaults_took_prints_its_address_and_exits_3() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("spec.json");
+    sv(dir.path())
+        .args([
+            "chain",
+            "init",
+            "--slot-ms",
+            "300",
+            "--replication",
+            "2",
+            "--out",
+        ])
+        .arg(&spec)
+        .assert()
+        .success();
+    let a = start_node(dir.path(), "a", &spec, None);
+    let mut b = start_node(dir.path(), "b", &spec, Some(&a.addr));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while get_json(&a, "/v1/status").and_then(|s| s["vaults"].as_u64()) != Some(2) {
+        assert!(Instant::now() < deadline, "a never heard of b");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Over the chain's 1 MiB: refused by the client, with the reason.
+    let big = dir.path().join("big");
+    std::fs::write(&big, vec![7u8; (1 << 20) + 1]).unwrap();
+    let out = client(dir.path(), &a, &["put", big.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("is 1048577 bytes"), "{err}");
+    assert!(err.contains("at most 1048576 bytes"), "{err}");
+    // b dies; a learns of it only when its Store to b fails.
+    b.child.kill();
+    let small = dir.path().join("small");
+    std::fs::write(&small, b"kept by one vault of two").unwrap();
+    let out = client(dir.path(), &a, &["put", small.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("stored on 1 of 2 vaults"), "{err}");
+    let address = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert_eq!(
+        address,
+        hex::encode(spacevault_chain::blob_address(b"kept by one vault of two"))
+    );
+    let out = client(dir.path(), &a, &["get", &address]);
+    assert_eq!(out.stdout, b"kept by one vault of two");
+}

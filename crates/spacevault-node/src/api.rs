@@ -343,6 +343,7 @@ async fn status(State(s): S) -> Json<serde_json::Value> {
         "chain_id": hex::encode(s.chain_id),
         "slot_ms": s.spec.slot_ms,
         "proof_window_ms": s.spec.proof_window_ms,
+        "max_blob_bytes": s.spec.max_blob_bytes,
         "height": head.height,
         "head": hex::encode(head.hash),
         "election_height": election.0,

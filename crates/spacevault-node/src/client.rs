@@ -21,6 +21,10 @@ pub enum ClientError {
     Refused { status: u16, reason: String },
     #[error("the vault's answer does not parse: {0}")]
     BadAnswer(String),
+    /// A PUT that fewer vaults than wanted took: the blob has an address,
+    /// and fewer copies than the chain asks for.
+    #[error("only {} of {} vaults stored the blob {}", .0.copies, .0.wanted, .0.address)]
+    TooFewCopies(PutAnswer),
 }
 
 /// A PUT's answer.
@@ -127,11 +131,7 @@ impl Client {
         if (200..300).contains(&status) {
             return Ok(bytes);
         }
-        let reason = serde_json::from_slice::<serde_json::Value>(&bytes)
-            .ok()
-            .and_then(|v| v["error"].as_str().map(String::from))
-            .unwrap_or_else(|| String::from_utf8_lossy(&bytes).into_owned());
-        Err(ClientError::Refused { status, reason })
+        Err(refusal(status, &bytes))
     }
 
     async fn json<T: for<'de> Deserialize<'de>>(
@@ -187,9 +187,20 @@ impl Client {
             .await
     }
 
-    /// Stores a blob; its address and the holders' receipts.
+    /// Stores a blob; its address and the holders' receipts. A blob fewer
+    /// vaults took than wanted is [`ClientError::TooFewCopies`], with its
+    /// address and the receipts it got.
     pub async fn put(&self, blob: Vec<u8>) -> Result<PutAnswer, ClientError> {
-        self.json(hyper::Method::PUT, "/v1/blobs", blob).await
+        let (status, bytes) = self.call(hyper::Method::PUT, "/v1/blobs", blob).await?;
+        let answer = || {
+            serde_json::from_slice::<PutAnswer>(&bytes)
+                .map_err(|e| ClientError::BadAnswer(e.to_string()))
+        };
+        match status {
+            200..=299 => answer(),
+            503 if answer().is_ok() => Err(ClientError::TooFewCopies(answer()?)),
+            _ => Err(refusal(status, &bytes)),
+        }
     }
 
     pub async fn get(&self, address: &str) -> Result<Vec<u8>, ClientError> {
@@ -252,6 +263,15 @@ impl Client {
             .and_then(|b| b.try_into().ok())
             .ok_or_else(|| ClientError::BadAnswer("no chain id".into()))
     }
+}
+
+/// An error answer: its status and the reason its JSON gives.
+fn refusal(status: u16, bytes: &[u8]) -> ClientError {
+    let reason = serde_json::from_slice::<serde_json::Value>(bytes)
+        .ok()
+        .and_then(|v| v["error"].as_str().map(String::from))
+        .unwrap_or_else(|| String::from_utf8_lossy(bytes).into_owned());
+    ClientError::Refused { status, reason }
 }
 
 /// What the API takes at `path`: JSON for a register, bytes for a blob.

@@ -69,7 +69,26 @@ async fn run_with(client: Client, command: ClientCommand, json: bool) -> Result<
         ClientCommand::Put { file } => {
             // The largest blob any chain allows; the vault says its own.
             let blob = crate::input::read_regular(&file, "the file", 64 << 20)?;
-            let put = client.put(blob).await?;
+            // A blob over the chain's limit is refused here, with that
+            // reason: the vault's 413 comes before it has read the body,
+            // and a client still sending sees only a closed connection.
+            if let Ok(status) = client.status().await {
+                if let Some(max) = status["max_blob_bytes"].as_u64() {
+                    if blob.len() as u64 > max {
+                        bail!(
+                            "{} is {} bytes: this chain's blobs are at most {max} bytes ({})",
+                            file.display(),
+                            blob.len(),
+                            spacevault::units::human_bytes(max)
+                        );
+                    }
+                }
+            }
+            let (put, partial) = match client.put(blob).await {
+                Ok(put) => (put, false),
+                Err(spacevault_node::client::ClientError::TooFewCopies(put)) => (put, true),
+                Err(e) => return Err(e.into()),
+            };
             if json {
                 crate::cmd::print_json(&serde_json::json!({
                     "address": put.address,
@@ -80,6 +99,10 @@ async fn run_with(client: Client, command: ClientCommand, json: bool) -> Result<
             } else {
                 outln!("{}", put.address);
                 errln!("stored on {} of {} vaults", put.copies, put.wanted);
+            }
+            if partial {
+                errln!("warning: fewer vaults than the chain wants took the blob: PUT it again to add copies");
+                return Err(crate::cmd::ExitWith(3).into());
             }
         }
         ClientCommand::Get { address, out } => {
