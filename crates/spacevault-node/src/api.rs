@@ -29,6 +29,10 @@ pub struct ApiTimes {
     /// How long a request waits on the chain (a write to be included, a
     /// height or a version to be reached) before it gives up.
     pub chain_wait: Duration,
+    /// How long a connection may take to send a request's headers before
+    /// it is closed (a client that opens connections and sends nothing
+    /// would otherwise hold them for ever).
+    pub headers: Duration,
 }
 
 impl ApiTimes {
@@ -38,6 +42,7 @@ impl ApiTimes {
         ApiTimes {
             request: Duration::from_secs(60),
             chain_wait: (slot * 40).min(Duration::from_secs(50)),
+            headers: Duration::from_secs(10),
         }
     }
 }
@@ -127,11 +132,37 @@ pub fn router(shared: Arc<Shared>, hosts: Vec<String>) -> Router {
         .with_state(shared)
 }
 
-/// Serves the API on `listener` until the task is aborted.
+/// Serves the API on `listener` until the task is aborted: each
+/// connection on a task of its own, at most [`guard::MAX_CONNECTIONS`] at
+/// once (those past it are closed at once), each closed when a request's
+/// headers take longer than [`ApiTimes::headers`].
 pub async fn serve(listener: tokio::net::TcpListener, shared: Arc<Shared>, hosts: Vec<String>) {
+    let headers = shared.api_times.headers;
     let app = router(shared, hosts);
-    if let Err(e) = axum::serve(listener, app).await {
-        tracing::error!(%e, "the API stopped");
+    let open = Arc::new(tokio::sync::Semaphore::new(guard::MAX_CONNECTIONS));
+    loop {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                // Out of file descriptors, for one: wait rather than spin.
+                tracing::warn!(%e, "the API could not accept a connection");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let Ok(permit) = open.clone().try_acquire_owned() else {
+            drop(stream);
+            continue;
+        };
+        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        tokio::spawn(async move {
+            let _ = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(headers)
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                .await;
+            drop(permit);
+        });
     }
 }
 

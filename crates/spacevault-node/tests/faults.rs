@@ -466,12 +466,13 @@ async fn the_http_api_answers_bad_input_with_a_4xx_and_a_reason() {
     // Vault 0 waits long on the chain, for the writes that must succeed;
     // vault 1 waits a second, for the ones that must time out; vault 2
     // answers any request within 300 ms, before its ten seconds on the
-    // chain are over.
+    // chain are over. Each gives a connection 500 ms to send its headers.
     let times = |request_ms, wait_ms| {
         move |c: &mut spacevault_node::NodeConfig| {
             c.api_times = Some(spacevault_node::api::ApiTimes {
                 request: Duration::from_millis(request_ms),
                 chain_wait: Duration::from_millis(wait_ms),
+                headers: Duration::from_millis(500),
             })
         }
     };
@@ -612,6 +613,31 @@ async fn the_http_api_answers_bad_input_with_a_4xx_and_a_reason() {
             assert!(why.contains("--api-host"), "{why}");
         }
     }
+    // A connection that never finishes its headers is closed.
+    let stalled = std::time::Instant::now();
+    {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect(api_addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        stream
+            .write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            .unwrap();
+        let mut rest = Vec::new();
+        let read = stream.read_to_end(&mut rest);
+        assert!(read.is_ok(), "closed, not timed out here: {read:?}");
+        let text = String::from_utf8_lossy(&rest);
+        assert!(
+            rest.is_empty() || text.starts_with("HTTP/1.1 408"),
+            "{text}"
+        );
+    }
+    assert!(
+        stalled.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        stalled.elapsed()
+    );
     let (status, _) = c.get_path("/health").await.unwrap();
     assert_eq!(status, 200);
     let (_, metrics) = c.get_path("/metrics").await.unwrap();
@@ -801,6 +827,7 @@ async fn a_write_no_block_takes_is_answered_504_once_the_wait_is_over() {
         c.api_times = Some(spacevault_node::api::ApiTimes {
             request: Duration::from_secs(60),
             chain_wait: Duration::from_millis(500),
+            headers: Duration::from_secs(10),
         })
     })
     .await;

@@ -17,6 +17,8 @@ pub const MAX_URI_BYTES: usize = 8 << 10;
 pub const MAX_HEADER_BYTES: usize = 16 << 10;
 /// Requests the API works on at once; past it, 503 at once.
 pub const MAX_CONCURRENT_REQUESTS: usize = 1024;
+/// Connections the API keeps open at once; past it, new ones are closed.
+pub const MAX_CONNECTIONS: usize = 2048;
 
 /// Whether `host` (a Host header's value) names this vault: an IP address
 /// (which no other site's page can take the name of), `localhost`, or one
