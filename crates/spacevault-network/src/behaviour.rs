@@ -110,8 +110,10 @@ pub(crate) fn behaviour(key: &identity::Keypair, config: &Config) -> Result<Beha
         [(wire::PROTOCOL, ProtocolSupport::Full)],
         request_response::Config::default().with_request_timeout(Duration::from_secs(20)),
     );
-    let identify =
-        identify::Behaviour::new(identify::Config::new("/spacevault/1".into(), key.public()));
+    let identify = identify::Behaviour::new(identify::Config::new(
+        crate::identify_version(&config.chain_id),
+        key.public(),
+    ));
     let peer = key.public().to_peer_id();
     let mut kad_config = kad::Config::new(StreamProtocol::new("/spacevault/kad/1"));
     // The runner bootstraps when it wants more peers, never without any.

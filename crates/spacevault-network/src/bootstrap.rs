@@ -31,6 +31,9 @@ struct Entry {
     backoff: Duration,
     next_try: Instant,
     dial: Option<ConnectionId>,
+    /// The connection a dial made, until the peer says which chain it is
+    /// on: the wait starts again from the first only then.
+    unconfirmed: Option<ConnectionId>,
     reached: bool,
     error: Option<String>,
 }
@@ -49,6 +52,7 @@ impl Bootstraps {
                 backoff: FIRST_BACKOFF,
                 next_try: now,
                 dial: None,
+                unconfirmed: None,
                 reached: false,
                 error: None,
             })
@@ -90,14 +94,41 @@ impl Bootstraps {
     }
 
     /// Records a dial that connected; the address, or `None` when `id` was
-    /// not a bootstrap dial.
+    /// not a bootstrap dial. Its waits start again from the first once the
+    /// peer proves to be on this chain ([`Bootstraps::confirmed`]).
     pub fn connected(&mut self, id: ConnectionId) -> Option<Multiaddr> {
         let e = self.entries.iter_mut().find(|e| e.dial == Some(id))?;
         e.dial = None;
+        e.unconfirmed = Some(id);
         e.reached = true;
         e.error = None;
-        e.backoff = FIRST_BACKOFF;
         Some(e.address.clone())
+    }
+
+    /// The peer of connection `id` is on this chain.
+    pub fn confirmed(&mut self, id: ConnectionId) {
+        if let Some(e) = self.entries.iter_mut().find(|e| e.unconfirmed == Some(id)) {
+            e.unconfirmed = None;
+            e.backoff = FIRST_BACKOFF;
+        }
+    }
+
+    /// The peer of connection `id` is on another chain: a failure of its
+    /// address, waited on like any other (so that a bootstrap address of
+    /// the wrong chain is not dialled every two seconds).
+    pub fn other_chain(
+        &mut self,
+        id: ConnectionId,
+        why: String,
+        now: Instant,
+    ) -> Option<(Multiaddr, Duration)> {
+        let e = self
+            .entries
+            .iter_mut()
+            .find(|e| e.unconfirmed == Some(id))?;
+        e.unconfirmed = None;
+        e.dial = Some(id);
+        self.failed(id, why, now)
     }
 
     pub fn status(&self, now: Instant) -> Vec<BootstrapStatus> {
@@ -174,6 +205,7 @@ mod tests {
         // A connection starts the waits again from the first.
         b.dialling(0, id(100));
         assert_eq!(b.connected(id(100)), Some(address.clone()));
+        b.confirmed(id(100));
         assert_eq!(
             b.status(now)[0],
             BootstrapStatus {
@@ -185,6 +217,23 @@ mod tests {
         );
         b.dialling(0, id(101));
         assert_eq!(b.failed(id(101), "x".into(), now).unwrap().1, FIRST_BACKOFF);
+    }
+
+    #[test]
+    fn a_bootstrap_on_another_chain_is_a_failure_whose_waits_grow() {
+        let t = Instant::now();
+        let address: Multiaddr = "/memory/5".parse().unwrap();
+        let mut b = Bootstraps::new(vec![address.clone()], t);
+        let mut waits = Vec::new();
+        for n in 0..4 {
+            b.dialling(0, id(n));
+            assert_eq!(b.connected(id(n)), Some(address.clone()));
+            let (_, wait) = b.other_chain(id(n), "another chain".into(), t).unwrap();
+            waits.push(wait.as_secs());
+        }
+        assert_eq!(waits, [2, 4, 8, 16]);
+        assert_eq!(b.status(t)[0].error.as_deref(), Some("another chain"));
+        assert!(!b.status(t)[0].reached);
     }
 
     #[test]

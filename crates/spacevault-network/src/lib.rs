@@ -153,11 +153,24 @@ pub enum Event {
         why: Closed,
     },
     Listening(Multiaddr),
+    /// A peer whose identify names another chain (or another protocol),
+    /// disconnected: `version` is what it said.
+    OtherChain {
+        peer: PeerId,
+        version: String,
+    },
     /// A ping's round trip to a connected peer (one every [`PING_INTERVAL`]).
     RoundTrip {
         peer: PeerId,
         rtt: Duration,
     },
+}
+
+/// What a node says of itself in identify's protocol version: the
+/// protocol and its chain, so that a peer on another chain is known, and
+/// disconnected, as soon as the connection is up.
+pub fn identify_version(chain_id: &[u8; 32]) -> String {
+    format!("/spacevault/1/chain/{}", hex::encode(chain_id))
 }
 
 /// How often a node measures its round trip to each connected peer: a
@@ -524,8 +537,39 @@ impl Runner {
             SwarmEvent::Behaviour(BehaviourEvent::Identify(identify::Event::Received {
                 peer_id,
                 info,
-                ..
+                connection_id,
             })) => {
+                if info.protocol_version != identify_version(&self.chain_id) {
+                    let why = format!("it is on another chain ({})", info.protocol_version);
+                    let now = tokio::time::Instant::now();
+                    if let Some((address, wait)) =
+                        self.bootstraps.other_chain(connection_id, why, now)
+                    {
+                        tracing::warn!(
+                            %address,
+                            version = %info.protocol_version,
+                            retry_in_s = wait.as_secs(),
+                            "the bootstrap address is a vault of another chain"
+                        );
+                    }
+                    // Nothing it sends could be taken: gossip on other
+                    // topics, blocks of another chain. Forgotten, so that
+                    // it is not dialled again.
+                    self.swarm.behaviour_mut().kad.remove_peer(&peer_id);
+                    let _ = self.swarm.disconnect_peer_id(peer_id);
+                    tracing::debug!(%peer_id, version = %info.protocol_version, "a peer of another chain");
+                    let version = info.protocol_version;
+                    emit(
+                        &self.events,
+                        Event::OtherChain {
+                            peer: peer_id,
+                            version,
+                        },
+                    )
+                    .await;
+                    return;
+                }
+                self.bootstraps.confirmed(connection_id);
                 for address in info.listen_addrs {
                     self.swarm
                         .behaviour_mut()

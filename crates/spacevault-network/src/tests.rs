@@ -469,3 +469,37 @@ fn addresses_a_vault_cannot_use_are_refused_at_start_saying_which_it_takes() {
     );
     assert!(e.contains("/ip4/ADDRESS/tcp/PORT"), "{e}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_of_another_chain_is_disconnected_at_the_handshake_and_said_so() {
+    let (a, mut a_events) = node(41, vec![]);
+    let a_addr = first_address(&mut a_events, &a).await;
+    let mut config = Config::new([42; 32], TransportKind::Memory, [8; 32]);
+    config.listen = vec!["/memory/0".parse().unwrap()];
+    config.bootstrap = vec![a_addr];
+    config.heartbeat = Duration::from_millis(100);
+    let (b, mut b_events, _task) = start(config).unwrap();
+    let b_peer = b.local_peer();
+    let said = next(&mut a_events, &a, Duration::from_secs(20), |e| match e {
+        Event::OtherChain { peer, version } if *peer == b_peer => Some(version.clone()),
+        _ => None,
+    })
+    .await;
+    assert_eq!(said, Some(identify_version(&[8; 32])));
+    let heard = next(&mut b_events, &b, Duration::from_secs(20), |e| match e {
+        Event::OtherChain { version, .. } => Some(version.clone()),
+        _ => None,
+    })
+    .await;
+    assert_eq!(heard, Some(identify_version(&[7; 32])));
+    // Neither keeps the other, and b says why its bootstrap failed.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while a.peers().await.contains(&b_peer) {
+        assert!(Instant::now() < deadline, "a kept a peer of another chain");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let status = b.bootstrap().await;
+    let why = status[0].error.clone().unwrap_or_default();
+    assert!(why.contains("another chain"), "{status:?}");
+    assert!(!status[0].reached);
+}

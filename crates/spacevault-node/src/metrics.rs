@@ -48,6 +48,7 @@ pub struct Metrics {
     /// Registers read back whose owner's signature no longer covers them.
     pub register_reverify_failures: Counter,
     pub scrub_checked: Counter,
+    pub peers_other_chain: Counter,
     pub scrub_damaged: Counter,
     pub scrub_passes: Counter,
     pub blob_copies_pushed: Counter,
@@ -88,6 +89,7 @@ impl Metrics {
             blob_repairs: Counter::default(),
             register_reverify_failures: Counter::default(),
             scrub_checked: Counter::default(),
+            peers_other_chain: Counter::default(),
             scrub_damaged: Counter::default(),
             scrub_passes: Counter::default(),
             blob_copies_pushed: Counter::default(),
@@ -103,6 +105,11 @@ impl Metrics {
             m.height.clone(),
         );
         registry.register("peers", "Peers connected", m.peers.clone());
+        registry.register(
+            "peers_other_chain",
+            "Peers disconnected at the handshake for naming another chain",
+            m.peers_other_chain.clone(),
+        );
         registry.register(
             "scrub_blobs_checked",
             "Stored blobs the scrub read back and hashed",

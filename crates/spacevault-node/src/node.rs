@@ -670,6 +670,10 @@ fn on_event(shared: &Arc<Shared>, internal: &mpsc::UnboundedSender<Internal>, ev
                 shared.vaults.lock().unwrap().lost(&peer);
             }
         }
+        Event::OtherChain { peer, version } => {
+            shared.metrics.peers_other_chain.inc();
+            tracing::info!(%peer, %version, "disconnected a peer of another chain");
+        }
         Event::RoundTrip { peer, rtt } => {
             shared.metrics.round_trip_seconds.observe(rtt.as_secs_f64());
             shared.round_trips.lock().unwrap().insert(peer, rtt);

@@ -809,7 +809,7 @@ async fn a_vault_keeps_only_blobs_it_is_a_holder_of_and_within_each_peers_budget
     let address = spacevault_chain::blob_address(&mine[3]);
     assert!(!v0.shared.engine().store().has_blob(&address).unwrap());
     // Another peer's is its own.
-    let (other, _other_events, _other_task) = peer(89);
+    let (other, _other_events) = joined_rogue(89, chain, boot.clone(), v0_peer).await;
     match other.request(v0_peer, last).await {
         Ok(Response::Stored(_)) => {}
         other => panic!("{other:?}"),
