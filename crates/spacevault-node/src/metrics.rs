@@ -49,6 +49,7 @@ pub struct Metrics {
     pub register_reverify_failures: Counter,
     pub scrub_checked: Counter,
     pub peers_other_chain: Counter,
+    pub blocks_held_early: Counter,
     pub scrub_damaged: Counter,
     pub scrub_passes: Counter,
     pub blob_copies_pushed: Counter,
@@ -90,6 +91,7 @@ impl Metrics {
             register_reverify_failures: Counter::default(),
             scrub_checked: Counter::default(),
             peers_other_chain: Counter::default(),
+            blocks_held_early: Counter::default(),
             scrub_damaged: Counter::default(),
             scrub_passes: Counter::default(),
             blob_copies_pushed: Counter::default(),
@@ -105,6 +107,11 @@ impl Metrics {
             m.height.clone(),
         );
         registry.register("peers", "Peers connected", m.peers.clone());
+        registry.register(
+            "blocks_held_early",
+            "Gossiped blocks dated a little past the clock's allowance, held until their time",
+            m.blocks_held_early.clone(),
+        );
         registry.register(
             "peers_other_chain",
             "Peers disconnected at the handshake for naming another chain",

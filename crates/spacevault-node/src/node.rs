@@ -137,6 +137,8 @@ pub struct Shared {
     pub(crate) store_budgets: Mutex<crate::budget::Budgets<net::Peer>>,
     /// Where the scrub of stored blobs stands.
     pub scrub: crate::scrub::ScrubProgress,
+    /// Early blocks waiting for their time.
+    pub(crate) early_blocks: std::sync::atomic::AtomicUsize,
     pub scrub_rate: u64,
 }
 
@@ -258,6 +260,7 @@ impl Node {
             )),
             scrub: Default::default(),
             scrub_rate: config.scrub.rate,
+            early_blocks: Default::default(),
         });
         data::refresh_blob_metrics(&shared);
         let api = match config.api {
@@ -622,6 +625,47 @@ pub(crate) fn import(
     first.expect("one block at least")
 }
 
+/// Blocks held until their time, at most: past it, an early block is
+/// ignored (its producer sends it again, or a sync brings it).
+pub const MAX_EARLY_BLOCKS: usize = 64;
+
+/// How far past the clock's allowance a block may be dated and still wait
+/// for its time (two slots); later than that, it is refused as `future`.
+pub fn hold_window_ms(spec: &ChainSpec) -> u64 {
+    2 * spec.slot_ms
+}
+
+/// Imports `block` at `due_ms` (Unix ms), when it is no longer early, and
+/// relays it if it then makes the head.
+fn hold_early(shared: &Arc<Shared>, block: Block, origin: Origin, due_ms: u64) {
+    if shared.early_blocks.fetch_add(1, Ordering::Relaxed) >= MAX_EARLY_BLOCKS {
+        shared.early_blocks.fetch_sub(1, Ordering::Relaxed);
+        shared
+            .metrics
+            .messages_unable
+            .get_or_create(&crate::metrics::TopicReason {
+                topic: Topic::Blocks.name().to_string(),
+                reason: "early_full".to_string(),
+            })
+            .inc();
+        return;
+    }
+    shared.metrics.blocks_held_early.inc();
+    let shared = shared.clone();
+    tokio::spawn(async move {
+        let wait = due_ms.saturating_sub(crate::now_ms());
+        tokio::time::sleep(Duration::from_millis(wait)).await;
+        let bytes = block.encode();
+        let imported = meter::with(&shared.meter, || import(&shared, block, true, origin));
+        match imported {
+            Ok(Imported::NewHead { .. }) => shared.net.publish(Topic::Blocks, bytes),
+            Ok(_) => {}
+            Err(r) => shared.metrics.refused(Topic::Blocks.name(), &r),
+        }
+        shared.early_blocks.fetch_sub(1, Ordering::Relaxed);
+    });
+}
+
 /// The sender of a block, as the orphan pool counts senders.
 pub(crate) fn origin_of(peer: &net::Peer) -> Origin {
     Origin(*blake3::hash(&peer.to_bytes()).as_bytes())
@@ -716,6 +760,19 @@ fn on_gossip(
                 Ok(Imported::Duplicate) => Verdict::Ignore,
                 Ok(Imported::Orphan) => {
                     spawn_sync(shared, internal, Some(source));
+                    Verdict::Ignore
+                }
+                Err(Rejection::Future { got, now })
+                    if got <= now + hold_window_ms(&shared.spec) =>
+                {
+                    // A little early: its producer's clock runs ahead of
+                    // this one, which is no fault of the relayer's.
+                    let Ok(block) = Block::decode(data, &limits) else {
+                        return Verdict::Ignore;
+                    };
+                    let due =
+                        got.saturating_sub(spacevault_chain::validate::max_drift_ms(&shared.spec));
+                    hold_early(shared, block, origin_of(&source), due);
                     Verdict::Ignore
                 }
                 Err(r) => refuse(r),

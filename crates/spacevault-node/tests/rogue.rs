@@ -816,3 +816,77 @@ async fn a_vault_keeps_only_blobs_it_is_a_holder_of_and_within_each_peers_budget
     }
     v0.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_block_a_little_early_waits_for_its_time_and_costs_its_sender_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let files: Vec<_> = (0..1).map(|i| vault_files(dir.path(), i)).collect();
+    let spec = spec(300, 1);
+    let chain = spec.chain_id();
+    let nodes = network(&spec, &files, false).await;
+    assert!(wait_for(Duration::from_secs(20), || nodes[0].height() >= 2).await);
+    let boot = nodes[0].listen_addrs(Duration::from_secs(1)).await;
+    let (rogue, mut events) = joined_rogue(97, chain, boot, nodes[0].peer_id()).await;
+    let key = Keypair::from_secret(&[97; 32]);
+    let drift = spacevault_chain::validate::max_drift_ms(&spec);
+    let held = || metric(&nodes[0], "spacevault_blocks_held_early_total");
+    let mut sent = Vec::new();
+    let mut round = 0u64;
+    // Sent until the vault has it (gossip needs a mesh first).
+    while held() < 1.0 {
+        round += 1;
+        assert!(round < 200, "no early block was ever held");
+        let head = nodes[0].shared.engine().head();
+        let proof = ChainProof {
+            farmer_key: key.public(),
+            seed: [9; 32],
+            k: 16,
+            nonce: round,
+        };
+        // Past the clock's allowance by 200 ms: within the hold window.
+        let early_by = drift + 200;
+        let ts = (spacevault_node::now_ms() + early_by).max(head.timestamp_ms + spec.slot_ms);
+        let block = Block::produce(&key, chain, head.height + 1, head.hash, ts, proof, vec![]);
+        sent.push(block.hash());
+        rogue.publish(Topic::Blocks, block.encode());
+        drain(&rogue, &mut events).await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(rejected(&nodes[0], "blocks", "future"), 0.0);
+    // Once its time has come it is imported (kept, or refused as beaten
+    // by the block the vault has at that height: either way, looked at).
+    let looked_at = wait_for(Duration::from_secs(10), || {
+        let kept = sent
+            .iter()
+            .any(|h| nodes[0].shared.engine().store().info(h).unwrap().is_some());
+        kept || rejected(&nodes[0], "blocks", "not_better") >= 1.0
+    })
+    .await;
+    assert!(looked_at, "the held block was never imported");
+    // Past the window, still a fault.
+    let head = nodes[0].shared.engine().head();
+    let far = Block::produce(
+        &key,
+        chain,
+        head.height + 1,
+        head.hash,
+        spacevault_node::now_ms() + 60_000,
+        ChainProof {
+            farmer_key: key.public(),
+            seed: [9; 32],
+            k: 16,
+            nonce: 9999,
+        },
+        vec![],
+    );
+    rogue.publish(Topic::Blocks, far.encode());
+    assert!(
+        wait_for(Duration::from_secs(10), || rejected(
+            &nodes[0], "blocks", "future"
+        ) >= 1.0)
+        .await
+    );
+    for n in nodes {
+        n.stop().await;
+    }
+}
