@@ -14,6 +14,9 @@ use std::time::Duration;
 
 #[derive(NetworkBehaviour)]
 pub(crate) struct Behaviour {
+    /// First: a connection past the limits is refused before any other
+    /// protocol sees it.
+    pub(crate) limits: crate::limits::Limits,
     pub(crate) gossipsub: gossipsub::Behaviour,
     pub(crate) requests: request_response::Behaviour<wire::WireCodec>,
     pub(crate) identify: identify::Behaviour,
@@ -121,6 +124,7 @@ pub(crate) fn behaviour(key: &identity::Keypair, config: &Config) -> Result<Beha
     let mut kad = kad::Behaviour::with_config(peer, kad::store::MemoryStore::new(peer), kad_config);
     kad.set_mode(Some(kad::Mode::Server));
     Ok(Behaviour {
+        limits: crate::limits::Limits::new(config.limits),
         gossipsub,
         requests,
         identify,

@@ -14,6 +14,7 @@ mod addresses;
 mod behaviour;
 mod bootstrap;
 mod handle;
+mod limits;
 pub mod links;
 pub mod wire;
 
@@ -28,6 +29,7 @@ use libp2p::identity::{self, PeerId};
 use libp2p::request_response::{self, OutboundRequestId, ResponseChannel};
 use libp2p::swarm::SwarmEvent;
 use libp2p::{identify, kad, noise, ping, tcp, Multiaddr, Swarm};
+pub use limits::ConnectionLimits;
 use spacevault_chain::meter::Meter;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -69,6 +71,8 @@ pub struct Config {
     /// Distance to hold each peer at (see [`links`]); none: as fast as the
     /// transport goes.
     pub links: Option<Arc<links::LinkProfile>>,
+    /// How many connections peers may open to this node.
+    pub limits: ConnectionLimits,
 }
 
 impl Config {
@@ -83,6 +87,7 @@ impl Config {
             target_peers: 12,
             meter: None,
             links: None,
+            limits: ConnectionLimits::default(),
         }
     }
 }

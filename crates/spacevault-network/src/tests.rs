@@ -503,3 +503,44 @@ async fn a_peer_of_another_chain_is_disconnected_at_the_handshake_and_said_so() 
     assert!(why.contains("another chain"), "{status:?}");
     assert!(!status[0].reached);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_from_one_address_past_the_limit_are_refused() {
+    let tcp = |i: u8, limits: ConnectionLimits, bootstrap: Vec<Multiaddr>| {
+        let mut config = Config::new([i; 32], TransportKind::Tcp, [7; 32]);
+        config.listen = vec!["/ip4/127.0.0.1/tcp/0".parse().unwrap()];
+        config.bootstrap = bootstrap;
+        config.limits = limits;
+        let (handle, events, _task) = start(config).unwrap();
+        (handle, events)
+    };
+    let strict = ConnectionLimits {
+        inbound: 100,
+        per_ip: 1,
+        limit_loopback: true,
+    };
+    let (a, mut a_events) = tcp(61, strict, vec![]);
+    let a_addr = first_address(&mut a_events, &a).await;
+    let (b, _b_events) = tcp(62, ConnectionLimits::default(), vec![a_addr.clone()]);
+    let b_peer = b.local_peer();
+    let linked = next(&mut a_events, &a, Duration::from_secs(20), |e| match e {
+        Event::PeerUp(p) if *p == b_peer => Some(()),
+        _ => None,
+    })
+    .await;
+    assert!(linked.is_some(), "the first peer was refused");
+    // A second peer from the same address is refused, and says why.
+    let (c, _c_events) = tcp(63, ConnectionLimits::default(), vec![a_addr]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        let status = c.bootstrap().await;
+        if status[0].error.is_some() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "never refused: {status:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(!status[0].reached, "{status:?}");
+    assert!(!a.peers().await.contains(&c.local_peer()));
+    assert!(a.peers().await.contains(&b_peer));
+}

@@ -49,6 +49,8 @@ pub struct NodeConfig {
     pub api_hosts: Vec<String>,
     /// How fast and how often stored blobs are read back and checked.
     pub scrub: crate::scrub::ScrubConfig,
+    /// How many connections peers may open to this vault.
+    pub connection_limits: net::ConnectionLimits,
 }
 
 /// Gossipsub's heartbeat, whatever the slot: blocks and proofs go out at
@@ -83,6 +85,7 @@ impl NodeConfig {
             store_budget: (crate::budget::STORE_RATE, crate::budget::STORE_BURST),
             api_hosts: Vec::new(),
             scrub: Default::default(),
+            connection_limits: Default::default(),
         }
     }
 }
@@ -223,6 +226,7 @@ impl Node {
         net_config.bootstrap = config.bootstrap.clone();
         net_config.heartbeat = config.heartbeat;
         net_config.links = config.links.clone();
+        net_config.limits = config.connection_limits;
         let meter = Meter::new(config.trace_crypto);
         let meter = Arc::new(match config.verify_cache {
             true => meter.with_verify_cache(),

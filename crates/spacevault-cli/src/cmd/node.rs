@@ -37,6 +37,16 @@ pub struct NodeArgs {
     /// pause.
     #[arg(long, value_name = "SIZE", value_parser = crate::size::parse_size, default_value = "16MiB")]
     pub scrub_rate: u64,
+    /// Connections other vaults may open to this one, at most.
+    #[arg(long, value_name = "N", default_value_t = 1024)]
+    pub max_inbound: usize,
+    /// Connections other vaults may open from one IP address, at most
+    /// (loopback exempt unless --limit-loopback).
+    #[arg(long, value_name = "N", default_value_t = 16)]
+    pub max_per_ip: usize,
+    /// Count loopback connections toward --max-per-ip too.
+    #[arg(long)]
+    pub limit_loopback: bool,
     /// Remember signatures verified once (a transaction is checked when it
     /// arrives and again inside its block).
     #[arg(long, value_enum, value_name = "ON|OFF", default_value_t = Switch::On)]
@@ -108,6 +118,11 @@ pub fn run(args: NodeArgs) -> Result<()> {
         config.api = Some(args.api);
         config.api_hosts = args.api_host;
         config.scrub.rate = args.scrub_rate;
+        config.connection_limits = spacevault_network::ConnectionLimits {
+            inbound: args.max_inbound,
+            per_ip: args.max_per_ip,
+            limit_loopback: args.limit_loopback,
+        };
         config.verify_cache = args.verify_cache == Switch::On;
         config.links = links;
         config.trace_crypto = args.trace_crypto;
