@@ -151,29 +151,15 @@ async fn every_bad_message_is_refused_counted_and_not_relayed() {
     // Rogues join through vault 0 only; vault 1 must hear nothing of them.
     let boot = nodes[0].listen_addrs(Duration::from_secs(1)).await;
     let start_rogue = |secret: u8| {
-        let mut config = net::Config::new([secret; 32], TransportKind::Memory, chain);
-        config.listen = vec!["/memory/0".parse().unwrap()];
-        config.bootstrap = boot.clone();
-        config.heartbeat = Duration::from_millis(100);
-        let (rogue, events, _task) = net::start(config).unwrap();
-        nodes[1].shared.net.block(rogue.local_peer());
-        (rogue, events)
-    };
-    let linked = |rogue: net::Handle| {
-        let v0 = nodes[0].peer_id();
+        let (boot, v0, v1) = (boot.clone(), nodes[0].peer_id(), &nodes[1]);
         async move {
-            let deadline = std::time::Instant::now() + Duration::from_secs(10);
-            while !rogue.peers().await.contains(&v0) {
-                assert!(
-                    std::time::Instant::now() < deadline,
-                    "a rogue never connected"
-                );
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
+            // Blocked by vault 1 before it can meet it.
+            let key = Keypair::from_secret(&[secret; 32]).public();
+            v1.shared.net.block(net::peer_of(&key).unwrap());
+            joined_rogue(secret, chain, boot, v0).await
         }
     };
-    let (rogue, _rogue_events) = start_rogue(99);
-    linked(rogue.clone()).await;
+    let (rogue, _rogue_events) = start_rogue(99).await;
     let rogue_key = Keypair::from_secret(&[99; 32]);
     let proof = ChainProof {
         farmer_key: rogue_key.public(),
@@ -340,8 +326,7 @@ async fn every_bad_message_is_refused_counted_and_not_relayed() {
     let mut missing = Vec::new();
     for (kind, &(topic, reason)) in cases.iter().enumerate() {
         let before = rejected(&nodes[0], topic.name(), reason);
-        let (sender, mut events) = start_rogue(100 + kind as u8);
-        linked(sender.clone()).await;
+        let (sender, mut events) = start_rogue(100 + kind as u8).await;
         if kind == cases.len() - 1 {
             // The replay: the vault is heard anew first, so that what
             // follows is refused for being no newer, not for its age.
