@@ -378,7 +378,20 @@ async fn status(State(s): S) -> Json<serde_json::Value> {
         "height": head.height,
         "head": hex::encode(head.hash),
         "election_height": election.0,
-        "recent_blocks": recent,
+        "recent_blocks": recent
+            .into_iter()
+            .map(|b| {
+                let peer = hex::decode(&b.producer)
+                    .ok()
+                    .and_then(|k| <[u8; 32]>::try_from(k).ok())
+                    .and_then(|k| spacevault_network::peer_of(&k))
+                    .map(|p| p.to_string());
+                let mut v = serde_json::to_value(b).unwrap_or_default();
+                v["producer_peer"] = json!(peer);
+                v
+            })
+            .collect::<Vec<_>>(),
+        "syncing": s.syncing.load(std::sync::atomic::Ordering::Relaxed),
         "plots": s.farmer.plots(),
         "skipped_plots": s.farmer.skipped(),
         "peers": peers.iter().map(|p| p.to_string()).collect::<Vec<_>>(),

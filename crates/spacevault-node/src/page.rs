@@ -1,7 +1,9 @@
-//! The farmer's page at `/`: the chain's height and recent blocks (who won,
+//! The farmer's page at `/`: the chain (its id, slots, height, this vault's
+//! state, reorgs, blocks produced) and recent blocks (who won, by peer id,
 //! with what quality), this vault's plots and their lookup time against
-//! the proof window, its peers and the data it holds. One HTML file that
-//! reads `/v1/status` every second.
+//! the proof window, its peers and the data it holds, sizes in units and
+//! whole ids on hover. One HTML file that reads `/v1/status` every second,
+//! and dims what it shows when the vault stops answering.
 
 pub const HTML: &str = r##"<!doctype html>
 <html lang="en">
@@ -20,14 +22,20 @@ code { font-size: 12px; }
 .ok { color: #070; }
 .stat { display: inline-block; margin-right: 2em; }
 .stat b { font-size: 22px; display: block; }
+.stale .stat, .stale table { opacity: .35; }
 </style>
 </head>
 <body>
 <h1>spacevault vault</h1>
 <div><code id="farmer">…</code></div>
+<div id="chain">…</div>
 <div id="error" class="warn"></div>
+<div id="numbers">
 <p>
 <span class="stat"><b id="height">…</b>height</span>
+<span class="stat"><b id="state">…</b>state</span>
+<span class="stat"><b id="produced">…</b>blocks produced</span>
+<span class="stat"><b id="reorgs">…</b>reorgs (deepest)</span>
 <span class="stat"><b id="peers">…</b>peers</span>
 <span class="stat"><b id="vaults">…</b>vaults alive</span>
 <span class="stat"><b id="blobs">…</b>blobs held</span>
@@ -43,21 +51,45 @@ code { font-size: 12px; }
 <table id="blocks"><tr><th>height</th><th>producer</th><th>quality</th><th>txs</th><th>age</th></tr></table>
 <h2>Peers</h2>
 <div id="peer-list"></div>
+</div>
 <script>
 function short(h) { return h ? h.slice(0, 12) + "…" : ""; }
+// Peer ids all begin alike (12D3KooW…): their ends tell them apart.
+function peerShort(p) { return p ? p.slice(0, 4) + "…" + p.slice(-8) : ""; }
+function human(n) {
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
+  return (i == 0 ? n : n.toFixed(1)) + " " + units[i];
+}
+function idCell(row, id, label, title) {
+  const td = row.insertCell();
+  td.textContent = label;
+  td.title = title || id;
+}
+let lastGood = null;
 function cell(row, text, cls) { const td = row.insertCell(); td.textContent = text; if (cls) td.className = cls; }
 function clear(table) { while (table.rows.length > 1) table.deleteRow(1); }
 async function refresh() {
   try {
     const r = await fetch("/v1/status");
     const s = await r.json();
+    lastGood = new Date();
+    document.getElementById("numbers").className = "";
     document.getElementById("error").textContent = "";
+    const chain = document.getElementById("chain");
+    chain.textContent = "chain " + short(s.chain_id) + " · slots of " + s.slot_ms + " ms · proof window " + s.proof_window_ms + " ms";
+    chain.title = s.chain_id;
+    document.getElementById("state").textContent = s.syncing ? "syncing" : (s.peers.length ? "following" : "alone");
+    document.getElementById("produced").textContent = s.blocks_produced;
+    document.getElementById("reorgs").textContent = s.reorgs + " (" + s.deepest_reorg + ")";
     document.getElementById("farmer").textContent = "farmer key " + s.farmer_key + " · peer " + s.peer_id;
     document.getElementById("height").textContent = s.height;
     document.getElementById("peers").textContent = s.peers.length;
     document.getElementById("vaults").textContent = s.vaults;
     document.getElementById("blobs").textContent = s.blobs;
-    document.getElementById("blob-bytes").textContent = s.blob_bytes;
+    document.getElementById("blob-bytes").textContent = human(s.blob_bytes);
+    document.getElementById("blob-bytes").title = s.blob_bytes + " bytes";
     const sc = s.scrub;
     let scrubText = "off";
     if (sc.rate_bytes_per_s > 0) {
@@ -99,18 +131,21 @@ async function refresh() {
     for (const b of s.recent_blocks) {
       const row = blocks.insertRow();
       cell(row, b.height);
-      cell(row, short(b.producer) + (b.producer == s.farmer_key ? " (this vault)" : ""));
+      const who = b.producer == s.farmer_key ? " (this vault)" : (s.peers.includes(b.producer_peer) ? " (a peer)" : "");
+      idCell(row, b.producer, "peer " + peerShort(b.producer_peer) + who, "farmer key " + b.producer + "\npeer id " + b.producer_peer);
       cell(row, b.quality); cell(row, b.txs);
       cell(row, ((now - b.timestamp_ms) / 1000).toFixed(1) + " s");
     }
-    let peerText = s.peers.map(short).join(", ");
+    let peerText = s.peers.map(p => peerShort(p) + (s.round_trips_ms[p] != null ? " (" + s.round_trips_ms[p].toFixed(1) + " ms)" : "")).join(", ");
+    document.getElementById("peer-list").title = s.peers.join("\n");
     if (!peerText) {
       const down = s.bootstrap.filter(b => b.error).map(b => b.address + ": " + b.error + (b.retry_in_s != null ? " (trying again in " + Math.ceil(b.retry_in_s) + " s)" : ""));
       peerText = "none: this vault has no peers" + (down.length ? "; bootstrap unreachable: " + down.join("; ") : "");
     }
     document.getElementById("peer-list").textContent = peerText;
   } catch (e) {
-    document.getElementById("error").textContent = "The vault does not answer: " + e;
+    document.getElementById("numbers").className = "stale";
+    document.getElementById("error").textContent = "The vault does not answer (" + e + "): the numbers below are " + (lastGood ? "as of " + lastGood.toLocaleTimeString() : "not yet loaded");
   }
 }
 refresh();

@@ -91,6 +91,19 @@ async fn the_page_shows_the_chain_the_plots_and_the_peers() {
             .expect("the script filled in the height");
         assert!(height >= 3, "{height}");
         assert_eq!(text_of(&dom, "peers"), "1");
+        let state = text_of(&dom, "state");
+        assert!(
+            ["following", "syncing"].contains(&state.as_str()),
+            "{state}"
+        );
+        let chain = text_of(&dom, "chain");
+        assert!(chain.contains("slots of 300 ms"), "{chain}");
+        let produced: u64 = text_of(&dom, "produced").parse().expect("a count");
+        assert!(produced <= height, "{produced}");
+        assert!(text_of(&dom, "blob-bytes").ends_with('B'), "sizes in units");
+        // Producers by peer id, as the peers are, the whole ids on hover.
+        assert!(dom.contains("<td title=\"farmer key "), "ids on hover");
+        assert!(dom.contains(">peer 12D3…"), "producers by peer id");
         assert!(
             dom.contains(&files[0].plots.display().to_string()),
             "the plot is listed"
