@@ -27,8 +27,8 @@ struct ProblemJson {
     problem: String,
 }
 
-/// One plot's report; the README's "JSON output" section says what each
-/// field means.
+/// One plot's report; docs/API.md ("JSON output of the commands") says
+/// what each field means.
 #[derive(Serialize)]
 struct PlotCheckJson {
     path: PathBuf,
