@@ -108,11 +108,7 @@ async fn a_split_network_heals_into_one_chain() {
     let forked = hash_at(&nodes[0], split_at + 3) != hash_at(&nodes[3], split_at + 3);
     assert!(forked, "the halves did not fork: the split did not hold");
     heal(&left, &right);
-    for n in &right {
-        for addr in left[0].listen_addrs(Duration::from_secs(1)).await {
-            n.shared.net.dial(addr);
-        }
-    }
+    reconnect(&right, left[0]).await;
     // One chain again: every vault agrees on every block two slots back.
     let healed = wait_for(Duration::from_secs(40), || {
         let h = nodes.iter().map(|n| n.height()).min().unwrap();
@@ -121,8 +117,16 @@ async fn a_split_network_heals_into_one_chain() {
     .await;
     assert!(
         healed,
-        "heights {:?}",
-        nodes.iter().map(|n| n.height()).collect::<Vec<_>>()
+        "heights {:?}, peers {:?}, syncs that did not attach {:?}",
+        nodes.iter().map(|n| n.height()).collect::<Vec<_>>(),
+        nodes
+            .iter()
+            .map(|n| n.shared.metrics.peers.get())
+            .collect::<Vec<_>>(),
+        nodes
+            .iter()
+            .map(|n| rejected(n, "sync", "does_not_attach"))
+            .collect::<Vec<_>>()
     );
     assert!(nodes
         .iter()

@@ -148,6 +148,24 @@ pub fn heal(a: &[&Node], b: &[&Node]) {
     }
 }
 
+/// Dials `to` from each of `from` until each is connected to it: a dial
+/// sent before `to` has taken its unblock is refused, and nothing dials
+/// again by itself while a vault has other peers.
+pub async fn reconnect(from: &[&Node], to: &Node) {
+    let addrs = to.listen_addrs(Duration::from_secs(5)).await;
+    let target = to.peer_id();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    for n in from {
+        while !n.shared.net.peers().await.contains(&target) {
+            assert!(Instant::now() < deadline, "a vault never reconnected");
+            for addr in &addrs {
+                n.shared.net.dial(addr.clone());
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
 /// How many messages `node` refused on `topic` for `reason`.
 pub fn rejected(node: &Node, topic: &str, reason: &str) -> f64 {
     let labels = [format!("topic=\"{topic}\""), format!("reason=\"{reason}\"")];
