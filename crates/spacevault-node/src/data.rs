@@ -7,7 +7,7 @@
 //! served: nothing remembers that a copy was good.
 
 use crate::node::Shared;
-use crate::replication::{moved_to, nearest, Pass, Passes, View};
+use crate::replication::{nearest, Pass, Passes, View};
 use spacevault_chain::meter::{self, Op};
 use spacevault_chain::{blob_address, Announce, Receipt, Rejection};
 use spacevault_network::{self as net, Request, Response, Topic};
@@ -332,9 +332,9 @@ impl Drop for Running<'_> {
     }
 }
 
-/// Sends each local blob to the vaults that became its holders since the
-/// pass before (they keep it once; a copy already held is kept again at
-/// no cost). True when every copy was taken.
+/// Sends each local blob to its holders in the pass's view (they keep it
+/// once; a copy already held is kept again at no cost). True when every
+/// copy was taken.
 async fn replicate(shared: &Arc<Shared>, pass: &Pass) -> bool {
     let Ok(addresses) = shared.engine().store().blob_addresses() else {
         return false;
@@ -343,7 +343,10 @@ async fn replicate(shared: &Arc<Shared>, pass: &Pass) -> bool {
     let own = shared.key.public();
     let mut complete = true;
     for address in addresses {
-        let moved = moved_to(&address, r, pass.before.as_deref(), &pass.now, &own);
+        let moved: Vec<[u8; 32]> = nearest(&pass.now, &address, r)
+            .into_iter()
+            .filter(|k| *k != own)
+            .collect();
         if moved.is_empty() {
             continue;
         }

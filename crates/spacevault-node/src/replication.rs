@@ -1,10 +1,13 @@
 //! Copies made again when the set of vaults changes: each blob this vault
-//! keeps goes to the vaults that became its holders since the last pass
-//! that finished, and to no other. One pass runs at a time; a change while
-//! it runs starts the next once it is done. A new vault in a network of N
-//! is sent about R/N of the blobs, not every blob by every vault. A pass
-//! some copy of which was refused (a holder over its budget, or away) is
-//! run again after [`PASS_RETRY`].
+//! keeps goes to its holders in the new set. One pass runs at a time; a
+//! change while it runs starts the next once it is done (passes used to
+//! overlap, one for every change). A pass some copy of which was refused
+//! (a holder over its budget, or away) is run again after [`PASS_RETRY`].
+//!
+//! Every holder, not only those the change made: a blob PUT after the
+//! last pass reached the holders the putting vault saw, which need not be
+//! the ones this vault saw then, so "holders then" says nothing of who has
+//! it (sending only the difference lost copies in the churn test).
 
 use std::time::{Duration, Instant};
 
@@ -26,39 +29,19 @@ fn xor(a: &[u8; 32], b: &[u8; 32]) -> [u8; 32] {
     std::array::from_fn(|i| a[i] ^ b[i])
 }
 
-/// Where a pass sends `address`: its holders in `now` that were not its
-/// holders in `before` (every holder when there was no pass before), this
-/// vault (`own`) aside.
-pub fn moved_to(
-    address: &[u8; 32],
-    r: usize,
-    before: Option<&[[u8; 32]]>,
-    now: &[[u8; 32]],
-    own: &[u8; 32],
-) -> Vec<[u8; 32]> {
-    let then = before.map(|b| nearest(b, address, r)).unwrap_or_default();
-    nearest(now, address, r)
-        .into_iter()
-        .filter(|k| k != own && !then.contains(k))
-        .collect()
-}
-
 /// What the vault table keeps of its passes.
 #[derive(Default)]
 pub struct Passes {
     /// The generation of the vault set the last pass started for.
     started_for: u64,
     running: bool,
-    /// The view of the last pass that finished with every copy sent.
-    done_view: Option<View>,
     /// When the last pass, incomplete, is due again.
     retry_at: Option<Instant>,
 }
 
-/// A pass under way: the views it compares.
+/// A pass under way: the vaults it sends to the holders among.
 #[derive(Debug, PartialEq)]
 pub struct Pass {
-    pub before: Option<View>,
     pub now: View,
 }
 
@@ -79,20 +62,14 @@ impl Passes {
         self.running = true;
         self.started_for = generation;
         self.retry_at = None;
-        Some(Pass {
-            before: self.done_view.clone(),
-            now: view(),
-        })
+        Some(Pass { now: view() })
     }
 
     /// The pass ended; `complete` when every copy it meant to send was
-    /// taken. An incomplete pass leaves the last complete view in place,
-    /// so that the next pass sends again what this one could not.
-    pub fn finish(&mut self, pass: Pass, complete: bool, now: Instant) {
+    /// taken. An incomplete one runs again after [`PASS_RETRY`].
+    pub fn finish(&mut self, _pass: Pass, complete: bool, now: Instant) {
         self.running = false;
-        if complete {
-            self.done_view = Some(pass.now);
-        } else {
+        if !complete {
             self.retry_at = Some(now + PASS_RETRY);
         }
     }
@@ -109,68 +86,12 @@ mod tests {
     }
 
     #[test]
-    fn a_pass_sends_each_blob_only_to_the_holders_it_gained() {
-        let own = key(0x00);
-        let before: View = [0x00, 0x10, 0x20, 0x30].map(key).to_vec();
-        // 0x11 joins, next to 0x10: only blobs near it move.
-        let mut now = before.clone();
-        now.push(key(0x11));
-        let near = key(0x12);
-        assert_eq!(nearest(&now, &near, 2), vec![key(0x10), key(0x11)]);
-        assert_eq!(
-            moved_to(&near, 2, Some(&before), &now, &own),
-            vec![key(0x11)]
-        );
-        let far = key(0x31);
-        assert!(moved_to(&far, 2, Some(&before), &now, &own).is_empty());
-        // With no pass before, every holder but this vault.
-        assert_eq!(moved_to(&key(0x01), 2, None, &now, &own), vec![key(0x11)]);
-        // 0x10 leaves: its blobs gain the next nearest (here 0x00, seen
-        // from a vault that is not 0x00).
-        let gone: View = now.iter().copied().filter(|k| *k != key(0x10)).collect();
-        assert_eq!(nearest(&now, &key(0x13), 2), vec![key(0x11), key(0x10)]);
-        assert_eq!(
-            moved_to(&key(0x13), 2, Some(&now), &gone, &key(0x30)),
-            vec![key(0x00)]
-        );
-    }
-
-    #[test]
-    fn moved_matches_a_plain_difference_of_holder_sets() {
-        // Every key set change on eight vaults, every address byte: the
-        // filter above against sets written out.
-        let all: Vec<[u8; 32]> = (0..8u8).map(|i| key(i * 32 + 3)).collect();
-        for mask_before in [0b1111_1111u8, 0b0111_1111, 0b1010_1010, 0b0000_0001] {
-            for mask_now in [0b1111_1111u8, 0b1101_1111, 0b0101_0101, 0b1000_0001] {
-                let pick = |m: u8| -> View {
-                    all.iter()
-                        .enumerate()
-                        .filter(|(i, _)| m >> i & 1 == 1)
-                        .map(|(_, k)| *k)
-                        .collect()
-                };
-                let (b, n) = (pick(mask_before), pick(mask_now));
-                for a in 0..=255u8 {
-                    let address = key(a);
-                    let got: std::collections::BTreeSet<_> =
-                        moved_to(&address, 3, Some(&b), &n, &all[0])
-                            .into_iter()
-                            .collect();
-                    let mut by_distance_now = n.clone();
-                    by_distance_now.sort_by_key(|k| k[0] ^ a);
-                    let mut by_distance_then = b.clone();
-                    by_distance_then.sort_by_key(|k| k[0] ^ a);
-                    let want: std::collections::BTreeSet<_> = by_distance_now
-                        .iter()
-                        .take(3)
-                        .filter(|k| !by_distance_then.iter().take(3).any(|t| t == *k))
-                        .filter(|k| **k != all[0])
-                        .copied()
-                        .collect();
-                    assert_eq!(got, want, "address {a} {mask_before:b} -> {mask_now:b}");
-                }
-            }
-        }
+    fn holders_are_the_nearest_by_xor() {
+        let view: View = [0x00, 0x10, 0x11, 0x20, 0x30].map(key).to_vec();
+        assert_eq!(nearest(&view, &key(0x12), 2), vec![key(0x10), key(0x11)]);
+        assert_eq!(nearest(&view, &key(0x13), 2), vec![key(0x11), key(0x10)]);
+        assert_eq!(nearest(&view, &key(0x01), 1), vec![key(0x00)]);
+        assert_eq!(nearest(&view, &key(0xff), 10).len(), 5);
     }
 
     #[test]
@@ -178,25 +99,23 @@ mod tests {
         let t = Instant::now();
         let mut p = Passes::default();
         let pass = p.start(1, t, || vec![key(1)]).expect("a first pass");
-        assert_eq!(pass.before, None);
         // The set changes twice while it runs: no second pass.
         assert_eq!(p.start(2, t, || vec![key(1), key(2)]), None);
         assert_eq!(p.start(3, t, || vec![key(1), key(2), key(3)]), None);
         p.finish(pass, true, t);
-        // The next pass covers the changes, from the view that finished.
+        // The next pass covers the changes.
         let next = p
             .start(3, t, || vec![key(1), key(2), key(3)])
             .expect("the next pass");
-        assert_eq!(next.before, Some(vec![key(1)]));
+        assert_eq!(next.now.len(), 3);
         assert_eq!(p.start(3, t, || unreachable!()), None);
-        // An incomplete pass leaves the last complete view in place, and
-        // runs again once its retry is due, with no change of the set.
+        // An incomplete pass runs again once its retry is due, with no
+        // change of the set.
         p.finish(next, false, t);
         assert_eq!(p.start(3, t + PASS_RETRY / 2, || unreachable!()), None);
         let again = p
             .start(3, t + PASS_RETRY, || vec![key(4)])
             .expect("a retry");
-        assert_eq!(again.before, Some(vec![key(1)]));
         p.finish(again, true, t + PASS_RETRY);
         let later = t + 10 * PASS_RETRY;
         assert_eq!(
