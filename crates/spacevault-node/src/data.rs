@@ -224,12 +224,17 @@ impl Vaults {
 
     /// Every vault alive, this one included.
     fn view(&self) -> View {
-        self.known.keys().copied().chain([self.own]).collect()
+        view_of(&self.known, self.own)
     }
 
     fn peer(&self, key: &[u8; 32]) -> Option<net::Peer> {
         self.known.get(key).map(|k| k.peer)
     }
+}
+
+/// Every vault in `known`, and `own`.
+fn view_of(known: &HashMap<[u8; 32], Known>, own: [u8; 32]) -> View {
+    known.keys().copied().chain([own]).collect()
 }
 
 /// Publishes this vault's signed announcement: where it listens, and the
@@ -297,7 +302,7 @@ pub fn housekeeping(shared: &Arc<Shared>) {
         // The view is built only when a pass starts: it lists every vault.
         let v = &mut *v;
         let (known, own) = (&v.known, v.own);
-        let view = || known.keys().copied().chain([own]).collect();
+        let view = || view_of(known, own);
         (v.passes.start(v.generation, Instant::now(), view), count)
     };
     shared.metrics.vaults.set(count as i64);
@@ -343,17 +348,17 @@ async fn replicate(shared: &Arc<Shared>, pass: &Pass) -> bool {
     let own = shared.key.public();
     let mut complete = true;
     for address in addresses {
-        let moved: Vec<[u8; 32]> = nearest(&pass.now, &address, r)
-            .into_iter()
-            .filter(|k| *k != own)
-            .collect();
-        if moved.is_empty() {
-            continue;
-        }
         let targets: Vec<net::Peer> = {
             let v = shared.vaults.lock().unwrap();
-            moved.iter().filter_map(|k| v.peer(k)).collect()
+            nearest(&pass.now, &address, r)
+                .iter()
+                .filter(|k| **k != own)
+                .filter_map(|k| v.peer(k))
+                .collect()
         };
+        if targets.is_empty() {
+            continue;
+        }
         let Some(blob) = read_verified(shared, &address).await else {
             continue;
         };

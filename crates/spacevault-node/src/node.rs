@@ -644,14 +644,11 @@ pub fn hold_window_ms(spec: &ChainSpec) -> u64 {
 fn hold_early(shared: &Arc<Shared>, block: Block, origin: Origin, due_ms: u64) {
     if shared.early_blocks.fetch_add(1, Ordering::Relaxed) >= MAX_EARLY_BLOCKS {
         shared.early_blocks.fetch_sub(1, Ordering::Relaxed);
-        shared
-            .metrics
-            .messages_unable
-            .get_or_create(&crate::metrics::TopicReason {
-                topic: Topic::Blocks.name().to_string(),
-                reason: "early_full".to_string(),
-            })
-            .inc();
+        let full = Rejection::Unable {
+            what: "early_full",
+            why: format!("{MAX_EARLY_BLOCKS} early blocks wait already"),
+        };
+        shared.metrics.refused(Topic::Blocks.name(), &full);
         return;
     }
     shared.metrics.blocks_held_early.inc();
