@@ -12,6 +12,7 @@ use crate::machine::Machine;
 use crate::profiles::{round_trips, RoundTrips};
 use crate::stats::Summary;
 use crate::stress_client::{figures_of, ClientWork};
+pub use crate::stress_client::{OpFigures, OpKind};
 use crate::BenchError;
 use serde::Serialize;
 use spacevault_node::client::Client;
@@ -52,51 +53,6 @@ pub struct StressOptions {
     pub trace_dir: Option<PathBuf>,
     /// Plot cache and the networks' stores.
     pub dir: PathBuf,
-}
-
-/// The kinds of operation a client performs, in the order it performs them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OpKind {
-    PutImmutable,
-    PutMutable,
-    GetImmutable,
-    GetMutable,
-}
-
-impl OpKind {
-    pub const ALL: [OpKind; 4] = [
-        OpKind::PutImmutable,
-        OpKind::PutMutable,
-        OpKind::GetImmutable,
-        OpKind::GetMutable,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            OpKind::PutImmutable => "put_immutable",
-            OpKind::PutMutable => "put_mutable",
-            OpKind::GetImmutable => "get_immutable",
-            OpKind::GetMutable => "get_mutable",
-        }
-    }
-}
-
-/// One kind of operation's outcome in a cell.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct OpFigures {
-    pub ok: usize,
-    /// The vault refused or failed the operation (a PUT that did not
-    /// succeed, a GET that could not reach the vault).
-    pub errors: usize,
-    /// A GET of something PUT successfully that the network no longer has.
-    pub lost: usize,
-    /// A GET that returned other bytes, or another register version, than
-    /// were PUT.
-    pub wrong: usize,
-    pub latency_ms: Option<Summary>,
-    /// The first error's message, for the report.
-    pub first_error: Option<String>,
 }
 
 /// One run of one cell of the grid.

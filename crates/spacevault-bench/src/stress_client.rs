@@ -5,11 +5,56 @@
 
 use crate::machine::SplitMix;
 use crate::stats::Summary;
-use crate::stress::{OpFigures, OpKind};
+use serde::Serialize;
 use spacevault_chain::Keypair;
 use spacevault_node::client::{Client, ClientError};
 use std::sync::Arc;
 use std::time::Instant;
+
+/// The kinds of operation a client performs, in the order it performs them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OpKind {
+    PutImmutable,
+    PutMutable,
+    GetImmutable,
+    GetMutable,
+}
+
+impl OpKind {
+    pub const ALL: [OpKind; 4] = [
+        OpKind::PutImmutable,
+        OpKind::PutMutable,
+        OpKind::GetImmutable,
+        OpKind::GetMutable,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            OpKind::PutImmutable => "put_immutable",
+            OpKind::PutMutable => "put_mutable",
+            OpKind::GetImmutable => "get_immutable",
+            OpKind::GetMutable => "get_mutable",
+        }
+    }
+}
+
+/// One kind of operation's outcome in a cell.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct OpFigures {
+    pub ok: usize,
+    /// The vault refused or failed the operation (a PUT that did not
+    /// succeed, a GET that could not reach the vault).
+    pub errors: usize,
+    /// A GET of something PUT successfully that the network no longer has.
+    pub lost: usize,
+    /// A GET that returned other bytes, or another register version, than
+    /// were PUT.
+    pub wrong: usize,
+    pub latency_ms: Option<Summary>,
+    /// The first error's message, for the report.
+    pub first_error: Option<String>,
+}
 
 /// What became of one operation.
 #[derive(Clone, Debug, PartialEq)]

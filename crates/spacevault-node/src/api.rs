@@ -6,8 +6,9 @@
 
 pub mod guard;
 
+pub use crate::config::ApiTimes;
 use crate::data::{self, PutError};
-use crate::node::Shared;
+use crate::shared::Shared;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, Path, State};
@@ -20,32 +21,6 @@ use serde_json::json;
 use spacevault_chain::RegisterTx;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// How long the API lets requests run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ApiTimes {
-    /// Any request is answered 504 after this long, whatever it waits for.
-    pub request: Duration,
-    /// How long a request waits on the chain (a write to be included, a
-    /// height or a version to be reached) before it gives up.
-    pub chain_wait: Duration,
-    /// How long a connection may take to send a request's headers before
-    /// it is closed (a client that opens connections and sends nothing
-    /// would otherwise hold them for ever).
-    pub headers: Duration,
-}
-
-impl ApiTimes {
-    /// A minute a request, and 40 slots (at most 50 s) on the chain.
-    pub fn for_spec(spec: &spacevault_chain::ChainSpec) -> ApiTimes {
-        let slot = Duration::from_millis(spec.slot_ms);
-        ApiTimes {
-            request: Duration::from_secs(60),
-            chain_wait: (slot * 40).min(Duration::from_secs(50)),
-            headers: Duration::from_secs(10),
-        }
-    }
-}
 
 /// An error answer: its status and reason.
 pub struct ApiError(StatusCode, String);

@@ -19,8 +19,10 @@
 //!   are crates of their own.
 
 pub mod api;
+mod blocks;
 pub mod budget;
 pub mod client;
+pub mod config;
 pub mod data;
 pub mod engine;
 pub mod farmer;
@@ -29,11 +31,17 @@ pub mod links;
 pub mod metrics;
 mod node;
 mod page;
+pub mod processor;
 mod replication;
 pub mod scrub;
+pub mod shared;
 mod sync;
+pub mod vaults;
+mod work;
 
-pub use node::{Node, NodeConfig, Shared, StartError};
+pub use config::{NodeConfig, StartError};
+pub use node::Node;
+pub use shared::Shared;
 pub use spacevault_network::{Address, TransportKind};
 
 /// Milliseconds since the Unix epoch.

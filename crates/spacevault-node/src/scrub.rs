@@ -4,49 +4,16 @@
 //! someone reads it; the scrub finds it first, and repairs it from another
 //! holder as a read would. Passes follow one another, a pause apart.
 
+pub use crate::config::{ScrubConfig, SCRUB_PAUSE, SCRUB_RATE};
 use crate::data;
-use crate::node::Shared;
-use std::sync::atomic::{AtomicU64, Ordering};
+pub use crate::shared::ScrubProgress;
+use crate::shared::Shared;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The default rate: 16 MiB/s, a tenth of what a hard disk reads in
-/// sequence and a sliver of an SSD's, so that a scrub never crowds out a
-/// vault's own reads and writes. A vault of 1 TB of blobs is scrubbed in
-/// about 18 hours.
-pub const SCRUB_RATE: u64 = 16 << 20;
-/// The pause between two passes.
-pub const SCRUB_PAUSE: Duration = Duration::from_secs(3600);
 /// What a blob costs the rate beyond its bytes (opening its file).
 const PER_BLOB: u64 = 4 << 10;
-
-/// How fast, and how often, a vault scrubs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ScrubConfig {
-    /// Bytes read a second, on average; 0: no scrub.
-    pub rate: u64,
-    pub pause: Duration,
-}
-
-impl Default for ScrubConfig {
-    fn default() -> ScrubConfig {
-        ScrubConfig {
-            rate: SCRUB_RATE,
-            pause: SCRUB_PAUSE,
-        }
-    }
-}
-
-/// Where the scrub stands, for the status and the page.
-#[derive(Default)]
-pub struct ScrubProgress {
-    pub passes: AtomicU64,
-    /// Blobs in the pass under way, and checked of them.
-    pub pass_blobs: AtomicU64,
-    pub pass_checked: AtomicU64,
-    /// When the last pass ended (Unix ms; 0 before the first).
-    pub last_pass_ms: AtomicU64,
-}
 
 /// Scrubs until the task is aborted.
 pub async fn run(shared: Arc<Shared>, config: ScrubConfig) {

@@ -2,8 +2,9 @@
 //! orphan, a proof for a later height, or a head that has not moved for
 //! three slots asks a peer for its canonical blocks and imports them.
 
+use crate::blocks::{import, origin_of};
 use crate::engine::Imported;
-use crate::node::{import, origin_of, Internal, Shared};
+use crate::shared::{Internal, Shared};
 use spacevault_chain::meter;
 use spacevault_chain::Block;
 use spacevault_network::{self as net, Request, Response};

@@ -1,0 +1,111 @@
+//! What the vault's parts share: the engine behind its lock, the farmer,
+//! the network's handle, the known vaults, metrics and the figures the API
+//! reports.
+
+use crate::config::ApiTimes;
+use crate::engine::Engine;
+use crate::farmer::{Farmer, Found};
+use crate::metrics::Metrics;
+use crate::vaults::Vaults;
+use spacevault_chain::meter::Meter;
+use spacevault_chain::{ChainSpec, Keypair};
+use spacevault_network as net;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// What the vault's parts share.
+pub struct Shared {
+    pub engine: Mutex<Engine>,
+    pub farmer: Farmer,
+    pub key: Keypair,
+    pub metrics: Metrics,
+    pub vaults: Mutex<Vaults>,
+    pub net: net::Handle,
+    pub spec: ChainSpec,
+    pub chain_id: [u8; 32],
+    /// The canonical head's height, for waiters.
+    pub head: watch::Sender<u64>,
+    pub api_addr: Mutex<Option<SocketAddr>>,
+    pub listen_addrs: Mutex<Vec<net::Address>>,
+    /// When each recent block was first imported here (Unix ms): what the
+    /// network benchmark measures propagation with.
+    pub arrivals: Mutex<Arrivals>,
+    pub(crate) syncing: AtomicBool,
+    /// This vault's cryptographic operations.
+    pub meter: Arc<Meter>,
+    /// The most blocks one change of branch took off the canonical chain.
+    pub deepest_reorg: std::sync::atomic::AtomicU64,
+    /// The last measured round trip to each connected peer.
+    pub round_trips: Mutex<std::collections::HashMap<net::Peer, Duration>>,
+    /// How long the API lets requests run.
+    pub api_times: ApiTimes,
+    /// What each peer may still have this vault keep.
+    pub(crate) store_budgets: Mutex<crate::budget::Budgets<net::Peer>>,
+    /// Where the scrub of stored blobs stands.
+    pub scrub: ScrubProgress,
+    /// Early blocks waiting for their time.
+    pub(crate) early_blocks: std::sync::atomic::AtomicUsize,
+    pub scrub_rate: u64,
+}
+
+/// First-import times of the last blocks, bounded.
+#[derive(Default)]
+pub struct Arrivals {
+    times: std::collections::HashMap<[u8; 32], u64>,
+    order: std::collections::VecDeque<[u8; 32]>,
+}
+
+/// Blocks whose arrival time is kept.
+const ARRIVALS_KEPT: usize = 4096;
+
+impl Arrivals {
+    pub(crate) fn note(&mut self, hash: [u8; 32], at_ms: u64) {
+        if self.times.insert(hash, at_ms).is_none() {
+            self.order.push_back(hash);
+            if self.order.len() > ARRIVALS_KEPT {
+                if let Some(old) = self.order.pop_front() {
+                    self.times.remove(&old);
+                }
+            }
+        }
+    }
+
+    pub fn get(&self, hash: &[u8; 32]) -> Option<u64> {
+        self.times.get(hash).copied()
+    }
+}
+
+impl Shared {
+    pub fn engine(&self) -> std::sync::MutexGuard<'_, Engine> {
+        self.engine.lock().unwrap()
+    }
+
+    /// Whether a sync from a peer is under way (one at a time).
+    pub fn is_syncing(&self) -> bool {
+        self.syncing.load(Ordering::Acquire)
+    }
+}
+
+/// Where the scrub stands, for the status and the page.
+#[derive(Default)]
+pub struct ScrubProgress {
+    pub passes: AtomicU64,
+    /// Blobs in the pass under way, and checked of them.
+    pub pass_blobs: AtomicU64,
+    pub pass_checked: AtomicU64,
+    /// When the last pass ended (Unix ms; 0 before the first).
+    pub last_pass_ms: AtomicU64,
+}
+
+/// What the vault's own tasks (lookups, syncs) tell its main task.
+pub(crate) enum Internal {
+    Found {
+        height: u64,
+        parent: [u8; 32],
+        found: Box<Found>,
+    },
+    Synced,
+}
