@@ -1,6 +1,6 @@
 //! Crypto traces: every hash, signature and verification one vault
 //! performed in a window of time, with when and on what, in a small binary
-//! file (docs/PROFILING.md has the format); and seed 004's three tables
+//! file (docs/PROFILING.md has the format); and the profiling study's three tables
 //! from a set of them (tally, concurrency, duplication), with the ideal
 //! minimum it wished for.
 
@@ -73,7 +73,7 @@ pub struct Necessary {
     pub unit_ns: f64,
 }
 
-/// Seed 004's tables and the ideal minimum.
+/// The profiling study's tables and the ideal minimum.
 #[derive(Clone, Debug, Serialize)]
 pub struct CryptoReport {
     pub vaults: usize,
@@ -219,7 +219,7 @@ pub fn concurrency(traces: &[Trace], start: u64, end: u64) -> Vec<(usize, u64)> 
     time_at.into_iter().enumerate().collect()
 }
 
-/// The report as Markdown: seed 004's three tables, the necessary
+/// The report as Markdown: the profiling study's three tables, the necessary
 /// operations, and the ideal minimum beside the window.
 pub fn markdown(r: &CryptoReport) -> String {
     use std::fmt::Write;

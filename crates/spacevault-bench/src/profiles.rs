@@ -1,4 +1,4 @@
-//! Where a test network's vaults are: seed 004's three settings (one
+//! Where a test network's vaults are: the profiling study's three settings (one
 //! datacenter, four regions of one continent, eight countries) or a matrix
 //! from a file, dealt to the vaults in turn, and the measured round trips
 //! set beside the profile's.
@@ -18,11 +18,11 @@ use spacevault_node::links::{LinksFile, FORMAT};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// Seed 004's continental test: four US regions, up to 35 ms one way (70
+/// The profiling study's continental test: four US regions, up to 35 ms one way (70
 /// ms round trip, east coast to west). Approximations of public
 /// inter-region round trips, halved.
 pub const CONTINENT: &str = "\
-# Four regions of one continent (seed 004: US east and west coasts, round
+# Four regions of one continent (the profiling study: US east and west coasts, round
 # trips up to 70 ms). One-way delays in ms.
 regions     virginia ohio california oregon
 virginia    0.25     6    31         35
@@ -32,10 +32,10 @@ oregon      35       25   10         0.25
 jitter 5%
 ";
 
-/// Seed 004's global test: eight countries, up to 200 ms one way (400 ms
+/// The profiling study's global test: eight countries, up to 200 ms one way (400 ms
 /// round trip, Europe to Australia, the largest it saw).
 pub const GLOBAL: &str = "\
-# Eight countries (seed 004: round trips up to 400 ms, Europe to
+# Eight countries (the profiling study: round trips up to 400 ms, Europe to
 # Australia). One-way delays in ms.
 regions    virginia california saopaulo frankfurt london mumbai tokyo sydney
 virginia   0.25     31         58       45        38     93     73    100
@@ -63,7 +63,7 @@ pub struct RegionMatrix {
 impl RegionMatrix {
     /// `lan`, `continent`, `global`, or a matrix file's path. `lan` is no
     /// matrix: loopback and the in-memory transport are already well under
-    /// the millisecond seed 004 measured in one datacenter, and nothing is
+    /// the millisecond the profiling study measured in one datacenter, and nothing is
     /// added to them.
     pub fn named(what: &str) -> Result<Option<RegionMatrix>, BenchError> {
         match what {
@@ -172,7 +172,7 @@ impl RegionMatrix {
         })
     }
 
-    /// The region of the `i`th vault: dealt in turn, as seed 004 started
+    /// The region of the `i`th vault: dealt in turn, as the profiling study started
     /// the same number of machines in each region.
     pub fn region_of(&self, i: usize) -> usize {
         i % self.regions.len()

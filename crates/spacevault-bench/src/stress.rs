@@ -90,7 +90,7 @@ pub struct Cell {
     pub blocks_produced: u64,
     /// The highest head then.
     pub height: u64,
-    /// Seed 004's tables from the cell's crypto traces, when traced.
+    /// The profiling study's tables from the cell's crypto traces, when traced.
     pub crypto_trace: Option<crate::crypto_trace::CryptoReport>,
 }
 
@@ -348,7 +348,7 @@ async fn run_cell(
     let value_bytes = options
         .size
         .min(network.spec.max_register_value_bytes as usize);
-    // The traces cover the clients' work only, as seed 004's did.
+    // The traces cover the clients' work only, as the profiling study's did.
     let _ = network.take_traces((0, 0)).await;
     let window_start = unix_ns();
     // The CPU of the clients' work alone: asking every vault for its
@@ -360,7 +360,7 @@ async fn run_cell(
     for c in 0..clients {
         let work = ClientWork {
             index: c,
-            // A client talks to one vault, as seed 004's do, and reads
+            // A client talks to one vault, as the profiling study's do, and reads
             // back through the next, so that GETs cross the network.
             put_via: network.clients[c % vaults].clone(),
             get_via: network.clients[(c + 1) % vaults].clone(),

@@ -141,7 +141,7 @@ impl ClientWork {
         let me = Arc::new(self);
         let key = Arc::new(me.key());
         let mut records = Vec::new();
-        // PUT everything, then GET everything back, as seed 004's clients
+        // PUT everything, then GET everything back, as the profiling study's clients
         // do: immutable blobs first, then registers, each stage with
         // `in_flight` operations outstanding.
         let puts_imm = (0..me.immutable)

@@ -298,7 +298,7 @@ pub fn markdown(report: &StressReport, command: &str, date: &str) -> String {
         }
         let _ = writeln!(
             s,
-            "\n## Seed 004's tables for {} vaults × {} clients\n\n{}",
+            "\n## Crypto tables for {} vaults × {} clients\n\n{}",
             largest.vaults,
             largest.clients,
             crate::crypto_trace::markdown(largest.crypto_trace.as_ref().expect("filtered"))

@@ -1,6 +1,6 @@
 //! Accounting of cryptographic operations: every BLAKE3 hash, ed25519
 //! signature and verification a vault performs, by purpose, with the time
-//! each took. Seed 004's profiling wished for exactly this ("total messages
+//! each took. The vault-network profiling study wished for exactly this ("total messages
 //! × signature verification time + total chunks × hashing time") to compare
 //! a network's real time against.
 //!
@@ -48,7 +48,7 @@ pub enum Op {
     VerifyAnnouncement,
 }
 
-/// The three kinds seed 004 tallies.
+/// The three kinds the profiling study tallies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Kind {
     Hash,

@@ -35,6 +35,11 @@ fn bad(why: impl Into<String>) -> ApiError {
     ApiError(StatusCode::BAD_REQUEST, why.into())
 }
 
+/// The engine's blocking task failed (it panicked).
+fn engine_failed() -> ApiError {
+    internal("the chain's work failed")
+}
+
 fn internal(e: impl std::fmt::Display) -> ApiError {
     ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
 }
@@ -148,7 +153,7 @@ async fn page() -> Html<&'static str> {
 async fn health(State(s): S) -> Json<serde_json::Value> {
     Json(json!({
         "ok": true,
-        "height": s.engine().head().height,
+        "height": *s.head.borrow(),
         "peers": s.metrics.peers.get(),
     }))
 }
@@ -223,9 +228,14 @@ async fn crypto_trace(
         .into_response())
 }
 
-async fn head(State(s): S) -> Json<serde_json::Value> {
-    let h = s.engine().head();
-    Json(json!({ "height": h.height, "hash": hex::encode(h.hash) }))
+async fn head(State(s): S) -> Result<Json<serde_json::Value>, ApiError> {
+    let h = s
+        .with_engine(|e| e.head())
+        .await
+        .ok_or_else(engine_failed)?;
+    Ok(Json(
+        json!({ "height": h.height, "hash": hex::encode(h.hash) }),
+    ))
 }
 
 /// A block as the API gives it.
@@ -264,20 +274,24 @@ async fn block(State(s): S, Path(height): Path<String>) -> Result<Json<BlockJson
     let height: u64 = height
         .parse()
         .map_err(|_| bad(format!("the height '{height}' is not a whole number")))?;
-    let engine = s.engine();
-    let block = engine.block_at(height).map_err(internal)?.ok_or_else(|| {
+    let found = s
+        .with_engine(move |engine| {
+            let block = engine.block_at(height)?;
+            let quality = block.as_ref().and_then(|b| {
+                let info = engine.store().info(&b.hash());
+                info.ok().flatten().map(|i| i.rank.quality)
+            });
+            Ok::<_, spacevault_store::StoreError>(block.map(|b| (b, quality)))
+        })
+        .await
+        .ok_or_else(engine_failed)?;
+    let (block, quality) = found.map_err(internal)?.ok_or_else(|| {
         ApiError(
             StatusCode::NOT_FOUND,
             format!("no block at height {height}"),
         )
     })?;
     let hash = block.hash();
-    let quality = engine
-        .store()
-        .info(&hash)
-        .ok()
-        .flatten()
-        .map(|i| i.rank.quality);
     let h = &block.header;
     Ok(Json(BlockJson {
         height: h.height,
@@ -307,12 +321,12 @@ async fn block(State(s): S, Path(height): Path<String>) -> Result<Json<BlockJson
     }))
 }
 
-async fn status(State(s): S) -> Json<serde_json::Value> {
-    let (head, recent, election, block_delay_ms) = {
-        let e = s.engine();
-        (e.head(), e.recent(12), e.election(), e.block_delay_ms())
-    };
-    let (blobs, blob_bytes) = s.engine().store().blob_stats().unwrap_or((0, 0));
+async fn status(State(s): S) -> Result<Json<serde_json::Value>, ApiError> {
+    let (head, recent, election, block_delay_ms) = s
+        .with_engine(|e| (e.head(), e.recent(12), e.election(), e.block_delay_ms()))
+        .await
+        .ok_or_else(engine_failed)?;
+    let (blobs, blob_bytes) = s.store.blob_stats().unwrap_or((0, 0));
     let peers = s.net.peers().await;
     let bootstrap: Vec<serde_json::Value> = s
         .net
@@ -342,7 +356,7 @@ async fn status(State(s): S) -> Json<serde_json::Value> {
         .iter()
         .map(|a| a.to_string())
         .collect();
-    Json(json!({
+    Ok(Json(json!({
         "peer_id": s.net.local_peer().to_string(),
         "farmer_key": hex::encode(s.key.public()),
         "listen": listen,
@@ -387,7 +401,7 @@ async fn status(State(s): S) -> Json<serde_json::Value> {
             "last_pass_ms": s.scrub.last_pass_ms.load(std::sync::atomic::Ordering::Relaxed),
             "damaged": s.metrics.scrub_damaged.get(),
         },
-    }))
+    })))
 }
 
 fn parse_address(text: &str) -> Result<[u8; 32], ApiError> {
@@ -518,13 +532,18 @@ async fn put_register(
     // A write that skips a version no block holds and nothing here waits
     // to write could only time out: it is answered at once.
     {
-        let engine = s.engine();
-        let current = engine
-            .store()
-            .register_version(&tx.owner, &tx.name)
+        let (owner, name, version) = (tx.owner, tx.name.clone(), tx.version);
+        let before = version.saturating_sub(1);
+        let (current, pending) = s
+            .with_engine(move |engine| {
+                let current = engine.store().register_version(&owner, &name)?;
+                let pending = engine.is_pending(&owner, &name, before);
+                Ok::<_, spacevault_store::StoreError>((current, pending))
+            })
+            .await
+            .ok_or_else(engine_failed)?
             .map_err(internal)?;
-        let before = tx.version.saturating_sub(1);
-        if tx.version > current + 1 && !engine.is_pending(&tx.owner, &tx.name, before) {
+        if tx.version > current + 1 && !pending {
             return Err(ApiError(
                 StatusCode::CONFLICT,
                 format!(
@@ -534,7 +553,16 @@ async fn put_register(
             ));
         }
     }
-    let added = spacevault_chain::meter::with(&s.meter, || s.engine().add_tx(tx.clone()));
+    // The signature check and the engine's lock, off the runtime's
+    // threads.
+    let added = {
+        let (s, tx) = (s.clone(), tx.clone());
+        tokio::task::spawn_blocking(move || {
+            spacevault_chain::meter::with(&s.meter, || s.engine().add_tx(tx))
+        })
+        .await
+        .map_err(internal)?
+    };
     match added {
         Ok(_) => {}
         Err(r @ spacevault_chain::Rejection::BadTxVersion { .. }) => {
@@ -552,12 +580,8 @@ async fn put_register(
     // its writes back to the pool, and a write answered earlier could be
     // missing from the chain for a while.
     let written = until_head_moves(&s, || {
-        let entry = s
-            .engine()
-            .store()
-            .register(&tx.owner, &tx.name)
-            .map_err(internal)?;
-        let head = s.engine().head().height;
+        let entry = s.store.register(&tx.owner, &tx.name).map_err(internal)?;
+        let head = *s.head.borrow();
         let settled = |e: &spacevault_store::RegisterEntry| head >= e.height + SETTLED_DEPTH;
         Ok(entry.filter(|e| e.version >= tx.version && settled(e)))
     })
@@ -571,7 +595,7 @@ async fn put_register(
     // Chain writes are durable every few seconds; a write answered as done
     // must survive this vault's crash before then, so its block is made
     // durable first (off the runtime's threads: an fsync).
-    let store = s.engine().shared_store();
+    let store = s.store.clone();
     tokio::task::spawn_blocking(move || store.flush())
         .await
         .map_err(internal)?
@@ -623,22 +647,16 @@ async fn get_register(
     let owner = parse_address(&owner)?;
     let query = query.map_err(|e| bad(format!("the query: {}", e.body_text())))?;
     if let Some(min) = query.min_height {
-        let reached =
-            until_head_moves(&s, || Ok((s.engine().head().height >= min).then_some(()))).await?;
+        let reached = until_head_moves(&s, || Ok((*s.head.borrow() >= min).then_some(()))).await?;
         if reached.is_none() {
-            let height = s.engine().head().height;
+            let height = *s.head.borrow();
             return Err(ApiError(
                 StatusCode::GATEWAY_TIMEOUT,
                 format!("this vault's chain is at height {height}, below min_height {min}"),
             ));
         }
     }
-    let read = || {
-        s.engine()
-            .store()
-            .register(&owner, name.as_bytes())
-            .map_err(internal)
-    };
+    let read = || s.store.register(&owner, name.as_bytes()).map_err(internal);
     let entry = match query.min_version {
         Some(min) => {
             let held = until_head_moves(&s, || Ok(read()?.filter(|e| e.version >= min))).await?;

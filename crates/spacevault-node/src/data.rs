@@ -126,7 +126,9 @@ impl Drop for Running<'_> {
 /// once; a copy already held is kept again at no cost). True when every
 /// copy was taken.
 async fn replicate(shared: &Arc<Shared>, pass: &Pass) -> bool {
-    let Ok(addresses) = shared.engine().store().blob_addresses() else {
+    let store = shared.store.clone();
+    let Ok(Ok(addresses)) = tokio::task::spawn_blocking(move || store.blob_addresses()).await
+    else {
         return false;
     };
     let r = shared.spec.replication as usize;
@@ -180,7 +182,7 @@ async fn request_vault(
 }
 
 pub fn refresh_blob_metrics(shared: &Shared) {
-    if let Ok((count, bytes)) = shared.engine().store().blob_stats() {
+    if let Ok((count, bytes)) = shared.store.blob_stats() {
         shared.metrics.blobs_stored.set(count as i64);
         shared.metrics.blob_bytes_stored.set(bytes as i64);
     }
@@ -254,7 +256,7 @@ async fn store_local(
 fn store_local_metered(shared: &Shared, blob: &[u8], address: [u8; 32]) -> Result<Receipt, String> {
     let fresh = {
         // The store, not the engine: the vault goes on while this writes.
-        let store = shared.engine().shared_store();
+        let store = shared.store.clone();
         let present = store.get_blob(&address).map_err(|e| e.to_string())?;
         // A damaged copy is replaced by the good one offered.
         let good =
@@ -272,7 +274,7 @@ fn store_local_metered(shared: &Shared, blob: &[u8], address: [u8; 32]) -> Resul
 
 /// The local copy of a blob, if it hashes to its address.
 pub(crate) fn read_local(shared: &Shared, address: &[u8; 32]) -> Result<Option<Vec<u8>>, ()> {
-    let store = shared.engine().shared_store();
+    let store = shared.store.clone();
     let bytes = store.get_blob(address).map_err(|e| {
         if let spacevault_store::StoreError::BlobLost(_) = e {
             shared.metrics.blob_reverify_failures.inc();
@@ -308,15 +310,24 @@ pub fn fetch_request(shared: &Arc<Shared>, address: &[u8; 32]) -> Response {
 /// A blob checked against its address: the local copy, or else a copy from
 /// a holder; a damaged local copy is replaced by the good one.
 pub async fn read_verified(shared: &Arc<Shared>, address: &[u8; 32]) -> Option<Vec<u8>> {
-    let local = read_local(shared, address);
+    // The read and its re-hash, and a repair's write, off the runtime's
+    // threads.
+    let local = {
+        let (shared, address) = (shared.clone(), *address);
+        tokio::task::spawn_blocking(move || read_local(&shared, &address))
+            .await
+            .unwrap_or(Err(()))
+    };
     if let Ok(Some(b)) = local {
         return Some(b);
     }
     let damaged = local.is_err();
     let blob = fetch_remote(shared, address).await?;
     if damaged {
-        let put = shared.engine().store().put_blob(address, &blob);
-        if put.is_ok() {
+        let store = shared.store.clone();
+        let (address, copy) = (*address, blob.clone());
+        let put = tokio::task::spawn_blocking(move || store.put_blob(&address, &copy)).await;
+        if matches!(put, Ok(Ok(_))) {
             shared.metrics.blob_repairs.inc();
             tracing::info!(address = %hex::encode(address), "repaired a damaged blob from another vault");
         }

@@ -37,7 +37,7 @@ pub mod scrub;
 pub mod shared;
 mod sync;
 pub mod vaults;
-mod work;
+pub mod work;
 
 pub use config::{NodeConfig, StartError};
 pub use node::Node;

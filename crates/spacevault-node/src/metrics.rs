@@ -19,6 +19,12 @@ pub struct TopicReason {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct QueueShed {
+    pub queue: String,
+    pub why: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct CryptoOp {
     pub kind: String,
     pub purpose: String,
@@ -54,6 +60,9 @@ pub struct Metrics {
     pub scrub_passes: Counter,
     pub blob_copies_pushed: Counter,
     pub registers_written: Counter,
+    /// Work the processor's queues shed: full (a flood of one kind) or
+    /// closed (the vault stopping).
+    pub work_shed: Family<QueueShed, Counter>,
     /// Commands to the network's task dropped for a full queue, brought up
     /// to date at each scrape.
     pub network_commands_dropped: Counter,
@@ -96,6 +105,7 @@ impl Metrics {
             scrub_passes: Counter::default(),
             blob_copies_pushed: Counter::default(),
             registers_written: Counter::default(),
+            work_shed: Family::default(),
             network_commands_dropped: Counter::default(),
             crypto_ops: Family::default(),
             crypto_seconds: Family::default(),
@@ -107,6 +117,11 @@ impl Metrics {
             m.height.clone(),
         );
         registry.register("peers", "Peers connected", m.peers.clone());
+        registry.register(
+            "work_shed",
+            "Gossip and requests shed unworked by the vault's processor, by queue and why (full, closed)",
+            m.work_shed.clone(),
+        );
         registry.register(
             "blocks_held_early",
             "Gossiped blocks dated a little past the clock's allowance, held until their time",
@@ -280,6 +295,15 @@ impl Metrics {
     }
 
     /// Counts a refused message.
+    pub fn work_shed(&self, queue: &str, why: &str) {
+        self.work_shed
+            .get_or_create(&QueueShed {
+                queue: queue.into(),
+                why: why.into(),
+            })
+            .inc();
+    }
+
     pub fn rejected(&self, topic: &str, reason: &str) {
         self.messages_rejected
             .get_or_create(&TopicReason {

@@ -7,10 +7,11 @@ use crate::data;
 use crate::engine::Engine;
 use crate::farmer::{Farmer, Found};
 use crate::metrics::Metrics;
+use crate::processor::Processor;
 use crate::shared::{Arrivals, Internal, Shared};
 use crate::sync::spawn_sync;
 use crate::vaults::Vaults;
-use crate::work::{on_gossip, on_request};
+use crate::work::{self, Work};
 use spacevault_chain::meter::{self, Meter, Op};
 use spacevault_chain::ProofMsg;
 use spacevault_network::{self as net, Event, Topic};
@@ -65,8 +66,10 @@ impl Node {
         let (head, _) = watch::channel(height);
         let metrics = Metrics::new();
         metrics.height.set(height as i64);
+        let store = engine.shared_store();
         let shared = Arc::new(Shared {
             engine: Mutex::new(engine),
+            store,
             farmer,
             vaults: Mutex::new(Vaults::new(config.key.public())),
             key: config.key.clone(),
@@ -190,18 +193,55 @@ impl Node {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         // And a flush under way: the store closes with the engine only when
-        // nothing else holds it.
-        let store = self.shared.engine().shared_store();
-        while Arc::strong_count(&store) > 2 && tokio::time::Instant::now() < deadline {
+        // nothing but the engine and the vault's handle holds it.
+        while Arc::strong_count(&self.shared.store) > 2 && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
     }
 }
 
+/// Takes what the network delivers: gossip and requests into the
+/// processor's queues, peers' comings and goings at once. It never waits
+/// for the engine, so a busy engine costs the queues their oldest work,
+/// not the network its progress.
+async fn intake(
+    shared: Arc<Shared>,
+    internal: mpsc::UnboundedSender<Internal>,
+    mut events: mpsc::Receiver<Event>,
+) {
+    let processor = work::processor(&shared, &internal);
+    while let Some(event) = events.recv().await {
+        on_event(&shared, &internal, &processor, event);
+    }
+}
+
+/// Aborts its task when dropped: the intake ends with the vault's task,
+/// however that ends.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// What the vault's task reads of the engine before each wait.
+struct Due {
+    election: (u64, [u8; 32], [u8; 32]),
+    production: Option<u64>,
+    head_ms: u64,
+}
+
 /// Gossips the vault's own proof, produces when due, and so on: the vault's
-/// one task.
-async fn run(shared: Arc<Shared>, mut events: mpsc::Receiver<Event>, mut stop: mpsc::Receiver<()>) {
+/// one task. Whatever it asks of the engine runs on a blocking thread.
+async fn run(shared: Arc<Shared>, events: mpsc::Receiver<Event>, mut stop: mpsc::Receiver<()>) {
     let (internal_tx, mut internal) = mpsc::unbounded_channel::<Internal>();
+    let _intake = AbortOnDrop(tokio::spawn(intake(
+        shared.clone(),
+        internal_tx.clone(),
+        events,
+    )));
+    let mut head = shared.head.subscribe();
     let slot = Duration::from_millis(shared.spec.slot_ms);
     let mut tick = tokio::time::interval((slot / 4).max(Duration::from_millis(10)));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -216,8 +256,21 @@ async fn run(shared: Arc<Shared>, mut events: mpsc::Receiver<Event>, mut stop: m
         tokio::time::interval_at(tokio::time::Instant::now() + offset, STORE_FLUSH_INTERVAL);
     flush.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
+        let read = shared.with_engine(|e| Due {
+            election: e.election(),
+            production: e.production_due(),
+            head_ms: e.head().timestamp_ms,
+        });
+        let due = tokio::select! {
+            biased;
+            _ = stop.recv() => break,
+            due = read => match due {
+                Some(due) => due,
+                None => break,
+            },
+        };
         // The election under way gets this vault's proof once.
-        let (height, parent, challenge) = shared.engine().election();
+        let (height, parent, challenge) = due.election;
         if looked_up_for != Some((height, parent)) {
             looked_up_for = Some((height, parent));
             start_lookup(&shared, &internal_tx, height, parent, challenge);
@@ -225,12 +278,8 @@ async fn run(shared: Arc<Shared>, mut events: mpsc::Receiver<Event>, mut stop: m
         // A vault that starts on a head many slots old has likely missed
         // blocks: it gives its peers a few slots to catch it up before it
         // builds on that head, rather than add a stale branch.
-        let (due, head_ms) = {
-            let engine = shared.engine();
-            (engine.production_due(), engine.head().timestamp_ms)
-        };
-        let due = due.map(|at| {
-            let head_age = crate::now_ms().saturating_sub(head_ms);
+        let due = due.production.map(|at| {
+            let head_age = crate::now_ms().saturating_sub(due.head_ms);
             if head_age > STALE_HEAD_SLOTS * shared.spec.slot_ms {
                 at.max(started_ms + STALE_HEAD_SLOTS * shared.spec.slot_ms)
             } else {
@@ -250,7 +299,7 @@ async fn run(shared: Arc<Shared>, mut events: mpsc::Receiver<Event>, mut stop: m
             _ = flush.tick() => {
                 // An fsync off the runtime's threads, which the network and
                 // every other vault in the process share.
-                let store = shared.engine().shared_store();
+                let store = shared.store.clone();
                 tokio::task::spawn_blocking(move || flush_store(&store));
             }
             _ = tick.tick() => {
@@ -259,7 +308,7 @@ async fn run(shared: Arc<Shared>, mut events: mpsc::Receiver<Event>, mut stop: m
                     last_progress = tokio::time::Instant::now();
                     spawn_sync(&shared, &internal_tx, None);
                 }
-                shared.engine().expire_orphans(crate::now_ms());
+                shared.with_engine(|e| e.expire_orphans(crate::now_ms())).await;
                 data::housekeeping(&shared);
             }
             _ = tokio::time::sleep_until(next_announce) => {
@@ -269,18 +318,9 @@ async fn run(shared: Arc<Shared>, mut events: mpsc::Receiver<Event>, mut stop: m
             }
             // A slot past its turn, it produces whatever is still waiting.
             _ = tokio::time::sleep(overdue), if due.is_some() => {
-                meter::with(&shared.meter, || produce(&shared, false))
+                shared.blocking(|s| produce(s, false)).await;
             }
-            event = events.recv() => match event {
-                Some(event) => {
-                    let before = shared.engine().head().height;
-                    meter::with(&shared.meter, || on_event(&shared, &internal_tx, event));
-                    if shared.engine().head().height != before {
-                        last_progress = tokio::time::Instant::now();
-                    }
-                }
-                None => break,
-            },
+            Ok(()) = head.changed() => last_progress = tokio::time::Instant::now(),
             Some(msg) = internal.recv() => match msg {
                 Internal::Found { height, parent, found } => {
                     shared.metrics.lookup_seconds.observe(found.took.as_secs_f64());
@@ -289,21 +329,25 @@ async fn run(shared: Arc<Shared>, mut events: mpsc::Receiver<Event>, mut stop: m
                     shared.meter.add(Op::HashLookup, found.answers as u64);
                     let Found { proof, rank, .. } = *found;
                     let records = records_known(&shared);
-                    let msg = shared.engine().offer_own(height, parent, proof, rank, records);
+                    let msg = shared
+                        .with_engine(move |e| e.offer_own(height, parent, proof, rank, records))
+                        .await
+                        .flatten();
                     if let Some(msg) = msg {
                         publish_proof_later(&shared, msg, rank.expected_place(records));
                     }
                 }
                 Internal::Synced => last_progress = tokio::time::Instant::now(),
             },
-            // Its turn, and nothing waiting to be read: a message waiting
-            // may hold a better proof or this height's block.
+            // Its turn, and nothing waiting: a proof that came meanwhile
+            // may be better than the best so far.
             _ = tokio::time::sleep(wait), if due.is_some() => {
-                meter::with(&shared.meter, || produce(&shared, false))
+                shared.blocking(|s| produce(s, false)).await;
             }
         }
     }
-    flush_store(shared.engine().store());
+    let store = shared.store.clone();
+    let _ = tokio::task::spawn_blocking(move || flush_store(&store)).await;
 }
 
 /// Slots a head may be old before a starting vault waits to sync.
@@ -348,8 +392,9 @@ fn publish_proof_later(shared: &Arc<Shared>, msg: ProofMsg, expected_place: f64)
     let shared = shared.clone();
     tokio::spawn(async move {
         tokio::time::sleep(msg_delay).await;
-        let still_best = shared.engine().own_is_best(msg.height, &msg.parent);
-        if still_best {
+        let (height, parent) = (msg.height, msg.parent);
+        let still_best = shared.with_engine(move |e| e.own_is_best(height, &parent));
+        if still_best.await == Some(true) {
             shared.metrics.proofs_sent.inc();
             shared.net.publish(Topic::Proofs, msg.encode());
         }
@@ -380,7 +425,12 @@ fn start_lookup(
     });
 }
 
-fn on_event(shared: &Arc<Shared>, internal: &mpsc::UnboundedSender<Internal>, event: Event) {
+fn on_event(
+    shared: &Arc<Shared>,
+    internal: &mpsc::UnboundedSender<Internal>,
+    processor: &Processor<Work>,
+    event: Event,
+) {
     match event {
         Event::Gossip {
             id,
@@ -388,14 +438,26 @@ fn on_event(shared: &Arc<Shared>, internal: &mpsc::UnboundedSender<Internal>, ev
             topic,
             data,
         } => {
-            let v = on_gossip(shared, internal, source, topic, &data);
-            shared.net.validate(id, source, v);
+            let work = Work::Gossip {
+                id,
+                source,
+                topic,
+                data,
+            };
+            work::submit(shared, processor, work);
         }
         Event::Request {
             peer,
             request,
             reply,
-        } => on_request(shared, peer, request, reply),
+        } => {
+            let work = Work::Request {
+                peer,
+                request,
+                reply,
+            };
+            work::submit(shared, processor, work);
+        }
         Event::PeerUp(peer) => {
             shared.metrics.peers.inc();
             shared.vaults.lock().unwrap().connected(&peer);

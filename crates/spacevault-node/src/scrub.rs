@@ -27,7 +27,7 @@ pub async fn run(shared: Arc<Shared>, config: ScrubConfig) {
 }
 
 async fn pass(shared: &Arc<Shared>, rate: u64) {
-    let store = shared.engine().shared_store();
+    let store = shared.store.clone();
     let Ok(Ok(addresses)) = tokio::task::spawn_blocking(move || store.blob_addresses()).await
     else {
         return;

@@ -19,6 +19,9 @@ use tokio::sync::watch;
 /// What the vault's parts share.
 pub struct Shared {
     pub engine: Mutex<Engine>,
+    /// The engine's store, reached without the engine's lock: blobs are
+    /// read and written beside the chain's work.
+    pub store: Arc<spacevault_store::Store>,
     pub farmer: Farmer,
     pub key: Keypair,
     pub metrics: Metrics,
@@ -81,6 +84,37 @@ impl Arrivals {
 impl Shared {
     pub fn engine(&self) -> std::sync::MutexGuard<'_, Engine> {
         self.engine.lock().unwrap()
+    }
+
+    /// Runs `f` on the engine on a blocking thread, and gives its result
+    /// (none if `f` panicked). The engine's lock may be held by a worker
+    /// importing a block of a thousand transactions, or writing the store:
+    /// a runtime thread that waited for it would stall the network and
+    /// every other vault's task on that thread.
+    pub async fn with_engine<R: Send + 'static>(
+        self: &Arc<Self>,
+        f: impl FnOnce(&mut Engine) -> R + Send + 'static,
+    ) -> Option<R> {
+        let shared = self.clone();
+        tokio::task::spawn_blocking(move || {
+            spacevault_chain::meter::with(&shared.meter, || f(&mut shared.engine()))
+        })
+        .await
+        .ok()
+    }
+
+    /// Runs `f` with the vault on a blocking thread, metered: for work
+    /// that takes the engine's lock more than once (production, imports).
+    pub async fn blocking<R: Send + 'static>(
+        self: &Arc<Self>,
+        f: impl FnOnce(&Arc<Shared>) -> R + Send + 'static,
+    ) -> Option<R> {
+        let shared = self.clone();
+        tokio::task::spawn_blocking(move || {
+            spacevault_chain::meter::with(&shared.meter, || f(&shared))
+        })
+        .await
+        .ok()
     }
 
     /// Whether a sync from a peer is under way (one at a time).

@@ -3,10 +3,10 @@
 //! three slots asks a peer for its canonical blocks and imports them.
 
 use crate::blocks::{import, origin_of};
-use crate::engine::Imported;
+use crate::engine::{Imported, Origin};
 use crate::shared::{Internal, Shared};
 use spacevault_chain::meter;
-use spacevault_chain::Block;
+use spacevault_chain::{Block, Rejection};
 use spacevault_network::{self as net, Request, Response};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -55,7 +55,9 @@ async fn sync_from(shared: &Arc<Shared>, peer: net::Peer) -> bool {
         return false;
     };
     let mut progressed = false;
-    let own = shared.engine().head();
+    let Some(own) = shared.with_engine(|e| e.head()).await else {
+        return false;
+    };
     // A peer as high as this vault on another branch is synced too, from
     // this vault's height back: two branches that grow a block a slot
     // each would otherwise never meet, and fork choice must see both.
@@ -83,28 +85,26 @@ async fn sync_from(shared: &Arc<Shared>, peer: net::Peer) -> bool {
         if blocks.is_empty() {
             return progressed;
         }
-        let limits = shared.engine().limits();
-        let (mut orphaned, mut new) = (false, false);
-        let mut next = from;
-        for bytes in blocks {
-            let Ok(block) = Block::decode(&bytes, &limits) else {
-                shared.metrics.rejected("sync", "malformed");
-                return progressed;
-            };
-            if block.header.height != next {
-                shared.metrics.rejected("sync", "wrong_height");
-                return progressed;
+        let batch = {
+            let shared = shared.clone();
+            tokio::task::spawn_blocking(move || import_batch(&shared, blocks, from, origin)).await
+        };
+        let Ok(Batch {
+            new,
+            orphaned,
+            next,
+            refused,
+        }) = batch
+        else {
+            return progressed;
+        };
+        if let Some(reason) = refused {
+            progressed |= new;
+            match reason {
+                Ok(reason) => shared.metrics.rejected("sync", reason),
+                Err(r) => shared.metrics.refused("sync", &r),
             }
-            next += 1;
-            match meter::with(&shared.meter, || import(shared, block, false, origin)) {
-                Ok(Imported::NewHead { .. }) | Ok(Imported::Kept) => new = true,
-                Ok(Imported::Orphan) => orphaned = true,
-                Ok(Imported::Duplicate) => {}
-                Err(r) => {
-                    shared.metrics.refused("sync", &r);
-                    return progressed;
-                }
-            }
+            return progressed;
         }
         progressed |= new;
         if new {
@@ -120,7 +120,7 @@ async fn sync_from(shared: &Arc<Shared>, peer: net::Peer) -> bool {
             lowest_unattached = from;
             back = back.saturating_mul(2).max(16);
             from = from.saturating_sub(back).max(1);
-        } else if shared.engine().head().height >= height {
+        } else if shared.with_engine(|e| e.head().height).await >= Some(height) {
             return progressed;
         } else {
             // On from the end of this batch: what it held is here now,
@@ -135,3 +135,49 @@ async fn sync_from(shared: &Arc<Shared>, peer: net::Peer) -> bool {
 /// Requests one sync makes at most: a chain a million blocks ahead, a
 /// batch at a time, with room to go back.
 pub(crate) const MAX_SYNC_REQUESTS: usize = 4096 + 64;
+
+/// What importing one batch of a sync answer came to.
+struct Batch {
+    /// A block was new here.
+    new: bool,
+    /// A block did not attach.
+    orphaned: bool,
+    /// The height after the batch's last block.
+    next: u64,
+    /// Why the batch ended the sync: a block that does not decode or sits
+    /// at another height than asked (a reason), or one the chain refused.
+    refused: Option<Result<&'static str, Rejection>>,
+}
+
+/// Decodes and imports one batch of `peer`'s answer, on a blocking thread:
+/// each block's signature and proof are checked, and the store written.
+fn import_batch(shared: &Arc<Shared>, blocks: Vec<Vec<u8>>, from: u64, origin: Origin) -> Batch {
+    let limits = shared.engine().limits();
+    let mut batch = Batch {
+        new: false,
+        orphaned: false,
+        next: from,
+        refused: None,
+    };
+    for bytes in blocks {
+        let Ok(block) = Block::decode(&bytes, &limits) else {
+            batch.refused = Some(Ok("malformed"));
+            return batch;
+        };
+        if block.header.height != batch.next {
+            batch.refused = Some(Ok("wrong_height"));
+            return batch;
+        }
+        batch.next += 1;
+        match meter::with(&shared.meter, || import(shared, block, false, origin)) {
+            Ok(Imported::NewHead { .. }) | Ok(Imported::Kept) => batch.new = true,
+            Ok(Imported::Orphan) => batch.orphaned = true,
+            Ok(Imported::Duplicate) => {}
+            Err(r) => {
+                batch.refused = Some(Err(r));
+                return batch;
+            }
+        }
+    }
+    batch
+}

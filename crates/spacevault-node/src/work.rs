@@ -1,15 +1,168 @@
 //! What the vault does with what its peers send: gossip checked and
-//! imported, requests answered.
+//! imported, requests answered, on the blocking workers of a
+//! [`Processor`] whose queues bound what waits.
 
 use crate::blocks::{hold_early, hold_window_ms, import, origin_of};
 use crate::data;
 use crate::engine::Imported;
+use crate::processor::{Processor, Queue, Shed};
 use crate::shared::{Internal, Shared};
 use crate::sync::spawn_sync;
+use spacevault_chain::meter;
 use spacevault_chain::{Block, ProofMsg, RegisterTx, Rejection};
 use spacevault_network::{self as net, Request, Response, Topic, Verdict};
 use std::sync::Arc;
 use tokio::sync::mpsc;
+
+/// What waits for a worker.
+pub(crate) enum Work {
+    Gossip {
+        id: net::MessageId,
+        source: net::Peer,
+        topic: Topic,
+        data: Vec<u8>,
+    },
+    Request {
+        peer: net::Peer,
+        request: Request,
+        reply: net::Reply,
+    },
+}
+
+/// The queues, in the order workers take them, and what each holds at
+/// most (docs/PROTOCOL.md lists them): blocks first, as they move the
+/// chain; then answers to peers that sync from this vault (their status
+/// and blocks); proofs, which
+/// the election waits for; transactions, announcements and copies of
+/// blobs last. Blocks and transactions are worked one at a time, in order:
+/// a block's parent comes first, and a register's versions follow one
+/// another.
+pub const QUEUES: [Queue; 6] = [
+    Queue {
+        name: "blocks",
+        capacity: 64,
+        serial: true,
+    },
+    Queue {
+        name: "chain_requests",
+        capacity: 32,
+        serial: false,
+    },
+    Queue {
+        name: "proofs",
+        capacity: 1024,
+        serial: false,
+    },
+    Queue {
+        name: "txs",
+        capacity: 4096,
+        serial: true,
+    },
+    Queue {
+        name: "announcements",
+        capacity: 1024,
+        serial: false,
+    },
+    Queue {
+        name: "fetches",
+        capacity: 256,
+        serial: false,
+    },
+];
+
+/// Workers a vault runs at most: most work takes the engine's lock, so
+/// more would wait on each other; two let a blob's read or a request's
+/// answer go on beside a block's import.
+pub const MAX_WORKERS: usize = 2;
+
+/// The queue `work` waits in; `None` for a Store request, which has its
+/// own budget per peer and writes on a blocking thread of its own.
+fn queue_of(work: &Work) -> Option<usize> {
+    let name = match work {
+        Work::Gossip { topic, .. } => match topic {
+            Topic::Blocks => "blocks",
+            Topic::Proofs => "proofs",
+            Topic::Txs => "txs",
+            Topic::Vaults => "announcements",
+        },
+        Work::Request { request, .. } => match request {
+            Request::Status | Request::Blocks { .. } => "chain_requests",
+            Request::Fetch { .. } => "fetches",
+            Request::Store { .. } => return None,
+        },
+    };
+    QUEUES.iter().position(|q| q.name == name)
+}
+
+/// The vault's processor: its workers check and import gossip and answer
+/// requests; what a full queue sheds is ignored (gossip) or refused as
+/// busy (requests), and counted.
+pub(crate) fn processor(
+    shared: &Arc<Shared>,
+    internal: &mpsc::UnboundedSender<Internal>,
+) -> Processor<Work> {
+    let worker_shared = shared.clone();
+    let internal = internal.clone();
+    let shed_shared = shared.clone();
+    Processor::new(
+        QUEUES.to_vec(),
+        MAX_WORKERS,
+        move |_, work| {
+            let shared = &worker_shared;
+            meter::with(&shared.meter, || match work {
+                Work::Gossip {
+                    id,
+                    source,
+                    topic,
+                    data,
+                } => {
+                    let v = on_gossip(shared, &internal, source, topic, &data);
+                    shared.net.validate(id, source, v);
+                }
+                Work::Request {
+                    peer,
+                    request,
+                    reply,
+                } => on_request(shared, peer, request, reply),
+            })
+        },
+        move |queue, work, why| {
+            let shared = &shed_shared;
+            let why = match why {
+                Shed::Full => "full",
+                Shed::Closed => "closed",
+            };
+            shared.metrics.work_shed(QUEUES[queue].name, why);
+            match work {
+                // This vault's own trouble: no judgement of the message.
+                Work::Gossip { id, source, .. } => shared.net.validate(id, source, Verdict::Ignore),
+                Work::Request { peer, reply, .. } => answer(
+                    shared,
+                    peer,
+                    reply,
+                    Response::Refused(format!("busy: the {} queue is full", QUEUES[queue].name)),
+                ),
+            }
+        },
+    )
+}
+
+/// Queues what a peer sent, or does it at once when it is small.
+pub(crate) fn submit(shared: &Arc<Shared>, processor: &Processor<Work>, work: Work) {
+    match queue_of(&work) {
+        Some(queue) => processor.submit(queue, work),
+        None => {
+            if let Work::Request {
+                peer,
+                request,
+                reply,
+            } = work
+            {
+                on_request(shared, peer, request, reply)
+            }
+        }
+    }
+}
 
 fn verdict(r: &Rejection) -> Verdict {
     if r.is_fault() {

@@ -9,40 +9,6 @@ use spacevault_network::{self as net, Event, Request, Response, Topic, Transport
 use spacevault_node::engine::MAX_ORPHANS_PER_ORIGIN;
 use std::time::Duration;
 
-/// A peer, outside the vaults, joined to `boot` and linked to `vault`.
-async fn joined_rogue(
-    secret: u8,
-    chain: [u8; 32],
-    boot: Vec<net::Address>,
-    vault: net::Peer,
-) -> (net::Handle, tokio::sync::mpsc::Receiver<Event>) {
-    let mut config = net::Config::new([secret; 32], TransportKind::Memory, chain);
-    config.listen = vec!["/memory/0".parse().unwrap()];
-    config.bootstrap = boot;
-    config.heartbeat = Duration::from_millis(100);
-    let (rogue, events, _task) = net::start(config).unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while !rogue.peers().await.contains(&vault) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "a rogue never connected"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    (rogue, events)
-}
-
-/// Answers what came to a rogue so far: gossip ignored, requests unknown.
-async fn drain(rogue: &net::Handle, events: &mut tokio::sync::mpsc::Receiver<Event>) {
-    while let Ok(Some(ev)) = tokio::time::timeout(Duration::from_millis(5), events.recv()).await {
-        match ev {
-            Event::Gossip { id, source, .. } => rogue.validate(id, source, Verdict::Ignore),
-            Event::Request { reply, .. } => rogue.respond(reply, Response::NotFound),
-            _ => {}
-        }
-    }
-}
-
 /// Publishes a stale announcement, new each time (refused, counted, and
 /// no fault: a fault would graylist the rogue, and its later messages go
 /// unread), and returns the vault's count of them before it: once the

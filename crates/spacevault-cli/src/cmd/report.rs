@@ -1,4 +1,4 @@
-//! `spacevault report TRACE...`: seed 004's tables of cryptographic
+//! `spacevault report TRACE...`: the profiling study's tables of cryptographic
 //! operations (tally, concurrency, duplication) and the ideal minimum, from
 //! the crypto traces `spacevault stress --trace-crypto` writes.
 

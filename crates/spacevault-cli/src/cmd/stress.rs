@@ -1,4 +1,4 @@
-//! `spacevault stress`: seed 004's client stress test over a grid of
+//! `spacevault stress`: the vault-network profiling study's client stress test over a grid of
 //! network sizes and client counts, written as CSV, JSON, a Markdown
 //! summary and heatmaps.
 

@@ -5,6 +5,7 @@
 use spacevault::plot::NoProgress;
 use spacevault::PlotOptions;
 use spacevault_chain::{ChainSpec, Keypair};
+use spacevault_network as net;
 use spacevault_node::{Node, NodeConfig, TransportKind};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -215,5 +216,41 @@ pub fn output_within(cmd: &mut std::process::Command, limit: Duration) -> std::p
         status,
         stdout: stdout.join().unwrap(),
         stderr: stderr.join().unwrap(),
+    }
+}
+
+/// A peer, outside the vaults, joined to `boot` and linked to `vault`.
+pub async fn joined_rogue(
+    secret: u8,
+    chain: [u8; 32],
+    boot: Vec<net::Address>,
+    vault: net::Peer,
+) -> (net::Handle, tokio::sync::mpsc::Receiver<net::Event>) {
+    let mut config = net::Config::new([secret; 32], net::TransportKind::Memory, chain);
+    config.listen = vec!["/memory/0".parse().unwrap()];
+    config.bootstrap = boot;
+    config.heartbeat = Duration::from_millis(100);
+    let (rogue, events, _task) = net::start(config).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !rogue.peers().await.contains(&vault) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "a rogue never connected"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    (rogue, events)
+}
+
+/// Answers what came to a rogue so far: gossip ignored, requests unknown.
+pub async fn drain(rogue: &net::Handle, events: &mut tokio::sync::mpsc::Receiver<net::Event>) {
+    while let Ok(Some(ev)) = tokio::time::timeout(Duration::from_millis(5), events.recv()).await {
+        match ev {
+            net::Event::Gossip { id, source, .. } => {
+                rogue.validate(id, source, net::Verdict::Ignore)
+            }
+            net::Event::Request { reply, .. } => rogue.respond(reply, net::Response::NotFound),
+            _ => {}
+        }
     }
 }
