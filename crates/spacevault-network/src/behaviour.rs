@@ -75,39 +75,14 @@ pub(crate) fn behaviour(key: &identity::Keypair, config: &Config) -> Result<Beha
         .map_err(|e| err(&e))?;
     let mut gossipsub = gossipsub::Behaviour::new(MessageAuthenticity::Anonymous, gossip_config)
         .map_err(|e| err(&e))?;
-    // An invalid message costs its sender far more score than gossipsub's
-    // graylist threshold: one forged block and the peer is ignored.
-    let mut params = gossipsub::PeerScoreParams {
-        // Vaults are told apart by their keys, and the network's weight is
-        // the space they prove, not their addresses: many vaults may share
-        // one (a farmer's machines behind one router, a test network on
-        // one host), and gossipsub's default penalty for more than ten
-        // peers on one IP would graylist them all.
-        ip_colocation_factor_weight: 0.0,
-        ..Default::default()
-    };
     for topic in Topic::ALL {
         let ident = topic.ident(&config.chain_id);
         gossipsub.subscribe(&ident).map_err(|e| err(&e))?;
-        // Only invalid messages count. gossipsub's other topic terms are
-        // tuned for busy topics: a mesh peer must deliver 20 messages a
-        // window or lose score, which a topic of one block a slot never
-        // does, and a peer's time in the mesh earns up to 3600 points,
-        // which would hide any penalty.
-        let t = gossipsub::TopicScoreParams {
-            topic_weight: 1.0,
-            time_in_mesh_weight: 0.0,
-            first_message_deliveries_weight: 0.0,
-            mesh_message_deliveries_weight: 0.0,
-            mesh_failure_penalty_weight: 0.0,
-            invalid_message_deliveries_weight: -100.0,
-            invalid_message_deliveries_decay: 0.9,
-            ..Default::default()
-        };
-        params.topics.insert(ident.hash(), t);
     }
+    let (params, thresholds) =
+        crate::scoring::score(crate::scoring::topics(&config.chain_id), &config.limits);
     gossipsub
-        .with_peer_score(params, gossipsub::PeerScoreThresholds::default())
+        .with_peer_score(params, thresholds)
         .map_err(|e| err(&e))?;
     let requests = request_response::Behaviour::new(
         [(wire::PROTOCOL, ProtocolSupport::Full)],

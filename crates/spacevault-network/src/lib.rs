@@ -16,6 +16,7 @@ mod bootstrap;
 mod handle;
 mod limits;
 pub mod links;
+pub mod scoring;
 pub mod wire;
 
 use addresses::{check_free, supported, usable};
