@@ -13,7 +13,7 @@ use crate::sync::spawn_sync;
 use crate::vaults::Vaults;
 use crate::work::{self, Work};
 use spacevault_chain::meter::{self, Meter, Op};
-use spacevault_chain::ProofMsg;
+use spacevault_chain::{ChainSpec, ProofMsg};
 use spacevault_network::{self as net, Event, Topic};
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicBool;
@@ -70,6 +70,7 @@ impl Node {
         let shared = Arc::new(Shared {
             engine: Mutex::new(engine),
             store,
+            engine_changed: Default::default(),
             farmer,
             vaults: Mutex::new(Vaults::new(config.key.public())),
             key: config.key.clone(),
@@ -275,24 +276,14 @@ async fn run(shared: Arc<Shared>, events: mpsc::Receiver<Event>, mut stop: mpsc:
             looked_up_for = Some((height, parent));
             start_lookup(&shared, &internal_tx, height, parent, challenge);
         }
-        // A vault that starts on a head many slots old has likely missed
-        // blocks: it gives its peers a few slots to catch it up before it
-        // builds on that head, rather than add a stale branch.
-        let due = due.production.map(|at| {
-            let head_age = crate::now_ms().saturating_sub(due.head_ms);
-            if head_age > STALE_HEAD_SLOTS * shared.spec.slot_ms {
-                at.max(started_ms + STALE_HEAD_SLOTS * shared.spec.slot_ms)
-            } else {
-                at
-            }
-        });
+        let due = production_at(&shared.spec, due.production, due.head_ms, started_ms);
         let wait = match due {
             Some(at) => Duration::from_millis(at.saturating_sub(crate::now_ms())),
             None => Duration::from_secs(3600),
         };
-        let overdue = wait + slot;
-        // In this order: timers that must not starve, then what arrived,
-        // and production last.
+        // In this order: timers, production, then news of the chain (a
+        // head that moved, a proof or block the workers took): news that
+        // never stops must not hold production back.
         tokio::select! {
             biased;
             _ = stop.recv() => break,
@@ -316,9 +307,10 @@ async fn run(shared: Arc<Shared>, events: mpsc::Receiver<Event>, mut stop: mpsc:
                 let vaults = shared.vaults.lock().unwrap().count();
                 next_announce += data::announce_interval(&shared.spec, vaults);
             }
-            // A slot past its turn, it produces whatever is still waiting.
-            _ = tokio::time::sleep(overdue), if due.is_some() => {
-                shared.blocking(|s| produce(s, false)).await;
+            // Its turn, unless what the workers took meanwhile (a better
+            // proof, this height's block) put it off.
+            _ = tokio::time::sleep(wait), if due.is_some() => {
+                shared.blocking(move |s| produce_if_due(s, started_ms)).await;
             }
             Ok(()) = head.changed() => last_progress = tokio::time::Instant::now(),
             Some(msg) = internal.recv() => match msg {
@@ -339,15 +331,41 @@ async fn run(shared: Arc<Shared>, events: mpsc::Receiver<Event>, mut stop: mpsc:
                 }
                 Internal::Synced => last_progress = tokio::time::Instant::now(),
             },
-            // Its turn, and nothing waiting: a proof that came meanwhile
-            // may be better than the best so far.
-            _ = tokio::time::sleep(wait), if due.is_some() => {
-                shared.blocking(|s| produce(s, false)).await;
-            }
+            // The workers changed the engine: its turn may have moved.
+            _ = shared.engine_changed.notified() => {}
         }
     }
     let store = shared.store.clone();
     let _ = tokio::task::spawn_blocking(move || flush_store(&store)).await;
+}
+
+/// When this vault produces (Unix ms), from the engine's turn for it
+/// (`Engine::production_due`) and its head's time. A vault that starts on
+/// a head many slots old has likely missed blocks: it gives its peers a
+/// few slots to catch it up before it builds on that head, rather than add
+/// a stale branch.
+fn production_at(spec: &ChainSpec, due: Option<u64>, head_ms: u64, started_ms: u64) -> Option<u64> {
+    due.map(|at| {
+        let head_age = crate::now_ms().saturating_sub(head_ms);
+        if head_age > STALE_HEAD_SLOTS * spec.slot_ms {
+            at.max(started_ms + STALE_HEAD_SLOTS * spec.slot_ms)
+        } else {
+            at
+        }
+    })
+}
+
+/// Produces if this vault's turn has come by what the engine knows now:
+/// its timer was set by what it knew before.
+fn produce_if_due(shared: &Arc<Shared>, started_ms: u64) {
+    let (due, head_ms) = {
+        let engine = shared.engine();
+        (engine.production_due(), engine.head().timestamp_ms)
+    };
+    let due = production_at(&shared.spec, due, head_ms, started_ms);
+    if due.is_some_and(|at| at <= crate::now_ms()) {
+        produce(shared, false);
+    }
 }
 
 /// Slots a head may be old before a starting vault waits to sync.

@@ -22,6 +22,8 @@ pub struct Shared {
     /// The engine's store, reached without the engine's lock: blobs are
     /// read and written beside the chain's work.
     pub store: Arc<spacevault_store::Store>,
+    /// Woken when workers change the engine ([`Shared::engine_changed`]).
+    pub(crate) engine_changed: tokio::sync::Notify,
     pub farmer: Farmer,
     pub key: Keypair,
     pub metrics: Metrics,
@@ -115,6 +117,13 @@ impl Shared {
         })
         .await
         .ok()
+    }
+
+    /// Tells the vault's task that the engine took something from a peer
+    /// (a proof, a block, a transaction): its turn to produce may have
+    /// moved.
+    pub(crate) fn engine_changed(&self) {
+        self.engine_changed.notify_one();
     }
 
     /// Whether a sync from a peer is under way (one at a time).

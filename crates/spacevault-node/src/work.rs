@@ -118,6 +118,12 @@ pub(crate) fn processor(
                 } => {
                     let v = on_gossip(shared, &internal, source, topic, &data);
                     shared.net.validate(id, source, v);
+                    // Blocks and proofs move this vault's turn to produce;
+                    // transactions and announcements do not, and under
+                    // load would wake its task hundreds of times a second.
+                    if matches!(topic, Topic::Blocks | Topic::Proofs) {
+                        shared.engine_changed();
+                    }
                 }
                 Work::Request {
                     peer,
