@@ -10,7 +10,7 @@ use serde::Serialize;
 use spacevault::plot::NoProgress;
 use spacevault::PlotOptions;
 use spacevault_chain::{ChainSpec, Keypair};
-use spacevault_node::client::Client;
+use spacevault_node::client::{Client, Status};
 use spacevault_node::links::LinksFile;
 use spacevault_node::{Node, NodeConfig, TransportKind};
 use std::path::{Path, PathBuf};
@@ -154,14 +154,9 @@ impl Network {
             let asks = self.clients.iter().map(|c| {
                 let c = c.clone();
                 tokio::spawn(async move {
-                    match c.get_path("/health").await {
-                        Ok((200, body)) => {
-                            let h: serde_json::Value =
-                                serde_json::from_slice(&body).unwrap_or_default();
-                            let height = h["height"].as_u64().unwrap_or(0);
-                            (height, h["peers"].as_u64().unwrap_or(0))
-                        }
-                        _ => (0, 0),
+                    match c.health().await {
+                        Ok(h) => (h.height, h.peers.max(0) as u64),
+                        Err(_) => (0, 0),
                     }
                 })
             });
@@ -216,7 +211,7 @@ impl Network {
         self.clients[i]
             .head()
             .await
-            .map(|h| h.0)
+            .map(|h| h.height)
             .map_err(|e| BenchError::Invalid(e.to_string()))
     }
 
@@ -255,7 +250,7 @@ impl Network {
 
     /// Each vault's `/v1/status`, in vault order; none where it did not
     /// answer.
-    pub async fn statuses(&self) -> Vec<Option<serde_json::Value>> {
+    pub async fn statuses(&self) -> Vec<Option<Status>> {
         let mut all = Vec::new();
         for client in &self.clients {
             all.push(client.status().await.ok());
@@ -265,7 +260,7 @@ impl Network {
 
     /// Each vault's last measured round trip to each peer it is connected
     /// to, from their statuses: (vault, peer vault, milliseconds).
-    pub fn round_trips(&self, statuses: &[Option<serde_json::Value>]) -> Vec<(usize, usize, f64)> {
+    pub fn round_trips(&self, statuses: &[Option<Status>]) -> Vec<(usize, usize, f64)> {
         let index: std::collections::HashMap<&str, usize> = self
             .peers
             .iter()
@@ -274,14 +269,11 @@ impl Network {
             .collect();
         let mut measured = Vec::new();
         for (i, status) in statuses.iter().enumerate() {
-            let Some(trips) = status
-                .as_ref()
-                .and_then(|s| s["round_trips_ms"].as_object())
-            else {
+            let Some(status) = status else {
                 continue;
             };
-            for (peer, ms) in trips {
-                if let (Some(&j), Some(ms)) = (index.get(peer.as_str()), ms.as_f64()) {
+            for (peer, &ms) in &status.round_trips_ms {
+                if let Some(&j) = index.get(peer.as_str()) {
                     measured.push((i, j, ms));
                 }
             }
@@ -312,17 +304,13 @@ pub struct ChainHealth {
 }
 
 impl ChainHealth {
-    pub fn of(statuses: &[Option<serde_json::Value>]) -> ChainHealth {
-        let field = |s: &Option<serde_json::Value>, name: &str| {
-            s.as_ref().and_then(|s| s[name].as_u64()).unwrap_or(0)
-        };
-        let sum = |name: &str| statuses.iter().map(|s| field(s, name)).sum();
-        let max = |name: &str| statuses.iter().map(|s| field(s, name)).max().unwrap_or(0);
+    pub fn of(statuses: &[Option<Status>]) -> ChainHealth {
+        let all = || statuses.iter().flatten();
         ChainHealth {
-            reorgs: sum("reorgs"),
-            deepest_reorg: max("deepest_reorg"),
-            blocks_produced: sum("blocks_produced"),
-            height: max("height"),
+            reorgs: all().map(|s| s.reorgs).sum(),
+            deepest_reorg: all().map(|s| s.deepest_reorg).max().unwrap_or(0),
+            blocks_produced: all().map(|s| s.blocks_produced).sum(),
+            height: all().map(|s| s.height).max().unwrap_or(0),
         }
     }
 
@@ -585,13 +573,21 @@ mod tests {
     #[test]
     fn chain_health_sums_counts_and_takes_the_worst_and_highest() {
         let statuses = vec![
-            Some(serde_json::json!({
-                "reorgs": 3, "deepest_reorg": 2, "blocks_produced": 10, "height": 20
-            })),
+            Some(Status {
+                reorgs: 3,
+                deepest_reorg: 2,
+                blocks_produced: 10,
+                height: 20,
+                ..Default::default()
+            }),
             None,
-            Some(serde_json::json!({
-                "reorgs": 1, "deepest_reorg": 5, "blocks_produced": 12, "height": 21
-            })),
+            Some(Status {
+                reorgs: 1,
+                deepest_reorg: 5,
+                blocks_produced: 12,
+                height: 21,
+                ..Default::default()
+            }),
         ];
         let h = ChainHealth::of(&statuses);
         assert_eq!(

@@ -277,7 +277,7 @@ async fn client_load(clients: &[Client], options: &NetworkBenchOptions) -> (OpSt
 async fn agreement(clients: &[Client]) -> ((u64, u64), u64, u64, Vec<(u64, f64)>, u64) {
     let mut heights = Vec::new();
     for c in clients {
-        heights.push(c.head().await.map(|h| h.0).unwrap_or(0));
+        heights.push(c.head().await.map(|h| h.height).unwrap_or(0));
     }
     let (low, high) = (
         heights.iter().copied().min().unwrap_or(0),
@@ -289,13 +289,12 @@ async fn agreement(clients: &[Client]) -> ((u64, u64), u64, u64, Vec<(u64, f64)>
         let mut hashes = Vec::new();
         let mut times = Vec::new();
         for c in clients {
-            let Ok((200, body)) = c.get_path(&format!("/v1/blocks/{h}")).await else {
+            let Ok(block) = c.block(h).await else {
                 hashes.push(None);
                 continue;
             };
-            let v: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
-            hashes.push(v["hash"].as_str().map(String::from));
-            times.push(v["received_unix_ms"].as_u64());
+            hashes.push(Some(block.hash));
+            times.push(block.received_unix_ms);
         }
         if hashes.iter().any(|x| x.is_none() || *x != hashes[0]) {
             disagreements += 1;

@@ -150,18 +150,12 @@ impl Cell {
 async fn crypto_totals(clients: &[Client]) -> Vec<CryptoTotal> {
     let mut totals: Vec<CryptoTotal> = Vec::new();
     for c in clients {
-        let Ok((200, body)) = c.get_path("/v1/crypto").await else {
+        let Ok(answer) = c.crypto().await else {
             continue;
         };
-        let v: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
-        for op in v["operations"].as_array().into_iter().flatten() {
-            let (kind, purpose) = (op["kind"].as_str(), op["purpose"].as_str());
-            let (Some(kind), Some(purpose)) = (kind, purpose) else {
-                continue;
-            };
-            let count = op["count"].as_u64().unwrap_or(0);
-            let seconds = op["seconds"].as_f64().unwrap_or(0.0);
-            let cache_hits = op["cache_hits"].as_u64().unwrap_or(0);
+        for op in answer.operations {
+            let (kind, purpose) = (op.kind.as_str(), op.purpose.as_str());
+            let (count, seconds, cache_hits) = (op.count, op.seconds, op.cache_hits);
             match totals
                 .iter_mut()
                 .find(|t| t.kind == kind && t.purpose == purpose)

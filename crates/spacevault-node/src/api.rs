@@ -5,6 +5,7 @@
 //! carry as [`guard`] says.
 
 pub mod guard;
+pub mod types;
 
 pub use crate::config::ApiTimes;
 use crate::data::{self, PutError};
@@ -16,23 +17,50 @@ use axum::http::{header, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use serde::{Deserialize, Serialize};
-use serde_json::json;
+use serde::Deserialize;
 use spacevault_chain::RegisterTx;
 use std::sync::Arc;
 use std::time::Duration;
+pub use types::{BlockJson, ProofJson, ReceiptJson, RegisterPut, TxJson};
+use types::{
+    Bootstrap, CryptoAnswer, CryptoOpJson, ErrorAnswer, Head, Health, PutAnswer, RecentBlock,
+    RegisterAnswer, Scrub, SetAnswer, Status,
+};
 
 /// An error answer: its status and reason.
 pub struct ApiError(StatusCode, String);
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.0, Json(json!({ "error": self.1 }))).into_response()
+        (self.0, Json(ErrorAnswer { error: self.1 })).into_response()
     }
 }
 
 fn bad(why: impl Into<String>) -> ApiError {
     ApiError(StatusCode::BAD_REQUEST, why.into())
+}
+
+/// A body that could not be read: too large (413), or quiet for longer
+/// than the vault allows (408), or broken off.
+fn body_error(s: &Shared, e: BytesRejection) -> ApiError {
+    use std::error::Error;
+    let mut source: Option<&(dyn Error + 'static)> = Some(&e);
+    while let Some(err) = source {
+        if err.is::<tower_http::timeout::TimeoutError>() {
+            return ApiError(
+                StatusCode::REQUEST_TIMEOUT,
+                format!(
+                    "no byte of the body came for {} ms: send it without pauses that long",
+                    s.api_times.body_progress.as_millis()
+                ),
+            );
+        }
+        source = err.source();
+    }
+    ApiError(
+        e.status(),
+        format!("the body could not be read: {}", e.body_text()),
+    )
 }
 
 /// The engine's blocking task failed (it panicked).
@@ -115,10 +143,18 @@ pub fn router(shared: Arc<Shared>, hosts: Vec<String>) -> Router {
 /// Serves the API on `listener` until the task is aborted: each
 /// connection on a task of its own, at most [`guard::MAX_CONNECTIONS`] at
 /// once (those past it are closed at once), each closed when a request's
-/// headers take longer than [`ApiTimes::headers`].
+/// headers take longer than [`ApiTimes::headers`], and a request answered
+/// 408 when its body goes [`ApiTimes::body_progress`] without a byte.
 pub async fn serve(listener: tokio::net::TcpListener, shared: Arc<Shared>, hosts: Vec<String>) {
     let headers = shared.api_times.headers;
-    let app = router(shared, hosts);
+    let body_progress = shared.api_times.body_progress;
+    // A body that goes quiet fails its read with a timeout, which the
+    // handlers answer 408 ([`body_error`]).
+    let app = tower::ServiceBuilder::new()
+        .layer(tower_http::timeout::RequestBodyTimeoutLayer::new(
+            body_progress,
+        ))
+        .service(router(shared, hosts));
     let open = Arc::new(tokio::sync::Semaphore::new(guard::MAX_CONNECTIONS));
     loop {
         let stream = match listener.accept().await {
@@ -150,12 +186,12 @@ async fn page() -> Html<&'static str> {
     Html(crate::page::HTML)
 }
 
-async fn health(State(s): S) -> Json<serde_json::Value> {
-    Json(json!({
-        "ok": true,
-        "height": *s.head.borrow(),
-        "peers": s.metrics.peers.get(),
-    }))
+async fn health(State(s): S) -> Json<Health> {
+    Json(Health {
+        ok: true,
+        height: *s.head.borrow(),
+        peers: s.metrics.peers.get(),
+    })
 }
 
 async fn metrics(State(s): S) -> impl IntoResponse {
@@ -171,20 +207,21 @@ async fn metrics(State(s): S) -> impl IntoResponse {
 }
 
 /// The vault's cryptographic operations so far, by kind and purpose.
-async fn crypto(State(s): S) -> Json<serde_json::Value> {
-    let ops: Vec<serde_json::Value> = spacevault_chain::meter::Op::ALL
+async fn crypto(State(s): S) -> Json<CryptoAnswer> {
+    let operations = spacevault_chain::meter::Op::ALL
         .iter()
-        .map(|&op| {
-            json!({
-                "kind": op.kind().name(),
-                "purpose": op.purpose(),
-                "count": s.meter.count(op),
-                "seconds": s.meter.nanos(op) as f64 / 1e9,
-                "cache_hits": s.meter.cache_hits(op),
-            })
+        .map(|&op| CryptoOpJson {
+            kind: op.kind().name().to_string(),
+            purpose: op.purpose().to_string(),
+            count: s.meter.count(op),
+            seconds: s.meter.nanos(op) as f64 / 1e9,
+            cache_hits: s.meter.cache_hits(op),
         })
         .collect();
-    Json(json!({ "verify_cache": s.meter.has_verify_cache(), "operations": ops }))
+    Json(CryptoAnswer {
+        verify_cache: s.meter.has_verify_cache(),
+        operations,
+    })
 }
 
 /// The window of `GET /v1/crypto/trace`, in Unix nanoseconds.
@@ -228,46 +265,15 @@ async fn crypto_trace(
         .into_response())
 }
 
-async fn head(State(s): S) -> Result<Json<serde_json::Value>, ApiError> {
+async fn head(State(s): S) -> Result<Json<Head>, ApiError> {
     let h = s
-        .with_engine(|e| e.head())
+        .for_request(|s| s.engine().head())
         .await
         .ok_or_else(engine_failed)?;
-    Ok(Json(
-        json!({ "height": h.height, "hash": hex::encode(h.hash) }),
-    ))
-}
-
-/// A block as the API gives it.
-#[derive(Serialize)]
-pub struct BlockJson {
-    pub height: u64,
-    pub hash: String,
-    pub parent: String,
-    pub timestamp_ms: u64,
-    pub producer: String,
-    pub proof: ProofJson,
-    pub quality: Option<u32>,
-    pub txs: Vec<TxJson>,
-    pub signature: String,
-    /// When this vault first imported the block (Unix ms).
-    pub received_unix_ms: Option<u64>,
-}
-
-#[derive(Serialize)]
-pub struct ProofJson {
-    pub farmer_key: String,
-    pub seed: String,
-    pub k: u8,
-    pub nonce: u64,
-}
-
-#[derive(Serialize)]
-pub struct TxJson {
-    pub owner: String,
-    pub name: String,
-    pub version: u64,
-    pub value_hex: String,
+    Ok(Json(Head {
+        height: h.height,
+        hash: hex::encode(h.hash),
+    }))
 }
 
 async fn block(State(s): S, Path(height): Path<String>) -> Result<Json<BlockJson>, ApiError> {
@@ -275,7 +281,8 @@ async fn block(State(s): S, Path(height): Path<String>) -> Result<Json<BlockJson
         .parse()
         .map_err(|_| bad(format!("the height '{height}' is not a whole number")))?;
     let found = s
-        .with_engine(move |engine| {
+        .for_request(move |s| {
+            let engine = s.engine();
             let block = engine.block_at(height)?;
             let quality = block.as_ref().and_then(|b| {
                 let info = engine.store().info(&b.hash());
@@ -321,87 +328,91 @@ async fn block(State(s): S, Path(height): Path<String>) -> Result<Json<BlockJson
     }))
 }
 
-async fn status(State(s): S) -> Result<Json<serde_json::Value>, ApiError> {
+async fn status(State(s): S) -> Result<Json<Status>, ApiError> {
     let (head, recent, election, block_delay_ms) = s
-        .with_engine(|e| (e.head(), e.recent(12), e.election(), e.block_delay_ms()))
+        .for_request(|s| {
+            let e = s.engine();
+            (e.head(), e.recent(12), e.election(), e.block_delay_ms())
+        })
         .await
         .ok_or_else(engine_failed)?;
     let (blobs, blob_bytes) = s.store.blob_stats().unwrap_or((0, 0));
     let peers = s.net.peers().await;
-    let bootstrap: Vec<serde_json::Value> = s
+    let bootstrap = s
         .net
         .bootstrap()
         .await
         .into_iter()
-        .map(|b| {
-            json!({
-                "address": b.address.to_string(),
-                "reached": b.reached,
-                "error": b.error,
-                "retry_in_s": b.retry_in.map(|w| w.as_secs_f64()),
-            })
+        .map(|b| Bootstrap {
+            address: b.address.to_string(),
+            reached: b.reached,
+            error: b.error,
+            retry_in_s: b.retry_in.map(|w| w.as_secs_f64()),
         })
         .collect();
-    let round_trips: serde_json::Map<String, serde_json::Value> = s
+    let round_trips_ms = s
         .round_trips
         .lock()
         .unwrap()
         .iter()
-        .map(|(p, rtt)| (p.to_string(), json!(rtt.as_secs_f64() * 1000.0)))
+        .map(|(p, rtt)| (p.to_string(), rtt.as_secs_f64() * 1000.0))
         .collect();
-    let listen: Vec<String> = s
+    let listen = s
         .listen_addrs
         .lock()
         .unwrap()
         .iter()
         .map(|a| a.to_string())
         .collect();
-    Ok(Json(json!({
-        "peer_id": s.net.local_peer().to_string(),
-        "farmer_key": hex::encode(s.key.public()),
-        "listen": listen,
-        "chain_id": hex::encode(s.chain_id),
-        "slot_ms": s.spec.slot_ms,
-        "proof_window_ms": s.spec.proof_window_ms,
-        "max_blob_bytes": s.spec.max_blob_bytes,
-        "height": head.height,
-        "head": hex::encode(head.hash),
-        "election_height": election.0,
-        "recent_blocks": recent
-            .into_iter()
-            .map(|b| {
-                let peer = hex::decode(&b.producer)
-                    .ok()
-                    .and_then(|k| <[u8; 32]>::try_from(k).ok())
-                    .and_then(|k| spacevault_network::peer_of(&k))
-                    .map(|p| p.to_string());
-                let mut v = serde_json::to_value(b).unwrap_or_default();
-                v["producer_peer"] = json!(peer);
-                v
-            })
-            .collect::<Vec<_>>(),
-        "syncing": s.syncing.load(std::sync::atomic::Ordering::Relaxed),
-        "plots": s.farmer.plots(),
-        "skipped_plots": s.farmer.skipped(),
-        "peers": peers.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
-        "bootstrap": bootstrap,
-        "vaults": s.vaults.lock().unwrap().count(),
-        "round_trips_ms": round_trips,
-        "reorgs": s.metrics.reorgs.get(),
-        "deepest_reorg": s.deepest_reorg.load(std::sync::atomic::Ordering::Relaxed),
-        "blocks_produced": s.metrics.proofs_won.get(),
-        "block_delay_ms": block_delay_ms,
-        "blobs": blobs,
-        "blob_bytes": blob_bytes,
-        "scrub": {
-            "rate_bytes_per_s": s.scrub_rate,
-            "passes": s.scrub.passes.load(std::sync::atomic::Ordering::Relaxed),
-            "pass_blobs": s.scrub.pass_blobs.load(std::sync::atomic::Ordering::Relaxed),
-            "pass_checked": s.scrub.pass_checked.load(std::sync::atomic::Ordering::Relaxed),
-            "last_pass_ms": s.scrub.last_pass_ms.load(std::sync::atomic::Ordering::Relaxed),
-            "damaged": s.metrics.scrub_damaged.get(),
+    let recent_blocks = recent
+        .into_iter()
+        .map(|block| {
+            let producer_peer = hex::decode(&block.producer)
+                .ok()
+                .and_then(|k| <[u8; 32]>::try_from(k).ok())
+                .and_then(|k| spacevault_network::peer_of(&k))
+                .map(|p| p.to_string());
+            RecentBlock {
+                block,
+                producer_peer,
+            }
+        })
+        .collect();
+    let relaxed = std::sync::atomic::Ordering::Relaxed;
+    Ok(Json(Status {
+        peer_id: s.net.local_peer().to_string(),
+        farmer_key: hex::encode(s.key.public()),
+        listen,
+        chain_id: hex::encode(s.chain_id),
+        slot_ms: s.spec.slot_ms,
+        proof_window_ms: s.spec.proof_window_ms,
+        max_blob_bytes: s.spec.max_blob_bytes,
+        height: head.height,
+        head: hex::encode(head.hash),
+        election_height: election.0,
+        recent_blocks,
+        syncing: s.syncing.load(relaxed),
+        plots: s.farmer.plots(),
+        skipped_plots: s.farmer.skipped().to_vec(),
+        peers: peers.iter().map(|p| p.to_string()).collect(),
+        bootstrap,
+        vaults: s.vaults.lock().unwrap().count(),
+        round_trips_ms,
+        reorgs: s.metrics.reorgs.get(),
+        deepest_reorg: s.deepest_reorg.load(relaxed),
+        blocks_produced: s.metrics.proofs_won.get(),
+        block_delay_ms,
+        blobs,
+        blob_bytes,
+        scrub: Scrub {
+            rate_bytes_per_s: s.scrub_rate,
+            passes: s.scrub.passes.load(relaxed),
+            pass_blobs: s.scrub.pass_blobs.load(relaxed),
+            pass_checked: s.scrub.pass_checked.load(relaxed),
+            last_pass_ms: s.scrub.last_pass_ms.load(relaxed),
+            damaged: s.metrics.scrub_damaged.get(),
         },
-    })))
+    }))
 }
 
 fn parse_address(text: &str) -> Result<[u8; 32], ApiError> {
@@ -411,30 +422,18 @@ fn parse_address(text: &str) -> Result<[u8; 32], ApiError> {
         .ok_or_else(|| bad(format!("'{text}' is not an address: 64 hex digits")))
 }
 
-/// A receipt as the API gives it.
-#[derive(Serialize, Deserialize, Clone, Debug)]
-pub struct ReceiptJson {
-    pub holder: String,
-    pub signature: String,
-}
-
 async fn put_blob(State(s): S, body: Result<Bytes, BytesRejection>) -> Result<Response, ApiError> {
-    let body = body.map_err(|e| {
-        let status = e.status();
-        ApiError(
-            status,
-            format!("the body could not be read: {}", e.body_text()),
-        )
-    })?;
+    let body = body.map_err(|e| body_error(&s, e))?;
     match data::put(&s, body.to_vec()).await {
         Ok(put) => Ok((
             StatusCode::CREATED,
-            Json(json!({
-                "address": hex::encode(put.address),
-                "copies": put.receipts.len(),
-                "wanted": put.wanted,
-                "receipts": receipts_json(&put.receipts),
-            })),
+            Json(PutAnswer {
+                error: None,
+                address: hex::encode(put.address),
+                copies: put.receipts.len(),
+                wanted: put.wanted,
+                receipts: receipts_json(&put.receipts),
+            }),
         )
             .into_response()),
         Err(e @ PutError::TooLarge { .. }) => {
@@ -442,13 +441,13 @@ async fn put_blob(State(s): S, body: Result<Bytes, BytesRejection>) -> Result<Re
         }
         Err(PutError::TooFewCopies { got, wanted, put }) => Ok((
             StatusCode::SERVICE_UNAVAILABLE,
-            Json(json!({
-                "error": format!("only {got} of {wanted} vaults stored the blob"),
-                "address": hex::encode(put.address),
-                "copies": got,
-                "wanted": wanted,
-                "receipts": receipts_json(&put.receipts),
-            })),
+            Json(PutAnswer {
+                error: Some(format!("only {got} of {wanted} vaults stored the blob")),
+                address: hex::encode(put.address),
+                copies: got,
+                wanted,
+                receipts: receipts_json(&put.receipts),
+            }),
         )
             .into_response()),
     }
@@ -475,14 +474,6 @@ async fn get_blob(State(s): S, Path(address): Path<String>) -> Result<Response, 
             format!("no vault holds a blob at {}", hex::encode(address)),
         )),
     }
-}
-
-/// A register write as a client sends it.
-#[derive(Serialize, Deserialize, Debug)]
-pub struct RegisterPut {
-    pub version: u64,
-    pub value_hex: String,
-    pub signature: String,
 }
 
 /// The transaction a register PUT asks for, from its path and body: the
@@ -515,7 +506,7 @@ async fn put_register(
     Path((owner, name)): Path<(String, String)>,
     headers: axum::http::HeaderMap,
     body: Result<Bytes, BytesRejection>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<SetAnswer>, ApiError> {
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -527,7 +518,7 @@ async fn put_register(
             format!("a register is written as application/json, not '{content_type}'"),
         ));
     }
-    let body = body.map_err(|e| ApiError(e.status(), e.body_text()))?;
+    let body = body.map_err(|e| body_error(&s, e))?;
     let tx = register_tx(&owner, &name, &body).map_err(bad)?;
     // A write that skips a version no block holds and nothing here waits
     // to write could only time out: it is answered at once.
@@ -535,7 +526,8 @@ async fn put_register(
         let (owner, name, version) = (tx.owner, tx.name.clone(), tx.version);
         let before = version.saturating_sub(1);
         let (current, pending) = s
-            .with_engine(move |engine| {
+            .for_request(move |s| {
+                let engine = s.engine();
                 let current = engine.store().register_version(&owner, &name)?;
                 let pending = engine.is_pending(&owner, &name, before);
                 Ok::<_, spacevault_store::StoreError>((current, pending))
@@ -556,12 +548,10 @@ async fn put_register(
     // The signature check and the engine's lock, off the runtime's
     // threads.
     let added = {
-        let (s, tx) = (s.clone(), tx.clone());
-        tokio::task::spawn_blocking(move || {
-            spacevault_chain::meter::with(&s.meter, || s.engine().add_tx(tx))
-        })
-        .await
-        .map_err(internal)?
+        let tx = tx.clone();
+        s.for_request(move |s| s.engine().add_tx(tx))
+            .await
+            .ok_or_else(engine_failed)?
     };
     match added {
         Ok(_) => {}
@@ -600,12 +590,12 @@ async fn put_register(
         .await
         .map_err(internal)?
         .map_err(internal)?;
-    Ok(Json(json!({
-        "owner": hex::encode(tx.owner),
-        "name": String::from_utf8_lossy(&tx.name),
-        "version": e.version,
-        "height": e.height,
-    })))
+    Ok(Json(SetAnswer {
+        owner: hex::encode(tx.owner),
+        name: String::from_utf8_lossy(&tx.name).into_owned(),
+        version: e.version,
+        height: e.height,
+    }))
 }
 
 /// Asks `ready` now and after each change of the head, until it answers
@@ -643,7 +633,7 @@ async fn get_register(
     State(s): S,
     Path((owner, name)): Path<(String, String)>,
     query: Result<axum::extract::Query<ReadQuery>, axum::extract::rejection::QueryRejection>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<RegisterAnswer>, ApiError> {
     let owner = parse_address(&owner)?;
     let query = query.map_err(|e| bad(format!("the query: {}", e.body_text())))?;
     if let Some(min) = query.min_height {
@@ -702,13 +692,13 @@ async fn get_register(
             ),
         ));
     }
-    Ok(Json(json!({
-        "owner": hex::encode(owner),
-        "name": name,
-        "version": entry.version,
-        "value_hex": hex::encode(&entry.value),
-        "value": String::from_utf8(entry.value.clone()).ok(),
-        "signature": hex::encode(entry.signature),
-        "height": entry.height,
-    })))
+    Ok(Json(RegisterAnswer {
+        owner: hex::encode(owner),
+        name,
+        version: entry.version,
+        value_hex: hex::encode(&entry.value),
+        value: String::from_utf8(entry.value.clone()).ok(),
+        signature: hex::encode(entry.signature),
+        height: entry.height,
+    }))
 }

@@ -1,7 +1,9 @@
 //! A client of a vault's HTTP API: what `spacevault client` and the tests
 //! use. Registers are signed here, with the client's own key.
 
-use crate::api::{ReceiptJson, RegisterPut};
+pub use crate::api::types::{
+    CryptoAnswer, Head, Health, PutAnswer, RegisterAnswer, RegisterPut, SetAnswer, Status,
+};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper_util::client::legacy::{connect::HttpConnector, Client as Hyper};
@@ -25,34 +27,6 @@ pub enum ClientError {
     /// and fewer copies than the chain asks for.
     #[error("only {} of {} vaults stored the blob {}", .0.copies, .0.wanted, .0.address)]
     TooFewCopies(PutAnswer),
-}
-
-/// A PUT's answer.
-#[derive(Deserialize, Debug, Clone)]
-pub struct PutAnswer {
-    pub address: String,
-    pub copies: usize,
-    pub wanted: usize,
-    pub receipts: Vec<ReceiptJson>,
-}
-
-/// A register as the vault gives it.
-#[derive(Deserialize, Debug, Clone)]
-pub struct RegisterAnswer {
-    pub owner: String,
-    pub name: String,
-    pub version: u64,
-    pub value_hex: String,
-    pub value: Option<String>,
-    pub signature: String,
-    pub height: u64,
-}
-
-/// A register write's answer: the block height that holds it.
-#[derive(Deserialize, Debug, Clone)]
-pub struct SetAnswer {
-    pub version: u64,
-    pub height: u64,
 }
 
 /// A vault's API at one base URL.
@@ -144,16 +118,27 @@ impl Client {
         serde_json::from_slice(&bytes).map_err(|e| ClientError::BadAnswer(e.to_string()))
     }
 
-    pub async fn head(&self) -> Result<(u64, String), ClientError> {
-        let v: serde_json::Value = self.json(hyper::Method::GET, "/v1/head", vec![]).await?;
-        let height = v["height"]
-            .as_u64()
-            .ok_or_else(|| ClientError::BadAnswer("no height".into()))?;
-        Ok((height, v["hash"].as_str().unwrap_or_default().to_string()))
+    pub async fn head(&self) -> Result<Head, ClientError> {
+        self.json(hyper::Method::GET, "/v1/head", vec![]).await
     }
 
-    pub async fn status(&self) -> Result<serde_json::Value, ClientError> {
+    pub async fn health(&self) -> Result<Health, ClientError> {
+        self.json(hyper::Method::GET, "/health", vec![]).await
+    }
+
+    pub async fn status(&self) -> Result<Status, ClientError> {
         self.json(hyper::Method::GET, "/v1/status", vec![]).await
+    }
+
+    /// The vault's cryptographic operations so far.
+    pub async fn crypto(&self) -> Result<CryptoAnswer, ClientError> {
+        self.json(hyper::Method::GET, "/v1/crypto", vec![]).await
+    }
+
+    /// The canonical block at `height`.
+    pub async fn block(&self, height: u64) -> Result<crate::api::BlockJson, ClientError> {
+        let path = format!("/v1/blocks/{height}");
+        self.json(hyper::Method::GET, &path, vec![]).await
     }
 
     /// The crypto operations the vault performed since the last call that
@@ -257,20 +242,18 @@ impl Client {
     /// The chain id the vault follows (for signing registers).
     pub async fn chain_id(&self) -> Result<[u8; 32], ClientError> {
         let s = self.status().await?;
-        s["chain_id"]
-            .as_str()
-            .and_then(|h| hex::decode(h).ok())
+        hex::decode(&s.chain_id)
+            .ok()
             .and_then(|b| b.try_into().ok())
-            .ok_or_else(|| ClientError::BadAnswer("no chain id".into()))
+            .ok_or_else(|| ClientError::BadAnswer("the chain id is not 32 bytes of hex".into()))
     }
 }
 
 /// An error answer: its status and the reason its JSON gives.
 fn refusal(status: u16, bytes: &[u8]) -> ClientError {
-    let reason = serde_json::from_slice::<serde_json::Value>(bytes)
-        .ok()
-        .and_then(|v| v["error"].as_str().map(String::from))
-        .unwrap_or_else(|| String::from_utf8_lossy(bytes).into_owned());
+    let reason = serde_json::from_slice::<crate::api::types::ErrorAnswer>(bytes)
+        .map(|e| e.error)
+        .unwrap_or_else(|_| String::from_utf8_lossy(bytes).into_owned());
     ClientError::Refused { status, reason }
 }
 

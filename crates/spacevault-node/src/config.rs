@@ -112,6 +112,10 @@ pub struct ApiTimes {
     /// it is closed (a client that opens connections and sends nothing
     /// would otherwise hold them for ever).
     pub headers: Duration,
+    /// How long a request's body may go without a byte before the
+    /// request is answered 408: an upload that stalls holds a connection
+    /// and a request slot no longer.
+    pub body_progress: Duration,
 }
 
 impl ApiTimes {
@@ -122,6 +126,7 @@ impl ApiTimes {
             request: Duration::from_secs(60),
             chain_wait: (slot * 40).min(Duration::from_secs(50)),
             headers: Duration::from_secs(10),
+            body_progress: Duration::from_secs(10),
         }
     }
 }

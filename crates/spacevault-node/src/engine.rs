@@ -116,7 +116,7 @@ impl Election {
 }
 
 /// A canonical block, as the page and API list them.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct BlockSummary {
     pub height: u64,
     pub hash: String,
@@ -655,6 +655,13 @@ impl Engine {
     /// register's version; Ok(false) when already pending.
     pub fn add_tx(&mut self, tx: RegisterTx) -> Result<bool, Rejection> {
         check_tx(&self.spec, &self.chain_id, &tx)?;
+        self.add_checked_tx(tx)
+    }
+
+    /// [`Engine::add_tx`] for a transaction `check_tx` passed already: the
+    /// signature is checked before the engine's lock is taken, so that
+    /// workers check transactions side by side.
+    pub fn add_checked_tx(&mut self, tx: RegisterTx) -> Result<bool, Rejection> {
         let current = self
             .store
             .register_version(&tx.owner, &tx.name)
@@ -688,6 +695,7 @@ impl Engine {
             .any(|t| t.version == version && t.owner == *owner && t.name == name)
     }
 
+    #[cfg(test)]
     pub fn mempool_len(&self) -> usize {
         self.mempool.len()
     }

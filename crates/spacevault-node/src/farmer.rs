@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// A plot the vault farms.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PlotInfo {
     pub path: PathBuf,
     pub k: u8,
@@ -19,7 +19,7 @@ pub struct PlotInfo {
 }
 
 /// A plot that is not farmed, and why.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Skipped {
     pub path: PathBuf,
     pub why: String,

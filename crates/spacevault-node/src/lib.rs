@@ -36,6 +36,7 @@ mod replication;
 pub mod scrub;
 pub mod shared;
 mod sync;
+pub mod sync_peers;
 pub mod vaults;
 pub mod work;
 

@@ -16,12 +16,23 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
 
+/// Blocking threads a vault's client requests hold at most at once.
+pub const MAX_REQUEST_WORKERS: usize = 4;
+
 /// What the vault's parts share.
 pub struct Shared {
     pub engine: Mutex<Engine>,
     /// The engine's store, reached without the engine's lock: blobs are
     /// read and written beside the chain's work.
     pub store: Arc<spacevault_store::Store>,
+    /// Blocking threads clients' requests may hold ([`Shared::for_request`]).
+    pub(crate) request_workers: tokio::sync::Semaphore,
+    /// Blocking threads reads of local blobs may hold: apart from the
+    /// engine's, so that reads never wait behind writes that wait for the
+    /// engine's lock.
+    pub(crate) blob_readers: tokio::sync::Semaphore,
+    /// Peers cooling down after syncs that brought nothing.
+    pub(crate) sync_peers: Mutex<crate::sync_peers::SyncPeers<net::Peer>>,
     /// Woken when workers change the engine ([`Shared::engine_changed`]).
     pub(crate) engine_changed: tokio::sync::Notify,
     pub farmer: Farmer,
@@ -124,6 +135,20 @@ impl Shared {
     /// moved.
     pub(crate) fn engine_changed(&self) {
         self.engine_changed.notify_one();
+    }
+
+    /// [`Shared::with_engine`] for a client's request: at most
+    /// [`MAX_REQUEST_WORKERS`] of this vault's requests at once wait on a
+    /// blocking thread (the rest wait as tasks, which cost nothing). A
+    /// thousand clients' requests on blocking threads of their own would
+    /// only queue on the engine's lock, or thrash the cores, at the cost
+    /// of a thread each.
+    pub async fn for_request<R: Send + 'static>(
+        self: &Arc<Self>,
+        f: impl FnOnce(&Arc<Shared>) -> R + Send + 'static,
+    ) -> Option<R> {
+        let _permit = self.request_workers.acquire().await.ok()?;
+        self.blocking(f).await
     }
 
     /// Whether a sync from a peer is under way (one at a time).

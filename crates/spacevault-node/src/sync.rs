@@ -1,6 +1,8 @@
 //! Catching up with other vaults: a vault that meets a peer ahead, an
 //! orphan, a proof for a later height, or a head that has not moved for
-//! three slots asks a peer for its canonical blocks and imports them.
+//! three slots asks a peer for its canonical blocks and imports them. A
+//! peer that said it was ahead and brought nothing cools down before it is
+//! asked again ([`crate::sync_peers`]).
 
 use crate::blocks::{import, origin_of};
 use crate::engine::{Imported, Origin};
@@ -10,7 +12,24 @@ use spacevault_chain::{Block, Rejection};
 use spacevault_network::{self as net, Request, Response};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
+
+/// What a sync from one peer came to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Synced {
+    /// Something new was imported.
+    Progress,
+    /// The peer said it was ahead (or did not answer), and nothing new came.
+    Nothing,
+    /// The peer was not ahead: nothing to judge.
+    NotAhead,
+}
+
+/// How long a sync goes on without a new block before it ends: a peer
+/// that answers each request just before its timeout, with nothing new,
+/// holds the vault's one sync no longer.
+pub(crate) const SYNC_STALL: Duration = Duration::from_secs(30);
 
 /// Catches up from `peer` (or from any peer), one sync at a time.
 pub(crate) fn spawn_sync(
@@ -18,6 +37,13 @@ pub(crate) fn spawn_sync(
     internal: &mpsc::UnboundedSender<Internal>,
     peer: Option<net::Peer>,
 ) {
+    let may_sync = |shared: &Shared, p: &net::Peer| {
+        let peers = shared.sync_peers.lock().unwrap();
+        peers.may_sync(p, Instant::now())
+    };
+    if peer.is_some_and(|p| !may_sync(shared, &p)) {
+        return;
+    }
     if shared.syncing.swap(true, Ordering::AcqRel) {
         return;
     }
@@ -29,9 +55,25 @@ pub(crate) fn spawn_sync(
             None => shared.net.peers().await,
         };
         for peer in peers {
-            if sync_from(&shared, peer).await {
-                let _ = internal.send(Internal::Synced);
-                break;
+            if !may_sync(&shared, &peer) {
+                continue;
+            }
+            match sync_from(&shared, peer).await {
+                Synced::Progress => {
+                    shared.sync_peers.lock().unwrap().productive(&peer);
+                    let _ = internal.send(Internal::Synced);
+                    break;
+                }
+                Synced::Nothing => {
+                    let wait = shared
+                        .sync_peers
+                        .lock()
+                        .unwrap()
+                        .unproductive(&peer, Instant::now());
+                    shared.metrics.rejected("sync", "no_progress");
+                    tracing::debug!(%peer, ?wait, "a sync brought nothing: the peer cools down");
+                }
+                Synced::NotAhead => {}
             }
         }
         shared.syncing.store(false, Ordering::Release);
@@ -49,15 +91,37 @@ pub(crate) fn spawn_sync(
 /// the lowest that did not, with nothing new since, ends the sync (a peer
 /// could otherwise answer our own blocks below a height and an orphan at
 /// it, forever). [`MAX_SYNC_REQUESTS`] bounds the rest.
-async fn sync_from(shared: &Arc<Shared>, peer: net::Peer) -> bool {
+async fn sync_from(shared: &Arc<Shared>, peer: net::Peer) -> Synced {
     let Ok(Response::Status { height, head }) = shared.net.request(peer, Request::Status).await
     else {
-        return false;
+        return Synced::Nothing;
     };
-    let mut progressed = false;
     let Some(own) = shared.with_engine(|e| e.head()).await else {
-        return false;
+        return Synced::NotAhead;
     };
+    if height < own.height || (height == own.height && head == own.hash) {
+        return Synced::NotAhead;
+    }
+    match catch_up(shared, peer, height, head, own).await {
+        true => Synced::Progress,
+        // A peer as high on another branch may hold only blocks this
+        // vault has: no fault of its.
+        false if height == own.height => Synced::NotAhead,
+        false => Synced::Nothing,
+    }
+}
+
+/// The blocks of a peer at `height` with head `head`, from this vault's
+/// head `own` on; returns whether any block was new.
+async fn catch_up(
+    shared: &Arc<Shared>,
+    peer: net::Peer,
+    height: u64,
+    head: [u8; 32],
+    own: spacevault_chain::validate::Parent,
+) -> bool {
+    let mut progressed = false;
+    let mut last_new = Instant::now();
     // A peer as high as this vault on another branch is synced too, from
     // this vault's height back: two branches that grow a block a slot
     // each would otherwise never meet, and fork choice must see both.
@@ -109,6 +173,10 @@ async fn sync_from(shared: &Arc<Shared>, peer: net::Peer) -> bool {
         progressed |= new;
         if new {
             lowest_unattached = u64::MAX;
+            last_new = Instant::now();
+        } else if last_new.elapsed() > SYNC_STALL {
+            shared.metrics.rejected("sync", "stalled");
+            return progressed;
         }
         if orphaned && !new {
             // The peer's branch left ours further down: go back, twice as

@@ -9,6 +9,7 @@ use crate::processor::{Processor, Queue, Shed};
 use crate::shared::{Internal, Shared};
 use crate::sync::spawn_sync;
 use spacevault_chain::meter;
+use spacevault_chain::validate::check_tx;
 use spacevault_chain::{Block, ProofMsg, RegisterTx, Rejection};
 use spacevault_network::{self as net, Request, Response, Topic, Verdict};
 use std::sync::Arc;
@@ -32,11 +33,12 @@ pub(crate) enum Work {
 /// The queues, in the order workers take them, and what each holds at
 /// most (docs/PROTOCOL.md lists them): blocks first, as they move the
 /// chain; then answers to peers that sync from this vault (their status
-/// and blocks); proofs, which
-/// the election waits for; transactions, announcements and copies of
-/// blobs last. Blocks and transactions are worked one at a time, in order:
-/// a block's parent comes first, and a register's versions follow one
-/// another.
+/// and blocks); proofs, which the election waits for; copies of blobs
+/// other vaults fetch, which a client's GET waits for; transactions and
+/// announcements last. Blocks are worked one at a time, in order: a
+/// block's parent comes first. Transactions need no order (the pool takes
+/// versions up to 64 ahead), and their signatures are checked outside the
+/// engine's lock, so two workers check them side by side.
 pub const QUEUES: [Queue; 6] = [
     Queue {
         name: "blocks",
@@ -54,18 +56,18 @@ pub const QUEUES: [Queue; 6] = [
         serial: false,
     },
     Queue {
+        name: "fetches",
+        capacity: 256,
+        serial: false,
+    },
+    Queue {
         name: "txs",
         capacity: 4096,
-        serial: true,
+        serial: false,
     },
     Queue {
         name: "announcements",
         capacity: 1024,
-        serial: false,
-    },
-    Queue {
-        name: "fetches",
-        capacity: 256,
         serial: false,
     },
 ];
@@ -247,7 +249,11 @@ pub(crate) fn on_gossip(
                 Ok(t) => t,
                 Err(e) => return refuse(Rejection::Malformed(e.to_string())),
             };
-            let added = shared.engine().add_tx(tx);
+            // Checked before the lock: the pool's own checks are quick.
+            if let Err(r) = check_tx(&shared.spec, &shared.chain_id, &tx) {
+                return refuse(r);
+            }
+            let added = shared.engine().add_checked_tx(tx);
             match added {
                 Ok(true) => Verdict::Accept,
                 Ok(false) => Verdict::Ignore,

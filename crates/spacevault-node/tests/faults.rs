@@ -479,6 +479,7 @@ async fn the_http_api_answers_bad_input_with_a_4xx_and_a_reason() {
                 request: Duration::from_millis(request_ms),
                 chain_wait: Duration::from_millis(wait_ms),
                 headers: Duration::from_millis(500),
+                body_progress: Duration::from_millis(500),
             })
         }
     };
@@ -638,6 +639,29 @@ async fn the_http_api_answers_bad_input_with_a_4xx_and_a_reason() {
             rest.is_empty() || text.starts_with("HTTP/1.1 408"),
             "{text}"
         );
+    }
+    assert!(
+        stalled.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        stalled.elapsed()
+    );
+    // An upload that stops sending is answered 408 once its body has made
+    // no progress for the vault's allowance (500 ms here), not held open.
+    let stalled = std::time::Instant::now();
+    {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect(api_addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        stream
+            .write_all(b"PUT /v1/blobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 900\r\n\r\nten bytes.")
+            .unwrap();
+        let mut answer = Vec::new();
+        let _ = stream.read_to_end(&mut answer);
+        let text = String::from_utf8_lossy(&answer);
+        assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+        assert!(text.contains("no byte of the body"), "{text}");
     }
     assert!(
         stalled.elapsed() < Duration::from_secs(20),
@@ -834,6 +858,7 @@ async fn a_write_no_block_takes_is_answered_504_once_the_wait_is_over() {
             request: Duration::from_secs(60),
             chain_wait: Duration::from_millis(500),
             headers: Duration::from_secs(10),
+            body_progress: Duration::from_secs(10),
         })
     })
     .await;

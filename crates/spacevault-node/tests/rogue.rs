@@ -7,6 +7,8 @@ use common::*;
 use spacevault_chain::{Announce, Block, ChainProof, Keypair, ProofMsg, Receipt, RegisterTx};
 use spacevault_network::{self as net, Event, Request, Response, Topic, TransportKind, Verdict};
 use spacevault_node::engine::MAX_ORPHANS_PER_ORIGIN;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Publishes a stale announcement, new each time (refused, counted, and
@@ -400,6 +402,8 @@ enum Answers {
     /// and above them an orphan: a sync that went back and forward over
     /// them would never end.
     OwnBlocksThenAnOrphan,
+    /// A head far ahead, and no blocks at all.
+    NothingAhead,
 }
 
 /// A rogue that announces itself as a vault (so that vaults ask it for
@@ -412,6 +416,21 @@ async fn rogue_vault(
     boot: Vec<spacevault_network::Address>,
     ours: Vec<Vec<u8>>,
 ) -> net::Handle {
+    rogue_vault_counted(secret, answers, chain, boot, ours)
+        .await
+        .0
+}
+
+/// [`rogue_vault`], and the count of status requests it was sent.
+async fn rogue_vault_counted(
+    secret: u8,
+    answers: Answers,
+    chain: [u8; 32],
+    boot: Vec<spacevault_network::Address>,
+    ours: Vec<Vec<u8>>,
+) -> (net::Handle, Arc<AtomicUsize>) {
+    let statuses = Arc::new(AtomicUsize::new(0));
+    let counted = statuses.clone();
     let mut config = net::Config::new([secret; 32], TransportKind::Memory, chain);
     config.listen = vec!["/memory/0".parse().unwrap()];
     config.bootstrap = boot;
@@ -459,10 +478,14 @@ async fn rogue_vault(
                         _ => Response::Refused("no".into()),
                     }
                 }
-                (Request::Status, _) => Response::Status {
-                    height: 1 << 20,
-                    head: [0xcd; 32],
-                },
+                (Request::Status, _) => {
+                    counted.fetch_add(1, Ordering::SeqCst);
+                    Response::Status {
+                        height: 1 << 20,
+                        head: [0xcd; 32],
+                    }
+                }
+                (Request::Blocks { .. }, Answers::NothingAhead) => Response::Blocks(vec![]),
                 (Request::Blocks { from, .. }, Answers::BlocksThatNeverAttach) => {
                     Response::Blocks((from..from + 4).map(block_at).collect())
                 }
@@ -480,7 +503,7 @@ async fn rogue_vault(
             h.respond(reply, response);
         }
     });
-    handle
+    (handle, statuses)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -837,6 +860,71 @@ async fn a_block_a_little_early_waits_for_its_time_and_costs_its_sender_nothing(
         ) >= 1.0)
         .await
     );
+    for n in nodes {
+        n.stop().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_whose_sync_brings_nothing_is_not_synced_from_again_for_a_while() {
+    let dir = tempfile::tempdir().unwrap();
+    let files: Vec<_> = (0..2).map(|i| vault_files(dir.path(), i)).collect();
+    let spec = spec(300, 2);
+    let chain = spec.chain_id();
+    let nodes = network(&spec, &files, false).await;
+    assert!(
+        wait_for(Duration::from_secs(20), || nodes
+            .iter()
+            .all(|n| n.height() >= 2))
+        .await
+    );
+    let v0 = &nodes[0];
+    let boot = v0.listen_addrs(Duration::from_secs(1)).await;
+    let secret = 80;
+    let (rogue, statuses) =
+        rogue_vault_counted(secret, Answers::NothingAhead, chain, boot, vec![]).await;
+    nodes[1].shared.net.block(rogue.local_peer());
+    let key = Keypair::from_secret(&[secret; 32]);
+    // It says it is far ahead (its status) and answers no block; then
+    // proofs for heights far ahead ask the vault to sync from it again,
+    // ten times a second for three seconds.
+    let head = v0.shared.engine().head();
+    let mut nonce = 0u64;
+    let mut ask_again = || {
+        nonce += 1;
+        let msg = ProofMsg {
+            chain_id: chain,
+            height: head.height + 50,
+            parent: [1; 32],
+            proof: ChainProof {
+                farmer_key: key.public(),
+                seed: [1; 32],
+                k: 16,
+                nonce,
+            },
+        };
+        rogue.publish(Topic::Proofs, msg.encode());
+    };
+    let first = wait_for(Duration::from_secs(20), || {
+        ask_again();
+        rejected(v0, "sync", "no_progress") >= 1.0
+    })
+    .await;
+    assert!(first, "the rogue's empty sync was never counted");
+    let asked = statuses.load(Ordering::SeqCst);
+    for _ in 0..30 {
+        ask_again();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        statuses.load(Ordering::SeqCst),
+        asked,
+        "a peer whose sync brought nothing was asked again within its cooldown"
+    );
+    assert_eq!(rejected(v0, "sync", "no_progress"), 1.0);
+    // And the chain goes on with the honest vault.
+    let height = v0.height();
+    assert!(wait_for(Duration::from_secs(20), || v0.height() >= height + 2).await);
     for n in nodes {
         n.stop().await;
     }

@@ -73,15 +73,14 @@ async fn run_with(client: Client, command: ClientCommand, json: bool) -> Result<
             // reason: the vault's 413 comes before it has read the body,
             // and a client still sending sees only a closed connection.
             if let Ok(status) = client.status().await {
-                if let Some(max) = status["max_blob_bytes"].as_u64() {
-                    if blob.len() as u64 > max {
-                        bail!(
-                            "{} is {} bytes: this chain's blobs are at most {max} bytes ({})",
-                            file.display(),
-                            blob.len(),
-                            spacevault::units::human_bytes(max)
-                        );
-                    }
+                let max = u64::from(status.max_blob_bytes);
+                if blob.len() as u64 > max {
+                    bail!(
+                        "{} is {} bytes: this chain's blobs are at most {max} bytes ({})",
+                        file.display(),
+                        blob.len(),
+                        spacevault::units::human_bytes(max)
+                    );
                 }
             }
             let (put, partial) = match client.put(blob).await {
@@ -148,11 +147,11 @@ async fn run_with(client: Client, command: ClientCommand, json: bool) -> Result<
             }
         }
         ClientCommand::Head => {
-            let (height, hash) = client.head().await?;
+            let head = client.head().await?;
             if json {
-                crate::cmd::print_json(&serde_json::json!({ "height": height, "hash": hash }))?;
+                crate::cmd::print_json(&head)?;
             } else {
-                outln!("{height} {hash}");
+                outln!("{} {}", head.height, head.hash);
             }
         }
         ClientCommand::Read { register } => {

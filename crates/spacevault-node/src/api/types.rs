@@ -1,0 +1,188 @@
+//! The API's requests and answers, defined once: the server builds them,
+//! the client and the benchmarks read them. docs/API.md describes each
+//! field; within version 1 fields may be added, none removed or changed in
+//! meaning, so readers ignore fields they do not know.
+
+use crate::engine::BlockSummary;
+use crate::farmer::{PlotInfo, Skipped};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// `GET /health`.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Health {
+    pub ok: bool,
+    pub height: u64,
+    pub peers: i64,
+}
+
+/// `GET /v1/head`.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Head {
+    pub height: u64,
+    pub hash: String,
+}
+
+/// A bootstrap address and how reaching it went.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Bootstrap {
+    pub address: String,
+    pub reached: bool,
+    pub error: Option<String>,
+    pub retry_in_s: Option<f64>,
+}
+
+/// Where the scrub of stored blobs stands.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct Scrub {
+    pub rate_bytes_per_s: u64,
+    pub passes: u64,
+    pub pass_blobs: u64,
+    pub pass_checked: u64,
+    pub last_pass_ms: u64,
+    pub damaged: u64,
+}
+
+/// A recent canonical block, with its producer's peer id.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct RecentBlock {
+    #[serde(flatten)]
+    pub block: BlockSummary,
+    pub producer_peer: Option<String>,
+}
+
+/// `GET /v1/status`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct Status {
+    pub peer_id: String,
+    pub farmer_key: String,
+    pub listen: Vec<String>,
+    pub chain_id: String,
+    pub slot_ms: u64,
+    pub proof_window_ms: u64,
+    pub max_blob_bytes: u32,
+    pub height: u64,
+    pub head: String,
+    pub election_height: u64,
+    pub recent_blocks: Vec<RecentBlock>,
+    pub syncing: bool,
+    pub plots: Vec<PlotInfo>,
+    pub skipped_plots: Vec<Skipped>,
+    pub peers: Vec<String>,
+    pub bootstrap: Vec<Bootstrap>,
+    pub vaults: usize,
+    /// Each connected peer's last round trip, by peer id.
+    pub round_trips_ms: BTreeMap<String, f64>,
+    pub reorgs: u64,
+    pub deepest_reorg: u64,
+    pub blocks_produced: u64,
+    pub block_delay_ms: f64,
+    pub blobs: u64,
+    pub blob_bytes: u64,
+    pub scrub: Scrub,
+}
+
+/// A receipt as the API gives it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct ReceiptJson {
+    pub holder: String,
+    pub signature: String,
+}
+
+/// `PUT /v1/blobs`: the blob's address and the holders that took it
+/// (201); with `error` too when fewer took it than the chain asks (503).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct PutAnswer {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub address: String,
+    pub copies: usize,
+    pub wanted: usize,
+    pub receipts: Vec<ReceiptJson>,
+}
+
+/// A register write as a client sends it.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct RegisterPut {
+    pub version: u64,
+    pub value_hex: String,
+    pub signature: String,
+}
+
+/// `PUT /v1/registers/...`: the version written and the block height
+/// that holds it.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct SetAnswer {
+    pub owner: String,
+    pub name: String,
+    pub version: u64,
+    pub height: u64,
+}
+
+/// `GET /v1/registers/...`.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct RegisterAnswer {
+    pub owner: String,
+    pub name: String,
+    pub version: u64,
+    pub value_hex: String,
+    /// The value as text, when it is UTF-8.
+    pub value: Option<String>,
+    pub signature: String,
+    pub height: u64,
+}
+
+/// Every error answer's body.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct ErrorAnswer {
+    pub error: String,
+}
+
+/// A block as the API gives it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct BlockJson {
+    pub height: u64,
+    pub hash: String,
+    pub parent: String,
+    pub timestamp_ms: u64,
+    pub producer: String,
+    pub proof: ProofJson,
+    pub quality: Option<u32>,
+    pub txs: Vec<TxJson>,
+    pub signature: String,
+    /// When this vault first imported the block (Unix ms).
+    pub received_unix_ms: Option<u64>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct ProofJson {
+    pub farmer_key: String,
+    pub seed: String,
+    pub k: u8,
+    pub nonce: u64,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct TxJson {
+    pub owner: String,
+    pub name: String,
+    pub version: u64,
+    pub value_hex: String,
+}
+
+/// `GET /v1/crypto`: the vault's cryptographic operations so far.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct CryptoAnswer {
+    pub verify_cache: bool,
+    pub operations: Vec<CryptoOpJson>,
+}
+
+/// One kind of operation for one purpose.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct CryptoOpJson {
+    pub kind: String,
+    pub purpose: String,
+    pub count: u64,
+    pub seconds: f64,
+    pub cache_hits: u64,
+}
