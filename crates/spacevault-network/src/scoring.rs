@@ -1,8 +1,8 @@
 //! How gossipsub scores peers. One invalid message graylists its sender,
 //! whatever it earned before; peers that deliver messages first earn a
-//! little; more than a few vaults behind one IP address cost each of them
-//! (loopback exempt unless the connection limits count it, as they do for
-//! connections).
+//! little; more vaults behind one IP address than the connection limits
+//! let in from one cost each of them (loopback exempt unless the
+//! connection limits count it, as they do for connections).
 //!
 //! Left off, with the reason: the penalty for mesh peers that deliver too
 //! few messages (P3). It is tuned for busy topics; a topic of one block a
@@ -14,15 +14,15 @@ use crate::{ConnectionLimits, Topic};
 use libp2p::gossipsub::{PeerScoreParams, PeerScoreThresholds, TopicHash, TopicScoreParams};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-/// What one invalid message costs its sender on a topic: past the graylist
-/// threshold even with the most a peer can earn.
-pub const INVALID_MESSAGE_WEIGHT: f64 = -100.0;
+/// What one invalid message costs its sender on a topic (times the square
+/// of its count, which decays by [`INVALID_MESSAGE_DECAY`] a second): past
+/// the graylist threshold even with the most a peer can earn, for about 20
+/// seconds.
+pub const INVALID_MESSAGE_WEIGHT: f64 = -1000.0;
+/// How an invalid message's count decays each second.
+pub const INVALID_MESSAGE_DECAY: f64 = 0.95;
 /// The most a peer's topic terms add to its score, all topics together.
 pub const TOPIC_SCORE_CAP: f64 = 10.0;
-/// Peers on one IP address before each of them is penalised: a farmer's
-/// machines behind one router, up to the connection limit's share per
-/// address.
-pub const IP_COLOCATION_THRESHOLD: f64 = 16.0;
 /// The penalty per peer, times the square of the peers past the threshold
 /// (five past it and every one of them is graylisted).
 pub const IP_COLOCATION_WEIGHT: f64 = -5.0;
@@ -45,7 +45,10 @@ pub(crate) fn score(
     let mut params = PeerScoreParams {
         topic_score_cap: TOPIC_SCORE_CAP,
         ip_colocation_factor_weight: IP_COLOCATION_WEIGHT,
-        ip_colocation_factor_threshold: IP_COLOCATION_THRESHOLD,
+        // Peers on one IP address before each of them is penalised: a
+        // farmer's machines behind one router, as many as the connection
+        // limits let in from one address.
+        ip_colocation_factor_threshold: limits.per_ip as f64,
         ip_colocation_factor_whitelist: whitelist,
         ..Default::default()
     };
@@ -61,7 +64,7 @@ pub(crate) fn score(
             mesh_message_deliveries_weight: 0.0,
             mesh_failure_penalty_weight: 0.0,
             invalid_message_deliveries_weight: INVALID_MESSAGE_WEIGHT,
-            invalid_message_deliveries_decay: 0.9,
+            invalid_message_deliveries_decay: INVALID_MESSAGE_DECAY,
             ..Default::default()
         };
         params.topics.insert(topic, t);
@@ -103,10 +106,18 @@ mod tests {
         let (params, thresholds) = with(false);
         assert_eq!(params.topics.len(), Topic::ALL.len());
         for t in params.topics.values() {
-            // P4 is the square of the invalid deliveries times its weight.
-            let worst =
-                params.topic_score_cap + t.topic_weight * t.invalid_message_deliveries_weight;
-            assert!(worst < thresholds.graylist_threshold, "{worst}");
+            // P4 is the square of the invalid deliveries times its weight;
+            // the count decays each decay interval (a second).
+            for seconds in 0..15 {
+                let count = t.invalid_message_deliveries_decay.powi(seconds);
+                let worst = params.topic_score_cap
+                    + t.topic_weight * t.invalid_message_deliveries_weight * count * count;
+                assert!(
+                    worst < thresholds.graylist_threshold,
+                    "{seconds} s: {worst}"
+                );
+            }
+            assert_eq!(params.decay_interval, std::time::Duration::from_secs(1));
             assert!(
                 t.first_message_deliveries_weight > 0.0,
                 "first deliveries earn"

@@ -3,7 +3,6 @@
 
 use crate::engine::{Adoption, Imported, Origin};
 use crate::shared::Shared;
-use spacevault_chain::meter;
 use spacevault_chain::{Block, ChainSpec, Rejection};
 use spacevault_network::{self as net, Topic};
 use std::sync::atomic::Ordering;
@@ -13,8 +12,22 @@ use std::time::Duration;
 /// Produces the next block (or contests the last), imports it and gossips
 /// it.
 pub(crate) fn produce(shared: &Arc<Shared>, contest: bool) {
+    produce_if(shared, contest, |_| true)
+}
+
+/// [`produce`], if `due` holds of the engine: asked under the same lock
+/// the block is made under, so that nothing a worker takes in between goes
+/// unseen.
+pub(crate) fn produce_if(
+    shared: &Arc<Shared>,
+    contest: bool,
+    due: impl FnOnce(&crate::engine::Engine) -> bool,
+) {
     let (block, block_delay_ms) = {
         let mut engine = shared.engine();
+        if !due(&engine) {
+            return;
+        }
         let block = engine.produce(&shared.key, crate::now_ms(), contest);
         (block, engine.block_delay_ms())
     };
@@ -54,7 +67,13 @@ pub(crate) fn import(
         let (step, height) = {
             let mut engine = shared.engine();
             let step = engine.import_next(&mut adoption, now);
-            (step, engine.head().height)
+            let height = engine.head().height;
+            // Under the lock: imports run on several threads, and the
+            // watch must never go back to an older head.
+            if matches!(step, Some((_, Ok(Imported::NewHead { .. })))) {
+                shared.head.send_replace(height);
+            }
+            (step, height)
         };
         let Some((hash, outcome)) = step else { break };
         match &outcome {
@@ -68,7 +87,6 @@ pub(crate) fn import(
                         .fetch_max(*left as u64, Ordering::Relaxed);
                 }
                 shared.metrics.height.set(height as i64);
-                shared.head.send_replace(height);
             }
             Ok(Imported::Kept) => {
                 shared.metrics.blocks_accepted.inc();
@@ -114,11 +132,13 @@ pub(crate) fn hold_early(shared: &Arc<Shared>, block: Block, origin: Origin, due
         let wait = due_ms.saturating_sub(crate::now_ms());
         tokio::time::sleep(Duration::from_millis(wait)).await;
         let bytes = block.encode();
-        let imported = meter::with(&shared.meter, || import(&shared, block, true, origin));
+        let imported = shared
+            .blocking(move |s| import(s, block, true, origin))
+            .await;
         match imported {
-            Ok(Imported::NewHead { .. }) => shared.net.publish(Topic::Blocks, bytes),
-            Ok(_) => {}
-            Err(r) => shared.metrics.refused(Topic::Blocks.name(), &r),
+            Some(Ok(Imported::NewHead { .. })) => shared.net.publish(Topic::Blocks, bytes),
+            Some(Ok(_)) | None => {}
+            Some(Err(r)) => shared.metrics.refused(Topic::Blocks.name(), &r),
         }
         shared.early_blocks.fetch_sub(1, Ordering::Relaxed);
     });

@@ -312,15 +312,12 @@ pub fn fetch_request(shared: &Arc<Shared>, address: &[u8; 32]) -> Response {
 pub async fn read_verified(shared: &Arc<Shared>, address: &[u8; 32]) -> Option<Vec<u8>> {
     // The read and its re-hash, and a repair's write, off the runtime's
     // threads.
-    let local = match shared.blob_readers.acquire().await {
-        Ok(_permit) => {
-            let address = *address;
-            shared
-                .blocking(move |s| read_local(s, &address))
-                .await
-                .unwrap_or(Err(()))
-        }
-        Err(_) => Err(()),
+    let local = {
+        let address = *address;
+        shared
+            .on_blocking_thread(&shared.blob_readers, move |s| read_local(s, &address))
+            .await
+            .unwrap_or(Err(()))
     };
     if let Ok(Some(b)) = local {
         return Some(b);

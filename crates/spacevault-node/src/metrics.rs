@@ -294,7 +294,7 @@ impl Metrics {
         }
     }
 
-    /// Counts a refused message.
+    /// Counts work a queue shed unworked.
     pub fn work_shed(&self, queue: &str, why: &str) {
         self.work_shed
             .get_or_create(&QueueShed {
@@ -304,6 +304,7 @@ impl Metrics {
             .inc();
     }
 
+    /// Counts a refused message.
     pub fn rejected(&self, topic: &str, reason: &str) {
         self.messages_rejected
             .get_or_create(&TopicReason {

@@ -1,7 +1,7 @@
 //! A running vault: the engine, the farmer and the network wired together
 //! by one task that reacts to gossip, requests and timers.
 
-use crate::blocks::produce;
+use crate::blocks::produce_if;
 use crate::config::{ApiTimes, NodeConfig, StartError};
 use crate::data;
 use crate::engine::Engine;
@@ -72,8 +72,12 @@ impl Node {
             store,
             engine_changed: Default::default(),
             sync_peers: Default::default(),
-            request_workers: tokio::sync::Semaphore::new(crate::shared::MAX_REQUEST_WORKERS),
-            blob_readers: tokio::sync::Semaphore::new(crate::shared::MAX_REQUEST_WORKERS),
+            request_workers: Arc::new(tokio::sync::Semaphore::new(
+                crate::shared::MAX_REQUEST_WORKERS,
+            )),
+            blob_readers: Arc::new(tokio::sync::Semaphore::new(
+                crate::shared::MAX_REQUEST_WORKERS,
+            )),
             farmer,
             vaults: Mutex::new(Vaults::new(config.key.public())),
             key: config.key.clone(),
@@ -270,7 +274,10 @@ async fn run(shared: Arc<Shared>, events: mpsc::Receiver<Event>, mut stop: mpsc:
             _ = stop.recv() => break,
             due = read => match due {
                 Some(due) => due,
-                None => break,
+                None => {
+                    tracing::error!("the engine's work panicked: the vault stops");
+                    break;
+                }
             },
         };
         // The election under way gets this vault's proof once.
@@ -361,14 +368,11 @@ fn production_at(spec: &ChainSpec, due: Option<u64>, head_ms: u64, started_ms: u
 /// Produces if this vault's turn has come by what the engine knows now:
 /// its timer was set by what it knew before.
 fn produce_if_due(shared: &Arc<Shared>, started_ms: u64) {
-    let (due, head_ms) = {
-        let engine = shared.engine();
-        (engine.production_due(), engine.head().timestamp_ms)
-    };
-    let due = production_at(&shared.spec, due, head_ms, started_ms);
-    if due.is_some_and(|at| at <= crate::now_ms()) {
-        produce(shared, false);
-    }
+    produce_if(shared, false, |engine| {
+        let due = engine.production_due();
+        let due = production_at(&shared.spec, due, engine.head().timestamp_ms, started_ms);
+        due.is_some_and(|at| at <= crate::now_ms())
+    });
 }
 
 /// Slots a head may be old before a starting vault waits to sync.

@@ -26,11 +26,11 @@ pub struct Shared {
     /// read and written beside the chain's work.
     pub store: Arc<spacevault_store::Store>,
     /// Blocking threads clients' requests may hold ([`Shared::for_request`]).
-    pub(crate) request_workers: tokio::sync::Semaphore,
+    pub(crate) request_workers: Arc<tokio::sync::Semaphore>,
     /// Blocking threads reads of local blobs may hold: apart from the
     /// engine's, so that reads never wait behind writes that wait for the
     /// engine's lock.
-    pub(crate) blob_readers: tokio::sync::Semaphore,
+    pub(crate) blob_readers: Arc<tokio::sync::Semaphore>,
     /// Peers cooling down after syncs that brought nothing.
     pub(crate) sync_peers: Mutex<crate::sync_peers::SyncPeers<net::Peer>>,
     /// Woken when workers change the engine ([`Shared::engine_changed`]).
@@ -147,8 +147,23 @@ impl Shared {
         self: &Arc<Self>,
         f: impl FnOnce(&Arc<Shared>) -> R + Send + 'static,
     ) -> Option<R> {
-        let _permit = self.request_workers.acquire().await.ok()?;
-        self.blocking(f).await
+        self.on_blocking_thread(&self.request_workers, f).await
+    }
+
+    /// [`Shared::blocking`], holding a permit of `slots` until `f` ends
+    /// (a request cancelled meanwhile leaves its thread at work, and the
+    /// permit with it).
+    pub(crate) async fn on_blocking_thread<R: Send + 'static>(
+        self: &Arc<Self>,
+        slots: &Arc<tokio::sync::Semaphore>,
+        f: impl FnOnce(&Arc<Shared>) -> R + Send + 'static,
+    ) -> Option<R> {
+        let permit = slots.clone().acquire_owned().await.ok()?;
+        self.blocking(move |s| {
+            let _permit = permit;
+            f(s)
+        })
+        .await
     }
 
     /// Whether a sync from a peer is under way (one at a time).

@@ -92,9 +92,11 @@ pub(crate) fn spawn_sync(
 /// could otherwise answer our own blocks below a height and an orphan at
 /// it, forever). [`MAX_SYNC_REQUESTS`] bounds the rest.
 async fn sync_from(shared: &Arc<Shared>, peer: net::Peer) -> Synced {
+    // A request that fails (a timeout, a busy peer, this vault's own full
+    // queue) says nothing sure of the peer: no judgement.
     let Ok(Response::Status { height, head }) = shared.net.request(peer, Request::Status).await
     else {
-        return Synced::Nothing;
+        return Synced::NotAhead;
     };
     let Some(own) = shared.with_engine(|e| e.head()).await else {
         return Synced::NotAhead;
@@ -103,31 +105,38 @@ async fn sync_from(shared: &Arc<Shared>, peer: net::Peer) -> Synced {
         return Synced::NotAhead;
     }
     match catch_up(shared, peer, height, head, own).await {
-        true => Synced::Progress,
+        Some(true) => Synced::Progress,
+        // A request failed: no judgement either.
+        None => Synced::NotAhead,
         // A peer as high on another branch may hold only blocks this
-        // vault has: no fault of its.
-        false if height == own.height => Synced::NotAhead,
-        false => Synced::Nothing,
+        // vault has: no fault of its. Nor is it when the blocks came by
+        // gossip meanwhile, and the answer held only what was here.
+        Some(false) if height == own.height => Synced::NotAhead,
+        Some(false) => match shared.with_engine(|e| e.head().height).await {
+            Some(now) if now >= height => Synced::NotAhead,
+            _ => Synced::Nothing,
+        },
     }
 }
 
 /// The blocks of a peer at `height` with head `head`, from this vault's
-/// head `own` on; returns whether any block was new.
+/// head `own` on; returns whether any block was new, or none when a
+/// request failed before any was.
 async fn catch_up(
     shared: &Arc<Shared>,
     peer: net::Peer,
     height: u64,
     head: [u8; 32],
     own: spacevault_chain::validate::Parent,
-) -> bool {
+) -> Option<bool> {
     let mut progressed = false;
     let mut last_new = Instant::now();
     // A peer as high as this vault on another branch is synced too, from
     // this vault's height back: two branches that grow a block a slot
     // each would otherwise never meet, and fork choice must see both.
     let mut from = match height.cmp(&own.height) {
-        std::cmp::Ordering::Less => return false,
-        std::cmp::Ordering::Equal if head == own.hash => return false,
+        std::cmp::Ordering::Less => return Some(false),
+        std::cmp::Ordering::Equal if head == own.hash => return Some(false),
         std::cmp::Ordering::Equal => own.height.max(1),
         std::cmp::Ordering::Greater => own.height + 1,
     };
@@ -144,10 +153,10 @@ async fn catch_up(
             max: net::wire::MAX_BLOCKS_PER_REQUEST,
         };
         let Ok(Response::Blocks(blocks)) = shared.net.request(peer, request).await else {
-            return progressed;
+            return progressed.then_some(true);
         };
         if blocks.is_empty() {
-            return progressed;
+            return Some(progressed);
         }
         let batch = {
             let shared = shared.clone();
@@ -160,7 +169,7 @@ async fn catch_up(
             refused,
         }) = batch
         else {
-            return progressed;
+            return progressed.then_some(true);
         };
         if let Some(reason) = refused {
             progressed |= new;
@@ -168,7 +177,7 @@ async fn catch_up(
                 Ok(reason) => shared.metrics.rejected("sync", reason),
                 Err(r) => shared.metrics.refused("sync", &r),
             }
-            return progressed;
+            return Some(progressed);
         }
         progressed |= new;
         if new {
@@ -176,20 +185,20 @@ async fn catch_up(
             last_new = Instant::now();
         } else if last_new.elapsed() > SYNC_STALL {
             shared.metrics.rejected("sync", "stalled");
-            return progressed;
+            return Some(progressed);
         }
         if orphaned && !new {
             // The peer's branch left ours further down: go back, twice as
             // far each time, to height 1 at the most.
             if from == 1 || from >= lowest_unattached {
                 shared.metrics.rejected("sync", "does_not_attach");
-                return progressed;
+                return Some(progressed);
             }
             lowest_unattached = from;
             back = back.saturating_mul(2).max(16);
             from = from.saturating_sub(back).max(1);
         } else if shared.with_engine(|e| e.head().height).await >= Some(height) {
-            return progressed;
+            return Some(progressed);
         } else {
             // On from the end of this batch: what it held is here now,
             // new or not.
@@ -197,7 +206,7 @@ async fn catch_up(
         }
     }
     shared.metrics.rejected("sync", "too_many_requests");
-    progressed
+    Some(progressed)
 }
 
 /// Requests one sync makes at most: a chain a million blocks ahead, a
@@ -220,7 +229,7 @@ struct Batch {
 /// Decodes and imports one batch of `peer`'s answer, on a blocking thread:
 /// each block's signature and proof are checked, and the store written.
 fn import_batch(shared: &Arc<Shared>, blocks: Vec<Vec<u8>>, from: u64, origin: Origin) -> Batch {
-    let limits = shared.engine().limits();
+    let limits = spacevault_chain::types::Limits::of(&shared.spec);
     let mut batch = Batch {
         new: false,
         orphaned: false,

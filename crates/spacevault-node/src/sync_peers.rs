@@ -2,7 +2,9 @@
 //! brought nothing new (an empty answer, blocks that never attach, no
 //! answer at all) is not asked again until its cooldown ends, twice as
 //! long at each such sync in a row: one peer cannot keep the vault's one
-//! sync slot by claiming a height it does not have. The table is bounded.
+//! sync slot by claiming a height it does not have. A peer that goes as
+//! long again as its last cooldown without such a sync starts over. The
+//! table is bounded.
 
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -19,6 +21,8 @@ pub const MAX_COOLING_PEERS: usize = 4096;
 #[derive(Clone, Copy, Debug)]
 struct Cooldown {
     until: Instant,
+    /// How long the last cooldown was.
+    wait: Duration,
     strikes: u32,
 }
 
@@ -52,7 +56,14 @@ impl<P: Hash + Eq + Clone> SyncPeers<P> {
     /// A sync from `peer` brought nothing though it said it was ahead;
     /// returns how long it now cools down.
     pub fn unproductive(&mut self, peer: &P, now: Instant) -> Duration {
-        let strikes = self.cooling.get(peer).map_or(0, |c| c.strikes) + 1;
+        // Strikes in a row: a peer that went as long again as its last
+        // cooldown without one starts over.
+        let earlier = self
+            .cooling
+            .get(peer)
+            .filter(|c| now < c.until + c.wait)
+            .map_or(0, |c| c.strikes);
+        let strikes = earlier + 1;
         let wait = SYNC_COOLDOWN
             .saturating_mul(1 << (strikes - 1).min(16))
             .min(MAX_SYNC_COOLDOWN);
@@ -60,6 +71,7 @@ impl<P: Hash + Eq + Clone> SyncPeers<P> {
             peer.clone(),
             Cooldown {
                 until: now + wait,
+                wait,
                 strikes,
             },
         );
@@ -107,6 +119,9 @@ mod tests {
         assert!(peers.may_sync(&2, t), "another peer is not held back");
         let later = t + SYNC_COOLDOWN;
         assert_eq!(peers.unproductive(&1, later), SYNC_COOLDOWN * 2);
+        // Quiet for as long again as its last cooldown: it starts over.
+        assert_eq!(peers.unproductive(&2, t), SYNC_COOLDOWN);
+        assert_eq!(peers.unproductive(&2, t + SYNC_COOLDOWN * 2), SYNC_COOLDOWN);
         assert_eq!(peers.unproductive(&1, later), SYNC_COOLDOWN * 4);
         for _ in 0..40 {
             peers.unproductive(&1, later);

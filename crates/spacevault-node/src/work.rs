@@ -144,12 +144,13 @@ pub(crate) fn processor(
             match work {
                 // This vault's own trouble: no judgement of the message.
                 Work::Gossip { id, source, .. } => shared.net.validate(id, source, Verdict::Ignore),
-                Work::Request { peer, reply, .. } => answer(
-                    shared,
-                    peer,
-                    reply,
-                    Response::Refused(format!("busy: the {} queue is full", QUEUES[queue].name)),
-                ),
+                Work::Request { peer, reply, .. } => {
+                    let busy = match why {
+                        "full" => format!("busy: the {} queue is full", QUEUES[queue].name),
+                        _ => "busy: the vault is stopping".to_string(),
+                    };
+                    answer(shared, peer, reply, Response::Refused(busy))
+                }
             }
         },
     )
@@ -187,7 +188,7 @@ pub(crate) fn on_gossip(
     topic: Topic,
     data: &[u8],
 ) -> Verdict {
-    let limits = shared.engine().limits();
+    let limits = spacevault_chain::types::Limits::of(&shared.spec);
     let refuse = |r: Rejection| {
         shared.metrics.refused(topic.name(), &r);
         verdict(&r)

@@ -6,7 +6,7 @@
 mod common;
 
 use common::*;
-use spacevault_chain::{Announce, Keypair};
+use spacevault_chain::{ChainProof, Keypair, ProofMsg};
 use spacevault_network::Topic;
 use spacevault_node::work::QUEUES;
 use std::io::{Read, Write};
@@ -47,11 +47,8 @@ async fn a_busy_engine_stalls_neither_the_network_nor_the_api_and_a_flood_sheds_
     let vault = &nodes[0];
     let boot = vault.listen_addrs(Duration::from_secs(1)).await;
     let (rogue, mut events) = joined_rogue(99, chain, boot, vault.peer_id()).await;
-    let announcements = QUEUES
-        .iter()
-        .position(|q| q.name == "announcements")
-        .unwrap();
-    let flood = QUEUES[announcements].capacity + 512;
+    let proofs = QUEUES.iter().position(|q| q.name == "proofs").unwrap();
+    let flood = QUEUES[proofs].capacity + 512;
 
     // The engine held on a thread of its own, as a long import holds it,
     // until the flood has been shed from; the page asked for meanwhile.
@@ -69,7 +66,7 @@ async fn a_busy_engine_stalls_neither_the_network_nor_the_api_and_a_flood_sheds_
                     .encode()
                     .lines()
                     .filter(|l| l.starts_with("spacevault_work_shed_total"))
-                    .filter(|l| l.contains("queue=\"announcements\"") && l.contains("why=\"full\""))
+                    .filter(|l| l.contains("queue=\"proofs\"") && l.contains("why=\"full\""))
                     .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
                     .sum::<f64>()
             };
@@ -82,13 +79,23 @@ async fn a_busy_engine_stalls_neither_the_network_nor_the_api_and_a_flood_sheds_
             (page, shed)
         })
     };
-    // Announcements that are each a new message: queued unread while the
-    // engine is held.
-    let announcer = Keypair::from_secret(&[7; 32]);
-    let now = spacevault_node::now_ms();
+    // Proofs for a height far ahead, each a new message: the engine judges
+    // them, so they wait unread while it is held.
+    let farmer = Keypair::from_secret(&[7; 32]).public();
+    let height = vault.height() + 50;
     for i in 0..flood as u64 {
-        let a = Announce::signed(&announcer, &chain, now - flood as u64 + i, vec![]);
-        rogue.publish(Topic::Vaults, a.encode());
+        let msg = ProofMsg {
+            chain_id: chain,
+            height,
+            parent: [1; 32],
+            proof: ChainProof {
+                farmer_key: farmer,
+                seed: [1; 32],
+                k: 16,
+                nonce: i,
+            },
+        };
+        rogue.publish(Topic::Proofs, msg.encode());
         if i % 64 == 0 {
             drain(&rogue, &mut events).await;
         }
@@ -104,8 +111,8 @@ async fn a_busy_engine_stalls_neither_the_network_nor_the_api_and_a_flood_sheds_
     );
     assert!(
         shed > 0.0,
-        "a flood of {flood} announcements past a queue of {} shed nothing while the engine was held",
-        QUEUES[announcements].capacity
+        "a flood of {flood} proofs past a queue of {} shed nothing while the engine was held",
+        QUEUES[proofs].capacity
     );
     // Free again, the vault follows the chain its peer went on with.
     let target = nodes[1].height() + 2;
