@@ -108,12 +108,7 @@ impl Shared {
         self: &Arc<Self>,
         f: impl FnOnce(&mut Engine) -> R + Send + 'static,
     ) -> Option<R> {
-        let shared = self.clone();
-        tokio::task::spawn_blocking(move || {
-            spacevault_chain::meter::with(&shared.meter, || f(&mut shared.engine()))
-        })
-        .await
-        .ok()
+        self.blocking(move |s| f(&mut s.engine())).await
     }
 
     /// Runs `f` with the vault on a blocking thread, metered: for work
@@ -130,9 +125,8 @@ impl Shared {
         .ok()
     }
 
-    /// Tells the vault's task that the engine took something from a peer
-    /// (a proof, a block, a transaction): its turn to produce may have
-    /// moved.
+    /// Tells the vault's task that the engine took a block or a proof from
+    /// a peer: its turn to produce may have moved.
     pub(crate) fn engine_changed(&self) {
         self.engine_changed.notify_one();
     }

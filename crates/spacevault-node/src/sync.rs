@@ -7,7 +7,6 @@
 use crate::blocks::{import, origin_of};
 use crate::engine::{Imported, Origin};
 use crate::shared::{Internal, Shared};
-use spacevault_chain::meter;
 use spacevault_chain::{Block, Rejection};
 use spacevault_network::{self as net, Request, Response};
 use std::sync::atomic::Ordering;
@@ -158,11 +157,10 @@ async fn catch_up(
         if blocks.is_empty() {
             return Some(progressed);
         }
-        let batch = {
-            let shared = shared.clone();
-            tokio::task::spawn_blocking(move || import_batch(&shared, blocks, from, origin)).await
-        };
-        let Ok(Batch {
+        let batch = shared
+            .blocking(move |s| import_batch(s, blocks, from, origin))
+            .await;
+        let Some(Batch {
             new,
             orphaned,
             next,
@@ -226,8 +224,9 @@ struct Batch {
     refused: Option<Result<&'static str, Rejection>>,
 }
 
-/// Decodes and imports one batch of `peer`'s answer, on a blocking thread:
-/// each block's signature and proof are checked, and the store written.
+/// Decodes and imports one batch of `peer`'s answer, on a blocking thread
+/// (metered by [`Shared::blocking`]): each block's signature and proof are
+/// checked, and the store written.
 fn import_batch(shared: &Arc<Shared>, blocks: Vec<Vec<u8>>, from: u64, origin: Origin) -> Batch {
     let limits = spacevault_chain::types::Limits::of(&shared.spec);
     let mut batch = Batch {
@@ -246,7 +245,7 @@ fn import_batch(shared: &Arc<Shared>, blocks: Vec<Vec<u8>>, from: u64, origin: O
             return batch;
         }
         batch.next += 1;
-        match meter::with(&shared.meter, || import(shared, block, false, origin)) {
+        match import(shared, block, false, origin) {
             Ok(Imported::NewHead { .. }) | Ok(Imported::Kept) => batch.new = true,
             Ok(Imported::Orphan) => batch.orphaned = true,
             Ok(Imported::Duplicate) => {}

@@ -621,53 +621,21 @@ async fn the_http_api_answers_bad_input_with_a_4xx_and_a_reason() {
         }
     }
     // A connection that never finishes its headers is closed.
-    let stalled = std::time::Instant::now();
-    {
-        use std::io::{Read, Write};
-        let mut stream = std::net::TcpStream::connect(api_addr).unwrap();
-        stream
-            .set_read_timeout(Some(Duration::from_secs(30)))
-            .unwrap();
-        stream
-            .write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n")
-            .unwrap();
-        let mut rest = Vec::new();
-        let read = stream.read_to_end(&mut rest);
-        assert!(read.is_ok(), "closed, not timed out here: {read:?}");
-        let text = String::from_utf8_lossy(&rest);
-        assert!(
-            rest.is_empty() || text.starts_with("HTTP/1.1 408"),
-            "{text}"
-        );
-    }
+    let rest = stalled_answer(api_addr, b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n");
+    let text = String::from_utf8_lossy(&rest);
     assert!(
-        stalled.elapsed() < Duration::from_secs(20),
-        "{:?}",
-        stalled.elapsed()
+        rest.is_empty() || text.starts_with("HTTP/1.1 408"),
+        "{text}"
     );
     // An upload that stops sending is answered 408 once its body has made
     // no progress for the vault's allowance (500 ms here), not held open.
-    let stalled = std::time::Instant::now();
-    {
-        use std::io::{Read, Write};
-        let mut stream = std::net::TcpStream::connect(api_addr).unwrap();
-        stream
-            .set_read_timeout(Some(Duration::from_secs(30)))
-            .unwrap();
-        stream
-            .write_all(b"PUT /v1/blobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 900\r\n\r\nten bytes.")
-            .unwrap();
-        let mut answer = Vec::new();
-        let _ = stream.read_to_end(&mut answer);
-        let text = String::from_utf8_lossy(&answer);
-        assert!(text.starts_with("HTTP/1.1 408"), "{text}");
-        assert!(text.contains("no byte of the body"), "{text}");
-    }
-    assert!(
-        stalled.elapsed() < Duration::from_secs(20),
-        "{:?}",
-        stalled.elapsed()
+    let answer = stalled_answer(
+        api_addr,
+        b"PUT /v1/blobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 900\r\n\r\nten bytes.",
     );
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    assert!(text.contains("no byte of the body"), "{text}");
     let (status, _) = c.get_path("/health").await.unwrap();
     assert_eq!(status, 200);
     let (_, metrics) = c.get_path("/metrics").await.unwrap();
@@ -683,6 +651,27 @@ async fn the_http_api_answers_bad_input_with_a_4xx_and_a_reason() {
     for n in nodes {
         n.stop().await;
     }
+}
+
+/// Sends `request`, which stops short, and reads what comes back until the
+/// vault closes the connection; asserts that it closes it, and within 20 s.
+fn stalled_answer(addr: std::net::SocketAddr, request: &[u8]) -> Vec<u8> {
+    use std::io::{Read, Write};
+    let started = std::time::Instant::now();
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    stream.write_all(request).unwrap();
+    let mut answer = Vec::new();
+    let read = stream.read_to_end(&mut answer);
+    assert!(read.is_ok(), "closed, not timed out here: {read:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    answer
 }
 
 /// Sends `request` as it is written and reads the answer: its status and
