@@ -140,12 +140,22 @@ pub fn router(shared: Arc<Shared>, hosts: Vec<String>) -> Router {
         .with_state(shared)
 }
 
-/// Serves the API on `listener` until the task is aborted: each
-/// connection on a task of its own, at most [`guard::MAX_CONNECTIONS`] at
-/// once (those past it are closed at once), each closed when a request's
-/// headers take longer than [`ApiTimes::headers`], and a request answered
-/// 408 when its body goes [`ApiTimes::body_progress`] without a byte.
-pub async fn serve(listener: tokio::net::TcpListener, shared: Arc<Shared>, hosts: Vec<String>) {
+/// How long requests under way may take to finish once the API stops.
+pub const DRAIN: Duration = Duration::from_secs(5);
+
+/// Serves the API on `listener` until `stop`: each connection on a task of
+/// its own, at most [`guard::MAX_CONNECTIONS`] at once (those past it are
+/// closed at once), each closed when a request's headers take longer than
+/// [`ApiTimes::headers`], and a request answered 408 when its body goes
+/// [`ApiTimes::body_progress`] without a byte. On `stop` it takes no more
+/// connections, lets the requests under way finish for up to [`DRAIN`]
+/// (idle connections close at once) and ends the rest.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    shared: Arc<Shared>,
+    hosts: Vec<String>,
+    stop: tokio_util::sync::CancellationToken,
+) {
     let headers = shared.api_times.headers;
     let body_progress = shared.api_times.body_progress;
     // A body that goes quiet fails its read with a timeout, which the
@@ -156,8 +166,14 @@ pub async fn serve(listener: tokio::net::TcpListener, shared: Arc<Shared>, hosts
         ))
         .service(router(shared, hosts));
     let open = Arc::new(tokio::sync::Semaphore::new(guard::MAX_CONNECTIONS));
+    let mut connections = tokio::task::JoinSet::new();
     loop {
-        let stream = match listener.accept().await {
+        while connections.try_join_next().is_some() {}
+        let accepted = tokio::select! {
+            _ = stop.cancelled() => break,
+            accepted = listener.accept() => accepted,
+        };
+        let stream = match accepted {
             Ok((stream, _)) => stream,
             Err(e) => {
                 // Out of file descriptors, for one: wait rather than spin.
@@ -171,14 +187,32 @@ pub async fn serve(listener: tokio::net::TcpListener, shared: Arc<Shared>, hosts
             continue;
         };
         let service = hyper_util::service::TowerToHyperService::new(app.clone());
-        tokio::spawn(async move {
-            let _ = hyper::server::conn::http1::Builder::new()
+        let stop = stop.clone();
+        connections.spawn(async move {
+            let connection = hyper::server::conn::http1::Builder::new()
                 .timer(hyper_util::rt::TokioTimer::new())
                 .header_read_timeout(headers)
-                .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
-                .await;
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+            tokio::pin!(connection);
+            tokio::select! {
+                _ = connection.as_mut() => {}
+                _ = stop.cancelled() => {
+                    connection.as_mut().graceful_shutdown();
+                    let _ = connection.await;
+                }
+            }
             drop(permit);
         });
+    }
+    drop(listener);
+    let drained = tokio::time::timeout(DRAIN, async {
+        while connections.join_next().await.is_some() {}
+    });
+    if drained.await.is_err() {
+        tracing::info!(
+            left = connections.len(),
+            "requests still under way when the API stopped were cut off"
+        );
     }
 }
 
@@ -586,7 +620,7 @@ async fn put_register(
     // must survive this vault's crash before then, so its block is made
     // durable first (off the runtime's threads: an fsync).
     let store = s.store.clone();
-    tokio::task::spawn_blocking(move || store.flush())
+    s.spawn_blocking(move || store.flush())
         .await
         .map_err(internal)?
         .map_err(internal)?;

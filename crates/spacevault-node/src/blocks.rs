@@ -127,8 +127,9 @@ pub(crate) fn hold_early(shared: &Arc<Shared>, block: Block, origin: Origin, due
         return;
     }
     shared.metrics.blocks_held_early.inc();
-    let shared = shared.clone();
-    tokio::spawn(async move {
+    let task = shared.clone();
+    shared.spawn(async move {
+        let shared = task;
         let wait = due_ms.saturating_sub(crate::now_ms());
         tokio::time::sleep(Duration::from_millis(wait)).await;
         let bytes = block.encode();

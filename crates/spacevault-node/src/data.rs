@@ -92,8 +92,9 @@ pub fn housekeeping(shared: &Arc<Shared>) {
     };
     shared.metrics.vaults.set(count as i64);
     if let Some(pass) = pass {
-        let shared = shared.clone();
-        tokio::spawn(async move {
+        let task = shared.clone();
+        shared.spawn(async move {
+            let shared = task;
             // Ends the pass however the task ends: a pass that never
             // ended would stop every later one.
             let mut running = Running {
@@ -127,7 +128,7 @@ impl Drop for Running<'_> {
 /// copy was taken.
 async fn replicate(shared: &Arc<Shared>, pass: &Pass) -> bool {
     let store = shared.store.clone();
-    let Ok(Ok(addresses)) = tokio::task::spawn_blocking(move || store.blob_addresses()).await
+    let Ok(Ok(addresses)) = shared.spawn_blocking(move || store.blob_addresses()).await
     else {
         return false;
     };
@@ -243,8 +244,9 @@ async fn store_local(
     blob: Vec<u8>,
     address: [u8; 32],
 ) -> Result<Receipt, String> {
-    let shared = shared.clone();
-    tokio::task::spawn_blocking(move || {
+    let task = shared.clone();
+    shared.spawn_blocking(move || {
+        let shared = task;
         meter::with(&shared.meter, || {
             store_local_metered(&shared, &blob, address)
         })
@@ -299,9 +301,9 @@ pub fn fetch_request(shared: &Arc<Shared>, address: &[u8; 32]) -> Response {
         Ok(None) => Response::NotFound,
         Err(()) => {
             // Damaged here: repaired in the background, not served.
-            let shared = shared.clone();
+            let task = shared.clone();
             let address = *address;
-            tokio::spawn(async move { read_verified(&shared, &address).await });
+            shared.spawn(async move { read_verified(&task, &address).await });
             Response::NotFound
         }
     }
@@ -327,7 +329,7 @@ pub async fn read_verified(shared: &Arc<Shared>, address: &[u8; 32]) -> Option<V
     if damaged {
         let store = shared.store.clone();
         let (address, copy) = (*address, blob.clone());
-        let put = tokio::task::spawn_blocking(move || store.put_blob(&address, &copy)).await;
+        let put = shared.spawn_blocking(move || store.put_blob(&address, &copy)).await;
         if matches!(put, Ok(Ok(_))) {
             shared.metrics.blob_repairs.inc();
             tracing::info!(address = %hex::encode(address), "repaired a damaged blob from another vault");
@@ -414,10 +416,10 @@ pub async fn put(shared: &Arc<Shared>, blob: Vec<u8>) -> Result<Put, PutError> {
         let Some(&peer) = peers.get(holder) else {
             continue;
         };
-        let shared = shared.clone();
+        let task = shared.clone();
         let blob = blob.clone();
-        asks.push(tokio::spawn(async move {
-            request_vault(&shared, peer, Request::Store { blob }).await
+        asks.push(shared.spawn(async move {
+            request_vault(&task, peer, Request::Store { blob }).await
         }));
     }
     let mut receipts = Vec::new();
@@ -427,7 +429,7 @@ pub async fn put(shared: &Arc<Shared>, blob: Vec<u8>) -> Result<Put, PutError> {
         }
     }
     for ask in asks {
-        if let Ok(Ok(Response::Stored(receipt))) = ask.await {
+        if let Ok(Some(Ok(Response::Stored(receipt)))) = ask.await {
             let from_holder = holders.contains(&receipt.holder);
             let signed = meter::with(&shared.meter, || receipt.verify(&shared.chain_id));
             if receipt.address == address && from_holder && signed {

@@ -20,16 +20,26 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 /// A running vault.
 pub struct Node {
     pub shared: Arc<Shared>,
-    stop: mpsc::Sender<()>,
     task: tokio::task::JoinHandle<()>,
     network: tokio::task::JoinHandle<()>,
-    api: Option<tokio::task::JoinHandle<()>>,
-    scrub: tokio::task::JoinHandle<()>,
+    api: Option<Api>,
 }
+
+/// The API's task, and what tells it to stop.
+struct Api {
+    task: tokio::task::JoinHandle<()>,
+    stop: CancellationToken,
+}
+
+/// How long a stopping vault waits for its tasks to end (a blocking
+/// thread cannot be cancelled; one writing a large blob ends soon after).
+const STOP_LIMIT: Duration = Duration::from_secs(30);
 
 impl Node {
     /// Opens the store, the plots and the network, and starts the vault on
@@ -71,6 +81,8 @@ impl Node {
             engine: Mutex::new(engine),
             store,
             engine_changed: Default::default(),
+            tasks: TaskTracker::new(),
+            shutdown: CancellationToken::new(),
             sync_peers: Default::default(),
             request_workers: Arc::new(tokio::sync::Semaphore::new(
                 crate::shared::MAX_REQUEST_WORKERS,
@@ -118,24 +130,24 @@ impl Node {
                     );
                 }
                 let hosts = config.api_hosts.clone();
-                Some(tokio::spawn(crate::api::serve(
+                let stop = CancellationToken::new();
+                let task = tokio::spawn(crate::api::serve(
                     listener,
                     shared.clone(),
                     hosts,
-                )))
+                    stop.clone(),
+                ));
+                Some(Api { task, stop })
             }
             None => None,
         };
-        let (stop, stopped) = mpsc::channel(1);
-        let task = tokio::spawn(run(shared.clone(), events, stopped));
-        let scrub = tokio::spawn(crate::scrub::run(shared.clone(), config.scrub));
+        let task = tokio::spawn(run(shared.clone(), events));
+        shared.spawn(crate::scrub::run(shared.clone(), config.scrub));
         Ok(Node {
             shared,
-            stop,
             task,
             network,
             api,
-            scrub,
         })
     }
 
@@ -169,10 +181,16 @@ impl Node {
         *self.shared.head.borrow()
     }
 
-    /// Stops the vault: its task, its API and its network, and waits until
-    /// every part has let go of the store, which then closes.
+    /// Stops the vault: its API first (requests under way get a moment to
+    /// finish), then its task, which makes the store durable, its other
+    /// tasks and its network; returns once all have ended, when nothing
+    /// but this handle holds the store.
     pub async fn stop(mut self) {
-        let _ = self.stop.send(()).await;
+        if let Some(api) = self.api.take() {
+            api.stop.cancel();
+            let _ = api.task.await;
+        }
+        self.shared.shutdown.cancel();
         let _ = (&mut self.task).await;
         self.end().await;
     }
@@ -182,28 +200,24 @@ impl Node {
     pub async fn kill(mut self) {
         self.task.abort();
         let _ = (&mut self.task).await;
+        if let Some(api) = self.api.take() {
+            api.task.abort();
+            let _ = api.task.await;
+        }
         self.end().await;
     }
 
     async fn end(self) {
-        if let Some(api) = self.api {
-            api.abort();
-            let _ = api.await;
-        }
-        self.scrub.abort();
-        let _ = self.scrub.await;
+        self.shared.shutdown.cancel();
         self.network.abort();
         let _ = self.network.await;
-        // Lookups, syncs and copies under way hold the vault's parts; they
-        // end within a request's timeout once the network is gone.
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-        while Arc::strong_count(&self.shared) > 1 && tokio::time::Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        // And a flush under way: the store closes with the engine only when
-        // nothing but the engine and the vault's handle holds it.
-        while Arc::strong_count(&self.shared.store) > 2 && tokio::time::Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(1)).await;
+        let tasks = &self.shared.tasks;
+        tasks.close();
+        if tokio::time::timeout(STOP_LIMIT, tasks.wait()).await.is_err() {
+            tracing::warn!(
+                left = tasks.len(),
+                "the vault's tasks did not all end in {STOP_LIMIT:?}"
+            );
         }
     }
 }
@@ -223,16 +237,6 @@ async fn intake(
     }
 }
 
-/// Aborts its task when dropped: the intake ends with the vault's task,
-/// however that ends.
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
 /// What the vault's task reads of the engine before each wait.
 struct Due {
     election: (u64, [u8; 32], [u8; 32]),
@@ -242,13 +246,16 @@ struct Due {
 
 /// Gossips the vault's own proof, produces when due, and so on: the vault's
 /// one task. Whatever it asks of the engine runs on a blocking thread.
-async fn run(shared: Arc<Shared>, events: mpsc::Receiver<Event>, mut stop: mpsc::Receiver<()>) {
+async fn run(shared: Arc<Shared>, events: mpsc::Receiver<Event>) {
     let (internal_tx, mut internal) = mpsc::unbounded_channel::<Internal>();
-    let _intake = AbortOnDrop(tokio::spawn(intake(
-        shared.clone(),
-        internal_tx.clone(),
-        events,
-    )));
+    // The intake ends with this task, however that ends.
+    let intake_stop = shared.shutdown.child_token();
+    let _intake_stop = intake_stop.clone().drop_guard();
+    let intake = intake(shared.clone(), internal_tx.clone(), events);
+    shared
+        .tasks
+        .spawn(async move { intake_stop.run_until_cancelled(intake).await });
+    let stop = shared.shutdown.clone();
     let mut head = shared.head.subscribe();
     let slot = Duration::from_millis(shared.spec.slot_ms);
     let mut tick = tokio::time::interval((slot / 4).max(Duration::from_millis(10)));
@@ -271,7 +278,7 @@ async fn run(shared: Arc<Shared>, events: mpsc::Receiver<Event>, mut stop: mpsc:
         });
         let due = tokio::select! {
             biased;
-            _ = stop.recv() => break,
+            _ = stop.cancelled() => break,
             due = read => match due {
                 Some(due) => due,
                 None => {
@@ -296,12 +303,12 @@ async fn run(shared: Arc<Shared>, events: mpsc::Receiver<Event>, mut stop: mpsc:
         // never stops must not hold production back.
         tokio::select! {
             biased;
-            _ = stop.recv() => break,
+            _ = stop.cancelled() => break,
             _ = flush.tick() => {
                 // An fsync off the runtime's threads, which the network and
                 // every other vault in the process share.
                 let store = shared.store.clone();
-                tokio::task::spawn_blocking(move || flush_store(&store));
+                shared.spawn_blocking(move || flush_store(&store));
             }
             _ = tick.tick() => {
                 // A head that has not moved for three slots: ask peers.
@@ -346,7 +353,7 @@ async fn run(shared: Arc<Shared>, events: mpsc::Receiver<Event>, mut stop: mpsc:
         }
     }
     let store = shared.store.clone();
-    let _ = tokio::task::spawn_blocking(move || flush_store(&store)).await;
+    let _ = shared.spawn_blocking(move || flush_store(&store)).await;
 }
 
 /// When this vault produces (Unix ms), from the engine's turn for it
@@ -414,8 +421,9 @@ fn publish_proof_later(shared: &Arc<Shared>, msg: ProofMsg, expected_place: f64)
     let half_window = shared.spec.proof_window_ms as f64 / 2.0;
     let delay = (half_window * expected_place / PROOF_RANKS_SENT).min(half_window);
     let msg_delay = Duration::from_millis(delay as u64);
-    let shared = shared.clone();
-    tokio::spawn(async move {
+    let task = shared.clone();
+    shared.spawn(async move {
+        let shared = task;
         tokio::time::sleep(msg_delay).await;
         let (height, parent) = (msg.height, msg.parent);
         let still_best = shared.with_engine(move |e| e.own_is_best(height, &parent));
@@ -437,9 +445,10 @@ fn start_lookup(
     parent: [u8; 32],
     challenge: [u8; 32],
 ) {
-    let shared = shared.clone();
+    let task = shared.clone();
     let internal = internal.clone();
-    tokio::spawn(async move {
+    shared.spawn(async move {
+        let shared = task;
         if let Some(found) = shared.farmer.best(challenge).await {
             let _ = internal.send(Internal::Found {
                 height,

@@ -45,6 +45,8 @@ struct Inner<T> {
     work: WorkFn<T>,
     shed: ShedFn<T>,
     runtime: tokio::runtime::Handle,
+    /// Where workers are counted, so that the owner can wait for them.
+    tasks: tokio_util::task::TaskTracker,
 }
 
 struct State<T> {
@@ -58,11 +60,12 @@ struct State<T> {
 impl<T: Send + 'static> Processor<T> {
     /// `queues` in priority order: a worker takes the first that has work
     /// it may take. `work(queue, item)` runs on a blocking thread;
-    /// `shed(queue, item, why)` on the thread that shed it. Must be called
-    /// within a tokio runtime.
+    /// `shed(queue, item, why)` on the thread that shed it. Workers are
+    /// tracked by `tasks`. Must be called within a tokio runtime.
     pub fn new(
         queues: Vec<Queue>,
         max_workers: usize,
+        tasks: tokio_util::task::TaskTracker,
         work: impl Fn(usize, T) + Send + Sync + 'static,
         shed: impl Fn(usize, T, Shed) + Send + Sync + 'static,
     ) -> Processor<T> {
@@ -80,6 +83,7 @@ impl<T: Send + 'static> Processor<T> {
                 work: Box::new(work),
                 shed: Box::new(shed),
                 runtime: tokio::runtime::Handle::current(),
+                tasks,
             }),
         }
     }
@@ -112,11 +116,10 @@ impl<T: Send + 'static> Processor<T> {
             (inner.shed)(queue, old, Shed::Full);
         }
         if start_worker {
-            let inner = inner.clone();
+            let worker = inner.clone();
             inner
-                .runtime
-                .clone()
-                .spawn_blocking(move || inner.work_until_empty());
+                .tasks
+                .spawn_blocking_on(move || worker.work_until_empty(), &inner.runtime);
         }
     }
 
@@ -221,6 +224,7 @@ impl<T> std::ops::Drop for Release<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio_util::task::TaskTracker;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::{Duration, Instant};
 
@@ -278,6 +282,7 @@ mod tests {
             Processor::new(
                 queues(),
                 1,
+                TaskTracker::new(),
                 move |q, item: u32| {
                     gate.wait();
                     done.lock().unwrap().push((q, item));
@@ -321,6 +326,7 @@ mod tests {
             Processor::new(
                 queues(),
                 4,
+                TaskTracker::new(),
                 move |q, _item: u32| {
                     if q == 0 {
                         let now = running.fetch_add(1, Ordering::SeqCst) + 1;
@@ -358,6 +364,7 @@ mod tests {
             Processor::new(
                 queues(),
                 2,
+                TaskTracker::new(),
                 move |_, _item: u32| {
                     running.fetch_add(1, Ordering::SeqCst);
                     gate.wait();
@@ -378,11 +385,13 @@ mod tests {
     async fn closing_sheds_what_waits_and_whatever_comes_after() {
         let gate = Arc::new(Gate::default());
         let shed = Arc::new(Mutex::new(Vec::new()));
+        let tasks = TaskTracker::new();
         let p = {
             let (gate, shed) = (gate.clone(), shed.clone());
             Processor::new(
                 queues(),
                 1,
+                tasks.clone(),
                 move |_, _item: u32| gate.wait(),
                 move |q, item, why| shed.lock().unwrap().push((q, item, why)),
             )
@@ -403,9 +412,12 @@ mod tests {
         .submit(1, 3);
         assert_eq!(shed.lock().unwrap().last(), Some(&(1, 3, Shed::Closed)));
         gate.open();
-        wait_until("the worker to end", || {
-            inner.state.lock().unwrap().workers == 0
-        });
+        // The owner waits for the worker through the tracker.
+        tasks.close();
+        tokio::time::timeout(Duration::from_secs(10), tasks.wait())
+            .await
+            .expect("the worker to end");
+        assert_eq!(inner.state.lock().unwrap().workers, 0);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -416,6 +428,7 @@ mod tests {
             Processor::new(
                 queues(),
                 1,
+                TaskTracker::new(),
                 move |_, item: u32| {
                     if item == 0 {
                         panic!("a bad item");

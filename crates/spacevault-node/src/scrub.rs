@@ -15,7 +15,7 @@ use std::time::Duration;
 /// What a blob costs the rate beyond its bytes (opening its file).
 const PER_BLOB: u64 = 4 << 10;
 
-/// Scrubs until the task is aborted.
+/// Scrubs until the vault stops.
 pub async fn run(shared: Arc<Shared>, config: ScrubConfig) {
     if config.rate == 0 {
         return;
@@ -28,7 +28,7 @@ pub async fn run(shared: Arc<Shared>, config: ScrubConfig) {
 
 async fn pass(shared: &Arc<Shared>, rate: u64) {
     let store = shared.store.clone();
-    let Ok(Ok(addresses)) = tokio::task::spawn_blocking(move || store.blob_addresses()).await
+    let Ok(Ok(addresses)) = shared.spawn_blocking(move || store.blob_addresses()).await
     else {
         return;
     };
@@ -42,7 +42,7 @@ async fn pass(shared: &Arc<Shared>, rate: u64) {
     for address in addresses {
         let reader = shared.clone();
         let checked =
-            tokio::task::spawn_blocking(move || data::read_local(&reader, &address)).await;
+            shared.spawn_blocking(move || data::read_local(&reader, &address)).await;
         let len = match checked {
             Ok(Ok(Some(bytes))) => bytes.len() as u64,
             // Gone since the pass began.

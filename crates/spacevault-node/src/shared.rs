@@ -15,6 +15,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 /// Blocking threads a vault's client requests hold at most at once.
 pub const MAX_REQUEST_WORKERS: usize = 4;
@@ -35,6 +38,12 @@ pub struct Shared {
     pub(crate) sync_peers: Mutex<crate::sync_peers::SyncPeers<net::Peer>>,
     /// Woken when workers change the engine ([`Shared::engine_changed`]).
     pub(crate) engine_changed: tokio::sync::Notify,
+    /// Every task the vault starts besides its main one and the API's
+    /// ([`Shared::spawn`], [`Shared::spawn_blocking`]): its stop waits for
+    /// them, so that nothing holds the store once it returns.
+    pub(crate) tasks: TaskTracker,
+    /// Cancelled when the vault stops: its tasks end at their next wait.
+    pub(crate) shutdown: CancellationToken,
     pub farmer: Farmer,
     pub key: Keypair,
     pub metrics: Metrics,
@@ -118,11 +127,31 @@ impl Shared {
         f: impl FnOnce(&Arc<Shared>) -> R + Send + 'static,
     ) -> Option<R> {
         let shared = self.clone();
-        tokio::task::spawn_blocking(move || {
-            spacevault_chain::meter::with(&shared.meter, || f(&shared))
-        })
-        .await
-        .ok()
+        self.spawn_blocking(move || spacevault_chain::meter::with(&shared.meter, || f(&shared)))
+            .await
+            .ok()
+    }
+
+    /// Starts `task` as one of the vault's: it ends at its next wait once
+    /// the vault stops (its result is then `None`), and the stop waits
+    /// for it.
+    pub(crate) fn spawn<R: Send + 'static>(
+        &self,
+        task: impl std::future::Future<Output = R> + Send + 'static,
+    ) -> JoinHandle<Option<R>> {
+        let shutdown = self.shutdown.clone();
+        self.tasks
+            .spawn(async move { shutdown.run_until_cancelled(task).await })
+    }
+
+    /// Runs `f` on a blocking thread as one of the vault's tasks: the stop
+    /// waits for it (a blocking thread cannot be cancelled; its work is
+    /// short).
+    pub(crate) fn spawn_blocking<R: Send + 'static>(
+        &self,
+        f: impl FnOnce() -> R + Send + 'static,
+    ) -> JoinHandle<R> {
+        self.tasks.spawn_blocking(f)
     }
 
     /// Tells the vault's task that the engine took a block or a proof from

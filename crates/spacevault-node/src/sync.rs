@@ -46,9 +46,10 @@ pub(crate) fn spawn_sync(
     if shared.syncing.swap(true, Ordering::AcqRel) {
         return;
     }
-    let shared = shared.clone();
+    let task = shared.clone();
     let internal = internal.clone();
-    tokio::spawn(async move {
+    shared.spawn(async move {
+        let shared = task;
         let peers = match peer {
             Some(p) => vec![p],
             None => shared.net.peers().await,

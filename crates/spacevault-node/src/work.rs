@@ -109,6 +109,7 @@ pub(crate) fn processor(
     Processor::new(
         QUEUES.to_vec(),
         MAX_WORKERS,
+        shared.tasks.clone(),
         move |_, work| {
             let shared = &worker_shared;
             meter::with(&shared.meter, || match work {
@@ -295,8 +296,9 @@ pub(crate) fn on_request(
             Response::Blocks(shared.engine().blocks_from(from, max, max_bytes))
         }
         Request::Store { blob } => {
-            let shared = shared.clone();
-            tokio::spawn(async move {
+            let task = shared.clone();
+            shared.spawn(async move {
+                let shared = task;
                 let response = data::store_request(&shared, peer, blob).await;
                 answer(&shared, peer, reply, response);
             });

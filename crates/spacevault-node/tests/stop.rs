@@ -1,0 +1,142 @@
+//! A vault's stop: its waiting tasks end at once, a request under way is
+//! answered, idle connections close, and once it returns nothing holds the
+//! store.
+
+mod common;
+
+use common::*;
+use spacevault_chain::{Block, ChainProof, Keypair};
+use spacevault_network::Topic;
+use spacevault_node::engine::Engine;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+/// Far below the old wait for every holder of the vault (up to 30 s), and
+/// than any task's own wait in these tests (5 s and more).
+const PROMPT: Duration = Duration::from_secs(3);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_ends_tasks_that_wait_at_once_and_frees_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = vec![vault_files(dir.path(), 0)];
+    // Long slots: a block may come up to two slots early, and waits.
+    let spec = spec(4000, 1);
+    let chain = spec.chain_id();
+    let vault = network(&spec, &files, false).await.remove(0);
+    let boot = vault.listen_addrs(Duration::from_secs(1)).await;
+    let (rogue, mut events) = joined_rogue(97, chain, boot, vault.peer_id()).await;
+    let key = Keypair::from_secret(&[97; 32]);
+    let drift = spacevault_chain::validate::max_drift_ms(&spec);
+    let held = || metric(&vault, "spacevault_blocks_held_early_total");
+    let mut round = 0u64;
+    // Sent until the vault holds one (gossip needs a mesh first): a task
+    // then sleeps until the block's time, some 6 s away.
+    while held() < 1.0 {
+        round += 1;
+        assert!(round < 200, "no early block was ever held");
+        let head = vault.shared.engine().head();
+        let proof = ChainProof {
+            farmer_key: key.public(),
+            seed: [9; 32],
+            k: 16,
+            nonce: round,
+        };
+        let ts = (spacevault_node::now_ms() + drift + 4000).max(head.timestamp_ms + spec.slot_ms);
+        let block = Block::produce(&key, chain, head.height + 1, head.hash, ts, proof, vec![]);
+        rogue.publish(Topic::Blocks, block.encode());
+        drain(&rogue, &mut events).await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let started = Instant::now();
+    vault.stop().await;
+    let took = started.elapsed();
+    assert!(
+        took < PROMPT,
+        "the stop took {took:?}: it waited for a held block's time"
+    );
+    Engine::open(&files[0].data.join("vault.redb"), spec.clone())
+        .expect("the store opens once the stop has returned");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_under_way_at_the_stop_is_answered_and_idle_connections_close() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = vec![vault_files(dir.path(), 0)];
+    let spec = spec(300, 1);
+    let vault = network(&spec, &files, true).await.remove(0);
+    let api = vault.api_addr().expect("the API listens");
+    // An idle connection, kept alive after one answer.
+    let mut idle = TcpStream::connect(api).unwrap();
+    idle.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    idle.write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        .unwrap();
+    let first = read_answer_head(&mut idle);
+    assert!(first.starts_with("HTTP/1.1 200"), "{first}");
+    // A PUT under way when the stop begins: the server has taken its head
+    // and waits for its body (it asked for it: 100 Continue).
+    let blob = b"kept through the stop".to_vec();
+    let mut put = TcpStream::connect(api).unwrap();
+    put.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let head = format!(
+        "PUT /v1/blobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/octet-stream\r\nContent-Length: {}\r\nExpect: 100-continue\r\n\r\n",
+        blob.len()
+    );
+    put.write_all(head.as_bytes()).unwrap();
+    let proceed = read_answer_head(&mut put);
+    assert!(proceed.starts_with("HTTP/1.1 100"), "{proceed:?}");
+    let started = Instant::now();
+    let stopping = tokio::spawn(vault.stop());
+    // New connections are refused once the stop has begun.
+    let refused = wait_for(Duration::from_secs(10), || TcpStream::connect(api).is_err()).await;
+    assert!(
+        refused,
+        "the API still took connections after the stop began"
+    );
+    put.write_all(&blob).unwrap();
+    let answer = read_answer_head(&mut put);
+    assert!(
+        answer.starts_with("HTTP/1.1 201"),
+        "the PUT under way at the stop was not answered: {answer:?}"
+    );
+    // The idle connection is closed by the server, not left to time out.
+    let mut rest = Vec::new();
+    let closed = idle.read_to_end(&mut rest);
+    assert!(
+        closed.is_ok(),
+        "the idle connection was not closed: {closed:?}"
+    );
+    tokio::time::timeout(Duration::from_secs(30), stopping)
+        .await
+        .expect("the stop ended")
+        .unwrap();
+    let took = started.elapsed();
+    assert!(took < PROMPT, "the stop took {took:?}");
+    Engine::open(&files[0].data.join("vault.redb"), spec.clone())
+        .expect("the store opens once the stop has returned");
+}
+
+/// The status line and headers of the next answer on `stream` (empty if
+/// the connection closed first).
+fn read_answer_head(stream: &mut TcpStream) -> String {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        match stream.read(&mut byte) {
+            Ok(1) => head.push(byte[0]),
+            _ => break,
+        }
+    }
+    let text = String::from_utf8_lossy(&head).to_string();
+    // The body, so that the connection is ready for the next request.
+    if let Some(len) = text.lines().find_map(|l| {
+        l.to_ascii_lowercase()
+            .strip_prefix("content-length:")
+            .map(|v| v.trim().parse::<usize>().unwrap_or(0))
+    }) {
+        let mut body = vec![0u8; len];
+        let _ = stream.read_exact(&mut body);
+    }
+    text
+}
