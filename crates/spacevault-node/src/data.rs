@@ -128,8 +128,7 @@ impl Drop for Running<'_> {
 /// copy was taken.
 async fn replicate(shared: &Arc<Shared>, pass: &Pass) -> bool {
     let store = shared.store.clone();
-    let Ok(Ok(addresses)) = shared.spawn_blocking(move || store.blob_addresses()).await
-    else {
+    let Ok(Ok(addresses)) = shared.spawn_blocking(move || store.blob_addresses()).await else {
         return false;
     };
     let r = shared.spec.replication as usize;
@@ -245,14 +244,15 @@ async fn store_local(
     address: [u8; 32],
 ) -> Result<Receipt, String> {
     let task = shared.clone();
-    shared.spawn_blocking(move || {
-        let shared = task;
-        meter::with(&shared.meter, || {
-            store_local_metered(&shared, &blob, address)
+    shared
+        .spawn_blocking(move || {
+            let shared = task;
+            meter::with(&shared.meter, || {
+                store_local_metered(&shared, &blob, address)
+            })
         })
-    })
-    .await
-    .map_err(|e| format!("the store's task failed: {e}"))?
+        .await
+        .map_err(|e| format!("the store's task failed: {e}"))?
 }
 
 fn store_local_metered(shared: &Shared, blob: &[u8], address: [u8; 32]) -> Result<Receipt, String> {
@@ -329,7 +329,9 @@ pub async fn read_verified(shared: &Arc<Shared>, address: &[u8; 32]) -> Option<V
     if damaged {
         let store = shared.store.clone();
         let (address, copy) = (*address, blob.clone());
-        let put = shared.spawn_blocking(move || store.put_blob(&address, &copy)).await;
+        let put = shared
+            .spawn_blocking(move || store.put_blob(&address, &copy))
+            .await;
         if matches!(put, Ok(Ok(_))) {
             shared.metrics.blob_repairs.inc();
             tracing::info!(address = %hex::encode(address), "repaired a damaged blob from another vault");
@@ -418,9 +420,9 @@ pub async fn put(shared: &Arc<Shared>, blob: Vec<u8>) -> Result<Put, PutError> {
         };
         let task = shared.clone();
         let blob = blob.clone();
-        asks.push(shared.spawn(async move {
-            request_vault(&task, peer, Request::Store { blob }).await
-        }));
+        asks.push(
+            shared.spawn(async move { request_vault(&task, peer, Request::Store { blob }).await }),
+        );
     }
     let mut receipts = Vec::new();
     if holders.contains(&own) {

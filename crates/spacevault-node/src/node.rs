@@ -213,7 +213,10 @@ impl Node {
         let _ = self.network.await;
         let tasks = &self.shared.tasks;
         tasks.close();
-        if tokio::time::timeout(STOP_LIMIT, tasks.wait()).await.is_err() {
+        if tokio::time::timeout(STOP_LIMIT, tasks.wait())
+            .await
+            .is_err()
+        {
             tracing::warn!(
                 left = tasks.len(),
                 "the vault's tasks did not all end in {STOP_LIMIT:?}"

@@ -224,9 +224,9 @@ impl<T> std::ops::Drop for Release<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokio_util::task::TaskTracker;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::{Duration, Instant};
+    use tokio_util::task::TaskTracker;
 
     fn queues() -> Vec<Queue> {
         vec![

@@ -28,8 +28,7 @@ pub async fn run(shared: Arc<Shared>, config: ScrubConfig) {
 
 async fn pass(shared: &Arc<Shared>, rate: u64) {
     let store = shared.store.clone();
-    let Ok(Ok(addresses)) = shared.spawn_blocking(move || store.blob_addresses()).await
-    else {
+    let Ok(Ok(addresses)) = shared.spawn_blocking(move || store.blob_addresses()).await else {
         return;
     };
     let progress = &shared.scrub;
@@ -41,8 +40,9 @@ async fn pass(shared: &Arc<Shared>, rate: u64) {
     let mut spent = 0u64;
     for address in addresses {
         let reader = shared.clone();
-        let checked =
-            shared.spawn_blocking(move || data::read_local(&reader, &address)).await;
+        let checked = shared
+            .spawn_blocking(move || data::read_local(&reader, &address))
+            .await;
         let len = match checked {
             Ok(Ok(Some(bytes))) => bytes.len() as u64,
             // Gone since the pass began.
