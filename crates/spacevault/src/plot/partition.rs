@@ -80,6 +80,25 @@ impl Partitioning {
     }
 }
 
+/// Records a partition holds at least: small enough that its slots stay in
+/// L2 while they are filled.
+pub(crate) const PARTITION_RECORDS: u64 = 1 << 17;
+
+/// Partitions the hashing threads scatter into, at most. Each partition is
+/// a stream of line writes into its own pages, and with more streams than
+/// the TLB holds pages every line written missed it: at k = 30, 8201
+/// partitions made the hashing phase twice as long as 1026 did. Larger
+/// partitions fill more slowly (their slots spill from L2), which costs
+/// the last phase a fraction of that.
+const MAX_PARTITIONS: u64 = 1 << 10;
+
+/// The in-memory plotter's partitions for `layout`: of [`PARTITION_RECORDS`]
+/// records, or larger where that would make more than [`MAX_PARTITIONS`].
+pub(crate) fn partitioning(layout: Layout) -> Partitioning {
+    let records = PARTITION_RECORDS.max(layout.record_count() / MAX_PARTITIONS);
+    Partitioning::new(layout, records)
+}
+
 /// The partition of a hash prefix, with the constants in a local value.
 #[derive(Clone, Copy)]
 pub(crate) struct Locator {
@@ -258,6 +277,32 @@ mod tests {
                     assert_eq!(locator.locate_f64(prefix), want, "bucket {b}");
                 }
             }
+        }
+    }
+
+    /// Up to k = 27 partitions of 2^17 records; beyond, the fewest that
+    /// keep at most about a thousand.
+    #[test]
+    fn partitions_grow_only_past_a_thousand() {
+        for k in 16..=40 {
+            let layout = Layout::for_k(k).unwrap();
+            let parting = partitioning(layout);
+            if k <= 27 {
+                let small = Partitioning::new(layout, PARTITION_RECORDS);
+                assert_eq!(parting.groups_per_part, small.groups_per_part, "k = {k}");
+            } else {
+                // Whole groups round the count up a little.
+                assert!(parting.count > MAX_PARTITIONS / 2, "k = {k}");
+                assert!(parting.count <= MAX_PARTITIONS + 8, "k = {k}");
+            }
+            // Neither too few nor wrapped around (k = 40's partitions have
+            // more than 2^24 buckets of 2^16 records).
+            let (records, n) = (parting.records_per_part(), layout.record_count());
+            assert!(records >= PARTITION_RECORDS / 2, "k = {k}");
+            assert!(
+                records >= n / (MAX_PARTITIONS + 8) && records / 2 <= n,
+                "k = {k}"
+            );
         }
     }
 }

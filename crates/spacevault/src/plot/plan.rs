@@ -6,7 +6,7 @@
 
 use super::external::{self, ExternalPlan};
 use super::memory;
-use super::partition::Partitioning;
+use super::partition::{self, Partitioning};
 use super::{PlotError, PlotOptions, Strategy};
 
 /// Memory the plotter keeps for itself beyond its sort keys.
@@ -62,7 +62,7 @@ impl PlotPlan {
     pub fn new(options: &PlotOptions) -> Result<PlotPlan, PlotError> {
         super::check_threads(options.threads)?;
         let layout = options.layout()?;
-        let in_memory = memory::partitioning(layout);
+        let in_memory = partition::partitioning(layout);
         let memory_in_memory = memory::memory_needed(&in_memory, options.threads) + FIXED_OVERHEAD;
         let strategy = match options.strategy {
             Strategy::Auto if memory_in_memory <= options.memory => Strategy::Memory,

@@ -6,18 +6,15 @@
 //! a whole line at a time, so the big arrays see sequential full-line writes.
 
 #[cfg(target_arch = "x86_64")]
+use super::lines::LinePusher;
+use super::lines::LINE_BYTES;
+#[cfg(target_arch = "x86_64")]
 use super::simd::avx512;
 use super::simd::Simd;
 use super::{Phase, PlotError, Progress};
 use crate::aligned::{MappedBuf, Pages};
 use std::sync::Mutex;
 
-/// Two cache lines: a partition's line fills half as often as with one, and
-/// each fill is a mispredicted branch and a few loads and stores besides
-/// the store itself. At k = 32 (512 partitions, 64 KiB of lines a thread)
-/// that made the scatter faster than 64-byte lines did, and 256 bytes
-/// gained nothing more.
-pub(crate) const LINE_BYTES: usize = 128;
 /// With [`Room::Pages`] each partition's array starts on a page boundary
 /// and spans whole pages, so it can be written with O_DIRECT straight from
 /// here.
@@ -161,15 +158,14 @@ impl<T: Copy + Default> Scatter<T> {
                 // below line_fill.len() (checked above).
                 unsafe {
                     let keys = std::slice::from_raw_parts(keys.as_ptr().cast(), keys.len());
-                    let mut pusher = LinePusher {
-                        base: arrays.keys.as_mut_ptr().cast(),
-                        cap: arrays.cap,
-                        fills: arrays.fill.as_mut_ptr(),
-                        lines: lines.as_mut_ptr().cast(),
-                        line_fill: line_fill.as_mut_ptr(),
-                        parts: line_fill.len(),
-                        _scatter: std::marker::PhantomData,
-                    };
+                    let mut pusher = LinePusher::new(
+                        arrays.keys.as_mut_ptr().cast(),
+                        arrays.cap,
+                        arrays.fill.as_mut_ptr(),
+                        lines.as_mut_ptr().cast(),
+                        line_fill.as_mut_ptr(),
+                        line_fill.len(),
+                    );
                     next += avx512::push_fitting_lines(&mut pusher, &parts[next..], &keys[next..]);
                 }
                 // The record there, if any, fills a line its array has no
@@ -387,21 +383,6 @@ impl<T: Copy> Arrays<T> {
     }
 }
 
-/// A scatter of 4-byte records seen through raw pointers, for loops that
-/// push records from between their own AVX-512 steps: [`Scatter::push_block`]'s
-/// fast path, and the plotter's loop that hashes, locates and pushes 16
-/// records at a time (`plot/keys.rs`).
-#[cfg(target_arch = "x86_64")]
-pub(crate) struct LinePusher<'a> {
-    pub(crate) base: *mut u32,
-    pub(crate) cap: usize,
-    pub(crate) fills: *mut usize,
-    pub(crate) lines: *mut u32,
-    pub(crate) line_fill: *mut u8,
-    parts: usize,
-    _scatter: std::marker::PhantomData<&'a mut Scatter<u32>>,
-}
-
 #[cfg(target_arch = "x86_64")]
 impl Scatter<u32> {
     pub(crate) fn line_pusher(&mut self) -> LinePusher<'_> {
@@ -413,23 +394,14 @@ impl Scatter<u32> {
         } = self;
         assert_eq!(lines.len(), line_fill.len() * Self::LINE);
         assert_eq!(arrays.fill.len(), line_fill.len());
-        LinePusher {
-            base: arrays.keys.as_mut_ptr(),
-            cap: arrays.cap,
-            fills: arrays.fill.as_mut_ptr(),
-            lines: lines.as_mut_ptr(),
-            line_fill: line_fill.as_mut_ptr(),
-            parts: line_fill.len(),
-            _scatter: std::marker::PhantomData,
-        }
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-impl LinePusher<'_> {
-    /// Partitions of the scatter.
-    pub fn parts(&self) -> usize {
-        self.parts
+        LinePusher::new(
+            arrays.keys.as_mut_ptr(),
+            arrays.cap,
+            arrays.fill.as_mut_ptr(),
+            lines.as_mut_ptr(),
+            line_fill.as_mut_ptr(),
+            line_fill.len(),
+        )
     }
 }
 

@@ -15,7 +15,8 @@
 //! keys. Entries of 8 bytes (the whole nonce) made filing, the largest part
 //! of phase 2's work, twice the memory traffic.
 
-use super::keys::{for_each_run, KeyShape};
+use super::key_shape::KeyShape;
+use super::keys::for_each_run;
 use super::placer::{Dense, Placer, WINDOW_BUCKETS_LOG2};
 
 /// Records filed at once at most: the bucket range check is done once

@@ -4,7 +4,8 @@
 
 use super::temp_file::{RoundBuffers, RoundSegments};
 use crate::kernel::Kernel;
-use crate::plot::keys::{for_each_run, hash_range, KeyShape, RangeKeys};
+use crate::plot::key_shape::KeyShape;
+use crate::plot::keys::{for_each_run, hash_range, RangeKeys};
 use crate::plot::pack::SlotPlacer;
 use crate::plot::partition::Partitioning;
 use crate::plot::pipeline::{PartitionSource, Scratch};

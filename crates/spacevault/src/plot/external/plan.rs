@@ -3,7 +3,7 @@
 
 use super::temp_file::{MARK, PAGE, TEMP_RECORD};
 use crate::format::Layout;
-use crate::plot::keys::KeyShape;
+use crate::plot::key_shape::KeyShape;
 use crate::plot::partition::Partitioning;
 use crate::plot::scatter::{Room, Scatter};
 use crate::plot::PlotError;

@@ -1,6 +1,6 @@
 use super::*;
 use crate::format::Layout;
-use crate::plot::keys::KeyShape;
+use crate::plot::key_shape::KeyShape;
 use crate::plot::NoProgress;
 
 /// Keys with buckets and keys that make phase 2 hash again give the

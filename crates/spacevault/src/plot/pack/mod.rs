@@ -3,7 +3,7 @@
 //! starts depends on where the previous one ended) and every record is then
 //! written straight into its slot: no sorted copy of the partition is made.
 
-use super::keys::KeyShape;
+use super::key_shape::KeyShape;
 use super::partition::Partitioning;
 use super::placer::{place_by_runs, Dense, Placer, WINDOW_BUCKETS_LOG2};
 use super::sink::{BufPool, Packed};

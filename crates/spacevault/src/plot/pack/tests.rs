@@ -159,7 +159,7 @@ fn placing_runs_of_keys_matches_placing_each_record() {
         let layout = Layout::for_k(k).unwrap();
         // A target that leaves the last partition short.
         let parting = Partitioning::new(layout, target + target / 3);
-        let shape = crate::plot::keys::KeyShape::with_buckets(&parting);
+        let shape = crate::plot::key_shape::KeyShape::with_buckets(&parting);
         for index in [0, parting.count - 1] {
             let buckets = parting.buckets(index);
             let n_buckets = (buckets.end - buckets.start) as usize;

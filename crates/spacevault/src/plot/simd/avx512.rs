@@ -5,9 +5,9 @@
 //! twin beside its caller that the tests hold it to.
 
 use crate::kernel::Kernel;
-use crate::plot::keys::KeyShape;
+use crate::plot::key_shape::KeyShape;
+use crate::plot::lines::{LinePusher, LINE_BYTES};
 use crate::plot::partition::Locator;
-use crate::plot::scatter::{LinePusher, LINE_BYTES};
 
 /// What [`Locator::multiply_constants`] gives and a key's shape needs, in
 /// registers: the partition and key of 16 hashes' first words at a time.
