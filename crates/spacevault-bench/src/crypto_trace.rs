@@ -6,12 +6,12 @@
 
 use crate::BenchError;
 use serde::Serialize;
-use spacevault_chain::meter::{Kind, Op};
+use spacevault_meter::{Kind, Op};
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::Path;
 
-pub use spacevault_chain::trace::{Trace, TracedOp, MAGIC};
+pub use spacevault_meter::trace::{Trace, TracedOp, MAGIC};
 
 /// Writes a trace to a file of its own.
 pub fn write(trace: &Trace, path: &Path) -> Result<(), BenchError> {

@@ -54,7 +54,7 @@ pub fn decode_everything(data: &[u8]) {
         assert_eq!(a.encode(), data, "an announcement in a non-canonical form");
         let _ = a.signature_ok(&[0; 32]);
     }
-    if let Ok(trace) = crate::trace::Trace::decode(data) {
+    if let Ok(trace) = spacevault_meter::trace::Trace::decode(data) {
         assert_eq!(
             trace.encode(),
             data,

@@ -9,14 +9,14 @@ pub mod fork;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod keys;
-pub mod meter;
+pub mod sig_cache;
 pub mod spec;
-pub mod trace;
 pub mod types;
 pub mod validate;
 
 pub use codec::DecodeError;
 pub use keys::Keypair;
+pub use sig_cache::SigCache;
 pub use spec::{ChainSpec, SpecError};
 pub use types::{
     blob_address, challenge, genesis_hash, Announce, Block, BlockHeader, ChainProof, Limits,

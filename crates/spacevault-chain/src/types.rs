@@ -4,7 +4,8 @@
 
 use crate::codec::{DecodeError, Reader, Writer};
 use crate::keys::{self, Keypair};
-use crate::meter::{self, Op};
+use crate::sig_cache::SigCache;
+use spacevault_meter::{self as meter, Op};
 
 /// The encoding version of blocks and messages.
 pub const PROTOCOL_VERSION: u16 = 1;
@@ -177,7 +178,16 @@ impl RegisterTx {
 
     pub fn signature_ok(&self, chain_id: &[u8; 32]) -> bool {
         let id = self.id(chain_id);
-        meter::verify_cached(Op::VerifyTx, &self.owner, &id, &self.signature, || {
+        meter::timed_on(Op::VerifyTx, meter::fingerprint_of(&self.signature), || {
+            keys::verify(&self.owner, &id, &self.signature)
+        })
+    }
+
+    /// [`RegisterTx::signature_ok`], answered from `cache` if it has seen
+    /// this signature valid.
+    pub fn signature_ok_with(&self, chain_id: &[u8; 32], cache: &SigCache) -> bool {
+        let id = self.id(chain_id);
+        cache.verify(Op::VerifyTx, &self.owner, &id, &self.signature, || {
             keys::verify(&self.owner, &id, &self.signature)
         })
     }

@@ -3,9 +3,10 @@
 //! counts in its metrics.
 
 use crate::keys;
-use crate::meter::{self, Op};
+use crate::sig_cache::SigCache;
 use crate::spec::ChainSpec;
 use crate::types::{challenge, Block, ChainProof, Ranked, RegisterTx};
+use spacevault_meter::{self as meter, Op};
 
 /// Why a message was refused.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -152,8 +153,14 @@ pub fn check_proof(
         .map_err(|e| Rejection::BadProof(e.to_string()))
 }
 
-/// Checks a transaction on its own: sizes and signature.
-pub fn check_tx(spec: &ChainSpec, chain_id: &[u8; 32], tx: &RegisterTx) -> Result<(), Rejection> {
+/// Checks a transaction on its own: sizes and signature (answered from
+/// `cache` when given and it has seen the signature valid).
+pub fn check_tx(
+    spec: &ChainSpec,
+    chain_id: &[u8; 32],
+    tx: &RegisterTx,
+    cache: Option<&SigCache>,
+) -> Result<(), Rejection> {
     if tx.name.is_empty() {
         return Err(Rejection::EmptyName);
     }
@@ -162,7 +169,11 @@ pub fn check_tx(spec: &ChainSpec, chain_id: &[u8; 32], tx: &RegisterTx) -> Resul
     {
         return Err(Rejection::TxTooLarge);
     }
-    if !tx.signature_ok(chain_id) {
+    let valid = match cache {
+        Some(cache) => tx.signature_ok_with(chain_id, cache),
+        None => tx.signature_ok(chain_id),
+    };
+    if !valid {
         return Err(Rejection::BadTxSignature);
     }
     Ok(())
@@ -177,17 +188,23 @@ pub fn check_block(
     parent: &Parent,
     block: &Block,
     now_ms: u64,
+    cache: Option<&SigCache>,
 ) -> Result<Ranked, Rejection> {
     let ranked = check_header(spec, chain_id, parent, block, now_ms)?;
-    check_txs(spec, chain_id, block)?;
+    check_txs(spec, chain_id, block, cache)?;
     Ok(ranked)
 }
 
 /// Each transaction of a block on its own (sizes, signature): the costly
 /// part of a block's check, one verification a transaction.
-pub fn check_txs(spec: &ChainSpec, chain_id: &[u8; 32], block: &Block) -> Result<(), Rejection> {
+pub fn check_txs(
+    spec: &ChainSpec,
+    chain_id: &[u8; 32],
+    block: &Block,
+    cache: Option<&SigCache>,
+) -> Result<(), Rejection> {
     for tx in &block.txs {
-        check_tx(spec, chain_id, tx)?;
+        check_tx(spec, chain_id, tx, cache)?;
     }
     Ok(())
 }
@@ -375,42 +392,49 @@ mod tests {
             Block::produce(&producer, chain, 1, parent.hash, ts, proof, vec![])
         };
         let good = make(at, proof.clone());
-        assert!(check_block(&spec, &chain, &parent, &good, at).is_ok());
+        assert!(check_block(&spec, &chain, &parent, &good, at, None).is_ok());
         assert_eq!(
-            check_block(&spec, &chain, &parent, &make(at - 1, proof.clone()), at),
+            check_block(
+                &spec,
+                &chain,
+                &parent,
+                &make(at - 1, proof.clone()),
+                at,
+                None
+            ),
             Err(Rejection::TooEarly {
                 got: at - 1,
                 earliest: at
             })
         );
         assert!(matches!(
-            check_block(&spec, &chain, &parent, &good, at - 10_000),
+            check_block(&spec, &chain, &parent, &good, at - 10_000, None),
             Err(Rejection::Future { .. })
         ));
         let mut stolen = proof.clone();
         stolen.farmer_key = Keypair::from_secret(&[8; 32]).public();
-        let r = check_block(&spec, &chain, &parent, &make(at, stolen), at);
+        let r = check_block(&spec, &chain, &parent, &make(at, stolen), at, None);
         assert_eq!(r, Err(Rejection::BadSignature));
         let mut big = proof.clone();
         big.nonce = 1 << 20;
         assert!(matches!(
-            check_block(&spec, &chain, &parent, &make(at, big), at),
+            check_block(&spec, &chain, &parent, &make(at, big), at, None),
             Err(Rejection::BadProof(_))
         ));
         let mut small = proof;
         small.k = 12;
         assert_eq!(
-            check_block(&spec, &chain, &parent, &make(at, small), at),
+            check_block(&spec, &chain, &parent, &make(at, small), at, None),
             Err(Rejection::BadK(12))
         );
         let mut forged = good.clone();
         forged.header.height = 2;
         assert!(matches!(
-            check_block(&spec, &chain, &parent, &forged, at),
+            check_block(&spec, &chain, &parent, &forged, at, None),
             Err(Rejection::BadHeight { .. })
         ));
         assert_eq!(
-            check_block(&spec, &[0; 32], &parent, &good, at),
+            check_block(&spec, &[0; 32], &parent, &good, at, None),
             Err(Rejection::WrongChain)
         );
     }
@@ -448,7 +472,7 @@ mod tests {
         let producer = Keypair::from_secret(&[7; 32]);
         let owner = Keypair::from_secret(&[8; 32]);
         let tx = |name: &[u8], value: &[u8]| RegisterTx::signed(&owner, &chain, name, 1, value);
-        let check = |b: &Block| check_block(&spec, &chain, &parent, b, now);
+        let check = |b: &Block| check_block(&spec, &chain, &parent, b, now, None);
 
         assert!(check(&block_with(
             &spec,
@@ -488,17 +512,29 @@ mod tests {
                 check(&block_with(&spec, &producer, txs.clone())),
                 Err(why.clone())
             );
-            assert_eq!(check_tx(&spec, &chain, &txs[0]), Err(why));
+            assert_eq!(check_tx(&spec, &chain, &txs[0], None), Err(why));
         }
         // At the limits exactly: accepted.
-        assert!(check_tx(&spec, &chain, &tx(b"four", b"12345678")).is_ok());
+        assert!(check_tx(&spec, &chain, &tx(b"four", b"12345678"), None).is_ok());
 
         let mut forged = tx(b"a", b"v");
         forged.value = b"w".to_vec();
         assert_eq!(
-            check_tx(&spec, &chain, &forged),
+            check_tx(&spec, &chain, &forged, None),
             Err(Rejection::BadTxSignature)
         );
+        // With a cache: the valid one is remembered, the forged one
+        // refused however often it comes.
+        let cache = SigCache::default();
+        let valid = tx(b"a", b"v");
+        for _ in 0..2 {
+            assert!(check_tx(&spec, &chain, &valid, Some(&cache)).is_ok());
+            assert_eq!(
+                check_tx(&spec, &chain, &forged, Some(&cache)),
+                Err(Rejection::BadTxSignature)
+            );
+        }
+        assert_eq!((cache.len(), cache.hits(Op::VerifyTx)), (1, 1));
         assert_eq!(
             check(&block_with(&spec, &producer, vec![forged])),
             Err(Rejection::BadTxSignature)
@@ -662,9 +698,9 @@ mod tests {
         let block = block_with(&spec, &Keypair::from_secret(&[7; 32]), vec![]);
         let ts = block.header.timestamp_ms;
         let drift = max_drift_ms(&spec);
-        assert!(check_block(&spec, &chain, &parent, &block, ts - drift).is_ok());
+        assert!(check_block(&spec, &chain, &parent, &block, ts - drift, None).is_ok());
         assert_eq!(
-            check_block(&spec, &chain, &parent, &block, ts - drift - 1),
+            check_block(&spec, &chain, &parent, &block, ts - drift - 1, None),
             Err(Rejection::Future {
                 got: ts,
                 now: ts - drift - 1

@@ -34,13 +34,13 @@ fn valid_messages() -> Vec<Vec<u8>> {
     };
     let announce = Announce::signed(&producer, &chain, 5, vec![vec![4, 127, 0, 0, 1]]);
     let spec = ChainSpec::new("fuzz", 1_000_000, 1000);
-    let trace = spacevault_chain::trace::Trace {
+    let trace = spacevault_meter::trace::Trace {
         vault: 1,
         cores: 2,
         window_start_ns: 100,
         window_end_ns: 900,
-        ops: vec![spacevault_chain::trace::TracedOp::new(
-            spacevault_chain::meter::Op::VerifyTx,
+        ops: vec![spacevault_meter::trace::TracedOp::new(
+            spacevault_meter::Op::VerifyTx,
             200,
             40,
             7,
@@ -87,7 +87,7 @@ fn the_valid_messages_decode() {
     assert!(Announce::decode(&m[3]).is_ok());
     assert!(ChainSpec::decode(&m[4]).is_ok());
     assert!(ChainSpec::from_json(std::str::from_utf8(&m[5]).unwrap()).is_ok());
-    assert!(spacevault_chain::trace::Trace::decode(&m[6]).is_ok());
+    assert!(spacevault_meter::trace::Trace::decode(&m[6]).is_ok());
     for data in &m {
         decode_everything(data);
     }

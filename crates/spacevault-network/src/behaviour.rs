@@ -8,7 +8,7 @@ use libp2p::identity::{self, PeerId};
 use libp2p::request_response::{self, ProtocolSupport};
 use libp2p::swarm::NetworkBehaviour;
 use libp2p::{allow_block_list, identify, kad, noise, ping, yamux, StreamProtocol};
-use spacevault_chain::meter::Op;
+use spacevault_meter::Op;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -65,7 +65,7 @@ pub(crate) fn behaviour(key: &identity::Keypair, config: &Config) -> Result<Beha
             let started = std::time::Instant::now();
             let digest = blake3::hash(&m.data);
             if let Some(meter) = &meter {
-                let input = spacevault_chain::meter::fingerprint_of(digest.as_bytes());
+                let input = spacevault_meter::fingerprint_of(digest.as_bytes());
                 meter.record(Op::HashMessageId, started, std::time::Instant::now(), input);
             }
             let id = MessageId::from(&digest.as_bytes()[..20]);

@@ -31,7 +31,7 @@ use libp2p::request_response::{self, OutboundRequestId, ResponseChannel};
 use libp2p::swarm::SwarmEvent;
 use libp2p::{identify, kad, noise, ping, tcp, Multiaddr, Swarm};
 pub use limits::ConnectionLimits;
-use spacevault_chain::meter::Meter;
+use spacevault_meter::Meter;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;

@@ -242,18 +242,18 @@ async fn metrics(State(s): S) -> impl IntoResponse {
 
 /// The vault's cryptographic operations so far, by kind and purpose.
 async fn crypto(State(s): S) -> Json<CryptoAnswer> {
-    let operations = spacevault_chain::meter::Op::ALL
+    let operations = spacevault_meter::Op::ALL
         .iter()
         .map(|&op| CryptoOpJson {
             kind: op.kind().name().to_string(),
             purpose: op.purpose().to_string(),
             count: s.meter.count(op),
             seconds: s.meter.nanos(op) as f64 / 1e9,
-            cache_hits: s.meter.cache_hits(op),
+            cache_hits: s.sig_cache.as_ref().map_or(0, |c| c.hits(op)),
         })
         .collect();
     Json(CryptoAnswer {
-        verify_cache: s.meter.has_verify_cache(),
+        verify_cache: s.sig_cache.is_some(),
         operations,
     })
 }
@@ -285,7 +285,7 @@ async fn crypto_trace(
         ));
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
-    let trace = spacevault_chain::trace::Trace::of_spans(
+    let trace = spacevault_meter::trace::Trace::of_spans(
         0,
         cores,
         s.meter.epoch_unix_ns(),
@@ -715,7 +715,11 @@ async fn get_register(
         value: entry.value.clone(),
         signature: entry.signature,
     };
-    if !spacevault_chain::meter::with(&s.meter, || tx.signature_ok(&s.chain_id)) {
+    let valid = spacevault_meter::with(&s.meter, || match &s.sig_cache {
+        Some(cache) => tx.signature_ok_with(&s.chain_id, cache),
+        None => tx.signature_ok(&s.chain_id),
+    });
+    if !valid {
         s.metrics.register_reverify_failures.inc();
         tracing::warn!(owner = %hex::encode(owner), %name, "a stored register does not carry its owner's signature");
         return Err(ApiError(

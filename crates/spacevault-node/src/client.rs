@@ -146,10 +146,10 @@ impl Client {
     pub async fn crypto_trace(
         &self,
         window: (u64, u64),
-    ) -> Result<spacevault_chain::trace::Trace, ClientError> {
+    ) -> Result<spacevault_meter::trace::Trace, ClientError> {
         let path = format!("/v1/crypto/trace?from_ns={}&to_ns={}", window.0, window.1);
         let bytes = self.ok(hyper::Method::GET, &path, vec![]).await?;
-        spacevault_chain::trace::Trace::decode(&bytes).map_err(ClientError::BadAnswer)
+        spacevault_meter::trace::Trace::decode(&bytes).map_err(ClientError::BadAnswer)
     }
 
     pub async fn get_path(&self, path: &str) -> Result<(u16, Vec<u8>), ClientError> {

@@ -23,7 +23,7 @@ pub struct NodeConfig {
     /// Gossipsub's heartbeat ([`GOSSIP_HEARTBEAT`] unless a test wants
     /// its meshes sooner).
     pub heartbeat: Duration,
-    /// Remember signatures verified once (see `meter::verify_cached`).
+    /// Remember signatures verified once (`spacevault_chain::SigCache`).
     pub verify_cache: bool,
     /// Distance to hold peers at, for test networks on one machine.
     pub links: Option<Arc<net::links::LinkProfile>>,

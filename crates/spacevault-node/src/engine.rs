@@ -6,14 +6,17 @@
 
 use spacevault_chain::fork::{self, Fork};
 use spacevault_chain::validate::{self, check_tx, Parent};
+use spacevault_chain::SigCache;
 use spacevault_chain::{
     Block, ChainProof, ChainSpec, Keypair, Limits, ProofMsg, Ranked, RegisterTx, Rejection,
 };
 use spacevault_store::{Status, Store, StoreError};
-use std::collections::BTreeMap;
 use std::path::Path;
 
+mod mempool;
 mod orphans;
+use mempool::Mempool;
+pub use mempool::{MAX_MEMPOOL, MAX_VERSIONS_AHEAD};
 pub use orphans::{Origin, MAX_ORPHANS, MAX_ORPHANS_PER_ORIGIN, ORPHAN_SLOTS};
 
 /// What became of an imported block.
@@ -69,11 +72,6 @@ struct Election {
 
 /// Proofs an election keeps: enough to rank this vault's own among them.
 const ELECTION_KEEPS: usize = 64;
-/// Blocks kept while their parent is missing.
-/// Transactions pending at most.
-pub const MAX_MEMPOOL: usize = 16_384;
-/// How far ahead of a register's version a pending transaction may be.
-pub const MAX_VERSIONS_AHEAD: u64 = 64;
 /// Places a vault waits at most for its proof's expected place: at places
 /// of the producer timeout (half a slot), four slots without a block,
 /// after which any vault may make one.
@@ -141,8 +139,11 @@ pub struct Engine {
     /// milliseconds, smoothed: what spaces this vault's turn from the
     /// likelier producers' when the network runs late.
     block_delay_ms: f64,
-    mempool: BTreeMap<[u8; 32], RegisterTx>,
+    mempool: Mempool,
     orphans: orphans::Orphans,
+    /// Signatures verified before, if the vault keeps them: a block's
+    /// transactions were mostly verified as they arrived.
+    sig_cache: Option<std::sync::Arc<SigCache>>,
 }
 
 impl Engine {
@@ -165,8 +166,18 @@ impl Engine {
             spec,
             store: std::sync::Arc::new(store),
             head,
-            mempool: BTreeMap::new(),
+            mempool: Mempool::default(),
+            sig_cache: None,
         })
+    }
+
+    /// Checks transactions' signatures against `cache` first from now on.
+    pub fn use_sig_cache(&mut self, cache: std::sync::Arc<SigCache>) {
+        self.sig_cache = Some(cache);
+    }
+
+    fn sig_cache(&self) -> Option<&SigCache> {
+        self.sig_cache.as_deref()
     }
 
     pub fn spec(&self) -> &ChainSpec {
@@ -278,7 +289,7 @@ impl Engine {
                 return Err(Rejection::NotBetter);
             }
         }
-        validate::check_txs(&self.spec, &self.chain_id, &block)?;
+        validate::check_txs(&self.spec, &self.chain_id, &block, self.sig_cache())?;
         self.store.insert_block(&block, rank).map_err(store_err)?;
         let outcome = self.choose(&hash, &block, now_ms).map_err(store_err)??;
         Ok(outcome)
@@ -437,8 +448,8 @@ impl Engine {
             };
             for tx in old.txs {
                 let applied = self.store.register_version(&tx.owner, &tx.name)?;
-                if tx.version > applied && self.mempool.len() < MAX_MEMPOOL {
-                    self.mempool.insert(tx.id(&self.chain_id), tx);
+                if tx.version > applied {
+                    self.mempool.put_back(tx.id(&self.chain_id), tx);
                 }
             }
         }
@@ -456,11 +467,8 @@ impl Engine {
         self.previous = Some(std::mem::replace(&mut self.election, next));
         // Transactions the new chain holds, or made stale, leave the pool.
         let store = &self.store;
-        self.mempool.retain(|_, tx| {
-            store
-                .register_version(&tx.owner, &tx.name)
-                .is_ok_and(|v| tx.version > v)
-        });
+        self.mempool
+            .retain_ahead(|owner, name| store.register_version(owner, name).ok());
         Ok(())
     }
 
@@ -625,36 +633,17 @@ impl Engine {
     /// Pending transactions that apply on the head, in order, within the
     /// block's limit.
     fn pending_txs(&self) -> Vec<RegisterTx> {
-        let mut by_register: BTreeMap<(&[u8; 32], &[u8]), Vec<&RegisterTx>> = BTreeMap::new();
-        for tx in self.mempool.values() {
-            by_register
-                .entry((&tx.owner, &tx.name))
-                .or_default()
-                .push(tx);
-        }
-        let mut out = Vec::new();
-        for ((owner, name), mut txs) in by_register {
-            let Ok(mut version) = self.store.register_version(owner, name) else {
-                continue;
-            };
-            txs.sort_by_key(|t| t.version);
-            for tx in txs {
-                if out.len() == self.spec.max_block_txs as usize {
-                    return out;
-                }
-                if tx.version == version + 1 {
-                    out.push(tx.clone());
-                    version += 1;
-                }
-            }
-        }
-        out
+        let store = &self.store;
+        self.mempool
+            .applicable(self.spec.max_block_txs as usize, |owner, name| {
+                store.register_version(owner, name).ok()
+            })
     }
 
     /// A transaction for the pool: checked on its own and against the
     /// register's version; Ok(false) when already pending.
     pub fn add_tx(&mut self, tx: RegisterTx) -> Result<bool, Rejection> {
-        check_tx(&self.spec, &self.chain_id, &tx)?;
+        check_tx(&self.spec, &self.chain_id, &tx, self.sig_cache())?;
         self.add_checked_tx(tx)
     }
 
@@ -666,33 +655,13 @@ impl Engine {
             .store
             .register_version(&tx.owner, &tx.name)
             .map_err(unable_to_store)?;
-        // Versions already written are replays; versions far ahead could
-        // never be included and would only fill the pool.
-        if tx.version <= current || tx.version > current + MAX_VERSIONS_AHEAD {
-            return Err(Rejection::BadTxVersion {
-                got: tx.version,
-                current,
-            });
-        }
         let id = tx.id(&self.chain_id);
-        if self.mempool.contains_key(&id) {
-            return Ok(false);
-        }
-        if self.mempool.len() >= MAX_MEMPOOL {
-            return Err(Rejection::Unable {
-                what: "pool_full",
-                why: format!("the transaction pool is full ({MAX_MEMPOOL})"),
-            });
-        }
-        self.mempool.insert(id, tx);
-        Ok(true)
+        self.mempool.add(id, tx, current)
     }
 
     /// Whether a write of `version` to the register is pending here.
     pub fn is_pending(&self, owner: &[u8; 32], name: &[u8], version: u64) -> bool {
-        self.mempool
-            .values()
-            .any(|t| t.version == version && t.owner == *owner && t.name == name)
+        self.mempool.is_pending(owner, name, version)
     }
 
     #[cfg(test)]

@@ -262,8 +262,8 @@ impl Metrics {
     }
 
     /// Brings the crypto counters up to the meter's figures.
-    pub fn sync_crypto(&self, meter: &spacevault_chain::meter::Meter) {
-        for op in spacevault_chain::meter::Op::ALL {
+    pub fn sync_crypto(&self, meter: &spacevault_meter::Meter) {
+        for op in spacevault_meter::Op::ALL {
             let label = CryptoOp {
                 kind: op.kind().name().to_string(),
                 purpose: op.purpose().to_string(),

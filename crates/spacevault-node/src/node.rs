@@ -12,8 +12,8 @@ use crate::shared::{Arrivals, Internal, Shared};
 use crate::sync::spawn_sync;
 use crate::vaults::Vaults;
 use crate::work::{self, Work};
-use spacevault_chain::meter::{self, Meter, Op};
-use spacevault_chain::{ChainSpec, ProofMsg};
+use spacevault_chain::{ChainSpec, ProofMsg, SigCache};
+use spacevault_meter::{self as meter, Meter, Op};
 use spacevault_network::{self as net, Event, Topic};
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicBool;
@@ -49,7 +49,7 @@ impl Node {
             path: config.data_dir.clone(),
             cause,
         })?;
-        let engine = Engine::open(&config.data_dir.join("vault.redb"), config.spec.clone())?;
+        let mut engine = Engine::open(&config.data_dir.join("vault.redb"), config.spec.clone())?;
         let farmer = if config.plots.is_empty() {
             Farmer::empty()
         } else {
@@ -65,11 +65,11 @@ impl Node {
         net_config.heartbeat = config.heartbeat;
         net_config.links = config.links.clone();
         net_config.limits = config.connection_limits;
-        let meter = Meter::new(config.trace_crypto);
-        let meter = Arc::new(match config.verify_cache {
-            true => meter.with_verify_cache(),
-            false => meter,
-        });
+        let meter = Arc::new(Meter::new(config.trace_crypto));
+        let sig_cache = config.verify_cache.then(|| Arc::new(SigCache::default()));
+        if let Some(cache) = &sig_cache {
+            engine.use_sig_cache(cache.clone());
+        }
         net_config.meter = Some(meter.clone());
         let (net, events, network) = net::start(net_config)?;
         let height = engine.head().height;
@@ -103,6 +103,7 @@ impl Node {
             arrivals: Mutex::new(Arrivals::default()),
             syncing: AtomicBool::new(false),
             meter,
+            sig_cache,
             round_trips: Mutex::new(Default::default()),
             deepest_reorg: Default::default(),
             api_times: config

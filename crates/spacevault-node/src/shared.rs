@@ -7,8 +7,8 @@ use crate::engine::Engine;
 use crate::farmer::{Farmer, Found};
 use crate::metrics::Metrics;
 use crate::vaults::Vaults;
-use spacevault_chain::meter::Meter;
-use spacevault_chain::{ChainSpec, Keypair};
+use spacevault_chain::{ChainSpec, Keypair, SigCache};
+use spacevault_meter::Meter;
 use spacevault_network as net;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -61,6 +61,9 @@ pub struct Shared {
     pub(crate) syncing: AtomicBool,
     /// This vault's cryptographic operations.
     pub meter: Arc<Meter>,
+    /// Signatures verified before, if the vault keeps them (the engine
+    /// holds it too).
+    pub sig_cache: Option<Arc<SigCache>>,
     /// The most blocks one change of branch took off the canonical chain.
     pub deepest_reorg: std::sync::atomic::AtomicU64,
     /// The last measured round trip to each connected peer.
@@ -127,7 +130,7 @@ impl Shared {
         f: impl FnOnce(&Arc<Shared>) -> R + Send + 'static,
     ) -> Option<R> {
         let shared = self.clone();
-        self.spawn_blocking(move || spacevault_chain::meter::with(&shared.meter, || f(&shared)))
+        self.spawn_blocking(move || spacevault_meter::with(&shared.meter, || f(&shared)))
             .await
             .ok()
     }

@@ -8,9 +8,9 @@ use crate::engine::Imported;
 use crate::processor::{Processor, Queue, Shed};
 use crate::shared::{Internal, Shared};
 use crate::sync::spawn_sync;
-use spacevault_chain::meter;
 use spacevault_chain::validate::check_tx;
 use spacevault_chain::{Block, ProofMsg, RegisterTx, Rejection};
+use spacevault_meter as meter;
 use spacevault_network::{self as net, Request, Response, Topic, Verdict};
 use std::sync::Arc;
 use tokio::sync::mpsc;
@@ -252,7 +252,8 @@ pub(crate) fn on_gossip(
                 Err(e) => return refuse(Rejection::Malformed(e.to_string())),
             };
             // Checked before the lock: the pool's own checks are quick.
-            if let Err(r) = check_tx(&shared.spec, &shared.chain_id, &tx) {
+            let cache = shared.sig_cache.as_deref();
+            if let Err(r) = check_tx(&shared.spec, &shared.chain_id, &tx, cache) {
                 return refuse(r);
             }
             let added = shared.engine().add_checked_tx(tx);

@@ -34,7 +34,7 @@ async fn vaults_agree_on_every_settled_block() {
     // Every vault counted its own cryptographic work: the blocks it
     // checked, its lookups, the gossip ids it hashed; and a blob put and
     // read back is hashed as it arrives and again off the disk.
-    use spacevault_chain::meter::Op;
+    use spacevault_meter::Op;
     for n in &nodes {
         let m = &n.shared.meter;
         for op in [

@@ -1,14 +1,13 @@
 //! Fixed vectors for everything of the chain that outlives a process
 //! (docs/PROTOCOL.md, "Test vectors"): the spec and its id, the genesis
 //! hash and challenges, proofs, transactions, blocks, the gossiped
-//! messages, receipts, keys and crypto traces. Ed25519 signatures are
+//! messages, receipts and keys. Ed25519 signatures are
 //! deterministic, so keys from fixed secrets sign to fixed bytes.
 
 mod blocks;
 mod file;
 mod messages;
 mod spec;
-mod trace;
 
 use spacevault_chain::{ChainProof, ChainSpec, Keypair, Limits};
 

@@ -2,6 +2,7 @@ use super::*;
 use crate::farmer::Farmer;
 use spacevault::plot::NoProgress;
 use spacevault::PlotOptions;
+use spacevault_meter::Op;
 
 fn spec() -> ChainSpec {
     let mut spec = ChainSpec::new("engine-test", 1_000_000, 1000);
@@ -824,4 +825,29 @@ async fn a_sync_answer_holds_the_blocks_that_fit_and_at_least_one() {
         all,
         "height 0 is the genesis"
     );
+}
+
+#[tokio::test]
+async fn a_block_s_transactions_seen_before_are_answered_from_the_cache_it_was_given() {
+    let mut producer = vault(1);
+    let mut cached = vault(2);
+    let mut plain = vault(3);
+    let cache = std::sync::Arc::new(SigCache::default());
+    cached.engine.use_sig_cache(cache.clone());
+    let owner = Keypair::from_secret(&[9; 32]);
+    let tx = RegisterTx::signed(&owner, &spec().chain_id(), b"r", 1, b"v");
+    assert!(producer.engine.add_tx(tx.clone()).unwrap());
+    assert!(cached.engine.add_tx(tx.clone()).unwrap());
+    assert!(plain.engine.add_tx(tx.clone()).unwrap());
+    assert_eq!((cache.len(), cache.hits(Op::VerifyTx)), (1, 0));
+    let t = spec().genesis_unix_ms + 1000;
+    let block = child_of_head(&mut producer, t).await;
+    assert_eq!(block.txs, vec![tx]);
+    for v in [&mut cached, &mut plain] {
+        assert!(matches!(
+            v.engine.import(block.clone(), t).unwrap(),
+            Imported::NewHead { .. }
+        ));
+    }
+    assert_eq!(cache.hits(Op::VerifyTx), 1, "verified once, on arrival");
 }

@@ -9,12 +9,17 @@
 //! synchronous piece of its work ([`with`]), and the operations inside
 //! record themselves into it ([`timed`]). Crypto is synchronous, so a meter
 //! current for a synchronous call is current for every operation in it.
-//! Outside any meter, operations cost one thread-local read.
+//! Outside any meter, operations cost one thread-local read. The meter
+//! only counts: nothing it holds decides what is valid.
+//!
+//! [`trace`] is the file format of one vault's operations in a window.
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
+
+pub mod trace;
 
 /// Every operation counted, by kind and purpose.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -172,25 +177,10 @@ impl<T: Fingerprint, E> Fingerprint for Result<T, E> {
     }
 }
 
-/// Signatures this vault has verified, bounded: a transaction is verified
-/// when it arrives and again inside a block (Bitcoin Core keeps a cache of
-/// verified signatures for the same reason). Only valid signatures enter;
-/// only signatures are remembered, never data read from disk.
-struct VerifiedCache {
-    seen: std::collections::HashSet<[u8; 128]>,
-    order: std::collections::VecDeque<[u8; 128]>,
-}
-
-/// Entries the cache of verified signatures keeps at most (16 MiB).
-pub const VERIFY_CACHE_ENTRIES: usize = 1 << 16;
-
 /// A vault's counts and times of each operation.
 pub struct Meter {
     counts: [AtomicU64; Op::ALL.len()],
     nanos: [AtomicU64; Op::ALL.len()],
-    /// Verifications answered from the cache, by operation.
-    cache_hits: [AtomicU64; Op::ALL.len()],
-    cache: Option<Mutex<VerifiedCache>>,
     epoch: Instant,
     /// The epoch as Unix time, so that spans of many vaults line up.
     epoch_unix_ns: u64,
@@ -210,8 +200,6 @@ impl Meter {
         Meter {
             counts: std::array::from_fn(|_| AtomicU64::new(0)),
             nanos: std::array::from_fn(|_| AtomicU64::new(0)),
-            cache_hits: std::array::from_fn(|_| AtomicU64::new(0)),
-            cache: None,
             epoch: Instant::now(),
             epoch_unix_ns: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -233,45 +221,6 @@ impl Meter {
                 end_ns: since(ended),
                 input,
             });
-        }
-    }
-
-    /// The same meter with a cache of verified signatures.
-    pub fn with_verify_cache(mut self) -> Meter {
-        self.cache = Some(Mutex::new(VerifiedCache {
-            seen: Default::default(),
-            order: Default::default(),
-        }));
-        self
-    }
-
-    pub fn has_verify_cache(&self) -> bool {
-        self.cache.is_some()
-    }
-
-    /// Verifications of `op` answered from the cache.
-    pub fn cache_hits(&self, op: Op) -> u64 {
-        self.cache_hits[op.index()].load(Ordering::Relaxed)
-    }
-
-    fn cached(&self, key: &[u8; 128]) -> bool {
-        self.cache
-            .as_ref()
-            .is_some_and(|c| c.lock().unwrap().seen.contains(key))
-    }
-
-    fn remember(&self, key: [u8; 128]) {
-        let Some(cache) = &self.cache else {
-            return;
-        };
-        let mut c = cache.lock().unwrap();
-        if c.seen.insert(key) {
-            c.order.push_back(key);
-            if c.order.len() > VERIFY_CACHE_ENTRIES {
-                if let Some(old) = c.order.pop_front() {
-                    c.seen.remove(&old);
-                }
-            }
         }
     }
 
@@ -364,37 +313,6 @@ fn measured<R>(op: Op, f: impl FnOnce() -> R, input: impl FnOnce(&R) -> u64) -> 
     }
 }
 
-/// A signature verification (`verify` says whether `signature` is
-/// `public`'s over `message`), answered from the current meter's cache of
-/// verified signatures when it has one and has seen this one; recorded as
-/// `op` otherwise.
-pub fn verify_cached(
-    op: Op,
-    public: &[u8; 32],
-    message: &[u8; 32],
-    signature: &[u8; 64],
-    verify: impl FnOnce() -> bool,
-) -> bool {
-    let meter = CURRENT.with(|c| c.borrow().clone());
-    let input = fingerprint_of(signature);
-    let Some(m) = meter.filter(|m| m.cache.is_some()) else {
-        return timed_on(op, input, verify);
-    };
-    let mut key = [0u8; 128];
-    key[..32].copy_from_slice(public);
-    key[32..64].copy_from_slice(message);
-    key[64..].copy_from_slice(signature);
-    if m.cached(&key) {
-        m.cache_hits[op.index()].fetch_add(1, Ordering::Relaxed);
-        return true;
-    }
-    let valid = timed_on(op, input, verify);
-    if valid {
-        m.remember(key);
-    }
-    valid
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -420,80 +338,6 @@ mod tests {
         assert_eq!(spans[0].input, fingerprint_of(&digest));
         assert_eq!(spans[1].input, 9);
         assert!(b.take_trace().is_empty(), "no spans without tracing");
-    }
-
-    #[test]
-    fn the_cache_answers_only_signatures_it_saw_valid() {
-        let plain = Arc::new(Meter::default());
-        let cached = Arc::new(Meter::default().with_verify_cache());
-        let (public, message, signature) = ([1; 32], [2; 32], [3; 64]);
-        let mut calls = 0;
-        for m in [&plain, &cached] {
-            with(m, || {
-                for _ in 0..3 {
-                    assert!(verify_cached(
-                        Op::VerifyTx,
-                        &public,
-                        &message,
-                        &signature,
-                        || {
-                            calls += 1;
-                            true
-                        }
-                    ));
-                }
-            });
-        }
-        assert_eq!(calls, 4, "three without a cache, one with");
-        assert_eq!(
-            (plain.count(Op::VerifyTx), plain.cache_hits(Op::VerifyTx)),
-            (3, 0)
-        );
-        assert_eq!(
-            (cached.count(Op::VerifyTx), cached.cache_hits(Op::VerifyTx)),
-            (1, 2)
-        );
-        // An invalid signature is never remembered.
-        let mut calls = 0;
-        with(&cached, || {
-            for _ in 0..2 {
-                assert!(!verify_cached(
-                    Op::VerifyTx,
-                    &public,
-                    &message,
-                    &[9; 64],
-                    || {
-                        calls += 1;
-                        false
-                    }
-                ));
-            }
-        });
-        assert_eq!(calls, 2);
-        // Another signature over the same message is checked anew.
-        with(&cached, || {
-            assert!(!verify_cached(
-                Op::VerifyTx,
-                &public,
-                &message,
-                &[4; 64],
-                || false
-            ))
-        });
-    }
-
-    #[test]
-    fn the_cache_is_bounded() {
-        let m = Meter::default().with_verify_cache();
-        for i in 0..VERIFY_CACHE_ENTRIES + 10 {
-            let mut key = [0u8; 128];
-            key[..8].copy_from_slice(&(i as u64).to_le_bytes());
-            m.remember(key);
-        }
-        let c = m.cache.as_ref().unwrap().lock().unwrap();
-        assert_eq!(c.seen.len(), VERIFY_CACHE_ENTRIES);
-        assert_eq!(c.order.len(), VERIFY_CACHE_ENTRIES);
-        assert!(!c.seen.contains(&[0u8; 128]), "the oldest went first");
     }
 
     #[test]
@@ -559,9 +403,8 @@ mod tests {
     #[test]
     fn a_meter_adds_counts_and_times_and_says_what_it_keeps() {
         let m = Meter::new(false);
-        assert!(!m.is_tracing() && !m.has_verify_cache());
+        assert!(!m.is_tracing());
         assert!(Meter::new(true).is_tracing());
-        assert!(Meter::new(false).with_verify_cache().has_verify_cache());
         m.add(Op::HashLookup, 5);
         m.add(Op::HashLookup, 2);
         assert_eq!(m.count(Op::HashLookup), 7);

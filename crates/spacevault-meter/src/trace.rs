@@ -3,7 +3,7 @@
 //! binary format (SVTRACE1, docs/PROFILING.md) that a vault serves and
 //! `spacevault report` reads.
 
-use crate::meter::{Op, Span};
+use crate::{Op, Span};
 
 pub const MAGIC: &[u8; 8] = b"SVTRACE1";
 /// Header: magic, vault index (u32), cores (u32), window start and end

@@ -2,8 +2,8 @@
 //! reads long after the vault that served it is gone.
 
 use crate::file::Vector;
-use spacevault_chain::meter::Op;
-use spacevault_chain::trace::{Trace, TracedOp};
+use spacevault_meter::trace::{Trace, TracedOp};
+use spacevault_meter::Op;
 
 #[test]
 fn a_trace_with_every_operation() {
