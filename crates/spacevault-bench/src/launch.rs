@@ -226,9 +226,9 @@ impl Network {
                 Ok(nodes
                     .iter()
                     .enumerate()
-                    .filter(|(_, n)| n.shared.meter.is_tracing())
+                    .filter(|(_, n)| n.meter().is_tracing())
                     .map(|(i, n)| {
-                        let m = &n.shared.meter;
+                        let m = n.meter();
                         Trace::of_spans(i as u32, cores, m.epoch_unix_ns(), window, &m.take_trace())
                     })
                     .collect())

@@ -79,6 +79,7 @@ type S = State<Arc<Shared>>;
 pub fn router(shared: Arc<Shared>, hosts: Vec<String>) -> Router {
     let body_limit = shared.spec.max_blob_bytes as usize + (64 << 10);
     let request_timeout = shared.api_times.request;
+    let max_requests = shared.api_max_requests;
     let hosts = Arc::new(hosts);
     Router::new()
         .route("/", get(page))
@@ -111,8 +112,7 @@ pub fn router(shared: Arc<Shared>, hosts: Vec<String>) -> Router {
                             return ApiError(
                                 StatusCode::SERVICE_UNAVAILABLE,
                                 format!(
-                                    "this vault is working on {} requests already: try again",
-                                    guard::MAX_CONCURRENT_REQUESTS
+                                    "this vault is working on {max_requests} requests already: try again"
                                 ),
                             );
                         }
@@ -126,8 +126,11 @@ pub fn router(shared: Arc<Shared>, hosts: Vec<String>) -> Router {
                     },
                 ))
                 .layer(tower::load_shed::LoadShedLayer::new())
-                .layer(tower::limit::ConcurrencyLimitLayer::new(
-                    guard::MAX_CONCURRENT_REQUESTS,
+                // One limit for the whole API: the router applies a layer
+                // to each route apart, and a plain concurrency limit would
+                // give each route a limit of its own.
+                .layer(tower::limit::GlobalConcurrencyLimitLayer::new(
+                    max_requests,
                 ))
                 .layer(tower::timeout::TimeoutLayer::new(request_timeout)),
         )
@@ -149,7 +152,8 @@ pub const DRAIN: Duration = Duration::from_secs(5);
 /// [`ApiTimes::headers`], and a request answered 408 when its body goes
 /// [`ApiTimes::body_progress`] without a byte. On `stop` it takes no more
 /// connections, lets the requests under way finish for up to [`DRAIN`]
-/// (idle connections close at once) and ends the rest.
+/// (connections idle between requests close at once; one that has not sent
+/// its first request yet counts as under way) and ends the rest.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     shared: Arc<Shared>,
@@ -158,6 +162,7 @@ pub async fn serve(
 ) {
     let headers = shared.api_times.headers;
     let body_progress = shared.api_times.body_progress;
+    let shared_tasks = shared.tasks.clone();
     // A body that goes quiet fails its read with a timeout, which the
     // handlers answer 408 ([`body_error`]).
     let app = tower::ServiceBuilder::new()
@@ -188,7 +193,10 @@ pub async fn serve(
         };
         let service = hyper_util::service::TowerToHyperService::new(app.clone());
         let stop = stop.clone();
-        connections.spawn(async move {
+        // Tracked with the vault's tasks: a connection holds the vault's
+        // state until it has ended, however it ends.
+        let tasks = shared_tasks.clone();
+        connections.spawn(tasks.track_future(async move {
             let connection = hyper::server::conn::http1::Builder::new()
                 .timer(hyper_util::rt::TokioTimer::new())
                 .header_read_timeout(headers)
@@ -202,7 +210,7 @@ pub async fn serve(
                 }
             }
             drop(permit);
-        });
+        }));
     }
     drop(listener);
     let drained = tokio::time::timeout(DRAIN, async {
@@ -213,6 +221,7 @@ pub async fn serve(
             left = connections.len(),
             "requests still under way when the API stopped were cut off"
         );
+        connections.shutdown().await;
     }
 }
 
@@ -707,7 +716,9 @@ async fn get_register(
         )
     })?;
     // Read back from disk, a register is checked again as a blob is: its
-    // owner's signature must still cover what is served.
+    // owner's signature must still cover what is served. Verified in full,
+    // never answered from the cache of signatures seen: the check is of
+    // what the disk gave back.
     let tx = RegisterTx {
         owner,
         name: name.as_bytes().to_vec(),
@@ -715,10 +726,7 @@ async fn get_register(
         value: entry.value.clone(),
         signature: entry.signature,
     };
-    let valid = spacevault_meter::with(&s.meter, || match &s.sig_cache {
-        Some(cache) => tx.signature_ok_with(&s.chain_id, cache),
-        None => tx.signature_ok(&s.chain_id),
-    });
+    let valid = spacevault_meter::with(&s.meter, || tx.signature_ok(&s.chain_id));
     if !valid {
         s.metrics.register_reverify_failures.inc();
         tracing::warn!(owner = %hex::encode(owner), %name, "a stored register does not carry its owner's signature");

@@ -37,6 +37,9 @@ pub struct NodeConfig {
     pub store_budget: (u64, u64),
     /// Names the API answers to besides IP addresses and `localhost`.
     pub api_hosts: Vec<String>,
+    /// Requests the API works on at once; past it, 503 at once
+    /// ([`crate::api::guard::MAX_CONCURRENT_REQUESTS`] by default).
+    pub api_max_requests: usize,
     /// How fast and how often stored blobs are read back and checked.
     pub scrub: ScrubConfig,
     /// How many connections peers may open to this vault.
@@ -74,6 +77,7 @@ impl NodeConfig {
             api_times: None,
             store_budget: (crate::budget::STORE_RATE, crate::budget::STORE_BURST),
             api_hosts: Vec::new(),
+            api_max_requests: crate::api::guard::MAX_CONCURRENT_REQUESTS,
             scrub: Default::default(),
             connection_limits: Default::default(),
         }

@@ -7,6 +7,7 @@ use spacevault_chain::{ChainProof, ChainSpec, Ranked};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use tokio_util::task::TaskTracker;
 
 /// A plot the vault farms.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -41,6 +42,8 @@ pub struct Farmer {
     plots: Vec<Arc<PlotFile>>,
     info: Mutex<Vec<PlotInfo>>,
     skipped: Vec<Skipped>,
+    /// Where lookups' blocking threads are counted ([`Farmer::tracked_by`]).
+    lookups: TaskTracker,
 }
 
 /// The `*.plot` files in `dir`, sorted (a file named as a directory is
@@ -107,6 +110,7 @@ impl Farmer {
             plots,
             info: Mutex::new(info),
             skipped,
+            lookups: TaskTracker::new(),
         }
     }
 
@@ -116,7 +120,15 @@ impl Farmer {
             plots: Vec::new(),
             info: Mutex::new(Vec::new()),
             skipped: Vec::new(),
+            lookups: TaskTracker::new(),
         }
+    }
+
+    /// The same farmer, its lookups counted by `tasks`: a vault that stops
+    /// waits for the plot reads under way.
+    pub fn tracked_by(mut self, tasks: TaskTracker) -> Farmer {
+        self.lookups = tasks;
+        self
     }
 
     pub fn plots(&self) -> Vec<PlotInfo> {
@@ -137,7 +149,7 @@ impl Farmer {
             .iter()
             .map(|plot| {
                 let plot = plot.clone();
-                tokio::task::spawn_blocking(move || {
+                self.lookups.spawn_blocking(move || {
                     let t = Instant::now();
                     let answer = plot.prove(&challenge);
                     (answer, t.elapsed())

@@ -25,7 +25,7 @@ use tokio_util::task::TaskTracker;
 
 /// A running vault.
 pub struct Node {
-    pub shared: Arc<Shared>,
+    shared: Arc<Shared>,
     task: tokio::task::JoinHandle<()>,
     network: tokio::task::JoinHandle<()>,
     api: Option<Api>,
@@ -50,11 +50,13 @@ impl Node {
             cause,
         })?;
         let mut engine = Engine::open(&config.data_dir.join("vault.redb"), config.spec.clone())?;
+        let tasks = TaskTracker::new();
         let farmer = if config.plots.is_empty() {
             Farmer::empty()
         } else {
             Farmer::open(&config.plots, &config.key.public(), &config.spec)
-        };
+        }
+        .tracked_by(tasks.clone());
         for s in farmer.skipped() {
             tracing::warn!(plot = %s.path.display(), why = %s.why, "plot not farmed");
         }
@@ -81,7 +83,7 @@ impl Node {
             engine: Mutex::new(engine),
             store,
             engine_changed: Default::default(),
-            tasks: TaskTracker::new(),
+            tasks,
             shutdown: CancellationToken::new(),
             sync_peers: Default::default(),
             request_workers: Arc::new(tokio::sync::Semaphore::new(
@@ -106,6 +108,7 @@ impl Node {
             sig_cache,
             round_trips: Mutex::new(Default::default()),
             deepest_reorg: Default::default(),
+            api_max_requests: config.api_max_requests.max(1),
             api_times: config
                 .api_times
                 .unwrap_or_else(|| ApiTimes::for_spec(&config.spec)),
@@ -182,6 +185,70 @@ impl Node {
         *self.shared.head.borrow()
     }
 
+    pub fn chain_id(&self) -> [u8; 32] {
+        self.shared.chain_id
+    }
+
+    /// The plots it farms.
+    pub fn plots(&self) -> Vec<crate::farmer::PlotInfo> {
+        self.shared.farmer.plots()
+    }
+
+    /// Peers connected now.
+    pub fn connected_peers(&self) -> i64 {
+        self.shared.metrics.peers.get()
+    }
+
+    /// The handle of its network: its peers, and peers to block or dial.
+    pub fn network(&self) -> &net::Handle {
+        &self.shared.net
+    }
+
+    /// Its cryptographic operations so far.
+    pub fn meter(&self) -> &Meter {
+        &self.shared.meter
+    }
+
+    /// Its metrics, as `/metrics` serves them.
+    pub fn metrics_text(&self) -> String {
+        self.shared.metrics_text()
+    }
+
+    /// Stores `blob` with its holders, as a client's PUT does.
+    pub async fn put(&self, blob: Vec<u8>) -> Result<data::Put, data::PutError> {
+        data::put(&self.shared, blob).await
+    }
+
+    /// The blob at `address`, checked against it (from this vault, or
+    /// else from a holder), as a client's GET gives it.
+    pub async fn read(&self, address: &[u8; 32]) -> Option<Vec<u8>> {
+        data::read_verified(&self.shared, address).await
+    }
+
+    /// Whether it is catching up from a peer now.
+    pub fn is_syncing(&self) -> bool {
+        self.shared.is_syncing()
+    }
+
+    /// The engine, locked: for tests that look inside a vault.
+    #[cfg(feature = "testing")]
+    pub fn engine(&self) -> std::sync::MutexGuard<'_, Engine> {
+        self.shared.engine()
+    }
+
+    /// The vaults it knows of, locked: for tests.
+    #[cfg(feature = "testing")]
+    pub fn vaults(&self) -> std::sync::MutexGuard<'_, Vaults> {
+        self.shared.vaults.lock().unwrap()
+    }
+
+    /// What its parts share: for tests that hold its engine from a thread
+    /// of their own.
+    #[cfg(feature = "testing")]
+    pub fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
     /// Stops the vault: its API first (requests under way get a moment to
     /// finish), then its task, which makes the store durable, its other
     /// tasks and its network; returns once all have ended, when nothing
@@ -208,10 +275,10 @@ impl Node {
         self.end().await;
     }
 
-    async fn end(self) {
+    async fn end(&mut self) {
         self.shared.shutdown.cancel();
         self.network.abort();
-        let _ = self.network.await;
+        let _ = (&mut self.network).await;
         let tasks = &self.shared.tasks;
         tasks.close();
         if tokio::time::timeout(STOP_LIMIT, tasks.wait())
@@ -223,6 +290,19 @@ impl Node {
                 "the vault's tasks did not all end in {STOP_LIMIT:?}"
             );
         }
+    }
+}
+
+impl Drop for Node {
+    /// A vault dropped without [`Node::stop`] (a launcher that failed
+    /// partway, a test that panicked) still ends: its tasks are told to
+    /// stop and its network ends, and the store closes once they have.
+    fn drop(&mut self) {
+        if let Some(api) = &self.api {
+            api.stop.cancel();
+        }
+        self.shared.shutdown.cancel();
+        self.network.abort();
     }
 }
 

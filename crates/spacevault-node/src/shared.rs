@@ -24,10 +24,10 @@ pub const MAX_REQUEST_WORKERS: usize = 4;
 
 /// What the vault's parts share.
 pub struct Shared {
-    pub engine: Mutex<Engine>,
+    pub(crate) engine: Mutex<Engine>,
     /// The engine's store, reached without the engine's lock: blobs are
     /// read and written beside the chain's work.
-    pub store: Arc<spacevault_store::Store>,
+    pub(crate) store: Arc<spacevault_store::Store>,
     /// Blocking threads clients' requests may hold ([`Shared::for_request`]).
     pub(crate) request_workers: Arc<tokio::sync::Semaphore>,
     /// Blocking threads reads of local blobs may hold: apart from the
@@ -44,39 +44,41 @@ pub struct Shared {
     pub(crate) tasks: TaskTracker,
     /// Cancelled when the vault stops: its tasks end at their next wait.
     pub(crate) shutdown: CancellationToken,
-    pub farmer: Farmer,
-    pub key: Keypair,
-    pub metrics: Metrics,
-    pub vaults: Mutex<Vaults>,
-    pub net: net::Handle,
-    pub spec: ChainSpec,
-    pub chain_id: [u8; 32],
+    pub(crate) farmer: Farmer,
+    pub(crate) key: Keypair,
+    pub(crate) metrics: Metrics,
+    pub(crate) vaults: Mutex<Vaults>,
+    pub(crate) net: net::Handle,
+    pub(crate) spec: ChainSpec,
+    pub(crate) chain_id: [u8; 32],
     /// The canonical head's height, for waiters.
-    pub head: watch::Sender<u64>,
-    pub api_addr: Mutex<Option<SocketAddr>>,
-    pub listen_addrs: Mutex<Vec<net::Address>>,
+    pub(crate) head: watch::Sender<u64>,
+    pub(crate) api_addr: Mutex<Option<SocketAddr>>,
+    pub(crate) listen_addrs: Mutex<Vec<net::Address>>,
     /// When each recent block was first imported here (Unix ms): what the
     /// network benchmark measures propagation with.
-    pub arrivals: Mutex<Arrivals>,
+    pub(crate) arrivals: Mutex<Arrivals>,
     pub(crate) syncing: AtomicBool,
     /// This vault's cryptographic operations.
-    pub meter: Arc<Meter>,
+    pub(crate) meter: Arc<Meter>,
     /// Signatures verified before, if the vault keeps them (the engine
     /// holds it too).
-    pub sig_cache: Option<Arc<SigCache>>,
+    pub(crate) sig_cache: Option<Arc<SigCache>>,
     /// The most blocks one change of branch took off the canonical chain.
-    pub deepest_reorg: std::sync::atomic::AtomicU64,
+    pub(crate) deepest_reorg: std::sync::atomic::AtomicU64,
     /// The last measured round trip to each connected peer.
-    pub round_trips: Mutex<std::collections::HashMap<net::Peer, Duration>>,
+    pub(crate) round_trips: Mutex<std::collections::HashMap<net::Peer, Duration>>,
     /// How long the API lets requests run.
-    pub api_times: ApiTimes,
+    pub(crate) api_times: ApiTimes,
+    /// Requests the API works on at once.
+    pub(crate) api_max_requests: usize,
     /// What each peer may still have this vault keep.
     pub(crate) store_budgets: Mutex<crate::budget::Budgets<net::Peer>>,
     /// Where the scrub of stored blobs stands.
-    pub scrub: ScrubProgress,
+    pub(crate) scrub: ScrubProgress,
     /// Early blocks waiting for their time.
     pub(crate) early_blocks: std::sync::atomic::AtomicUsize,
-    pub scrub_rate: u64,
+    pub(crate) scrub_rate: u64,
 }
 
 /// First-import times of the last blocks, bounded.
@@ -109,6 +111,11 @@ impl Arrivals {
 impl Shared {
     pub fn engine(&self) -> std::sync::MutexGuard<'_, Engine> {
         self.engine.lock().unwrap()
+    }
+
+    /// The vault's metrics, as `/metrics` serves them.
+    pub fn metrics_text(&self) -> String {
+        self.metrics.encode()
     }
 
     /// Runs `f` on the engine on a blocking thread, and gives its result

@@ -52,7 +52,7 @@ async fn a_busy_engine_stalls_neither_the_network_nor_the_api_and_a_flood_sheds_
 
     // The engine held on a thread of its own, as a long import holds it,
     // until the flood has been shed from; the page asked for meanwhile.
-    let shared = vault.shared.clone();
+    let shared = vault.shared().clone();
     let api = vault.api_addr().unwrap();
     let flooded = Arc::new(AtomicBool::new(false));
     let holder = {
@@ -62,8 +62,7 @@ async fn a_busy_engine_stalls_neither_the_network_nor_the_api_and_a_flood_sheds_
             let deadline = Instant::now() + Duration::from_secs(20);
             let shed = || {
                 shared
-                    .metrics
-                    .encode()
+                    .metrics_text()
                     .lines()
                     .filter(|l| l.starts_with("spacevault_work_shed_total"))
                     .filter(|l| l.contains("queue=\"proofs\"") && l.contains("why=\"full\""))

@@ -9,21 +9,17 @@ use spacevault_node::client::Client;
 use std::time::Duration;
 
 async fn put_via(node: &spacevault_node::Node, blob: Vec<u8>) -> spacevault_node::data::Put {
-    spacevault_node::data::put(&node.shared, blob)
-        .await
-        .unwrap()
+    node.put(blob).await.unwrap()
 }
 
 async fn get_via(node: &spacevault_node::Node, address: &[u8; 32]) -> Option<Vec<u8>> {
-    spacevault_node::data::read_verified(&node.shared, address).await
+    node.read(address).await
 }
 
 /// Waits until every node knows `n` vaults.
 async fn all_know(nodes: &[spacevault_node::Node], n: usize) -> bool {
     wait_for(Duration::from_secs(20), || {
-        nodes
-            .iter()
-            .all(|x| x.shared.vaults.lock().unwrap().count() == n)
+        nodes.iter().all(|x| x.vaults().count() == n)
     })
     .await
 }
@@ -121,7 +117,7 @@ async fn a_split_network_heals_into_one_chain() {
         nodes.iter().map(|n| n.height()).collect::<Vec<_>>(),
         nodes
             .iter()
-            .map(|n| n.shared.metrics.peers.get())
+            .map(|n| n.connected_peers())
             .collect::<Vec<_>>(),
         nodes
             .iter()
@@ -196,15 +192,15 @@ async fn vaults_on_branches_of_one_height_meet_on_one() {
     let now = spacevault_node::now_ms();
     for (node, maker) in [(&a, &files[0]), (&b, &files[1])] {
         for block in branch(&spec, maker, 3) {
-            node.shared.engine().import(block, now).unwrap();
+            node.engine().import(block, now).unwrap();
         }
     }
-    let head = |n: &spacevault_node::Node| n.shared.engine().head();
+    let head = |n: &spacevault_node::Node| n.engine().head();
     assert_eq!(head(&a).height, 3);
     assert_eq!(head(&b).height, 3);
     assert_ne!(head(&a).hash, head(&b).hash);
     for addr in a.listen_addrs(Duration::from_secs(1)).await {
-        b.shared.net.dial(addr);
+        b.network().dial(addr);
     }
     let met = wait_for(Duration::from_secs(20), || head(&a).hash == head(&b).hash).await;
     assert!(met, "the vaults stayed on their own branches");
@@ -237,7 +233,7 @@ async fn a_bit_flipped_in_a_blob_file_or_a_file_gone_is_found_on_the_next_read_a
     // Two more blobs that vault holds.
     let held_by = |n: &spacevault_node::Node, b: &[u8]| {
         let address = spacevault_chain::blob_address(b);
-        let v = n.shared.vaults.lock().unwrap();
+        let v = n.vaults();
         v.holders(&address, spec.replication as usize)
             .contains(&n.farmer_key())
     };
@@ -248,7 +244,7 @@ async fn a_bit_flipped_in_a_blob_file_or_a_file_gone_is_found_on_the_next_read_a
     let gone = put_via(&nodes[at], lost.clone()).await;
     let kept = put_via(&nodes[at], untouched.clone()).await;
     let holder = nodes.remove(at);
-    let holds = |a: &[u8; 32]| holder.shared.engine().store().has_blob(a).unwrap();
+    let holds = |a: &[u8; 32]| holder.engine().store().has_blob(a).unwrap();
     assert!(holds(&put.address) && holds(&gone.address) && holds(&kept.address));
     // It stops; on its disk a bit of one blob's file flips, and another
     // blob's file is gone.
@@ -279,13 +275,13 @@ async fn a_bit_flipped_in_a_blob_file_or_a_file_gone_is_found_on_the_next_read_a
     // Back among the others, it has good copies again, from a read or a
     // holder's push, and serves them.
     for addr in nodes[0].listen_addrs(Duration::from_secs(1)).await {
-        holder.shared.net.dial(addr);
+        holder.network().dial(addr);
     }
     nodes.push(holder);
     let holder = nodes.last().unwrap();
     for (address, blob) in [(put.address, flipped), (gone.address, lost)] {
         let good = |n: &spacevault_node::Node| {
-            n.shared.engine().store().get_blob(&address).ok() == Some(Some(blob.clone()))
+            n.engine().store().get_blob(&address).ok() == Some(Some(blob.clone()))
         };
         let repaired = wait_for(Duration::from_secs(20), || good(holder)).await
             || get_via(holder, &address).await == Some(blob.clone());
@@ -334,7 +330,7 @@ async fn the_scrub_finds_and_repairs_a_damaged_blob_that_nobody_reads() {
         .await
     );
     // A bit flips in vault 1's copy while it runs; nobody reads the blob.
-    let file = nodes[1].shared.engine().store().blob_path(&put.address);
+    let file = nodes[1].engine().store().blob_path(&put.address);
     let mut bytes = std::fs::read(&file).unwrap();
     bytes[123] ^= 0x10;
     std::fs::write(&file, &bytes).unwrap();
@@ -427,7 +423,7 @@ async fn a_leaving_holders_blobs_are_copied_back_to_r() {
     let copies = |nodes: &[spacevault_node::Node], a: &[u8; 32]| {
         nodes
             .iter()
-            .filter(|n| n.shared.engine().store().has_blob(a).unwrap())
+            .filter(|n| n.engine().store().has_blob(a).unwrap())
             .count()
     };
     // The vault holding the most blobs leaves.
@@ -435,7 +431,7 @@ async fn a_leaving_holders_blobs_are_copied_back_to_r() {
         .max_by_key(|&i| {
             addresses
                 .iter()
-                .filter(|a| nodes[i].shared.engine().store().has_blob(a).unwrap())
+                .filter(|a| nodes[i].engine().store().has_blob(a).unwrap())
                 .count()
         })
         .unwrap();
@@ -723,7 +719,7 @@ fn chain_of(
     node: &spacevault_node::Node,
     tip: [u8; 32],
 ) -> Vec<([u8; 32], spacevault_chain::Ranked)> {
-    let engine = node.shared.engine();
+    let engine = node.engine();
     let genesis = Parent::genesis(engine.spec()).hash;
     let mut out = Vec::new();
     let mut at = tip;
@@ -776,7 +772,7 @@ async fn a_healed_split_follows_the_branch_fork_choice_prefers() {
     // Each vault's chain as it reopened, before any meets another.
     let mut chains = Vec::new();
     for n in &nodes {
-        let head = n.shared.engine().head().hash;
+        let head = n.engine().head().hash;
         chains.push(chain_of(n, head));
     }
     let at = split_at as usize + 1;
@@ -806,13 +802,11 @@ async fn a_healed_split_follows_the_branch_fork_choice_prefers() {
     let addrs = nodes[0].listen_addrs(Duration::from_secs(5)).await;
     for n in &nodes[1..] {
         for a in &addrs {
-            n.shared.net.dial(a.clone());
+            n.network().dial(a.clone());
         }
     }
     let met = wait_for(Duration::from_secs(30), || {
-        nodes
-            .iter()
-            .all(|n| n.shared.engine().head().hash == winner)
+        nodes.iter().all(|n| n.engine().head().hash == winner)
     })
     .await;
     assert!(
@@ -820,7 +814,7 @@ async fn a_healed_split_follows_the_branch_fork_choice_prefers() {
         "heads {:?}, the better branch ends at {}",
         nodes
             .iter()
-            .map(|n| hex::encode(&n.shared.engine().head().hash[..4]))
+            .map(|n| hex::encode(&n.engine().head().hash[..4]))
             .collect::<Vec<_>>(),
         hex::encode(&winner[..4])
     );

@@ -27,7 +27,7 @@ async fn vaults_agree_on_every_settled_block() {
     }
     // Blocks came from more than one vault.
     let producers: std::collections::HashSet<_> = (1..=6)
-        .filter_map(|h| nodes[0].shared.engine().block_at(h).unwrap())
+        .filter_map(|h| nodes[0].engine().block_at(h).unwrap())
         .map(|b| b.header.proof.farmer_key)
         .collect();
     assert!(producers.len() > 1, "one producer made every block");
@@ -36,7 +36,7 @@ async fn vaults_agree_on_every_settled_block() {
     // read back is hashed as it arrives and again off the disk.
     use spacevault_meter::Op;
     for n in &nodes {
-        let m = &n.shared.meter;
+        let m = n.meter();
         for op in [
             Op::VerifyBlock,
             Op::HashBlock,
@@ -48,34 +48,20 @@ async fn vaults_agree_on_every_settled_block() {
         }
         assert!(m.nanos(Op::VerifyBlock) > 0);
     }
-    let signed: u64 = nodes
-        .iter()
-        .map(|n| n.shared.meter.count(Op::SignBlock))
-        .sum();
+    let signed: u64 = nodes.iter().map(|n| n.meter().count(Op::SignBlock)).sum();
     assert!(signed >= 6, "{signed} blocks signed for 6 heights");
     let blob = b"counted".to_vec();
-    let put = spacevault_node::data::put(&nodes[0].shared, blob.clone())
-        .await
-        .unwrap();
-    let reads_before: u64 = nodes
-        .iter()
-        .map(|n| n.shared.meter.count(Op::HashReread))
-        .sum();
-    let got = spacevault_node::data::read_verified(&nodes[0].shared, &put.address).await;
+    let put = nodes[0].put(blob.clone()).await.unwrap();
+    let reads_before: u64 = nodes.iter().map(|n| n.meter().count(Op::HashReread)).sum();
+    let got = nodes[0].read(&put.address).await;
     assert_eq!(got.as_deref(), Some(&blob[..]));
-    let reads_after: u64 = nodes
-        .iter()
-        .map(|n| n.shared.meter.count(Op::HashReread))
-        .sum();
+    let reads_after: u64 = nodes.iter().map(|n| n.meter().count(Op::HashReread)).sum();
     assert!(
         reads_after > reads_before,
         "a read from disk is hashed again"
     );
-    assert!(nodes[0].shared.meter.count(Op::HashData) >= 1);
-    let receipts: u64 = nodes
-        .iter()
-        .map(|n| n.shared.meter.count(Op::SignReceipt))
-        .sum();
+    assert!(nodes[0].meter().count(Op::HashData) >= 1);
+    let receipts: u64 = nodes.iter().map(|n| n.meter().count(Op::SignReceipt)).sum();
     assert!(
         receipts >= 3,
         "each of 3 holders signs a receipt: {receipts}"

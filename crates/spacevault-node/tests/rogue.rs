@@ -18,7 +18,7 @@ use std::time::Duration;
 fn marker(rogue: &net::Handle, vault: &spacevault_node::Node, n: &mut u64) -> f64 {
     *n += 1;
     let before = rejected(vault, "vaults", "stale");
-    let chain = vault.shared.engine().chain_id();
+    let chain = vault.engine().chain_id();
     let announcer = Keypair::from_secret(&[6; 32]);
     let stale = spacevault_node::now_ms() - 600_000 - *n;
     rogue.publish(
@@ -55,7 +55,7 @@ async fn an_orphan_flood_keeps_no_more_than_its_senders_share_and_the_chain_goes
     let height_before = nodes[0].height();
     let mut most = 0;
     for i in 0..3 * MAX_ORPHANS_PER_ORIGIN as u64 {
-        let head = nodes[0].shared.engine().head();
+        let head = nodes[0].engine().head();
         let proof = ChainProof {
             farmer_key: key.public(),
             seed: [9; 32],
@@ -76,17 +76,17 @@ async fn an_orphan_flood_keeps_no_more_than_its_senders_share_and_the_chain_goes
         if i % 16 == 15 {
             drain(&rogue, &mut events).await;
         }
-        most = most.max(nodes[0].shared.engine().orphan_count());
+        most = most.max(nodes[0].engine().orphan_count());
     }
     let before = marker(&rogue, &nodes[0], &mut n);
     let handled = wait_for(Duration::from_secs(30), || {
-        most = most.max(nodes[0].shared.engine().orphan_count());
+        most = most.max(nodes[0].engine().orphan_count());
         rejected(&nodes[0], "vaults", "stale") > before
     })
     .await;
     assert!(handled, "the flood was never handled");
     assert_eq!(
-        nodes[0].shared.engine().orphan_count(),
+        nodes[0].engine().orphan_count(),
         MAX_ORPHANS_PER_ORIGIN,
         "the rogue's share"
     );
@@ -123,7 +123,7 @@ async fn every_bad_message_is_refused_counted_and_not_relayed() {
         async move {
             // Blocked by vault 1 before it can meet it.
             let key = Keypair::from_secret(&[secret; 32]).public();
-            v1.shared.net.block(net::peer_of(&key).unwrap());
+            v1.network().block(net::peer_of(&key).unwrap());
             joined_rogue(secret, chain, boot, v0).await
         }
     };
@@ -282,7 +282,7 @@ async fn every_bad_message_is_refused_counted_and_not_relayed() {
             ),
         ]
     };
-    let cases: Vec<(Topic, &str)> = messages(&nodes[0].shared.engine().head(), 0)
+    let cases: Vec<(Topic, &str)> = messages(&nodes[0].engine().head(), 0)
         .iter()
         .map(|m| (m.0, m.2))
         .collect();
@@ -303,12 +303,12 @@ async fn every_bad_message_is_refused_counted_and_not_relayed() {
                 newest_replayed.set(t);
                 let a = Announce::signed(&replayed, &chain, t, vec![]);
                 sender.publish(Topic::Vaults, a.encode());
-                let vaults = nodes[0].shared.vaults.lock().unwrap();
+                let vaults = nodes[0].vaults();
                 vaults.newest_heard(&replayed.public()).is_some()
             })
             .await;
             assert!(heard, "the replayed vault was never heard");
-            let vaults = nodes[0].shared.vaults.lock().unwrap();
+            let vaults = nodes[0].vaults();
             newest_replayed.set(vaults.newest_heard(&replayed.public()).unwrap());
         }
         let mut round = 0u8;
@@ -318,7 +318,7 @@ async fn every_bad_message_is_refused_counted_and_not_relayed() {
             // among them carry the time its child is due. Wait for that
             // time, so that they are neither early nor in the future,
             // whatever the head has become meanwhile.
-            let head = nodes[0].shared.engine().head();
+            let head = nodes[0].engine().head();
             let due = head.timestamp_ms + spec.slot_ms;
             let (topic, data, _) = messages(&head, round).swap_remove(kind);
             while spacevault_node::now_ms() < due {
@@ -341,7 +341,7 @@ async fn every_bad_message_is_refused_counted_and_not_relayed() {
             missing.push(format!("case {kind}: {} {reason}", topic.name()));
         }
     }
-    let text = nodes[0].shared.metrics.encode();
+    let text = nodes[0].metrics_text();
     assert!(missing.is_empty(), "not counted: {missing:?}\n{text}");
     // Nothing of it reached vault 1 (which may refuse an honest proof that
     // came too late), and vault 0 stored nothing of it.
@@ -350,11 +350,10 @@ async fn every_bad_message_is_refused_counted_and_not_relayed() {
             rejected(&nodes[1], topic.name(), reason),
             0.0,
             "{}",
-            nodes[1].shared.metrics.encode()
+            nodes[1].metrics_text()
         );
     }
     assert!(nodes[0]
-        .shared
         .engine()
         .store()
         .register(&owner.public(), b"n")
@@ -367,7 +366,7 @@ async fn every_bad_message_is_refused_counted_and_not_relayed() {
         Ok(Response::Refused(why)) => assert_eq!(why, "blob_too_large"),
         other => panic!("{other:?}"),
     }
-    assert_eq!(nodes[0].shared.engine().store().blob_stats().unwrap().0, 0);
+    assert_eq!(nodes[0].engine().store().blob_stats().unwrap().0, 0);
     match rogue.request(v0, Request::Fetch { address: [3; 32] }).await {
         Ok(Response::NotFound) => {}
         other => panic!("{other:?}"),
@@ -536,22 +535,22 @@ async fn a_rogue_vaults_answers_are_checked_counted_and_never_trusted() {
     for (i, (answers, topic, reason)) in cases.into_iter().enumerate() {
         let secret = 90 + i as u8;
         let before = rejected(v0, topic, reason);
-        let ours = v0.shared.engine().blocks_from(1, 3, usize::MAX);
+        let ours = v0.engine().blocks_from(1, 3, usize::MAX);
         let rogue = rogue_vault(secret, answers, chain, boot.clone(), ours).await;
-        nodes[1].shared.net.block(rogue.local_peer());
+        nodes[1].network().block(rogue.local_peer());
         let key = Keypair::from_secret(&[secret; 32]);
         // Known as a vault: announced, with where it listens.
         let known = wait_for(Duration::from_secs(20), || {
             let addrs: Vec<Vec<u8>> = Vec::new();
             let a = Announce::signed(&key, &chain, spacevault_node::now_ms(), addrs);
             rogue.publish(Topic::Vaults, a.encode());
-            v0.shared.vaults.lock().unwrap().count() >= 3
+            v0.vaults().count() >= 3
         })
         .await;
         assert!(known, "{answers:?}: the rogue was never known as a vault");
         let counted = match answers {
             Answers::WrongBlob => {
-                let got = spacevault_node::data::read_verified(&v0.shared, &[0x42; 32]).await;
+                let got = v0.read(&[0x42; 32]).await;
                 assert_eq!(got, None, "a blob that does not hash to its address");
                 rejected(v0, topic, reason) > before
             }
@@ -560,7 +559,7 @@ async fn a_rogue_vaults_answers_are_checked_counted_and_never_trusted() {
             | Answers::OwnBlocksThenAnOrphan => {
                 // A proof for a height far ahead makes the vault sync from
                 // its sender.
-                let head = v0.shared.engine().head();
+                let head = v0.engine().head();
                 wait_for(Duration::from_secs(20), || {
                     let msg = ProofMsg {
                         chain_id: chain,
@@ -594,7 +593,7 @@ async fn a_rogue_vaults_answers_are_checked_counted_and_never_trusted() {
             }
             _ => {
                 let blob = format!("a blob for {answers:?}").into_bytes();
-                match spacevault_node::data::put(&v0.shared, blob).await {
+                match v0.put(blob).await {
                     Err(spacevault_node::data::PutError::TooFewCopies { got, wanted, .. }) => {
                         assert_eq!((got, wanted), (2, 3), "{answers:?}")
                     }
@@ -606,23 +605,23 @@ async fn a_rogue_vaults_answers_are_checked_counted_and_never_trusted() {
         assert!(
             counted,
             "{answers:?}: {topic} {reason} not counted\n{}",
-            v0.shared.metrics.encode()
+            v0.metrics_text()
         );
         // Nothing of the rogue's is kept, and the vault is not stuck: its
         // syncs end, and its chain goes on with the other vault.
         let height = v0.height();
         assert!(
             wait_for(Duration::from_secs(20), || v0.height() >= height + 2
-                && !v0.shared.engine().store().has_blob(&[0x42; 32]).unwrap())
+                && !v0.engine().store().has_blob(&[0x42; 32]).unwrap())
             .await,
             "{answers:?}: the vaults stopped"
         );
-        assert!(wait_for(Duration::from_secs(10), || !v0.shared.is_syncing()).await);
+        assert!(wait_for(Duration::from_secs(10), || !v0.is_syncing()).await);
         // The rogue leaves: the next case's is the only one.
-        v0.shared.net.block(rogue.local_peer());
+        v0.network().block(rogue.local_peer());
         assert!(
             wait_for(Duration::from_secs(20), || {
-                let mut v = v0.shared.vaults.lock().unwrap();
+                let mut v = v0.vaults();
                 v.unreachable(&rogue.local_peer());
                 v.count() == 2
             })
@@ -659,7 +658,7 @@ async fn a_vault_that_cannot_take_a_message_blames_no_peer() {
     let v0 = &nodes[0];
     let owner = Keypair::from_secret(&[5; 32]);
     {
-        let mut engine = v0.shared.engine();
+        let mut engine = v0.engine();
         for i in 0..spacevault_node::engine::MAX_MEMPOOL {
             let name = format!("n{i}");
             let tx = RegisterTx::signed(&owner, &chain, name.as_bytes(), 1, b"x");
@@ -673,12 +672,11 @@ async fn a_vault_that_cannot_take_a_message_blames_no_peer() {
     config.heartbeat = Duration::from_millis(100);
     let (peer, _events, _task) = net::start(config).unwrap();
     let mut round = 0u32;
-    let unable =
-        || {
-            v0.shared.metrics.encode().lines().any(|l| {
-                l.starts_with("spacevault_messages_unable_total") && l.contains("pool_full")
-            })
-        };
+    let unable = || {
+        v0.metrics_text()
+            .lines()
+            .any(|l| l.starts_with("spacevault_messages_unable_total") && l.contains("pool_full"))
+    };
     let counted = wait_for(Duration::from_secs(20), || {
         round += 1;
         let name = format!("late {round}");
@@ -687,7 +685,7 @@ async fn a_vault_that_cannot_take_a_message_blames_no_peer() {
         unable()
     })
     .await;
-    assert!(counted, "{}", v0.shared.metrics.encode());
+    assert!(counted, "{}", v0.metrics_text());
     assert_eq!(rejected(v0, "txs", "malformed"), 0.0);
     assert_eq!(rejected(v0, "txs", "pool_full"), 0.0);
     for n in nodes {
@@ -726,14 +724,14 @@ async fn a_vault_keeps_only_blobs_it_is_a_holder_of_and_within_each_peers_budget
             let a = Announce::signed(k, &chain, spacevault_node::now_ms(), vec![]);
             rogue.publish(Topic::Vaults, a.encode());
         }
-        v0.shared.vaults.lock().unwrap().count() >= 4
+        v0.vaults().count() >= 4
     })
     .await;
     assert!(heard, "the other vaults were never heard");
     let places = spec.replication as usize + spacevault_node::data::HOLDER_SLACK;
     let holds = |blob: &[u8]| {
         let address = spacevault_chain::blob_address(blob);
-        let v = v0.shared.vaults.lock().unwrap();
+        let v = v0.vaults();
         v.holders(&address, places).contains(&v0.farmer_key())
     };
     let find = |want: bool, n: usize| -> Vec<Vec<u8>> {
@@ -758,7 +756,7 @@ async fn a_vault_keeps_only_blobs_it_is_a_holder_of_and_within_each_peers_budget
         other => panic!("{other:?}"),
     }
     let address = spacevault_chain::blob_address(&not_mine);
-    assert!(!v0.shared.engine().store().has_blob(&address).unwrap());
+    assert!(!v0.engine().store().has_blob(&address).unwrap());
     assert!(rejected(&v0, "requests", "not_holder") >= 1.0);
     for blob in &mine[..3] {
         match rogue
@@ -781,7 +779,7 @@ async fn a_vault_keeps_only_blobs_it_is_a_holder_of_and_within_each_peers_budget
     }
     assert_eq!(rejected(&v0, "requests", "over_budget"), 1.0);
     let address = spacevault_chain::blob_address(&mine[3]);
-    assert!(!v0.shared.engine().store().has_blob(&address).unwrap());
+    assert!(!v0.engine().store().has_blob(&address).unwrap());
     // Another peer's is its own.
     let (other, _other_events) = joined_rogue(89, chain, boot.clone(), v0_peer).await;
     match other.request(v0_peer, last).await {
@@ -810,7 +808,7 @@ async fn a_block_a_little_early_waits_for_its_time_and_costs_its_sender_nothing(
     while held() < 1.0 {
         round += 1;
         assert!(round < 200, "no early block was ever held");
-        let head = nodes[0].shared.engine().head();
+        let head = nodes[0].engine().head();
         let proof = ChainProof {
             farmer_key: key.public(),
             seed: [9; 32],
@@ -832,13 +830,13 @@ async fn a_block_a_little_early_waits_for_its_time_and_costs_its_sender_nothing(
     let looked_at = wait_for(Duration::from_secs(10), || {
         let kept = sent
             .iter()
-            .any(|h| nodes[0].shared.engine().store().info(h).unwrap().is_some());
+            .any(|h| nodes[0].engine().store().info(h).unwrap().is_some());
         kept || rejected(&nodes[0], "blocks", "not_better") >= 1.0
     })
     .await;
     assert!(looked_at, "the held block was never imported");
     // Past the window, still a fault.
-    let head = nodes[0].shared.engine().head();
+    let head = nodes[0].engine().head();
     let far = Block::produce(
         &key,
         chain,
@@ -883,12 +881,12 @@ async fn a_peer_whose_sync_brings_nothing_is_not_synced_from_again_for_a_while()
     let secret = 80;
     let (rogue, statuses) =
         rogue_vault_counted(secret, Answers::NothingAhead, chain, boot, vec![]).await;
-    nodes[1].shared.net.block(rogue.local_peer());
+    nodes[1].network().block(rogue.local_peer());
     let key = Keypair::from_secret(&[secret; 32]);
     // It says it is far ahead (its status) and answers no block; then
     // proofs for heights far ahead ask the vault to sync from it again,
     // ten times a second for three seconds.
-    let head = v0.shared.engine().head();
+    let head = v0.engine().head();
     let mut nonce = 0u64;
     let mut ask_again = || {
         nonce += 1;

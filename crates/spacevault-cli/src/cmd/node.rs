@@ -141,7 +141,7 @@ pub fn run(args: NodeArgs) -> Result<()> {
                 serde_json::json!({
                     "peer_id": peer.to_string(),
                     "farmer_key": hex::encode(node.farmer_key()),
-                    "chain_id": hex::encode(node.shared.chain_id),
+                    "chain_id": hex::encode(node.chain_id()),
                     "listen": listening,
                     "api": api,
                 })
@@ -156,7 +156,7 @@ pub fn run(args: NodeArgs) -> Result<()> {
                 outln!("api         {api}");
             }
         }
-        let plots = node.shared.farmer.plots();
+        let plots = node.plots();
         tracing::info!(
             plots = plots.len(),
             height = node.height(),

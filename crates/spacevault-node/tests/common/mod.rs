@@ -108,14 +108,12 @@ pub async fn wait_for(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
 
 /// The canonical hash at `height` on `node`.
 pub fn hash_at(node: &Node, height: u64) -> Option<[u8; 32]> {
-    node.shared.engine().store().canonical(height).unwrap()
+    node.engine().store().canonical(height).unwrap()
 }
 
 /// Vault `i`'s view: its height and canonical hash at `height`.
 pub fn metric(node: &Node, name: &str) -> f64 {
-    node.shared
-        .metrics
-        .encode()
+    node.metrics_text()
         .lines()
         .filter(|l| l.starts_with(name) && !l.starts_with('#'))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
@@ -134,8 +132,8 @@ pub fn agree_up_to(nodes: &[&Node], height: u64) -> bool {
 pub fn split(a: &[&Node], b: &[&Node]) {
     for x in a {
         for y in b {
-            x.shared.net.block(y.peer_id());
-            y.shared.net.block(x.peer_id());
+            x.network().block(y.peer_id());
+            y.network().block(x.peer_id());
         }
     }
 }
@@ -143,8 +141,8 @@ pub fn split(a: &[&Node], b: &[&Node]) {
 pub fn heal(a: &[&Node], b: &[&Node]) {
     for x in a {
         for y in b {
-            x.shared.net.unblock(y.peer_id());
-            y.shared.net.unblock(x.peer_id());
+            x.network().unblock(y.peer_id());
+            y.network().unblock(x.peer_id());
         }
     }
 }
@@ -157,10 +155,10 @@ pub async fn reconnect(from: &[&Node], to: &Node) {
     let target = to.peer_id();
     let deadline = Instant::now() + Duration::from_secs(20);
     for n in from {
-        while !n.shared.net.peers().await.contains(&target) {
+        while !n.network().peers().await.contains(&target) {
             assert!(Instant::now() < deadline, "a vault never reconnected");
             for addr in &addrs {
-                n.shared.net.dial(addr.clone());
+                n.network().dial(addr.clone());
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
@@ -170,9 +168,7 @@ pub async fn reconnect(from: &[&Node], to: &Node) {
 /// How many messages `node` refused on `topic` for `reason`.
 pub fn rejected(node: &Node, topic: &str, reason: &str) -> f64 {
     let labels = [format!("topic=\"{topic}\""), format!("reason=\"{reason}\"")];
-    node.shared
-        .metrics
-        .encode()
+    node.metrics_text()
         .lines()
         .filter(|l| l.starts_with("spacevault_messages_rejected_total"))
         .filter(|l| labels.iter().all(|label| l.contains(label.as_str())))
@@ -253,4 +249,33 @@ pub async fn drain(rogue: &net::Handle, events: &mut tokio::sync::mpsc::Receiver
             _ => {}
         }
     }
+}
+
+/// The status line and headers of the next answer on `stream` (empty if
+/// the connection closed first), its body read past.
+pub fn read_answer_head(stream: &mut std::net::TcpStream) -> String {
+    read_answer(stream).0
+}
+
+/// The status line and headers of the next answer on `stream`, and its
+/// body (as long as its Content-Length says).
+pub fn read_answer(stream: &mut std::net::TcpStream) -> (String, Vec<u8>) {
+    use std::io::Read;
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        match stream.read(&mut byte) {
+            Ok(1) => head.push(byte[0]),
+            _ => break,
+        }
+    }
+    let text = String::from_utf8_lossy(&head).to_string();
+    let len = text.lines().find_map(|l| {
+        l.to_ascii_lowercase()
+            .strip_prefix("content-length:")
+            .map(|v| v.trim().parse::<usize>().unwrap_or(0))
+    });
+    let mut body = vec![0u8; len.unwrap_or(0)];
+    let _ = stream.read_exact(&mut body);
+    (text, body)
 }

@@ -33,7 +33,14 @@ impl<'a> LinePusher<'a> {
     /// The view of a scatter of `parts` partitions: its arrays from `base`,
     /// room for `cap` records in each, filled as `fills` says, and its
     /// lines, filled as `line_fill` says.
-    pub(crate) fn new(
+    ///
+    /// # Safety
+    ///
+    /// For all of `'a`, nothing else may touch what the pointers point at,
+    /// and each must be valid for reads and writes of: `base`, `parts * cap`
+    /// records; `fills` and `line_fill`, `parts` entries; `lines`, `parts`
+    /// lines of [`LINE_BYTES`]. The loops that take a pusher rely on it.
+    pub(crate) unsafe fn new(
         base: *mut u32,
         cap: usize,
         fills: *mut usize,

@@ -154,7 +154,9 @@ impl<T: Copy + Default> Scatter<T> {
             if matches!(simd, Simd::Avx512 { .. }) && std::mem::size_of::<T>() == 4 {
                 // SAFETY: Simd::Avx512 stands for AVX-512F; T is 4 bytes (a
                 // plain integer), so its slices can be seen as u32 and the
-                // scatter as a Scatter<u32>; every partition in `parts` is
+                // scatter as a Scatter<u32>, whose arrays, fills and lines
+                // the pusher takes for this block only (`&mut self`, sized
+                // as LinePusher::new asks); every partition in `parts` is
                 // below line_fill.len() (checked above).
                 unsafe {
                     let keys = std::slice::from_raw_parts(keys.as_ptr().cast(), keys.len());
@@ -394,14 +396,20 @@ impl Scatter<u32> {
         } = self;
         assert_eq!(lines.len(), line_fill.len() * Self::LINE);
         assert_eq!(arrays.fill.len(), line_fill.len());
-        LinePusher::new(
-            arrays.keys.as_mut_ptr(),
-            arrays.cap,
-            arrays.fill.as_mut_ptr(),
-            lines.as_mut_ptr(),
-            line_fill.as_mut_ptr(),
-            line_fill.len(),
-        )
+        // SAFETY: the pusher borrows the scatter mutably for its life; the
+        // arrays hold `parts * cap` records (Scatter::new), and `fill`,
+        // `line_fill` and the lines one entry and one line a partition
+        // (asserted above).
+        unsafe {
+            LinePusher::new(
+                arrays.keys.as_mut_ptr(),
+                arrays.cap,
+                arrays.fill.as_mut_ptr(),
+                lines.as_mut_ptr(),
+                line_fill.as_mut_ptr(),
+                line_fill.len(),
+            )
+        }
     }
 }
 
