@@ -29,6 +29,10 @@ pub enum ClientError {
     TooFewCopies(PutAnswer),
 }
 
+/// How long the client keeps an idle connection for reuse: below the
+/// vault's default header time (`ApiTimes::headers`, 10 s).
+const POOL_IDLE: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// A vault's API at one base URL.
 #[derive(Clone)]
 pub struct Client {
@@ -43,10 +47,14 @@ impl Client {
         if !base.starts_with("http://") || base.parse::<hyper::Uri>().is_err() {
             return Err(ClientError::BadUrl { url: url.into() });
         }
-        Ok(Client {
-            base,
-            http: Hyper::builder(TokioExecutor::new()).build_http(),
-        })
+        // A vault closes a connection that sends no request for its
+        // header time (10 s by default): a pooled connection idle that
+        // long may be closing just as it is reused. Dropped from the pool
+        // sooner, it never is.
+        let http = Hyper::builder(TokioExecutor::new())
+            .pool_idle_timeout(POOL_IDLE)
+            .build_http();
+        Ok(Client { base, http })
     }
 
     async fn call(
@@ -67,22 +75,30 @@ impl Client {
         content_type: &str,
     ) -> Result<(u16, Vec<u8>), ClientError> {
         let url = format!("{}{path}", self.base);
-        let mut request = hyper::Request::builder().method(method.clone()).uri(&url);
-        if method == hyper::Method::PUT {
-            request = request.header(hyper::header::CONTENT_TYPE, content_type);
-        }
-        let request = request
-            .body(Full::new(Bytes::from(body)))
-            .map_err(|_| ClientError::BadUrl { url: url.clone() })?;
+        let body = Bytes::from(body);
+        let build = || {
+            let mut request = hyper::Request::builder().method(method.clone()).uri(&url);
+            if method == hyper::Method::PUT {
+                request = request.header(hyper::header::CONTENT_TYPE, content_type);
+            }
+            request
+                .body(Full::new(body.clone()))
+                .map_err(|_| ClientError::BadUrl { url: url.clone() })
+        };
         let unreachable = |why: String| ClientError::Unreachable {
             url: self.base.clone(),
             why,
         };
-        let response = self
-            .http
-            .request(request)
-            .await
-            .map_err(|e| unreachable(e.to_string()))?;
+        let response = match self.http.request(build()?).await {
+            // A request that reads changes nothing: sent again once if the
+            // connection failed under it (a pooled one the vault closed).
+            Err(e) if method == hyper::Method::GET && !e.is_connect() => {
+                tracing::debug!(%e, %url, "sending the request again");
+                self.http.request(build()?).await
+            }
+            sent => sent,
+        }
+        .map_err(|e| unreachable(e.to_string()))?;
         let status = response.status().as_u16();
         let bytes = response
             .into_body()

@@ -42,14 +42,20 @@ struct Api {
 const STOP_LIMIT: Duration = Duration::from_secs(30);
 
 impl Node {
-    /// Opens the store, the plots and the network, and starts the vault on
-    /// the current tokio runtime.
+    /// Opens the store, the plots, the API's socket and the network, and
+    /// starts the vault on the current tokio runtime.
     pub async fn start(config: NodeConfig) -> Result<Node, StartError> {
         std::fs::create_dir_all(&config.data_dir).map_err(|cause| StartError::DataDir {
             path: config.data_dir.clone(),
             cause,
         })?;
         let mut engine = Engine::open(&config.data_dir.join("vault.redb"), config.spec.clone())?;
+        // Before the network: a vault whose API cannot listen starts
+        // nothing.
+        let listener = match config.api {
+            Some(addr) => Some(bind_api(addr).await?),
+            None => None,
+        };
         let tasks = TaskTracker::new();
         let farmer = if config.plots.is_empty() {
             Farmer::empty()
@@ -60,91 +66,33 @@ impl Node {
         for s in farmer.skipped() {
             tracing::warn!(plot = %s.path.display(), why = %s.why, "plot not farmed");
         }
-        let chain_id = config.spec.chain_id();
-        let mut net_config = net::Config::new(config.key.secret(), config.transport, chain_id);
-        net_config.listen = config.listen.clone();
-        net_config.bootstrap = config.bootstrap.clone();
-        net_config.heartbeat = config.heartbeat;
-        net_config.links = config.links.clone();
-        net_config.limits = config.connection_limits;
         let meter = Arc::new(Meter::new(config.trace_crypto));
         let sig_cache = config.verify_cache.then(|| Arc::new(SigCache::default()));
         if let Some(cache) = &sig_cache {
             engine.use_sig_cache(cache.clone());
         }
-        net_config.meter = Some(meter.clone());
-        let (net, events, network) = net::start(net_config)?;
-        let height = engine.head().height;
-        let (head, _) = watch::channel(height);
-        let metrics = Metrics::new();
-        metrics.height.set(height as i64);
-        let store = engine.shared_store();
-        let shared = Arc::new(Shared {
-            engine: Mutex::new(engine),
-            store,
-            engine_changed: Default::default(),
-            tasks,
-            shutdown: CancellationToken::new(),
-            sync_peers: Default::default(),
-            request_workers: Arc::new(tokio::sync::Semaphore::new(
-                crate::shared::MAX_REQUEST_WORKERS,
-            )),
-            blob_readers: Arc::new(tokio::sync::Semaphore::new(
-                crate::shared::MAX_REQUEST_WORKERS,
-            )),
+        let (net, events, network) = net::start(network_config(&config, &meter))?;
+        let parts = Parts {
+            engine,
             farmer,
-            vaults: Mutex::new(Vaults::new(config.key.public())),
-            key: config.key.clone(),
-            metrics,
             net,
-            chain_id,
-            spec: config.spec.clone(),
-            head,
-            api_addr: Mutex::new(None),
-            listen_addrs: Mutex::new(Vec::new()),
-            arrivals: Mutex::new(Arrivals::default()),
-            syncing: AtomicBool::new(false),
             meter,
             sig_cache,
-            round_trips: Mutex::new(Default::default()),
-            deepest_reorg: Default::default(),
-            api_max_requests: config.api_max_requests.max(1),
-            api_times: config
-                .api_times
-                .unwrap_or_else(|| ApiTimes::for_spec(&config.spec)),
-            store_budgets: Mutex::new(crate::budget::Budgets::new(
-                config.store_budget.0,
-                config.store_budget.1,
-            )),
-            scrub: Default::default(),
-            scrub_rate: config.scrub.rate,
-            early_blocks: Default::default(),
-        });
-        data::refresh_blob_metrics(&shared);
-        let api = match config.api {
-            Some(addr) => {
-                let listener = tokio::net::TcpListener::bind(addr)
-                    .await
-                    .map_err(|cause| StartError::Api { addr, cause })?;
-                *shared.api_addr.lock().unwrap() = listener.local_addr().ok();
-                if !addr.ip().is_loopback() {
-                    tracing::warn!(
-                        %addr,
-                        "the API listens beyond this machine: whoever reaches it can store blobs through this vault and read its status"
-                    );
-                }
-                let hosts = config.api_hosts.clone();
-                let stop = CancellationToken::new();
-                let task = tokio::spawn(crate::api::serve(
-                    listener,
-                    shared.clone(),
-                    hosts,
-                    stop.clone(),
-                ));
-                Some(Api { task, stop })
-            }
-            None => None,
+            tasks,
         };
+        let shared = Arc::new(shared_state(&config, parts));
+        data::refresh_blob_metrics(&shared);
+        let api = listener.map(|listener| {
+            *shared.api_addr.lock().unwrap() = listener.local_addr().ok();
+            let stop = CancellationToken::new();
+            let task = tokio::spawn(crate::api::serve(
+                listener,
+                shared.clone(),
+                config.api_hosts.clone(),
+                stop.clone(),
+            ));
+            Api { task, stop }
+        });
         let task = tokio::spawn(run(shared.clone(), events));
         shared.spawn(crate::scrub::run(shared.clone(), config.scrub));
         Ok(Node {
@@ -306,6 +254,92 @@ impl Drop for Node {
     }
 }
 
+/// The API's socket, bound; a warning if it listens beyond this machine.
+async fn bind_api(addr: SocketAddr) -> Result<tokio::net::TcpListener, StartError> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|cause| StartError::Api { addr, cause })?;
+    if !addr.ip().is_loopback() {
+        tracing::warn!(
+            %addr,
+            "the API listens beyond this machine: whoever reaches it can store blobs through this vault and read its status"
+        );
+    }
+    Ok(listener)
+}
+
+fn network_config(config: &NodeConfig, meter: &Arc<Meter>) -> net::Config {
+    let chain_id = config.spec.chain_id();
+    let mut net_config = net::Config::new(config.key.secret(), config.transport, chain_id);
+    net_config.listen = config.listen.clone();
+    net_config.bootstrap = config.bootstrap.clone();
+    net_config.heartbeat = config.heartbeat;
+    net_config.links = config.links.clone();
+    net_config.limits = config.connection_limits;
+    net_config.meter = Some(meter.clone());
+    net_config
+}
+
+/// What a vault's shared state is made of besides its config.
+struct Parts {
+    engine: Engine,
+    farmer: Farmer,
+    net: net::Handle,
+    meter: Arc<Meter>,
+    sig_cache: Option<Arc<SigCache>>,
+    tasks: TaskTracker,
+}
+
+fn shared_state(config: &NodeConfig, parts: Parts) -> Shared {
+    let height = parts.engine.head().height;
+    let (head, _) = watch::channel(height);
+    let metrics = Metrics::new();
+    metrics.height.set(height as i64);
+    let store = parts.engine.shared_store();
+    let slots = || {
+        Arc::new(tokio::sync::Semaphore::new(
+            crate::shared::MAX_REQUEST_WORKERS,
+        ))
+    };
+    Shared {
+        engine: Mutex::new(parts.engine),
+        store,
+        engine_changed: Default::default(),
+        tasks: parts.tasks,
+        shutdown: CancellationToken::new(),
+        sync_peers: Default::default(),
+        request_workers: slots(),
+        blob_readers: slots(),
+        farmer: parts.farmer,
+        vaults: Mutex::new(Vaults::new(config.key.public())),
+        key: config.key.clone(),
+        metrics,
+        net: parts.net,
+        chain_id: config.spec.chain_id(),
+        spec: config.spec.clone(),
+        head,
+        api_addr: Mutex::new(None),
+        listen_addrs: Mutex::new(Vec::new()),
+        arrivals: Mutex::new(Arrivals::default()),
+        syncing: AtomicBool::new(false),
+        meter: parts.meter,
+        sig_cache: parts.sig_cache,
+        round_trips: Mutex::new(Default::default()),
+        deepest_reorg: Default::default(),
+        api_max_requests: config.api_max_requests.max(1),
+        api_times: config
+            .api_times
+            .unwrap_or_else(|| ApiTimes::for_spec(&config.spec)),
+        store_budgets: Mutex::new(crate::budget::Budgets::new(
+            config.store_budget.0,
+            config.store_budget.1,
+        )),
+        scrub: Default::default(),
+        scrub_rate: config.scrub.rate,
+        early_blocks: Default::default(),
+    }
+}
+
 /// Takes what the network delivers: gossip and requests into the
 /// processor's queues, peers' comings and goings at once. It never waits
 /// for the engine, so a busy engine costs the queues their oldest work,
@@ -416,19 +450,7 @@ async fn run(shared: Arc<Shared>, events: mpsc::Receiver<Event>) {
             Ok(()) = head.changed() => last_progress = tokio::time::Instant::now(),
             Some(msg) = internal.recv() => match msg {
                 Internal::Found { height, parent, found } => {
-                    shared.metrics.lookup_seconds.observe(found.took.as_secs_f64());
-                    // The record's hash is inside each plot's lookup, on a
-                    // blocking thread: counted here, timed in the lookup.
-                    shared.meter.add(Op::HashLookup, found.answers as u64);
-                    let Found { proof, rank, .. } = *found;
-                    let records = records_known(&shared);
-                    let msg = shared
-                        .with_engine(move |e| e.offer_own(height, parent, proof, rank, records))
-                        .await
-                        .flatten();
-                    if let Some(msg) = msg {
-                        publish_proof_later(&shared, msg, rank.expected_place(records));
-                    }
+                    offer_own(&shared, height, parent, *found).await;
                 }
                 Internal::Synced => last_progress = tokio::time::Instant::now(),
             },
@@ -438,6 +460,27 @@ async fn run(shared: Arc<Shared>, events: mpsc::Receiver<Event>) {
     }
     let store = shared.store.clone();
     let _ = shared.spawn_blocking(move || flush_store(&store)).await;
+}
+
+/// Offers the engine this vault's best proof for the election of `height`
+/// on `parent`, and gossips it later if it is the best the vault knows.
+async fn offer_own(shared: &Arc<Shared>, height: u64, parent: [u8; 32], found: Found) {
+    shared
+        .metrics
+        .lookup_seconds
+        .observe(found.took.as_secs_f64());
+    // The record's hash is inside each plot's lookup, on a blocking
+    // thread: counted here, timed in the lookup.
+    shared.meter.add(Op::HashLookup, found.answers as u64);
+    let Found { proof, rank, .. } = found;
+    let records = records_known(shared);
+    let msg = shared
+        .with_engine(move |e| e.offer_own(height, parent, proof, rank, records))
+        .await
+        .flatten();
+    if let Some(msg) = msg {
+        publish_proof_later(shared, msg, rank.expected_place(records));
+    }
 }
 
 /// When this vault produces (Unix ms), from the engine's turn for it

@@ -83,13 +83,7 @@ async fn a_split_network_heals_into_one_chain() {
     let dir = tempfile::tempdir().unwrap();
     let files: Vec<_> = (0..6).map(|i| vault_files(dir.path(), i)).collect();
     let spec = spec(300, 3);
-    let nodes = network(&spec, &files, false).await;
-    assert!(
-        wait_for(Duration::from_secs(20), || nodes
-            .iter()
-            .all(|n| n.height() >= 3))
-        .await
-    );
+    let nodes = network_at(&spec, &files, false, 3).await;
     let (left, right): (Vec<&_>, Vec<&_>) =
         (nodes[..3].iter().collect(), nodes[3..].iter().collect());
     split(&left, &right);
@@ -737,13 +731,7 @@ async fn a_healed_split_follows_the_branch_fork_choice_prefers() {
     let dir = tempfile::tempdir().unwrap();
     let files: Vec<_> = (0..4).map(|i| vault_files(dir.path(), i)).collect();
     let spec = spec(300, 2);
-    let nodes = network(&spec, &files, false).await;
-    assert!(
-        wait_for(Duration::from_secs(20), || nodes
-            .iter()
-            .all(|n| n.height() >= 2))
-        .await
-    );
+    let nodes = network_at(&spec, &files, false, 2).await;
     let (left, right): (Vec<&_>, Vec<&_>) =
         (nodes[..2].iter().collect(), nodes[2..].iter().collect());
     split(&left, &right);

@@ -71,13 +71,7 @@ async fn the_page_shows_the_chain_the_plots_and_the_peers() {
     let dir = tempfile::tempdir().unwrap();
     let files: Vec<_> = (0..2).map(|i| vault_files(dir.path(), i)).collect();
     let spec = spec(300, 2);
-    let nodes = network(&spec, &files, true).await;
-    assert!(
-        wait_for(Duration::from_secs(20), || nodes
-            .iter()
-            .all(|n| n.height() >= 3))
-        .await
-    );
+    let nodes = network_at(&spec, &files, true, 3).await;
     let url = format!("http://{}/", nodes[0].api_addr().unwrap());
     let dom = tokio::task::spawn_blocking({
         let url = url.clone();

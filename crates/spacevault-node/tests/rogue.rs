@@ -34,13 +34,7 @@ async fn an_orphan_flood_keeps_no_more_than_its_senders_share_and_the_chain_goes
     let files: Vec<_> = (0..2).map(|i| vault_files(dir.path(), i)).collect();
     let spec = spec(300, 2);
     let chain = spec.chain_id();
-    let nodes = network(&spec, &files, false).await;
-    assert!(
-        wait_for(Duration::from_secs(20), || nodes
-            .iter()
-            .all(|n| n.height() >= 2))
-        .await
-    );
+    let nodes = network_at(&spec, &files, false, 2).await;
     let boot = nodes[0].listen_addrs(Duration::from_secs(1)).await;
     let (rogue, mut events) = joined_rogue(99, chain, boot, nodes[0].peer_id()).await;
     let key = Keypair::from_secret(&[99; 32]);
@@ -109,13 +103,7 @@ async fn every_bad_message_is_refused_counted_and_not_relayed() {
     let files: Vec<_> = (0..2).map(|i| vault_files(dir.path(), i)).collect();
     let spec = spec(300, 2);
     let chain = spec.chain_id();
-    let nodes = network(&spec, &files, false).await;
-    assert!(
-        wait_for(Duration::from_secs(20), || nodes
-            .iter()
-            .all(|n| n.height() >= 2))
-        .await
-    );
+    let nodes = network_at(&spec, &files, false, 2).await;
     // Rogues join through vault 0 only; vault 1 must hear nothing of them.
     let boot = nodes[0].listen_addrs(Duration::from_secs(1)).await;
     let start_rogue = |secret: u8| {
@@ -512,13 +500,7 @@ async fn a_rogue_vaults_answers_are_checked_counted_and_never_trusted() {
     // Every vault known holds every blob: the rogue is always asked.
     let spec = spec(300, 8);
     let chain = spec.chain_id();
-    let nodes = network(&spec, &files, true).await;
-    assert!(
-        wait_for(Duration::from_secs(20), || nodes
-            .iter()
-            .all(|n| n.height() >= 2))
-        .await
-    );
+    let nodes = network_at(&spec, &files, true, 2).await;
     let boot = nodes[0].listen_addrs(Duration::from_secs(1)).await;
     let v0 = &nodes[0];
     let api = spacevault_node::client::Client::new(&format!("http://{}", v0.api_addr().unwrap()))
@@ -869,13 +851,7 @@ async fn a_peer_whose_sync_brings_nothing_is_not_synced_from_again_for_a_while()
     let files: Vec<_> = (0..2).map(|i| vault_files(dir.path(), i)).collect();
     let spec = spec(300, 2);
     let chain = spec.chain_id();
-    let nodes = network(&spec, &files, false).await;
-    assert!(
-        wait_for(Duration::from_secs(20), || nodes
-            .iter()
-            .all(|n| n.height() >= 2))
-        .await
-    );
+    let nodes = network_at(&spec, &files, false, 2).await;
     let v0 = &nodes[0];
     let boot = v0.listen_addrs(Duration::from_secs(1)).await;
     let secret = 80;

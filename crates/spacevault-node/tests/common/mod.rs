@@ -94,6 +94,27 @@ pub async fn network(spec: &ChainSpec, files: &[VaultFiles], api: bool) -> Vec<N
     nodes
 }
 
+/// [`network`], once every vault has reached `height` (within 20 s, or
+/// the test fails with the heights).
+pub async fn network_at(
+    spec: &ChainSpec,
+    files: &[VaultFiles],
+    api: bool,
+    height: u64,
+) -> Vec<Node> {
+    let nodes = network(spec, files, api).await;
+    let reached = wait_for(Duration::from_secs(20), || {
+        nodes.iter().all(|n| n.height() >= height)
+    })
+    .await;
+    let heights: Vec<u64> = nodes.iter().map(Node::height).collect();
+    assert!(
+        reached,
+        "the network never reached height {height}: {heights:?}"
+    );
+    nodes
+}
+
 /// Polls `done` every 20 ms until it holds or `limit` passes.
 pub async fn wait_for(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + limit;
