@@ -673,24 +673,9 @@ impl Engine {
     /// encoded (but at least one block, if there is one): a sync answer
     /// must fit in one message.
     pub fn blocks_from(&self, from: u64, max: u32, max_bytes: usize) -> Vec<Vec<u8>> {
-        let mut out = Vec::new();
-        let mut bytes = 0usize;
-        for height in from.max(1)..from.max(1).saturating_add(max as u64) {
-            let Ok(Some(hash)) = self.store.canonical(height) else {
-                break;
-            };
-            let Ok(Some(block)) = self.store.block(&hash) else {
-                break;
-            };
-            let encoded = block.encode();
-            // Each block also takes its length in the answer.
-            bytes += encoded.len() + 4;
-            if bytes > max_bytes && !out.is_empty() {
-                break;
-            }
-            out.push(encoded);
-        }
-        out
+        self.store
+            .canonical_blocks(from, max, max_bytes)
+            .unwrap_or_default()
     }
 
     /// The canonical block at `height`.

@@ -284,17 +284,29 @@ pub(crate) fn on_request(
 ) {
     let response = match request {
         Request::Status => {
-            let head = shared.engine().head();
-            Response::Status {
-                height: head.height,
-                head: head.hash,
-            }
+            // The head the store last committed, without the engine's
+            // lock; the engine's own if the store cannot say.
+            let (head, height) = match shared.store.head() {
+                Ok(Some(head)) => head,
+                Ok(None) => {
+                    let genesis = spacevault_chain::Parent::genesis(&shared.spec);
+                    (genesis.hash, genesis.height)
+                }
+                Err(_) => {
+                    let head = shared.engine().head();
+                    (head.hash, head.height)
+                }
+            };
+            Response::Status { height, head }
         }
         Request::Blocks { from, max } => {
             let max = max.min(net::wire::MAX_BLOCKS_PER_REQUEST);
             // Room in the message for its kind and count.
             let max_bytes = net::wire::MAX_MESSAGE_BYTES - 64;
-            Response::Blocks(shared.engine().blocks_from(from, max, max_bytes))
+            // From the store, without the engine's lock: an import under
+            // way does not hold up a peer's sync.
+            let blocks = shared.store.canonical_blocks(from, max, max_bytes);
+            Response::Blocks(blocks.unwrap_or_default())
         }
         Request::Store { blob } => {
             let task = shared.clone();

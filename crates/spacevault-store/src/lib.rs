@@ -306,6 +306,44 @@ impl Store {
             .transpose()
     }
 
+    /// Canonical blocks from `from` (at least 1), encoded, at most `max`
+    /// of them and `max_bytes` with a 4-byte length each (but at least
+    /// one block, if there is one): one read of one moment of the chain,
+    /// so that a reorg under way never mixes two branches in an answer.
+    /// Each block is decoded on the way, so a damaged one ends the run
+    /// rather than being sent on.
+    pub fn canonical_blocks(
+        &self,
+        from: u64,
+        max: u32,
+        max_bytes: usize,
+    ) -> Result<Vec<Vec<u8>>, StoreError> {
+        let tx = self.db.begin_read()?;
+        let canonical = tx.open_table(CANONICAL)?;
+        let blocks = tx.open_table(BLOCKS)?;
+        let mut out = Vec::new();
+        let mut bytes = 0usize;
+        let from = from.max(1);
+        for height in from..from.saturating_add(max as u64) {
+            let Some(hash) = canonical.get(height)? else {
+                break;
+            };
+            let Some(stored) = blocks.get(hash.value())? else {
+                break;
+            };
+            let Ok(block) = Block::decode(stored.value(), &self.limits) else {
+                break;
+            };
+            let encoded = block.encode();
+            bytes += encoded.len() + 4;
+            if bytes > max_bytes && !out.is_empty() {
+                break;
+            }
+            out.push(encoded);
+        }
+        Ok(out)
+    }
+
     /// What the store knows of a block without decoding it.
     pub fn info(&self, hash: &[u8; 32]) -> Result<Option<BlockInfo>, StoreError> {
         let tx = self.db.begin_read()?;
