@@ -1,8 +1,9 @@
 //! The vault's HTTP API (`/v1/...`), its health and metrics, and its page.
 //! Bad input gets a 4xx with `{"error": "..."}`; bodies are limited to a
 //! blob's size, every request to a minute, the requests worked on at once
-//! to [`guard::MAX_CONCURRENT_REQUESTS`], and what a request may name and
-//! carry as [`guard`] says.
+//! to the config's `api_max_requests` (by default
+//! [`crate::config::MAX_CONCURRENT_REQUESTS`]), and what a request may
+//! name and carry as [`guard`] says.
 
 pub mod guard;
 pub mod types;

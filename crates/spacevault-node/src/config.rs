@@ -38,13 +38,16 @@ pub struct NodeConfig {
     /// Names the API answers to besides IP addresses and `localhost`.
     pub api_hosts: Vec<String>,
     /// Requests the API works on at once; past it, 503 at once
-    /// ([`crate::api::guard::MAX_CONCURRENT_REQUESTS`] by default).
+    /// ([`MAX_CONCURRENT_REQUESTS`] by default).
     pub api_max_requests: usize,
     /// How fast and how often stored blobs are read back and checked.
     pub scrub: ScrubConfig,
     /// How many connections peers may open to this vault.
     pub connection_limits: net::ConnectionLimits,
 }
+
+/// Requests the API works on at once by default; past it, 503 at once.
+pub const MAX_CONCURRENT_REQUESTS: usize = 1024;
 
 /// Gossipsub's heartbeat, whatever the slot: blocks and proofs go out at
 /// once along the mesh, and the heartbeat only mends meshes and gossips
@@ -77,7 +80,7 @@ impl NodeConfig {
             api_times: None,
             store_budget: (crate::budget::STORE_RATE, crate::budget::STORE_BURST),
             api_hosts: Vec::new(),
-            api_max_requests: crate::api::guard::MAX_CONCURRENT_REQUESTS,
+            api_max_requests: MAX_CONCURRENT_REQUESTS,
             scrub: Default::default(),
             connection_limits: Default::default(),
         }

@@ -43,7 +43,7 @@ pub fn announce(shared: &Arc<Shared>) {
 }
 
 /// Another vault's announcement: refused unless it is signed by the vault,
-/// news ([`Vaults::is_news`]: an old one replayed would keep a vault that
+/// news (`Vaults::is_news`: an old one replayed would keep a vault that
 /// left "alive"), and every address parses.
 pub fn on_announce(shared: &Arc<Shared>, data: &[u8]) -> Result<(), Rejection> {
     let a = Announce::decode(data).map_err(|e| Rejection::Malformed(e.to_string()))?;

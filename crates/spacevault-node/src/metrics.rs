@@ -279,7 +279,7 @@ impl Metrics {
     }
 
     /// Counts a message refused for `why`: under its reason, or, for this
-    /// vault's own trouble, apart ([`Rejection::Unable`]).
+    /// vault's own trouble, apart ([`spacevault_chain::Rejection::Unable`]).
     pub fn refused(&self, topic: &str, why: &spacevault_chain::Rejection) {
         match why {
             spacevault_chain::Rejection::Unable { what, .. } => {

@@ -15,8 +15,6 @@ use std::sync::Arc;
 pub const MAX_URI_BYTES: usize = 8 << 10;
 /// The most header bytes (names and values) a request may carry.
 pub const MAX_HEADER_BYTES: usize = 16 << 10;
-/// Requests the API works on at once; past it, 503 at once.
-pub const MAX_CONCURRENT_REQUESTS: usize = 1024;
 /// Connections the API keeps open at once; past it, new ones are closed.
 pub const MAX_CONNECTIONS: usize = 2048;
 
