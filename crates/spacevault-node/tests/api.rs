@@ -12,21 +12,6 @@ use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
-/// A PUT whose head the vault has taken, waiting for its body (the vault
-/// asked for it: 100 Continue).
-fn put_under_way(api: SocketAddr, blob: &[u8]) -> TcpStream {
-    let mut put = TcpStream::connect(api).unwrap();
-    put.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    let head = format!(
-        "PUT /v1/blobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/octet-stream\r\nContent-Length: {}\r\nExpect: 100-continue\r\n\r\n",
-        blob.len()
-    );
-    put.write_all(head.as_bytes()).unwrap();
-    let proceed = read_answer_head(&mut put);
-    assert!(proceed.starts_with("HTTP/1.1 100"), "{proceed:?}");
-    put
-}
-
 fn get_health(api: SocketAddr) -> (String, Vec<u8>) {
     let mut get = TcpStream::connect(api).unwrap();
     get.set_read_timeout(Some(Duration::from_secs(30))).unwrap();

@@ -77,15 +77,7 @@ async fn a_request_under_way_at_the_stop_is_answered_and_idle_connections_close(
     // A PUT under way when the stop begins: the server has taken its head
     // and waits for its body (it asked for it: 100 Continue).
     let blob = b"kept through the stop".to_vec();
-    let mut put = TcpStream::connect(api).unwrap();
-    put.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    let head = format!(
-        "PUT /v1/blobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/octet-stream\r\nContent-Length: {}\r\nExpect: 100-continue\r\n\r\n",
-        blob.len()
-    );
-    put.write_all(head.as_bytes()).unwrap();
-    let proceed = read_answer_head(&mut put);
-    assert!(proceed.starts_with("HTTP/1.1 100"), "{proceed:?}");
+    let mut put = put_under_way(api, &blob);
     let started = Instant::now();
     let stopping = tokio::spawn(vault.stop());
     // New connections are refused once the stop has begun.

@@ -300,3 +300,18 @@ pub fn read_answer(stream: &mut std::net::TcpStream) -> (String, Vec<u8>) {
     let _ = stream.read_exact(&mut body);
     (text, body)
 }
+
+/// A PUT whose head the vault has taken, waiting for its body (the vault
+/// asked for it: 100 Continue).
+pub fn put_under_way(api: std::net::SocketAddr, blob: &[u8]) -> std::net::TcpStream {
+    let mut put = std::net::TcpStream::connect(api).unwrap();
+    put.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let head = format!(
+        "PUT /v1/blobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/octet-stream\r\nContent-Length: {}\r\nExpect: 100-continue\r\n\r\n",
+        blob.len()
+    );
+    std::io::Write::write_all(&mut put, head.as_bytes()).unwrap();
+    let proceed = read_answer_head(&mut put);
+    assert!(proceed.starts_with("HTTP/1.1 100"), "{proceed:?}");
+    put
+}
