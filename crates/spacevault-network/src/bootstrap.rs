@@ -5,7 +5,7 @@
 //! peers.
 
 use libp2p::swarm::ConnectionId;
-use libp2p::Multiaddr;
+use libp2p::{Multiaddr, PeerId};
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -34,6 +34,8 @@ struct Entry {
     /// The connection a dial made, until the peer says which chain it is
     /// on: the wait starts again from the first only then.
     unconfirmed: Option<ConnectionId>,
+    /// The peer that dial reached, while unconfirmed.
+    peer: Option<PeerId>,
     reached: bool,
     error: Option<String>,
 }
@@ -53,6 +55,7 @@ impl Bootstraps {
                 next_try: now,
                 dial: None,
                 unconfirmed: None,
+                peer: None,
                 reached: false,
                 error: None,
             })
@@ -96,10 +99,11 @@ impl Bootstraps {
     /// Records a dial that connected; the address, or `None` when `id` was
     /// not a bootstrap dial. Its waits start again from the first once the
     /// peer proves to be on this chain ([`Bootstraps::confirmed`]).
-    pub fn connected(&mut self, id: ConnectionId) -> Option<Multiaddr> {
+    pub fn connected(&mut self, id: ConnectionId, peer: PeerId) -> Option<Multiaddr> {
         let e = self.entries.iter_mut().find(|e| e.dial == Some(id))?;
         e.dial = None;
         e.unconfirmed = Some(id);
+        e.peer = Some(peer);
         e.reached = true;
         e.error = None;
         Some(e.address.clone())
@@ -109,26 +113,30 @@ impl Bootstraps {
     pub fn confirmed(&mut self, id: ConnectionId) {
         if let Some(e) = self.entries.iter_mut().find(|e| e.unconfirmed == Some(id)) {
             e.unconfirmed = None;
+            e.peer = None;
             e.backoff = FIRST_BACKOFF;
         }
     }
 
-    /// The peer of connection `id` is on another chain: a failure of its
-    /// address, waited on like any other (so that a bootstrap address of
-    /// the wrong chain is not dialled every two seconds).
+    /// `peer`, heard on connection `id`, is on another chain: a failure of
+    /// the address that reached it, waited on like any other (so that a
+    /// bootstrap address of the wrong chain is not dialled every two
+    /// seconds). The peer may say so on another connection than the
+    /// bootstrap's own (one it dialled back, say, while the first closed).
     pub fn other_chain(
         &mut self,
         id: ConnectionId,
+        peer: &PeerId,
         why: String,
         now: Instant,
     ) -> Option<(Multiaddr, Duration)> {
-        let e = self
-            .entries
-            .iter_mut()
-            .find(|e| e.unconfirmed == Some(id))?;
-        e.unconfirmed = None;
-        e.dial = Some(id);
-        self.failed(id, why, now)
+        let e = self.entries.iter_mut().find(|e| {
+            e.unconfirmed == Some(id) || (e.unconfirmed.is_some() && e.peer.as_ref() == Some(peer))
+        })?;
+        let dial = e.unconfirmed.take().expect("an unconfirmed connection");
+        e.peer = None;
+        e.dial = Some(dial);
+        self.failed(dial, why, now)
     }
 
     pub fn status(&self, now: Instant) -> Vec<BootstrapStatus> {
@@ -204,7 +212,10 @@ mod tests {
         assert!(!status[0].reached);
         // A connection starts the waits again from the first.
         b.dialling(0, id(100));
-        assert_eq!(b.connected(id(100)), Some(address.clone()));
+        assert_eq!(
+            b.connected(id(100), PeerId::random()),
+            Some(address.clone())
+        );
         b.confirmed(id(100));
         assert_eq!(
             b.status(now)[0],
@@ -227,11 +238,35 @@ mod tests {
         let mut waits = Vec::new();
         for n in 0..4 {
             b.dialling(0, id(n));
-            assert_eq!(b.connected(id(n)), Some(address.clone()));
-            let (_, wait) = b.other_chain(id(n), "another chain".into(), t).unwrap();
+            assert_eq!(b.connected(id(n), PeerId::random()), Some(address.clone()));
+            let (_, wait) = b
+                .other_chain(id(n), &PeerId::random(), "another chain".into(), t)
+                .unwrap();
             waits.push(wait.as_secs());
         }
         assert_eq!(waits, [2, 4, 8, 16]);
+        assert_eq!(b.status(t)[0].error.as_deref(), Some("another chain"));
+        assert!(!b.status(t)[0].reached);
+    }
+
+    #[test]
+    fn another_chain_heard_on_another_connection_of_the_peer_fails_its_address() {
+        let t = Instant::now();
+        let address: Multiaddr = "/memory/6".parse().unwrap();
+        let mut b = Bootstraps::new(vec![address.clone()], t);
+        let peer = PeerId::random();
+        b.dialling(0, id(1));
+        assert_eq!(b.connected(id(1), peer), Some(address.clone()));
+        // Another peer on another chain says nothing of this address.
+        assert_eq!(
+            b.other_chain(id(7), &PeerId::random(), "another chain".into(), t),
+            None
+        );
+        assert_eq!(b.status(t)[0].error, None);
+        let (failed, _) = b
+            .other_chain(id(2), &peer, "another chain".into(), t)
+            .unwrap();
+        assert_eq!(failed, address);
         assert_eq!(b.status(t)[0].error.as_deref(), Some("another chain"));
         assert!(!b.status(t)[0].reached);
     }
@@ -242,7 +277,7 @@ mod tests {
         let mut b = Bootstraps::new(vec!["/memory/1".parse().unwrap()], now);
         b.dialling(0, id(1));
         assert_eq!(b.failed(id(2), "x".into(), now), None);
-        assert_eq!(b.connected(id(3)), None);
+        assert_eq!(b.connected(id(3), PeerId::random()), None);
         assert_eq!(b.status(now)[0].error, None);
     }
 }

@@ -467,7 +467,7 @@ impl Runner {
                 connection_id,
                 ..
             } => {
-                if let Some(address) = self.bootstraps.connected(connection_id) {
+                if let Some(address) = self.bootstraps.connected(connection_id, peer_id) {
                     tracing::info!(%address, %peer_id, "reached the bootstrap address");
                 }
                 if endpoint.is_dialer() {
@@ -549,7 +549,8 @@ impl Runner {
                     let why = format!("it is on another chain ({})", info.protocol_version);
                     let now = tokio::time::Instant::now();
                     if let Some((address, wait)) =
-                        self.bootstraps.other_chain(connection_id, why, now)
+                        self.bootstraps
+                            .other_chain(connection_id, &peer_id, why, now)
                     {
                         tracing::warn!(
                             %address,
