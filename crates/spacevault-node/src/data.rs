@@ -6,7 +6,7 @@
 //! A blob read back from the store is hashed again every time before it is
 //! served: nothing remembers that a copy was good.
 
-use crate::replication::{nearest, Pass};
+use crate::replication::Pass;
 use crate::shared::Shared;
 use crate::vaults::MISSED_TO_LEAVE;
 pub use crate::vaults::{Vaults, MAX_KNOWN_VAULTS};
@@ -123,9 +123,9 @@ impl Drop for Running<'_> {
     }
 }
 
-/// Sends each local blob to its holders in the pass's view (they keep it
-/// once; a copy already held is kept again at no cost). True when every
-/// copy was taken.
+/// Sends each local blob to the holders the pass names for it
+/// ([`Pass::targets`]: a copy already held is kept again at no cost). True
+/// when every copy was taken.
 async fn replicate(shared: &Arc<Shared>, pass: &Pass) -> bool {
     let store = shared.store.clone();
     let Ok(Ok(addresses)) = shared.spawn_blocking(move || store.blob_addresses()).await else {
@@ -137,7 +137,7 @@ async fn replicate(shared: &Arc<Shared>, pass: &Pass) -> bool {
     for address in addresses {
         let targets: Vec<net::Peer> = {
             let v = shared.vaults.lock().unwrap();
-            nearest(&pass.now, &address, r)
+            pass.targets(&address, r)
                 .iter()
                 .filter(|k| **k != own)
                 .filter_map(|k| v.peer(k))
@@ -269,6 +269,7 @@ fn store_local_metered(shared: &Shared, blob: &[u8], address: [u8; 32]) -> Resul
         !good
     };
     if fresh {
+        shared.vaults.lock().unwrap().stored(address);
         refresh_blob_metrics(shared);
     }
     Ok(Receipt::sign(&shared.key, &shared.chain_id, &address))

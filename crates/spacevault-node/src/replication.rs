@@ -1,14 +1,20 @@
 //! Copies made again when the set of vaults changes: each blob this vault
-//! keeps goes to its holders in the new set. One pass runs at a time; a
+//! keeps goes to those of its holders in the new set that were not its
+//! holders when the last complete pass began. One pass runs at a time; a
 //! change while it runs starts the next once it is done (passes used to
 //! overlap, one for every change). A pass some copy of which was refused
-//! (a holder over its budget, or away) is run again after [`PASS_RETRY`].
+//! (a holder over its budget, or away) is run again after [`PASS_RETRY`],
+//! measured against the same base.
 //!
-//! Every holder, not only those the change made: a blob PUT after the
-//! last pass reached the holders the putting vault saw, which need not be
-//! the ones this vault saw then, so "holders then" says nothing of who has
-//! it (sending only the difference lost copies in the churn test).
+//! A blob stored here since the last complete pass began goes to every
+//! holder: a blob PUT elsewhere reached the holders the putting vault saw,
+//! which need not be the ones this vault saw, so "holders then" says
+//! nothing of who has it (sending only the difference for those lost
+//! copies in the churn test). Such blobs are remembered by address, up to
+//! [`MAX_RECENT`]; past it, and for a vault's first pass, a pass sends
+//! every blob to every holder.
 
+use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 /// The wait before a pass that could not send every copy runs again.
@@ -29,6 +35,10 @@ fn xor(a: &[u8; 32], b: &[u8; 32]) -> [u8; 32] {
     std::array::from_fn(|i| a[i] ^ b[i])
 }
 
+/// Blobs stored since a pass began that are remembered at most (32 bytes
+/// each); past it, the next pass sends everything to every holder.
+pub const MAX_RECENT: usize = 1 << 16;
+
 /// What the vault table keeps of its passes.
 #[derive(Default)]
 pub struct Passes {
@@ -37,12 +47,72 @@ pub struct Passes {
     running: bool,
     /// When the last pass, incomplete, is due again.
     retry_at: Option<Instant>,
+    /// The view of the last complete pass: every blob stored here before
+    /// it began went to its holders in that view.
+    base: Option<View>,
+    /// The blobs stored since the running (or last) pass began.
+    recent: Recent,
 }
 
-/// A pass under way: the vaults it sends to the holders among.
+/// Blobs stored since a point, or more of them than were remembered.
+#[derive(Clone, Debug, PartialEq)]
+enum Recent {
+    These(HashSet<[u8; 32]>),
+    TooMany,
+}
+
+impl Default for Recent {
+    fn default() -> Self {
+        Recent::These(HashSet::new())
+    }
+}
+
+impl Recent {
+    fn note(&mut self, address: [u8; 32]) {
+        if let Recent::These(set) = self {
+            set.insert(address);
+            if set.len() > MAX_RECENT {
+                *self = Recent::TooMany;
+            }
+        }
+    }
+
+    fn merge(&mut self, other: Recent) {
+        match other {
+            Recent::These(set) => set.into_iter().for_each(|a| self.note(a)),
+            Recent::TooMany => *self = Recent::TooMany,
+        }
+    }
+}
+
+/// A pass under way.
 #[derive(Debug, PartialEq)]
 pub struct Pass {
+    /// The vaults it sends to the holders among.
     pub now: View,
+    /// The view of the last complete pass, if any.
+    base: Option<View>,
+    /// The blobs stored since the last pass began.
+    recent: Recent,
+}
+
+impl Pass {
+    /// The vaults (farmer keys, this one's included) this pass sends the
+    /// blob at `address` to, out of `r` holders: its holders now, less
+    /// those it had in the base view, unless it was stored since.
+    pub fn targets(&self, address: &[u8; 32], r: usize) -> Vec<[u8; 32]> {
+        let mut now = nearest(&self.now, address, r);
+        let Some(base) = &self.base else { return now };
+        let stored_since = match &self.recent {
+            Recent::These(set) => set.contains(address),
+            Recent::TooMany => true,
+        };
+        if !stored_since {
+            let then = nearest(base, address, r);
+            now.retain(|k| !then.contains(k));
+        }
+        now
+    }
 }
 
 impl Passes {
@@ -62,14 +132,28 @@ impl Passes {
         self.running = true;
         self.started_for = generation;
         self.retry_at = None;
-        Some(Pass { now: view() })
+        Some(Pass {
+            now: view(),
+            base: self.base.clone(),
+            recent: std::mem::take(&mut self.recent),
+        })
+    }
+
+    /// A blob was stored here (a new one, or a damaged copy replaced).
+    pub fn stored(&mut self, address: [u8; 32]) {
+        self.recent.note(address);
     }
 
     /// The pass ended; `complete` when every copy it meant to send was
-    /// taken. An incomplete one runs again after [`PASS_RETRY`].
-    pub fn finish(&mut self, _pass: Pass, complete: bool, now: Instant) {
+    /// taken: its view is then the base of the next. An incomplete one runs
+    /// again after [`PASS_RETRY`], against the same base and with the blobs
+    /// stored since it began.
+    pub fn finish(&mut self, pass: Pass, complete: bool, now: Instant) {
         self.running = false;
-        if !complete {
+        if complete {
+            self.base = Some(pass.now);
+        } else {
+            self.recent.merge(pass.recent);
             self.retry_at = Some(now + PASS_RETRY);
         }
     }
@@ -108,6 +192,7 @@ mod tests {
             .start(3, t, || vec![key(1), key(2), key(3)])
             .expect("the next pass");
         assert_eq!(next.now.len(), 3);
+        assert_eq!(next.base, Some(vec![key(1)]), "the first pass's view");
         assert_eq!(p.start(3, t, || unreachable!()), None);
         // An incomplete pass runs again once its retry is due, with no
         // change of the set.
@@ -123,5 +208,58 @@ mod tests {
             None,
             "nothing changed since"
         );
+    }
+
+    /// Addresses whose two nearest among keys 0x00..=0x30 differ when key
+    /// 0x31 joins: those near 0x31.
+    #[test]
+    fn a_pass_sends_a_blob_only_to_holders_it_did_not_have() {
+        let t = Instant::now();
+        let old: View = [0x00, 0x10, 0x20, 0x30].map(key).to_vec();
+        let mut new = old.clone();
+        new.push(key(0x31));
+        let mut p = Passes::default();
+        // The first pass knows no base: every holder.
+        let first = p.start(1, t, || old.clone()).unwrap();
+        assert_eq!(first.targets(&key(0x01), 2), vec![key(0x00), key(0x10)]);
+        p.finish(first, true, t);
+        let stored_since = key(0x02);
+        p.stored(stored_since);
+        let pass = p.start(2, t, || new.clone()).unwrap();
+        // Holders unchanged: nothing to send.
+        assert_eq!(pass.targets(&key(0x01), 2), Vec::<[u8; 32]>::new());
+        // 0x31 joined the nearest of 0x33 (with 0x30): only it.
+        assert_eq!(pass.targets(&key(0x33), 2), vec![key(0x31)]);
+        // A blob stored since the last pass began: every holder.
+        assert_eq!(pass.targets(&stored_since, 2), vec![key(0x00), key(0x10)]);
+        // An incomplete pass keeps its base and its stored blobs.
+        p.finish(pass, false, t);
+        let again = p.start(2, t + PASS_RETRY, || new.clone()).unwrap();
+        assert_eq!(again.targets(&key(0x33), 2), vec![key(0x31)]);
+        assert_eq!(again.targets(&stored_since, 2).len(), 2);
+        p.finish(again, true, t + PASS_RETRY);
+        // Now the base is the new view, and nothing was stored since.
+        let mut newer = new.clone();
+        newer.push(key(0x03));
+        let next = p.start(3, t + PASS_RETRY, || newer.clone()).unwrap();
+        assert_eq!(next.targets(&key(0x33), 2), Vec::<[u8; 32]>::new());
+        assert_eq!(next.targets(&stored_since, 2), vec![key(0x03)]);
+    }
+
+    #[test]
+    fn too_many_blobs_stored_since_sends_everything() {
+        let t = Instant::now();
+        let view: View = [0x00, 0x10].map(key).to_vec();
+        let mut p = Passes::default();
+        let first = p.start(1, t, || view.clone()).unwrap();
+        p.finish(first, true, t);
+        for i in 0..=MAX_RECENT as u32 {
+            let mut a = [0xffu8; 32];
+            a[..4].copy_from_slice(&i.to_le_bytes());
+            p.stored(a);
+        }
+        let pass = p.start(2, t, || view.clone()).unwrap();
+        assert_eq!(pass.recent, Recent::TooMany);
+        assert_eq!(pass.targets(&key(0x01), 2).len(), 2);
     }
 }

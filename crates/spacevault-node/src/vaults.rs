@@ -227,6 +227,11 @@ impl Vaults {
             .start(self.generation, now, || view_of(known, own))
     }
 
+    /// A blob was stored here: the next pass sends it to every holder.
+    pub(crate) fn stored(&mut self, address: [u8; 32]) {
+        self.passes.stored(address);
+    }
+
     /// The pass ended; `complete` when every copy was taken.
     pub(crate) fn finish_pass(&mut self, pass: Pass, complete: bool, now: Instant) {
         self.passes.finish(pass, complete, now);
