@@ -9,6 +9,7 @@ pub mod fork;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod keys;
+pub mod locator;
 pub mod sig_cache;
 pub mod spec;
 pub mod types;

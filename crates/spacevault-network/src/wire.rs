@@ -5,11 +5,13 @@
 use futures::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use libp2p::StreamProtocol;
 use spacevault_chain::codec::{DecodeError, Reader, Writer};
+use spacevault_chain::locator::MAX_LOCATOR;
 use spacevault_chain::Receipt;
 use std::io;
 
-/// The request-response protocol's name.
-pub const PROTOCOL: StreamProtocol = StreamProtocol::new("/spacevault/req/1");
+/// The request-response protocol's name; version 2 added
+/// [`Request::Locate`].
+pub const PROTOCOL: StreamProtocol = StreamProtocol::new("/spacevault/req/2");
 
 /// The largest message either way: a batch of blocks or a blob, with room
 /// for framing.
@@ -29,6 +31,11 @@ pub enum Request {
     Store { blob: Vec<u8> },
     /// The blob at this address, if it keeps it.
     Fetch { address: [u8; 32] },
+    /// Its canonical blocks after the first of these hashes that is
+    /// canonical there (a block locator, highest first:
+    /// [`spacevault_chain::locator`]), from height 1 if none is; at most
+    /// `max`.
+    Locate { locator: Vec<[u8; 32]>, max: u32 },
 }
 
 /// What it answers.
@@ -63,6 +70,13 @@ impl Request {
             Request::Fetch { address } => {
                 w.u8(3).fixed(address);
             }
+            Request::Locate { locator, max } => {
+                w.u8(4).u32(locator.len() as u32);
+                for hash in locator {
+                    w.fixed(hash);
+                }
+                w.u32(*max);
+            }
         }
         w.finish()
     }
@@ -81,6 +95,16 @@ impl Request {
             3 => Request::Fetch {
                 address: r.array("address")?,
             },
+            4 => {
+                let n = r.count("locator", MAX_LOCATOR, 32)?;
+                let locator = (0..n)
+                    .map(|_| r.array("locator hash"))
+                    .collect::<Result<_, _>>()?;
+                Request::Locate {
+                    locator,
+                    max: r.u32("max")?,
+                }
+            }
             kind => {
                 return Err(DecodeError::UnknownKind {
                     what: "request",
@@ -263,6 +287,10 @@ mod tests {
                 blob: vec![1, 2, 3],
             },
             Request::Fetch { address: [9; 32] },
+            Request::Locate {
+                locator: vec![[5; 32], [6; 32]],
+                max: 256,
+            },
         ];
         for r in requests {
             let bytes = r.encode();
@@ -290,6 +318,11 @@ mod tests {
             }
         }
         assert!(Request::decode(&[9]).is_err());
+        // A locator longer than allowed is refused before it is read.
+        let mut long = vec![4u8];
+        long.extend_from_slice(&(MAX_LOCATOR as u32 + 1).to_le_bytes());
+        long.resize(long.len() + 32 * (MAX_LOCATOR + 1) + 4, 0);
+        assert!(Request::decode(&long).is_err());
     }
 
     #[test]

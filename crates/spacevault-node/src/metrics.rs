@@ -59,6 +59,10 @@ pub struct Metrics {
     pub scrub_damaged: Counter,
     pub scrub_passes: Counter,
     pub blob_copies_pushed: Counter,
+    /// Syncs that asked a peer ahead for its blocks.
+    pub syncs: Counter,
+    /// Requests for blocks those syncs made.
+    pub sync_requests: Counter,
     pub registers_written: Counter,
     /// Work the processor's queues shed: full (a flood of one kind) or
     /// closed (the vault stopping).
@@ -104,6 +108,8 @@ impl Metrics {
             scrub_damaged: Counter::default(),
             scrub_passes: Counter::default(),
             blob_copies_pushed: Counter::default(),
+            syncs: Counter::default(),
+            sync_requests: Counter::default(),
             registers_written: Counter::default(),
             work_shed: Family::default(),
             network_commands_dropped: Counter::default(),
@@ -236,6 +242,16 @@ impl Metrics {
             "blob_copies_pushed",
             "Copies of local blobs sent to vaults that should hold them",
             m.blob_copies_pushed.clone(),
+        );
+        registry.register(
+            "syncs",
+            "Syncs that asked a peer ahead (or on another branch) for its blocks",
+            m.syncs.clone(),
+        );
+        registry.register(
+            "sync_requests",
+            "Requests for blocks (locates, then batches) that syncs made",
+            m.sync_requests.clone(),
         );
         registry.register(
             "registers_written",

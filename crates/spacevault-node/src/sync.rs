@@ -1,6 +1,7 @@
 //! Catching up with other vaults: a vault that meets a peer ahead, an
 //! orphan, a proof for a later height, or a head that has not moved for
-//! three slots asks a peer for its canonical blocks and imports them. A
+//! three slots asks a peer for its canonical blocks after where their
+//! chains meet (found by a block locator) and imports them. A
 //! peer that said it was ahead and brought nothing cools down before it is
 //! asked again ([`crate::sync_peers`]).
 
@@ -80,17 +81,18 @@ pub(crate) fn spawn_sync(
     });
 }
 
-/// Fetches `peer`'s canonical blocks above this vault's head and imports
-/// them. A peer on another branch is followed back until the branches
-/// meet. Returns whether any block was new.
+/// Fetches `peer`'s canonical blocks this vault lacks and imports them:
+/// first those after where the two chains meet (a [`Request::Locate`] with
+/// this vault's locator), then on from the end of each batch. Returns
+/// whether any block was new.
 ///
 /// A sync ends whatever the peer answers: blocks at other heights than
-/// asked, nothing, or branches that do not attach. Going back is the only
-/// way a request repeats heights, and it must reach lower each time unless
-/// a new block came in between: a batch that does not attach at or above
-/// the lowest that did not, with nothing new since, ends the sync (a peer
-/// could otherwise answer our own blocks below a height and an orphan at
-/// it, forever). [`MAX_SYNC_REQUESTS`] bounds the rest.
+/// asked, nothing, or branches that do not attach. An answer to a locate
+/// attaches unless the peer ignored the locator: one that does not, with
+/// nothing new, ends the sync. A later batch that does not attach means
+/// the peer's chain moved meanwhile: the sync locates again, up to
+/// [`MAX_LOCATES`] times without a new block. [`MAX_SYNC_REQUESTS`] and
+/// [`SYNC_STALL`] bound the rest.
 async fn sync_from(shared: &Arc<Shared>, peer: net::Peer) -> Synced {
     // A request that fails (a timeout, a busy peer, this vault's own full
     // queue) says nothing sure of the peer: no judgement.
@@ -101,10 +103,13 @@ async fn sync_from(shared: &Arc<Shared>, peer: net::Peer) -> Synced {
     let Some(own) = shared.with_engine(|e| e.head()).await else {
         return Synced::NotAhead;
     };
+    // A peer as high as this vault on another branch is synced too: two
+    // branches that grow a block a slot each would otherwise never meet,
+    // and fork choice must see both.
     if height < own.height || (height == own.height && head == own.hash) {
         return Synced::NotAhead;
     }
-    match catch_up(shared, peer, height, head, own).await {
+    match catch_up(shared, peer, height).await {
         Some(true) => Synced::Progress,
         // A request failed: no judgement either.
         None => Synced::NotAhead,
@@ -119,39 +124,34 @@ async fn sync_from(shared: &Arc<Shared>, peer: net::Peer) -> Synced {
     }
 }
 
-/// The blocks of a peer at `height` with head `head`, from this vault's
-/// head `own` on; returns whether any block was new, or none when a
-/// request failed before any was.
-async fn catch_up(
-    shared: &Arc<Shared>,
-    peer: net::Peer,
-    height: u64,
-    head: [u8; 32],
-    own: spacevault_chain::validate::Parent,
-) -> Option<bool> {
+/// Locates a sync makes in a row without a new block.
+pub(crate) const MAX_LOCATES: u32 = 4;
+
+/// The blocks of a peer whose chain is at `height`; returns whether any
+/// block was new, or none when a request failed before any was.
+async fn catch_up(shared: &Arc<Shared>, peer: net::Peer, height: u64) -> Option<bool> {
     let mut progressed = false;
     let mut last_new = Instant::now();
-    // A peer as high as this vault on another branch is synced too, from
-    // this vault's height back: two branches that grow a block a slot
-    // each would otherwise never meet, and fork choice must see both.
-    let mut from = match height.cmp(&own.height) {
-        std::cmp::Ordering::Less => return Some(false),
-        std::cmp::Ordering::Equal if head == own.hash => return Some(false),
-        std::cmp::Ordering::Equal => own.height.max(1),
-        std::cmp::Ordering::Greater => own.height + 1,
-    };
-    // How far below `from` the next request goes when a batch does not
-    // attach.
-    let mut back = 0u64;
-    // The lowest height a batch that did not attach began at, since the
-    // last new block.
-    let mut lowest_unattached = u64::MAX;
+    // The height to ask from next; none: locate.
+    let mut from: Option<u64> = None;
+    let mut locates = 0u32;
     let origin = origin_of(&peer);
+    let max = net::wire::MAX_BLOCKS_PER_REQUEST;
+    shared.metrics.syncs.inc();
     for _ in 0..MAX_SYNC_REQUESTS {
-        let request = Request::Blocks {
-            from,
-            max: net::wire::MAX_BLOCKS_PER_REQUEST,
+        let request = match from {
+            Some(from) => Request::Blocks { from, max },
+            None => {
+                locates += 1;
+                let store = shared.store.clone();
+                let locator = shared.spawn_blocking(move || store.locator()).await;
+                let Ok(Ok(locator)) = locator else {
+                    return progressed.then_some(true);
+                };
+                Request::Locate { locator, max }
+            }
         };
+        shared.metrics.sync_requests.inc();
         let Ok(Response::Blocks(blocks)) = shared.net.request(peer, request).await else {
             return progressed.then_some(true);
         };
@@ -170,38 +170,33 @@ async fn catch_up(
         else {
             return progressed.then_some(true);
         };
+        progressed |= new;
         if let Some(reason) = refused {
-            progressed |= new;
             match reason {
                 Ok(reason) => shared.metrics.rejected("sync", reason),
                 Err(r) => shared.metrics.refused("sync", &r),
             }
             return Some(progressed);
         }
-        progressed |= new;
         if new {
-            lowest_unattached = u64::MAX;
+            locates = 0;
             last_new = Instant::now();
         } else if last_new.elapsed() > SYNC_STALL {
             shared.metrics.rejected("sync", "stalled");
             return Some(progressed);
         }
         if orphaned && !new {
-            // The peer's branch left ours further down: go back, twice as
-            // far each time, to height 1 at the most.
-            if from == 1 || from >= lowest_unattached {
+            if from.is_none() || locates >= MAX_LOCATES {
                 shared.metrics.rejected("sync", "does_not_attach");
                 return Some(progressed);
             }
-            lowest_unattached = from;
-            back = back.saturating_mul(2).max(16);
-            from = from.saturating_sub(back).max(1);
+            from = None;
         } else if shared.with_engine(|e| e.head().height).await >= Some(height) {
             return Some(progressed);
         } else {
             // On from the end of this batch: what it held is here now,
             // new or not.
-            from = next;
+            from = Some(next);
         }
     }
     shared.metrics.rejected("sync", "too_many_requests");
@@ -209,7 +204,7 @@ async fn catch_up(
 }
 
 /// Requests one sync makes at most: a chain a million blocks ahead, a
-/// batch at a time, with room to go back.
+/// batch at a time, with room to locate again.
 pub(crate) const MAX_SYNC_REQUESTS: usize = 4096 + 64;
 
 /// What importing one batch of a sync answer came to.
@@ -227,21 +222,30 @@ struct Batch {
 
 /// Decodes and imports one batch of `peer`'s answer, on a blocking thread
 /// (metered by [`Shared::blocking`]): each block's signature and proof are
-/// checked, and the store written.
-fn import_batch(shared: &Arc<Shared>, blocks: Vec<Vec<u8>>, from: u64, origin: Origin) -> Batch {
+/// checked, and the store written. The blocks must be at consecutive
+/// heights, from `from` when the request named it.
+fn import_batch(
+    shared: &Arc<Shared>,
+    blocks: Vec<Vec<u8>>,
+    from: Option<u64>,
+    origin: Origin,
+) -> Batch {
     let limits = spacevault_chain::types::Limits::of(&shared.spec);
     let mut batch = Batch {
         new: false,
         orphaned: false,
-        next: from,
+        next: from.unwrap_or(0),
         refused: None,
     };
-    for bytes in blocks {
+    for (i, bytes) in blocks.into_iter().enumerate() {
         let Ok(block) = Block::decode(&bytes, &limits) else {
             batch.refused = Some(Ok("malformed"));
             return batch;
         };
-        if block.header.height != batch.next {
+        if i == 0 && from.is_none() {
+            batch.next = block.header.height;
+        }
+        if block.header.height != batch.next || batch.next == 0 {
             batch.refused = Some(Ok("wrong_height"));
             return batch;
         }

@@ -88,7 +88,7 @@ fn queue_of(work: &Work) -> Option<usize> {
             Topic::Vaults => "announcements",
         },
         Work::Request { request, .. } => match request {
-            Request::Status | Request::Blocks { .. } => "chain_requests",
+            Request::Status | Request::Blocks { .. } | Request::Locate { .. } => "chain_requests",
             Request::Fetch { .. } => "fetches",
             Request::Store { .. } => return None,
         },
@@ -299,13 +299,16 @@ pub(crate) fn on_request(
             };
             Response::Status { height, head }
         }
+        // From the store, without the engine's lock: an import under way
+        // does not hold up a peer's sync.
         Request::Blocks { from, max } => {
-            let max = max.min(net::wire::MAX_BLOCKS_PER_REQUEST);
-            // Room in the message for its kind and count.
-            let max_bytes = net::wire::MAX_MESSAGE_BYTES - 64;
-            // From the store, without the engine's lock: an import under
-            // way does not hold up a peer's sync.
+            let (max, max_bytes) = answer_bounds(max);
             let blocks = shared.store.canonical_blocks(from, max, max_bytes);
+            Response::Blocks(blocks.unwrap_or_default())
+        }
+        Request::Locate { locator, max } => {
+            let (max, max_bytes) = answer_bounds(max);
+            let blocks = shared.store.canonical_after(&locator, max, max_bytes);
             Response::Blocks(blocks.unwrap_or_default())
         }
         Request::Store { blob } => {
@@ -320,6 +323,15 @@ pub(crate) fn on_request(
         Request::Fetch { address } => data::fetch_request(shared, &address),
     };
     answer(shared, peer, reply, response);
+}
+
+/// The blocks and bytes a `Blocks` answer holds at most, for a request of
+/// `max`: room is left in the message for its kind and count.
+fn answer_bounds(max: u32) -> (u32, usize) {
+    (
+        max.min(net::wire::MAX_BLOCKS_PER_REQUEST),
+        net::wire::MAX_MESSAGE_BYTES - 64,
+    )
 }
 
 fn answer(shared: &Shared, peer: net::Peer, reply: net::Reply, response: Response) {

@@ -542,6 +542,15 @@ async fn a_healed_split_follows_the_branch_fork_choice_prefers() {
         nodes.iter().all(|n| n.engine().head().hash == winner)
     })
     .await;
+    // Each sync found where the branches meet with its first request (a
+    // locate): none had to go back a batch at a time.
+    for n in &nodes {
+        let (syncs, requests) = (
+            metric(n, "spacevault_syncs_total"),
+            metric(n, "spacevault_sync_requests_total"),
+        );
+        assert!(requests <= syncs, "{requests} requests in {syncs} syncs");
+    }
     assert!(
         met,
         "heads {:?}, the better branch ends at {}",

@@ -472,7 +472,22 @@ async fn rogue_vault_counted(
                         head: [0xcd; 32],
                     }
                 }
-                (Request::Blocks { .. }, Answers::NothingAhead) => Response::Blocks(vec![]),
+                (Request::Blocks { .. } | Request::Locate { .. }, Answers::NothingAhead) => {
+                    Response::Blocks(vec![])
+                }
+                // A locate is answered as a request from height 1 would be
+                // (as if no hash of the locator were known).
+                (Request::Locate { .. }, Answers::BlocksThatNeverAttach) => {
+                    Response::Blocks((1..5).map(block_at).collect())
+                }
+                (Request::Locate { .. }, Answers::BlocksOfOtherHeights) => {
+                    Response::Blocks(vec![block_at(5), block_at(9)])
+                }
+                (Request::Locate { .. }, Answers::OwnBlocksThenAnOrphan) => {
+                    let mut blocks = ours.clone();
+                    blocks.push(block_at(ours.len() as u64 + 1));
+                    Response::Blocks(blocks)
+                }
                 (Request::Blocks { from, .. }, Answers::BlocksThatNeverAttach) => {
                     Response::Blocks((from..from + 4).map(block_at).collect())
                 }

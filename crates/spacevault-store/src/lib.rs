@@ -33,6 +33,7 @@
 //! peers.
 
 pub mod blobs;
+mod locate;
 mod records;
 
 pub use records::{BlockInfo, RegisterEntry, Status};
@@ -319,6 +320,17 @@ impl Store {
         max_bytes: usize,
     ) -> Result<Vec<Vec<u8>>, StoreError> {
         let tx = self.db.begin_read()?;
+        self.canonical_blocks_in(&tx, from, max, max_bytes)
+    }
+
+    /// [`Store::canonical_blocks`], in a read transaction under way.
+    fn canonical_blocks_in(
+        &self,
+        tx: &redb::ReadTransaction,
+        from: u64,
+        max: u32,
+        max_bytes: usize,
+    ) -> Result<Vec<Vec<u8>>, StoreError> {
         let canonical = tx.open_table(CANONICAL)?;
         let blocks = tx.open_table(BLOCKS)?;
         let mut out = Vec::new();

@@ -409,3 +409,75 @@ fn a_rollback_short_of_genesis_restores_what_a_block_that_wrote_one_register_twi
     assert_eq!((r.version, r.value.as_slice()), (3, &b"three"[..]));
     assert_eq!(store.canonical(3).unwrap(), None);
 }
+
+/// A chain of `n` blocks on `parent` from `height`, with `salt` in each.
+fn chain_on(parent: [u8; 32], height: u64, n: u64, salt: u8) -> Vec<Block> {
+    let mut out: Vec<Block> = Vec::new();
+    for h in height..height + n {
+        let p = out.last().map_or(parent, Block::hash);
+        out.push(block(p, h, salt, vec![]));
+    }
+    out
+}
+
+fn store_of(dir: &std::path::Path, name: &str, chain: &[Block]) -> Store {
+    let store = Store::open(&dir.join(name), &spec()).unwrap();
+    for b in chain {
+        store.insert_block(b, rank(1)).unwrap();
+    }
+    let hashes: Vec<[u8; 32]> = chain.iter().map(Block::hash).collect();
+    store.make_canonical(&hashes).unwrap().unwrap();
+    store
+}
+
+#[test]
+fn a_locator_finds_where_two_branches_meet_in_one_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = spacevault_chain::genesis_hash(&spec().chain_id());
+    let shared = chain_on(g, 1, 300, 1);
+    // Ours left the shared chain above 300 for 40 blocks; theirs for 500.
+    let mut ours = shared.clone();
+    ours.extend(chain_on(shared[299].hash(), 301, 40, 2));
+    let mut theirs = shared.clone();
+    theirs.extend(chain_on(shared[299].hash(), 301, 500, 3));
+    let ours_store = store_of(dir.path(), "ours.redb", &ours);
+    let theirs_store = store_of(dir.path(), "theirs.redb", &theirs);
+    let locator = ours_store.locator().unwrap();
+    assert_eq!(locator[0], ours[339].hash(), "the head first");
+    assert!(locator.len() <= spacevault_chain::locator::MAX_LOCATOR);
+    let answer = theirs_store
+        .canonical_after(&locator, 256, usize::MAX)
+        .unwrap();
+    let first = Block::decode(&answer[0], &Limits::of(&spec())).unwrap();
+    // The highest shared height the locator names is at most 2 × 40 below
+    // the fork: the answer starts at or below 301 and no lower than that.
+    assert!(first.header.height <= 301, "{}", first.header.height);
+    assert!(first.header.height >= 301 - 80, "{}", first.header.height);
+    assert_eq!(
+        first.header.parent,
+        theirs[first.header.height as usize - 2].hash()
+    );
+    assert_eq!(answer.len(), 256);
+    // A peer on our very chain answers what we lack, nothing we have.
+    let ahead = store_of(dir.path(), "ahead.redb", &theirs[..320]);
+    let behind = store_of(dir.path(), "behind.redb", &theirs[..310]);
+    let answer = ahead
+        .canonical_after(&behind.locator().unwrap(), 256, usize::MAX)
+        .unwrap();
+    assert_eq!(answer.len(), 10);
+    assert_eq!(answer[0], theirs[310].encode());
+    // A peer behind answers from the highest height both have that the
+    // locator names (309): what it has above it, no more.
+    let answer = behind
+        .canonical_after(&ahead.locator().unwrap(), 256, usize::MAX)
+        .unwrap();
+    assert_eq!(answer, vec![theirs[309].encode()]);
+    // A locator of nothing known: from height 1.
+    let answer = theirs_store
+        .canonical_after(&[[7; 32]], 3, usize::MAX)
+        .unwrap();
+    assert_eq!(answer[0], theirs[0].encode());
+    // An empty store's locator is empty.
+    let empty = Store::open(&dir.path().join("empty.redb"), &spec()).unwrap();
+    assert!(empty.locator().unwrap().is_empty());
+}

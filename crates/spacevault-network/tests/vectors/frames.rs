@@ -67,6 +67,14 @@ fn every_request_kind() {
         },
     );
     check_request(
+        "request_locate",
+        "Request::Locate of the hashes [1; 32] and [2; 32], at most 256 blocks",
+        Request::Locate {
+            locator: vec![[1; 32], [2; 32]],
+            max: 256,
+        },
+    );
+    check_request(
         "request_fetch",
         "Request::Fetch of the address of the blob \"spacevault vectors blob\"",
         Request::Fetch {
