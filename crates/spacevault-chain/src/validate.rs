@@ -190,7 +190,7 @@ pub fn check_block(
     now_ms: u64,
     cache: Option<&SigCache>,
 ) -> Result<Ranked, Rejection> {
-    let ranked = check_header(spec, chain_id, parent, block, now_ms)?;
+    let ranked = check_header(spec, chain_id, parent, block, now_ms, cache)?;
     check_txs(spec, chain_id, block, cache)?;
     Ok(ranked)
 }
@@ -210,14 +210,15 @@ pub fn check_txs(
 }
 
 /// All of [`check_block`] but the transactions' own checks: chain, height,
-/// time, size, transaction root, proof and signature. Returns the proof's
-/// rank.
+/// time, size, transaction root, proof and signature (answered from
+/// `cache` when given and it has seen it valid). Returns the proof's rank.
 pub fn check_header(
     spec: &ChainSpec,
     chain_id: &[u8; 32],
     parent: &Parent,
     block: &Block,
     now_ms: u64,
+    cache: Option<&SigCache>,
 ) -> Result<Ranked, Rejection> {
     let h = &block.header;
     if h.chain_id != *chain_id {
@@ -247,8 +248,28 @@ pub fn check_header(
     }
     check_size_and_root(spec, chain_id, block)?;
     let ranked = check_proof(spec, chain_id, parent, &h.proof)?;
-    check_signature(block)?;
+    check_signature(block, cache)?;
     Ok(ranked)
+}
+
+/// The checks of a block that need neither its parent nor the clock and
+/// cost the most: its chain, size and transaction root, then its signature
+/// and every transaction's, each remembered in `cache`. A vault runs them
+/// before it takes its chain's lock, so that the checks under the lock
+/// find the signatures in the cache and a block of a thousand
+/// transactions holds nothing else up while they are verified.
+pub fn check_signatures(
+    spec: &ChainSpec,
+    chain_id: &[u8; 32],
+    block: &Block,
+    cache: &SigCache,
+) -> Result<(), Rejection> {
+    if block.header.chain_id != *chain_id {
+        return Err(Rejection::WrongChain);
+    }
+    check_size_and_root(spec, chain_id, block)?;
+    check_signature(block, Some(cache))?;
+    check_txs(spec, chain_id, block, Some(cache))
 }
 
 /// What can be checked of a block whose parent is not known: its chain,
@@ -262,6 +283,7 @@ pub fn check_orphan(
     chain_id: &[u8; 32],
     block: &Block,
     now_ms: u64,
+    cache: Option<&SigCache>,
 ) -> Result<(), Rejection> {
     let h = &block.header;
     if h.chain_id != *chain_id {
@@ -283,7 +305,7 @@ pub fn check_orphan(
             h.proof.nonce, h.proof.k
         )));
     }
-    check_signature(block)
+    check_signature(block, cache)
 }
 
 fn check_size_and_root(
@@ -303,12 +325,18 @@ fn check_size_and_root(
     Ok(())
 }
 
-fn check_signature(block: &Block) -> Result<(), Rejection> {
+fn check_signature(block: &Block, cache: Option<&SigCache>) -> Result<(), Rejection> {
     let hash = block.hash();
-    let signature = meter::fingerprint_of(&block.signature);
-    let signed = meter::timed_on(Op::VerifyBlock, signature, || {
-        keys::verify(&block.header.proof.farmer_key, &hash, &block.signature)
-    });
+    let key = &block.header.proof.farmer_key;
+    let verify = || keys::verify(key, &hash, &block.signature);
+    let signed = match cache {
+        Some(cache) => cache.verify(Op::VerifyBlock, key, &hash, &block.signature, verify),
+        None => meter::timed_on(
+            Op::VerifyBlock,
+            meter::fingerprint_of(&block.signature),
+            verify,
+        ),
+    };
     if !signed {
         return Err(Rejection::BadSignature);
     }
@@ -439,6 +467,46 @@ mod tests {
         );
     }
 
+    #[test]
+    fn signatures_checked_ahead_are_cache_hits_in_the_full_check() {
+        let spec = ChainSpec::new("t", 1_000_000, 1000);
+        let chain = spec.chain_id();
+        let parent = Parent::genesis(&spec);
+        let producer = Keypair::from_secret(&[7; 32]);
+        let owner = Keypair::from_secret(&[9; 32]);
+        let txs = (1..=3)
+            .map(|v| RegisterTx::signed(&owner, &chain, b"r", v, b"x"))
+            .collect();
+        let block = block_with(&spec, &producer, txs);
+        let cache = SigCache::with_capacity(64);
+        assert_eq!(check_signatures(&spec, &chain, &block, &cache), Ok(()));
+        assert_eq!(cache.len(), 4, "the block's signature and three of txs");
+        let now = block.header.timestamp_ms;
+        assert!(check_block(&spec, &chain, &parent, &block, now, Some(&cache)).is_ok());
+        assert_eq!(cache.hits(Op::VerifyBlock), 1);
+        assert_eq!(cache.hits(Op::VerifyTx), 3);
+        // What fails ahead fails for its own reason, and only valid
+        // signatures are kept.
+        let cache = SigCache::with_capacity(64);
+        let mut forged = block.clone();
+        forged.signature[0] ^= 1;
+        assert_eq!(
+            check_signatures(&spec, &chain, &forged, &cache),
+            Err(Rejection::BadSignature)
+        );
+        let mut bad_tx = block.clone();
+        bad_tx.txs[2].signature[0] ^= 1;
+        assert_eq!(
+            check_signatures(&spec, &chain, &bad_tx, &cache),
+            Err(Rejection::BadTxSignature)
+        );
+        assert_eq!(
+            check_signatures(&spec, &[0; 32], &block, &cache),
+            Err(Rejection::WrongChain)
+        );
+        assert_eq!(cache.len(), 3, "the block's and the first two txs'");
+    }
+
     /// A block on the genesis of `spec` by `producer`, with `txs`.
     fn block_with(spec: &ChainSpec, producer: &Keypair, txs: Vec<RegisterTx>) -> Block {
         let chain = spec.chain_id();
@@ -487,7 +555,7 @@ mod tests {
         );
         assert_eq!(check(&three), Err(Rejection::TooManyTxs { got: 3, max: 2 }));
         assert_eq!(
-            check_orphan(&spec, &chain, &three, now),
+            check_orphan(&spec, &chain, &three, now, None),
             Err(Rejection::TooManyTxs { got: 3, max: 2 })
         );
 
@@ -496,7 +564,7 @@ mod tests {
         swapped.txs[0] = tx(b"b", b"v");
         assert_eq!(check(&swapped), Err(Rejection::BadTxRoot));
         assert_eq!(
-            check_orphan(&spec, &chain, &swapped, now),
+            check_orphan(&spec, &chain, &swapped, now, None),
             Err(Rejection::BadTxRoot)
         );
         let mut dropped = block_with(&spec, &producer, vec![tx(b"a", b"v")]);
@@ -548,27 +616,27 @@ mod tests {
         let producer = Keypair::from_secret(&[7; 32]);
         let good = block_with(&spec, &producer, vec![]);
         let now = good.header.timestamp_ms;
-        assert_eq!(check_orphan(&spec, &chain, &good, now), Ok(()));
+        assert_eq!(check_orphan(&spec, &chain, &good, now, None), Ok(()));
         assert_eq!(
-            check_orphan(&spec, &[0; 32], &good, now),
+            check_orphan(&spec, &[0; 32], &good, now, None),
             Err(Rejection::WrongChain)
         );
         let mut unsigned = good.clone();
         unsigned.signature[10] ^= 1;
         assert_eq!(
-            check_orphan(&spec, &chain, &unsigned, now),
+            check_orphan(&spec, &chain, &unsigned, now, None),
             Err(Rejection::BadSignature)
         );
         let mut small = good.clone();
         small.header.proof.k = spec.min_k - 1;
         assert_eq!(
-            check_orphan(&spec, &chain, &small, now),
+            check_orphan(&spec, &chain, &small, now, None),
             Err(Rejection::BadK(spec.min_k - 1))
         );
         let mut large = good.clone();
         large.header.proof.k = spec.max_k + 1;
         assert_eq!(
-            check_orphan(&spec, &chain, &large, now),
+            check_orphan(&spec, &chain, &large, now, None),
             Err(Rejection::BadK(spec.max_k + 1))
         );
         // Signed, but naming no record of its plot.
@@ -585,14 +653,17 @@ mod tests {
             vec![],
         );
         assert!(matches!(
-            check_orphan(&spec, &chain, &beyond, now),
+            check_orphan(&spec, &chain, &beyond, now, None),
             Err(Rejection::BadProof(why)) if why.contains("out of range")
         ));
         // Made later than any clock allows.
         let drift = max_drift_ms(&spec);
-        assert_eq!(check_orphan(&spec, &chain, &good, now - drift), Ok(()));
         assert_eq!(
-            check_orphan(&spec, &chain, &good, now - drift - 1),
+            check_orphan(&spec, &chain, &good, now - drift, None),
+            Ok(())
+        );
+        assert_eq!(
+            check_orphan(&spec, &chain, &good, now - drift - 1, None),
             Err(Rejection::Future {
                 got: now,
                 now: now - drift - 1

@@ -3,7 +3,7 @@
 
 use crate::engine::{Adoption, Imported, Origin};
 use crate::shared::Shared;
-use spacevault_chain::{Block, ChainSpec, Rejection};
+use spacevault_chain::{validate, Block, ChainSpec, Rejection};
 use spacevault_network::{self as net, Topic};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -60,6 +60,7 @@ pub(crate) fn import(
     gossiped: bool,
     origin: Origin,
 ) -> Result<Imported, Rejection> {
+    check_signatures_ahead(shared, &block, origin)?;
     let mut adoption = Adoption::new(block, gossiped, origin);
     let mut first = None;
     loop {
@@ -102,6 +103,21 @@ pub(crate) fn import(
         produce(shared, true);
     }
     first.expect("one block at least")
+}
+
+/// A peer's new block has its signatures verified before the engine's
+/// lock is taken, into the signature cache, where the checks under the
+/// lock find them: verifying a thousand transactions holds up no other
+/// import, API write or production. Without a cache (a vault that counts
+/// every verification it makes), they are verified once, under the lock.
+fn check_signatures_ahead(shared: &Shared, block: &Block, origin: Origin) -> Result<(), Rejection> {
+    let Some(cache) = shared.sig_cache.as_deref() else {
+        return Ok(());
+    };
+    if origin == Origin::LOCAL || shared.store.info(&block.hash()).is_ok_and(|i| i.is_some()) {
+        return Ok(());
+    }
+    validate::check_signatures(&shared.spec, &shared.chain_id, block, cache)
 }
 
 /// Blocks held until their time, at most: past it, an early block is

@@ -272,7 +272,8 @@ impl Engine {
             // signature or other transactions (the hash covers neither)
             // would otherwise wait in its place and be refused when the
             // parent comes, and the real block, a duplicate of it, dropped.
-            validate::check_orphan(&self.spec, &self.chain_id, &block, now_ms)?;
+            let cache = self.sig_cache();
+            validate::check_orphan(&self.spec, &self.chain_id, &block, now_ms, cache)?;
             self.orphans.keep(block, hash, origin, now_ms);
             return Ok(Imported::Orphan);
         };
@@ -281,7 +282,14 @@ impl Engine {
                 return Err(Rejection::UnknownParent);
             }
         }
-        let rank = validate::check_header(&self.spec, &self.chain_id, &parent, &block, now_ms)?;
+        let rank = validate::check_header(
+            &self.spec,
+            &self.chain_id,
+            &parent,
+            &block,
+            now_ms,
+            self.sig_cache(),
+        )?;
         if refuse_beaten {
             // Signed by its producer: its time is the producer's word.
             self.note_delay(block.header.timestamp_ms, now_ms);

@@ -157,6 +157,11 @@ impl Node {
         &self.shared.meter
     }
 
+    /// Its cache of valid signatures, unless it counts every verification.
+    pub fn sig_cache(&self) -> Option<&SigCache> {
+        self.shared.sig_cache.as_deref()
+    }
+
     /// Its metrics, as `/metrics` serves them.
     pub fn metrics_text(&self) -> String {
         self.shared.metrics_text()

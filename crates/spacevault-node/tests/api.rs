@@ -78,7 +78,7 @@ async fn the_http_api_answers_bad_input_with_a_4xx_and_a_reason() {
     let second = start_with(&spec, &files[1], boot.clone(), true, times(60_000, 1_000)).await;
     let third = start_with(&spec, &files[2], boot, true, times(300, 10_000)).await;
     let nodes = vec![first, second, third];
-    let api = |i: usize| Client::new(&format!("http://{}", nodes[i].api_addr().unwrap())).unwrap();
+    let api = |i: usize| client_of(&nodes[i]);
     let (c, quick, impatient) = (api(0), api(1), api(2));
     // A refusal's status and reason.
     let reason = |(status, body): (u16, Vec<u8>)| -> (u16, String) {

@@ -5,7 +5,6 @@ mod common;
 
 use common::*;
 use spacevault_chain::{Block, ChainProof, Keypair, Parent};
-use spacevault_node::client::Client;
 use std::time::Duration;
 
 async fn put_via(node: &spacevault_node::Node, blob: Vec<u8>) -> spacevault_node::data::Put {
@@ -354,9 +353,6 @@ async fn a_register_damaged_on_disk_is_refused_rather_than_served() {
     let files = [vault_files(dir.path(), 0)];
     let spec = spec(300, 1);
     let node = start(&spec, &files[0], vec![], true).await;
-    let api = |n: &spacevault_node::Node| {
-        Client::new(&format!("http://{}", n.api_addr().unwrap())).unwrap()
-    };
     let owner = Keypair::from_secret(&[91; 32]);
     // A value that repeats nowhere, so that it can be found in the file.
     let mut value = vec![0u8; 64];
@@ -364,7 +360,7 @@ async fn a_register_damaged_on_disk_is_refused_rather_than_served() {
         .update(b"a register to damage")
         .finalize_xof()
         .fill(&mut value);
-    api(&node)
+    client_of(&node)
         .set(&owner, &spec.chain_id(), "r", &value)
         .await
         .unwrap();
@@ -385,7 +381,7 @@ async fn a_register_damaged_on_disk_is_refused_rather_than_served() {
     }
     std::fs::write(&path, &bytes).unwrap();
     let node = start(&spec, &files[0], vec![], true).await;
-    let read = api(&node).read(&owner.public(), "r").await;
+    let read = client_of(&node).read(&owner.public(), "r").await;
     match read {
         Err(spacevault_node::client::ClientError::Refused {
             status: 500,

@@ -48,6 +48,20 @@ async fn vaults_agree_on_every_settled_block() {
         }
         assert!(m.nanos(Op::VerifyBlock) > 0);
     }
+    // Each block of another vault had its signature verified before the
+    // engine's lock was taken: the check under the lock was a cache hit.
+    for n in &nodes {
+        let own = n.farmer_key();
+        let others = (1..=4)
+            .filter_map(|h| n.engine().block_at(h).unwrap())
+            .filter(|b| b.header.proof.farmer_key != own)
+            .count() as u64;
+        let hits = n.sig_cache().map(|c| c.hits(Op::VerifyBlock));
+        assert!(
+            hits >= Some(others),
+            "{hits:?} cache hits for {others} blocks of others"
+        );
+    }
     let signed: u64 = nodes.iter().map(|n| n.meter().count(Op::SignBlock)).sum();
     assert!(signed >= 6, "{signed} blocks signed for 6 heights");
     let blob = b"counted".to_vec();

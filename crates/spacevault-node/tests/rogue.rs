@@ -518,8 +518,7 @@ async fn a_rogue_vaults_answers_are_checked_counted_and_never_trusted() {
     let nodes = network_at(&spec, &files, true, 2).await;
     let boot = nodes[0].listen_addrs(Duration::from_secs(1)).await;
     let v0 = &nodes[0];
-    let api = spacevault_node::client::Client::new(&format!("http://{}", v0.api_addr().unwrap()))
-        .unwrap();
+    let api = client_of(v0);
     let cases = [
         (Answers::WrongBlob, "fetch", "wrong_blob"),
         (Answers::ReceiptForAnotherBlob, "store", "bad_receipt"),

@@ -315,3 +315,9 @@ pub fn put_under_way(api: std::net::SocketAddr, blob: &[u8]) -> std::net::TcpStr
     assert!(proceed.starts_with("HTTP/1.1 100"), "{proceed:?}");
     put
 }
+
+/// A client of `node`'s API.
+pub fn client_of(node: &Node) -> spacevault_node::client::Client {
+    let addr = node.api_addr().expect("the API listens");
+    spacevault_node::client::Client::new(&format!("http://{addr}")).unwrap()
+}
