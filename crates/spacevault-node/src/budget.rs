@@ -1,8 +1,12 @@
-//! Each peer's allowance for having this vault keep blobs: a token bucket
-//! of bytes, refilled at a steady rate up to a burst. The holder check
+//! Each peer's allowances: token buckets of bytes, refilled at a steady
+//! rate up to a burst. For having this vault keep blobs: the holder check
 //! decides *what* a peer may have kept here; this bounds *how fast*, so
 //! that one peer (grinding blobs whose addresses fall near this vault)
-//! cannot fill the disk or keep it busy with an fsync a request.
+//! cannot fill the disk or keep it busy with an fsync a request. For
+//! blocks asked of this vault (`Blocks`, `Locate`): an answer is cut to
+//! what the asking peer has left, so that one peer asking for 8 MiB of
+//! blocks again and again reads no more of the store than its rate, and
+//! leaves the queue of chain requests to the others.
 
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -16,6 +20,14 @@ pub const STORE_BURST: u64 = 512 << 20;
 /// What each Store costs beyond its bytes: the fsync that makes it
 /// durable, so that many small blobs cost too.
 pub const STORE_OVERHEAD: u64 = 16 << 10;
+/// Bytes of blocks a second a peer's allowance for block requests grows
+/// by: a vault syncing a long chain from one peer.
+pub const BLOCKS_RATE: u64 = 16 << 20;
+/// The most that allowance holds: a few full answers at once.
+pub const BLOCKS_BURST: u64 = 64 << 20;
+/// The least an answer of blocks is worth sending: below it, the peer is
+/// refused (`over_budget`) until its allowance grows.
+pub const BLOCKS_MIN_ANSWER: u64 = 64 << 10;
 /// Peers tracked at most. Past it, full buckets (of peers that have sent
 /// nothing for a while) are forgotten, and while none is, the peers not
 /// tracked share one bucket: forgetting a spent bucket would refill it.
@@ -51,6 +63,35 @@ impl<K: Hash + Eq + Clone> Budgets<K> {
     /// Takes `cost` from `peer`'s allowance at `now`; false (and nothing
     /// taken) when it has less.
     pub fn take(&mut self, peer: &K, cost: u64, now: Instant) -> bool {
+        let bucket = self.bucket(peer, now);
+        if bucket.tokens < cost as f64 {
+            return false;
+        }
+        bucket.tokens -= cost as f64;
+        true
+    }
+
+    /// Takes as much of `peer`'s allowance at `now` as it has, up to
+    /// `max`, and returns it: what an answer of unknown size may cost.
+    pub fn take_up_to(&mut self, peer: &K, max: u64, now: Instant) -> u64 {
+        let bucket = self.bucket(peer, now);
+        let taken = bucket.tokens.clamp(0.0, max as f64).floor();
+        bucket.tokens -= taken;
+        taken as u64
+    }
+
+    /// Gives back to `peer`'s allowance what a [`take_up_to`] took and the
+    /// answer did not use.
+    ///
+    /// [`take_up_to`]: Budgets::take_up_to
+    pub fn refund(&mut self, peer: &K, unused: u64, now: Instant) {
+        let burst = self.burst;
+        let bucket = self.bucket(peer, now);
+        bucket.tokens = (bucket.tokens + unused as f64).min(burst);
+    }
+
+    /// `peer`'s bucket, refilled up to `now`.
+    fn bucket(&mut self, peer: &K, now: Instant) -> &mut Bucket {
         if !self.buckets.contains_key(peer) && self.buckets.len() >= MAX_TRACKED {
             self.forget_full(now);
         }
@@ -66,11 +107,7 @@ impl<K: Hash + Eq + Clone> Budgets<K> {
         let elapsed = now.saturating_duration_since(bucket.at);
         bucket.tokens = (bucket.tokens + elapsed.as_secs_f64() * rate).min(burst);
         bucket.at = now.max(bucket.at);
-        if bucket.tokens < cost as f64 {
-            return false;
-        }
-        bucket.tokens -= cost as f64;
-        true
+        bucket
     }
 
     /// Drops the buckets that have refilled: a peer back to a full
@@ -116,6 +153,22 @@ mod tests {
         let t2 = t1 + Duration::from_secs(3600);
         assert!(!b.take(&1, 10_001, t2));
         assert!(b.take(&1, 10_000, t2));
+    }
+
+    #[test]
+    fn an_answer_takes_what_is_left_and_gives_back_what_it_did_not_use() {
+        let t0 = Instant::now();
+        let mut b: Budgets<u8> = Budgets::new(1000, 10_000);
+        assert_eq!(b.take_up_to(&1, 8_000, t0), 8_000);
+        assert_eq!(b.take_up_to(&1, 8_000, t0), 2_000, "what is left");
+        assert_eq!(b.take_up_to(&1, 8_000, t0), 0);
+        b.refund(&1, 1_500, t0);
+        assert_eq!(b.take_up_to(&1, 8_000, t0), 1_500);
+        // A refund never lifts an allowance over its burst.
+        b.refund(&2, 50_000, t0);
+        assert_eq!(b.take_up_to(&2, 50_000, t0), 10_000);
+        let t1 = t0 + Duration::from_secs(2);
+        assert_eq!(b.take_up_to(&1, 8_000, t1), 2_000, "two seconds' rate");
     }
 
     #[test]

@@ -35,6 +35,9 @@ pub struct NodeConfig {
     /// Each peer's allowance for Store requests: bytes a second, and the
     /// most it holds ([`crate::budget`]).
     pub store_budget: (u64, u64),
+    /// Each peer's allowance for the blocks it asks of this vault: bytes a
+    /// second, and the most it holds ([`crate::budget`]).
+    pub blocks_budget: (u64, u64),
     /// Names the API answers to besides IP addresses and `localhost`.
     pub api_hosts: Vec<String>,
     /// Requests the API works on at once; past it, 503 at once
@@ -79,6 +82,7 @@ impl NodeConfig {
             trace_crypto: false,
             api_times: None,
             store_budget: (crate::budget::STORE_RATE, crate::budget::STORE_BURST),
+            blocks_budget: (crate::budget::BLOCKS_RATE, crate::budget::BLOCKS_BURST),
             api_hosts: Vec::new(),
             api_max_requests: MAX_CONCURRENT_REQUESTS,
             scrub: Default::default(),

@@ -339,6 +339,10 @@ fn shared_state(config: &NodeConfig, parts: Parts) -> Shared {
             config.store_budget.0,
             config.store_budget.1,
         )),
+        blocks_budgets: Mutex::new(crate::budget::Budgets::new(
+            config.blocks_budget.0,
+            config.blocks_budget.1,
+        )),
         scrub: Default::default(),
         scrub_rate: config.scrub.rate,
         early_blocks: Default::default(),

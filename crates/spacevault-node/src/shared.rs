@@ -74,6 +74,8 @@ pub struct Shared {
     pub(crate) api_max_requests: usize,
     /// What each peer may still have this vault keep.
     pub(crate) store_budgets: Mutex<crate::budget::Budgets<net::Peer>>,
+    /// Each peer's allowance for the blocks it asks of this vault.
+    pub(crate) blocks_budgets: Mutex<crate::budget::Budgets<net::Peer>>,
     /// Where the scrub of stored blobs stands.
     pub(crate) scrub: ScrubProgress,
     /// Early blocks waiting for their time.

@@ -3,6 +3,7 @@
 //! [`Processor`] whose queues bound what waits.
 
 use crate::blocks::{hold_early, hold_window_ms, import, origin_of};
+use crate::budget::BLOCKS_MIN_ANSWER;
 use crate::data;
 use crate::engine::Imported;
 use crate::processor::{Processor, Queue, Shed};
@@ -13,6 +14,7 @@ use spacevault_chain::{Block, ProofMsg, RegisterTx, Rejection};
 use spacevault_meter as meter;
 use spacevault_network::{self as net, Request, Response, Topic, Verdict};
 use std::sync::Arc;
+use std::time::Instant;
 use tokio::sync::mpsc;
 
 /// What waits for a worker.
@@ -301,16 +303,14 @@ pub(crate) fn on_request(
         }
         // From the store, without the engine's lock: an import under way
         // does not hold up a peer's sync.
-        Request::Blocks { from, max } => {
-            let (max, max_bytes) = answer_bounds(max);
-            let blocks = shared.store.canonical_blocks(from, max, max_bytes);
-            Response::Blocks(blocks.unwrap_or_default())
-        }
-        Request::Locate { locator, max } => {
-            let (max, max_bytes) = answer_bounds(max);
-            let blocks = shared.store.canonical_after(&locator, max, max_bytes);
-            Response::Blocks(blocks.unwrap_or_default())
-        }
+        Request::Blocks { from, max } => blocks_answer(shared, peer, |max_bytes| {
+            let max = max.min(net::wire::MAX_BLOCKS_PER_REQUEST);
+            shared.store.canonical_blocks(from, max, max_bytes)
+        }),
+        Request::Locate { locator, max } => blocks_answer(shared, peer, |max_bytes| {
+            let max = max.min(net::wire::MAX_BLOCKS_PER_REQUEST);
+            shared.store.canonical_after(&locator, max, max_bytes)
+        }),
         Request::Store { blob } => {
             let task = shared.clone();
             shared.spawn(async move {
@@ -325,13 +325,39 @@ pub(crate) fn on_request(
     answer(shared, peer, reply, response);
 }
 
-/// The blocks and bytes a `Blocks` answer holds at most, for a request of
-/// `max`: room is left in the message for its kind and count.
-fn answer_bounds(max: u32) -> (u32, usize) {
-    (
-        max.min(net::wire::MAX_BLOCKS_PER_REQUEST),
-        net::wire::MAX_MESSAGE_BYTES - 64,
-    )
+/// An answer of blocks to `peer`, of at most what its allowance holds
+/// ([`crate::budget`]): `read` gets the most bytes the answer may hold
+/// (leaving room in the message for its kind and count); what it did not
+/// use goes back to the allowance. A peer with less than
+/// [`BLOCKS_MIN_ANSWER`] left is refused as `over_budget`.
+fn blocks_answer(
+    shared: &Shared,
+    peer: net::Peer,
+    read: impl FnOnce(usize) -> Result<Vec<Vec<u8>>, spacevault_store::StoreError>,
+) -> Response {
+    let most = (net::wire::MAX_MESSAGE_BYTES - 64) as u64;
+    let granted = {
+        let mut budgets = shared.blocks_budgets.lock().unwrap();
+        budgets.take_up_to(&peer, most, Instant::now())
+    };
+    let refund = |unused: u64| {
+        let mut budgets = shared.blocks_budgets.lock().unwrap();
+        budgets.refund(&peer, unused, Instant::now());
+    };
+    if granted < BLOCKS_MIN_ANSWER {
+        refund(granted);
+        return Response::Refused("over_budget".into());
+    }
+    let blocks = read(granted as usize).unwrap_or_default();
+    let used: u64 = blocks.iter().map(|b| b.len() as u64 + 4).sum();
+    if used > granted {
+        // An answer holds one block at least, whatever its size.
+        let mut budgets = shared.blocks_budgets.lock().unwrap();
+        budgets.take_up_to(&peer, used - granted, Instant::now());
+    } else {
+        refund(granted - used);
+    }
+    Response::Blocks(blocks)
 }
 
 fn answer(shared: &Shared, peer: net::Peer, reply: net::Reply, response: Response) {
