@@ -1,0 +1,396 @@
+//! What comes in: blocks refused with their reasons, transactions and
+//! their pool, writes whose block loses its place, orphans, proof
+//! messages, sync answers, and the signature cache.
+
+use super::*;
+
+#[tokio::test]
+async fn bad_blocks_are_refused_with_their_reason() {
+    let mut a = vault(1);
+    let (height, parent, challenge) = a.engine.election();
+    let found = a.farmer.best(challenge).await.unwrap();
+    a.engine
+        .offer_own(height, parent, found.proof.clone(), found.rank, 0.0);
+    let t = spec().genesis_unix_ms + 1000;
+    let good = a.engine.produce(&a.key.clone(), t, false).unwrap();
+    let mut b = vault(2);
+    // Signed by another key than the proof's.
+    let forged = Block::produce(
+        &b.key.clone(),
+        spec().chain_id(),
+        1,
+        parent,
+        t,
+        found.proof.clone(),
+        vec![],
+    );
+    assert_eq!(b.engine.import(forged, t), Err(Rejection::BadSignature));
+    // Too early, and from another chain.
+    let early = Block::produce(
+        &a.key,
+        spec().chain_id(),
+        1,
+        parent,
+        t - 1,
+        found.proof.clone(),
+        vec![],
+    );
+    assert!(matches!(
+        b.engine.import(early, t),
+        Err(Rejection::TooEarly { .. })
+    ));
+    let mut other = good.clone();
+    other.header.chain_id = [0; 32];
+    assert!(b.engine.import(other, t).is_err());
+    // A block whose parent is missing waits, then joins.
+    let (h2, p2) = (2, good.hash());
+    let ch2 = spacevault_chain::challenge(&spec().chain_id(), 2, &good.header.proof.hash());
+    let f2 = a.farmer.best(ch2).await.unwrap();
+    let child = Block::produce(
+        &a.key,
+        spec().chain_id(),
+        h2,
+        p2,
+        t + 1000,
+        f2.proof,
+        vec![],
+    );
+    assert_eq!(
+        b.engine.import(child.clone(), t + 1000),
+        Ok(Imported::Orphan)
+    );
+    assert_eq!(
+        b.engine.import(good.clone(), t),
+        Ok(Imported::NewHead { left: 0 })
+    );
+    let waiting = b.engine.take_orphans(&good.hash());
+    assert_eq!(waiting, vec![child.clone()]);
+    assert_eq!(
+        b.engine.import(child, t + 1000),
+        Ok(Imported::NewHead { left: 0 })
+    );
+    assert_eq!(b.engine.import(good, t), Ok(Imported::Duplicate));
+}
+
+#[tokio::test]
+async fn transactions_go_into_blocks_once_and_in_order() {
+    let mut vaults: Vec<Vault> = (1..=2).map(vault).collect();
+    let owner = Keypair::from_secret(&[42; 32]);
+    let chain = spec().chain_id();
+    let tx =
+        |v: u64| RegisterTx::signed(&owner, &chain, b"name", v, format!("value {v}").as_bytes());
+    for v in vaults.iter_mut() {
+        assert_eq!(v.engine.add_tx(tx(2)), Ok(true));
+        assert_eq!(v.engine.add_tx(tx(1)), Ok(true));
+        assert_eq!(v.engine.add_tx(tx(1)), Ok(false));
+    }
+    round(&mut vaults).await;
+    for v in &vaults {
+        let r = v
+            .engine
+            .store()
+            .register(&owner.public(), b"name")
+            .unwrap()
+            .unwrap();
+        assert_eq!((r.version, r.value.as_slice()), (2, &b"value 2"[..]));
+        assert_eq!(v.engine.mempool_len(), 0);
+    }
+    // A replay of an included transaction is refused.
+    assert!(matches!(
+        vaults[0].engine.add_tx(tx(1)),
+        Err(Rejection::BadTxVersion { got: 1, current: 2 })
+    ));
+    // Proofs for past and future heights are refused as such.
+    let (height, parent, _) = vaults[0].engine.election();
+    let proof = ChainProof {
+        farmer_key: [1; 32],
+        seed: [1; 32],
+        k: 16,
+        nonce: 0,
+    };
+    let stale = ProofMsg {
+        chain_id: chain,
+        height: height - 1,
+        parent,
+        proof: proof.clone(),
+    };
+    assert_eq!(
+        vaults[0].engine.offer_proof(&stale),
+        Err(Rejection::StaleHeight(height - 1))
+    );
+    let future = ProofMsg {
+        chain_id: chain,
+        height: height + 5,
+        parent,
+        proof,
+    };
+    assert_eq!(
+        vaults[0].engine.offer_proof(&future),
+        Err(Rejection::FutureHeight(height + 5))
+    );
+}
+
+#[tokio::test]
+async fn a_write_in_a_block_that_loses_its_place_goes_back_to_the_pool() {
+    let (mut a, mut b, a_better) = rivals().await;
+    // The write goes into the better block, which a third vault takes first.
+    let owner = Keypair::from_secret(&[9; 32]);
+    let tx = RegisterTx::signed(&owner, &spec().chain_id(), b"r", 1, b"v");
+    let holder = if a_better { &mut a } else { &mut b };
+    assert!(holder.engine.add_tx(tx.clone()).unwrap());
+    let t = spec().genesis_unix_ms + 1000;
+    let block_a = a.engine.produce(&a.key.clone(), t, false).unwrap();
+    let block_b = b.engine.produce(&b.key.clone(), t, false).unwrap();
+    let (better, worse) = if a_better {
+        (&block_a, &block_b)
+    } else {
+        (&block_b, &block_a)
+    };
+    assert_eq!(better.txs, vec![tx.clone()]);
+    let mut c = vault(3);
+    c.engine.import(better.clone(), t).unwrap();
+    c.engine.import(worse.clone(), t).unwrap();
+    assert_eq!(c.engine.head().hash, better.hash());
+    assert_eq!(c.engine.mempool_len(), 0, "the write is in the chain");
+    // A longer branch on the other block wins: the write must not vanish.
+    let (worse_key, worse_farmer) = if a_better {
+        (b.key.clone(), &b.farmer)
+    } else {
+        (a.key.clone(), &a.farmer)
+    };
+    let child = child_of(worse, &worse_key, worse_farmer, t + 1000).await;
+    assert!(matches!(
+        c.engine.import(child, t + 1000).unwrap(),
+        Imported::NewHead { left: 1 }
+    ));
+    assert_eq!(c.engine.mempool_len(), 1, "the write is pending again");
+    assert_eq!(
+        c.engine
+            .store()
+            .register_version(&owner.public(), b"r")
+            .unwrap(),
+        0
+    );
+}
+
+fn bare() -> (Engine, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::open(&dir.path().join("store.redb"), spec()).unwrap();
+    (engine, dir)
+}
+
+#[test]
+fn orphans_are_bounded_in_all_per_sender_and_in_time() {
+    let (mut engine, _dir) = bare();
+    let producer = Keypair::from_secret(&[5; 32]);
+    let orphan = |i: u32| {
+        let mut parent = [0xee; 32];
+        parent[..4].copy_from_slice(&i.to_le_bytes());
+        let proof = ChainProof {
+            farmer_key: producer.public(),
+            seed: [1; 32],
+            k: 16,
+            nonce: 1,
+        };
+        Block::produce(
+            &producer,
+            spec().chain_id(),
+            2,
+            parent,
+            5_000_000,
+            proof,
+            vec![],
+        )
+    };
+    let now = 5_000_000;
+    let flooders = (MAX_ORPHANS / MAX_ORPHANS_PER_ORIGIN) as u32;
+    let flooder = |f: u32| Origin([f as u8 + 100; 32]);
+    let mut n = 0;
+    for f in 0..flooders {
+        for _ in 0..MAX_ORPHANS_PER_ORIGIN {
+            let outcome = engine.import_from(orphan(n), now, flooder(f));
+            assert_eq!(outcome, Ok(Imported::Orphan));
+            n += 1;
+        }
+    }
+    assert_eq!(engine.orphan_count(), MAX_ORPHANS);
+    // The same orphan again is not kept twice.
+    engine.import_from(orphan(0), now, flooder(3)).unwrap();
+    assert_eq!(engine.orphan_count(), MAX_ORPHANS);
+    assert_eq!(engine.orphans_from(flooder(3)), MAX_ORPHANS_PER_ORIGIN);
+    // A flooder's next orphan replaces its own oldest.
+    engine.import_from(orphan(n), now, flooder(0)).unwrap();
+    assert!(engine.take_orphans(&orphan(0).header.parent).is_empty());
+    assert_eq!(
+        engine.take_orphans(&orphan(n).header.parent),
+        vec![orphan(n)]
+    );
+    n += 1;
+    engine.import_from(orphan(n), now, flooder(0)).unwrap();
+    assert_eq!(engine.orphan_count(), MAX_ORPHANS);
+    // Another sender's orphan is kept in a full pool, at a flooder's cost.
+    let honest = Origin([1; 32]);
+    let mine = orphan(n + 1);
+    engine.import_from(mine.clone(), now, honest).unwrap();
+    assert_eq!(engine.orphan_count(), MAX_ORPHANS);
+    assert_eq!(engine.orphans_from(honest), 1);
+    // Orphans whose parent never comes expire.
+    let slot = spec().slot_ms;
+    engine.expire_orphans(now + ORPHAN_SLOTS * slot);
+    assert_eq!(engine.orphan_count(), MAX_ORPHANS);
+    engine.expire_orphans(now + ORPHAN_SLOTS * slot + 1);
+    assert_eq!(engine.orphan_count(), 0);
+    assert!(engine.take_orphans(&mine.header.parent).is_empty());
+}
+
+#[test]
+fn the_pool_takes_versions_up_to_64_ahead_and_no_more_than_its_cap() {
+    let (mut engine, _dir) = bare();
+    let owner = Keypair::from_secret(&[42; 32]);
+    let chain = spec().chain_id();
+    let tx = |name: &[u8], v: u64| RegisterTx::signed(&owner, &chain, name, v, b"x");
+    assert_eq!(
+        engine.add_tx(tx(b"r", 0)),
+        Err(Rejection::BadTxVersion { got: 0, current: 0 })
+    );
+    assert_eq!(engine.add_tx(tx(b"r", MAX_VERSIONS_AHEAD)), Ok(true));
+    assert_eq!(
+        engine.add_tx(tx(b"r", MAX_VERSIONS_AHEAD + 1)),
+        Err(Rejection::BadTxVersion {
+            got: MAX_VERSIONS_AHEAD + 1,
+            current: 0
+        })
+    );
+    let mut forged = tx(b"r", 1);
+    forged.value = b"y".to_vec();
+    assert_eq!(engine.add_tx(forged), Err(Rejection::BadTxSignature));
+    assert_eq!(engine.add_tx(tx(b"", 1)), Err(Rejection::EmptyName));
+    assert_eq!(engine.mempool_len(), 1);
+    for i in 1..MAX_MEMPOOL {
+        assert_eq!(engine.add_tx(tx(format!("n{i}").as_bytes(), 1)), Ok(true));
+    }
+    assert_eq!(engine.mempool_len(), MAX_MEMPOOL);
+    // A full pool is this vault's trouble, not the sender's fault.
+    let full = engine.add_tx(tx(b"one more", 1)).unwrap_err();
+    assert!(
+        matches!(
+            full,
+            Rejection::Unable {
+                what: "pool_full",
+                ..
+            }
+        ),
+        "{full}"
+    );
+    assert!(!full.is_fault());
+    assert_eq!(engine.mempool_len(), MAX_MEMPOOL);
+    // A transaction already pending is no news, full pool or not.
+    assert_eq!(engine.add_tx(tx(b"n1", 1)), Ok(false));
+}
+
+#[tokio::test]
+async fn proof_messages_are_refused_for_their_chain_k_proof_and_rank() {
+    let mut a = vault(1);
+    let (height, parent, challenge) = a.engine.election();
+    let found = a.farmer.best(challenge).await.unwrap();
+    let chain = spec().chain_id();
+    let msg = |proof: ChainProof| ProofMsg {
+        chain_id: chain,
+        height,
+        parent,
+        proof,
+    };
+    let mut other = msg(found.proof.clone());
+    other.chain_id = [0; 32];
+    assert_eq!(a.engine.offer_proof(&other), Err(Rejection::WrongChain));
+    let mut small = found.proof.clone();
+    small.k = 12;
+    assert_eq!(a.engine.offer_proof(&msg(small)), Err(Rejection::BadK(12)));
+    let mut beyond = found.proof.clone();
+    beyond.nonce = 1 << 16;
+    assert!(matches!(
+        a.engine.offer_proof(&msg(beyond)),
+        Err(Rejection::BadProof(_))
+    ));
+    // The plot's best proof, then any worse one or the same again.
+    assert_eq!(a.engine.offer_proof(&msg(found.proof.clone())), Ok(()));
+    assert_eq!(
+        a.engine.offer_proof(&msg(found.proof.clone())),
+        Err(Rejection::NotBetter)
+    );
+    let mut worse = found.proof.clone();
+    let mut worse_rank = found.rank;
+    for nonce in 0..64 {
+        worse.nonce = nonce;
+        worse_rank = worse.verify(&challenge).unwrap();
+        if found.rank.beats(&worse_rank) {
+            break;
+        }
+    }
+    assert!(found.rank.beats(&worse_rank));
+    assert_eq!(a.engine.offer_proof(&msg(worse)), Err(Rejection::NotBetter));
+    // Another parent at this height: stale.
+    let mut elsewhere = msg(found.proof);
+    elsewhere.parent = [9; 32];
+    assert_eq!(
+        a.engine.offer_proof(&elsewhere),
+        Err(Rejection::StaleHeight(height))
+    );
+}
+
+#[tokio::test]
+async fn a_sync_answer_holds_the_blocks_that_fit_and_at_least_one() {
+    let mut vaults: Vec<Vault> = (1..=2).map(vault).collect();
+    let owner = Keypair::from_secret(&[42; 32]);
+    let chain = spec().chain_id();
+    for r in 0..4u64 {
+        for v in vaults.iter_mut() {
+            let name = format!("r{r}");
+            let tx = RegisterTx::signed(&owner, &chain, name.as_bytes(), 1, &[7; 600]);
+            v.engine.add_tx(tx).unwrap();
+        }
+        round(&mut vaults).await;
+    }
+    let e = &vaults[0].engine;
+    let all = e.blocks_from(1, 10, usize::MAX);
+    assert_eq!(all.len(), 4);
+    let sizes: Vec<usize> = all.iter().map(|b| b.len() + 4).collect();
+    // Exactly the first two fit; one byte less, only the first.
+    let two = sizes[0] + sizes[1];
+    assert_eq!(e.blocks_from(1, 10, two), all[..2].to_vec());
+    assert_eq!(e.blocks_from(1, 10, two - 1), all[..1].to_vec());
+    // A block larger than the room still goes, alone.
+    assert_eq!(e.blocks_from(2, 10, 1), all[1..2].to_vec());
+    assert_eq!(e.blocks_from(3, 1, usize::MAX), all[2..3].to_vec());
+    assert!(e.blocks_from(5, 10, usize::MAX).is_empty());
+    assert_eq!(
+        e.blocks_from(0, 10, usize::MAX),
+        all,
+        "height 0 is the genesis"
+    );
+}
+
+#[tokio::test]
+async fn a_block_s_transactions_seen_before_are_answered_from_the_cache_it_was_given() {
+    let mut producer = vault(1);
+    let mut cached = vault(2);
+    let mut plain = vault(3);
+    let cache = std::sync::Arc::new(SigCache::default());
+    cached.engine.use_sig_cache(cache.clone());
+    let owner = Keypair::from_secret(&[9; 32]);
+    let tx = RegisterTx::signed(&owner, &spec().chain_id(), b"r", 1, b"v");
+    assert!(producer.engine.add_tx(tx.clone()).unwrap());
+    assert!(cached.engine.add_tx(tx.clone()).unwrap());
+    assert!(plain.engine.add_tx(tx.clone()).unwrap());
+    assert_eq!((cache.len(), cache.hits(Op::VerifyTx)), (1, 0));
+    let t = spec().genesis_unix_ms + 1000;
+    let block = child_of_head(&mut producer, t).await;
+    assert_eq!(block.txs, vec![tx]);
+    for v in [&mut cached, &mut plain] {
+        assert!(matches!(
+            v.engine.import(block.clone(), t).unwrap(),
+            Imported::NewHead { .. }
+        ));
+    }
+    assert_eq!(cache.hits(Op::VerifyTx), 1, "verified once, on arrival");
+}
