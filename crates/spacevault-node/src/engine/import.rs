@@ -1,0 +1,310 @@
+//! Importing blocks: checks, storage, orphans kept until their parents
+//! come, and fork choice between the canonical chain and a new branch.
+
+use super::*;
+
+/// What became of an imported block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Imported {
+    /// It is the new head; `left`: blocks of the old chain that are no
+    /// longer canonical (0 when it extends the head).
+    NewHead { left: usize },
+    /// Valid and kept, on a chain that is not (yet) the best.
+    Kept,
+    /// Already known.
+    Duplicate,
+    /// Its parent is not known yet: kept aside until it is.
+    Orphan,
+}
+
+/// A block to import and the orphans that wait for it, as they are
+/// found ([`Engine::import_next`]).
+pub struct Adoption {
+    queue: Vec<Block>,
+    /// Whether the next block is the first, and came by gossip
+    /// ([`Engine::import_gossiped`]); the orphans were asked for.
+    gossiped: bool,
+    /// Who sent the first block (the orphans waited for a known one).
+    origin: Origin,
+}
+
+impl Adoption {
+    pub fn new(block: Block, gossiped: bool, origin: Origin) -> Adoption {
+        Adoption {
+            queue: vec![block],
+            gossiped,
+            origin,
+        }
+    }
+}
+
+impl Engine {
+    /// Checks and keeps a block, and follows it if it makes the better
+    /// chain. Errors are the block's fault (or a store failure, as
+    /// `Malformed`).
+    pub fn import(&mut self, block: Block, now_ms: u64) -> Result<Imported, Rejection> {
+        self.import_checked(block, now_ms, false, Origin::LOCAL)
+    }
+
+    /// [`import`](Self::import) for a block `origin` sent: an orphan
+    /// counts against that sender's share of the pool.
+    pub fn import_from(
+        &mut self,
+        block: Block,
+        now_ms: u64,
+        origin: Origin,
+    ) -> Result<Imported, Rejection> {
+        self.import_checked(block, now_ms, false, origin)
+    }
+
+    /// [`import`](Self::import) for a block gossiped to this vault: one
+    /// whose proof loses to the canonical block of the same parent is
+    /// refused as `NotBetter` once its header is checked, before its
+    /// transactions are. It could only be kept as a loser, and under load
+    /// every vault whose winner came late made one. Blocks asked for in a
+    /// sync are imported whatever they are: a branch that grew on such a
+    /// block comes that way.
+    pub fn import_gossiped(
+        &mut self,
+        block: Block,
+        now_ms: u64,
+        origin: Origin,
+    ) -> Result<Imported, Rejection> {
+        self.import_checked(block, now_ms, true, origin)
+    }
+
+    fn import_checked(
+        &mut self,
+        block: Block,
+        now_ms: u64,
+        refuse_beaten: bool,
+        origin: Origin,
+    ) -> Result<Imported, Rejection> {
+        let hash = block.hash();
+        let store_err = unable_to_store;
+        if self.store.info(&hash).map_err(store_err)?.is_some() {
+            return Ok(Imported::Duplicate);
+        }
+        let parent_hash = block.header.parent;
+        let Some(parent) = self.parent(&parent_hash).map_err(store_err)? else {
+            // What can be checked without the parent is checked before the
+            // block is kept: a copy under a real block's hash with another
+            // signature or other transactions (the hash covers neither)
+            // would otherwise wait in its place and be refused when the
+            // parent comes, and the real block, a duplicate of it, dropped.
+            let cache = self.sig_cache();
+            validate::check_orphan(&self.spec, &self.chain_id, &block, now_ms, cache)?;
+            self.orphans.keep(block, hash, origin, now_ms);
+            return Ok(Imported::Orphan);
+        };
+        if let Some(info) = self.store.info(&parent_hash).map_err(store_err)? {
+            if info.status == Status::Invalid {
+                return Err(Rejection::UnknownParent);
+            }
+        }
+        let rank = validate::check_header(
+            &self.spec,
+            &self.chain_id,
+            &parent,
+            &block,
+            now_ms,
+            self.sig_cache(),
+        )?;
+        if refuse_beaten {
+            // Signed by its producer: its time is the producer's word.
+            self.note_delay(block.header.timestamp_ms, now_ms);
+            if self.beaten(&block, &rank).map_err(store_err)? {
+                return Err(Rejection::NotBetter);
+            }
+        }
+        validate::check_txs(&self.spec, &self.chain_id, &block, self.sig_cache())?;
+        self.store.insert_block(&block, rank).map_err(store_err)?;
+        let outcome = self.choose(&hash, &block, now_ms).map_err(store_err)??;
+        Ok(outcome)
+    }
+
+    /// A gossiped block made at `made_ms` arrived at `now_ms`.
+    fn note_delay(&mut self, made_ms: u64, now_ms: u64) {
+        // A block withheld or relayed very late says little of the
+        // network: a sample counts for at most a few slots.
+        let sample = now_ms.saturating_sub(made_ms).min(4 * self.spec.slot_ms) as f64;
+        self.block_delay_ms += (sample - self.block_delay_ms) / 4.0;
+    }
+
+    /// How long gossiped blocks have lately taken to arrive, in
+    /// milliseconds (smoothed).
+    pub fn block_delay_ms(&self) -> f64 {
+        self.block_delay_ms
+    }
+
+    /// Whether a block of rank `rank` loses to the canonical block of the
+    /// same parent at its height.
+    fn beaten(&self, block: &Block, rank: &Ranked) -> Result<bool, StoreError> {
+        let h = &block.header;
+        let Some(canonical) = self.store.canonical(h.height)? else {
+            return Ok(false);
+        };
+        let Some(info) = self.store.info(&canonical)? else {
+            return Ok(false);
+        };
+        Ok(info.parent == h.parent && info.rank.beats(rank))
+    }
+
+    /// Blocks that waited for `parent`, now that it is known.
+    pub fn take_orphans(&mut self, parent: &[u8; 32]) -> Vec<Block> {
+        self.orphans.take(parent)
+    }
+
+    /// Blocks kept while their parent is missing.
+    pub fn orphan_count(&self) -> usize {
+        self.orphans.count()
+    }
+
+    /// Orphans kept from `origin`.
+    pub fn orphans_from(&self, origin: Origin) -> usize {
+        self.orphans.from(origin)
+    }
+
+    /// Drops orphans that waited too long ([`ORPHAN_SLOTS`]): what keeps
+    /// the pool from holding blocks whose parents never come once their
+    /// senders fall silent.
+    pub fn expire_orphans(&mut self, now_ms: u64) {
+        self.orphans.expire(now_ms);
+    }
+
+    /// Imports the next block of `adoption`: the block it began with, then
+    /// each block that waited for an imported one as an orphan. None when
+    /// none is left. One block a call, so that a caller can let go of the
+    /// engine between blocks.
+    pub fn import_next(
+        &mut self,
+        adoption: &mut Adoption,
+        now_ms: u64,
+    ) -> Option<([u8; 32], Result<Imported, Rejection>)> {
+        let block = adoption.queue.pop()?;
+        let hash = block.hash();
+        let origin = std::mem::replace(&mut adoption.origin, Origin::LOCAL);
+        let outcome = if std::mem::take(&mut adoption.gossiped) {
+            self.import_gossiped(block, now_ms, origin)
+        } else {
+            self.import_from(block, now_ms, origin)
+        };
+        if matches!(outcome, Ok(Imported::NewHead { .. }) | Ok(Imported::Kept)) {
+            adoption.queue.extend(self.take_orphans(&hash));
+        }
+        Some((hash, outcome))
+    }
+
+    /// Imports a block and every block that waited for it, at once
+    /// ([`import_next`](Self::import_next) until none is left): each
+    /// block's hash and outcome, the first block's first.
+    pub fn import_with_orphans(
+        &mut self,
+        block: Block,
+        now_ms: u64,
+        gossiped: bool,
+    ) -> Vec<([u8; 32], Result<Imported, Rejection>)> {
+        let mut adoption = Adoption::new(block, gossiped, Origin::LOCAL);
+        std::iter::from_fn(|| self.import_next(&mut adoption, now_ms)).collect()
+    }
+
+    /// Fork choice between the canonical chain and the one ending at `tip`.
+    fn choose(
+        &mut self,
+        tip: &[u8; 32],
+        block: &Block,
+        now_ms: u64,
+    ) -> Result<Result<Imported, Rejection>, StoreError> {
+        let genesis = Parent::genesis(&self.spec).hash;
+        let mut branch = Vec::new();
+        let mut at = *tip;
+        let ancestor_height = loop {
+            if at == genesis {
+                break 0;
+            }
+            let info = self
+                .store
+                .info(&at)?
+                .ok_or(StoreError::Corrupt("a block's parent"))?;
+            if info.status == Status::Invalid {
+                return Ok(Ok(Imported::Kept));
+            }
+            if self.store.canonical(info.height)? == Some(at) {
+                break info.height;
+            }
+            branch.push(Fork {
+                hash: at,
+                rank: info.rank,
+            });
+            at = info.parent;
+        };
+        branch.reverse();
+        let mut current = Vec::new();
+        for height in ancestor_height + 1..=self.head.height {
+            let hash = self
+                .store
+                .canonical(height)?
+                .ok_or(StoreError::Corrupt("a height"))?;
+            let info = self
+                .store
+                .info(&hash)?
+                .ok_or(StoreError::Corrupt("a block"))?;
+            current.push(Fork {
+                hash,
+                rank: info.rank,
+            });
+        }
+        if !fork::prefer(&current, &branch) {
+            return Ok(Ok(Imported::Kept));
+        }
+        let hashes: Vec<[u8; 32]> = branch.iter().map(|f| f.hash).collect();
+        if let Err(refused) = self.store.make_canonical(&hashes)? {
+            self.store.mark_invalid(&refused.block)?;
+            if refused.block == *tip {
+                return Ok(Err(refused.why));
+            }
+            return Ok(Ok(Imported::Kept));
+        }
+        let left = current.len();
+        self.set_head(tip, block, now_ms)?;
+        // The transactions of the blocks that left the canonical chain go
+        // back to the pool, unless the new chain holds them: a write that
+        // a client was told had succeeded must not vanish with its block.
+        for left in &current {
+            let Some(old) = self.store.block(&left.hash)? else {
+                continue;
+            };
+            for tx in old.txs {
+                let applied = self.store.register_version(&tx.owner, &tx.name)?;
+                if tx.version > applied {
+                    self.mempool.put_back(tx.id(&self.chain_id), tx);
+                }
+            }
+        }
+        Ok(Ok(Imported::NewHead { left }))
+    }
+
+    fn set_head(&mut self, hash: &[u8; 32], block: &Block, now_ms: u64) -> Result<(), StoreError> {
+        self.head = Parent {
+            hash: *hash,
+            height: block.header.height,
+            timestamp_ms: block.header.timestamp_ms,
+            proof_hash: block.header.proof.hash(),
+        };
+        let next = Election::new(self.head, &self.chain_id, now_ms);
+        self.previous = Some(std::mem::replace(&mut self.election, next));
+        // Transactions the new chain holds, or made stale, leave the pool.
+        let store = &self.store;
+        self.mempool
+            .retain_ahead(|owner, name| store.register_version(owner, name).ok());
+        Ok(())
+    }
+}
+
+/// This vault's store failed: its own trouble, not the sender's.
+pub(super) fn unable_to_store(e: StoreError) -> Rejection {
+    Rejection::Unable {
+        what: "store",
+        why: e.to_string(),
+    }
+}
