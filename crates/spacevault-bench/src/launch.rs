@@ -46,6 +46,8 @@ pub struct LaunchOptions {
     pub distance: Distance,
     /// The vaults keep every crypto operation's span (in-process only).
     pub trace_crypto: bool,
+    /// Requests each vault's API works on at once, at most.
+    pub api_max_requests: usize,
 }
 
 /// A running network of vaults.
@@ -412,6 +414,7 @@ async fn start_in_process(
         config.verify_cache = options.verify_cache;
         config.links = links.clone();
         config.trace_crypto = options.trace_crypto;
+        config.api_max_requests = options.api_max_requests;
         let node = Node::start(config)
             .await
             .map_err(|e| BenchError::Invalid(format!("vault {i}: {e}")))?;
@@ -477,6 +480,8 @@ fn start_processes(
                 "--verify-cache",
                 if options.verify_cache { "on" } else { "off" },
             ])
+            .arg("--api-max-requests")
+            .arg(options.api_max_requests.to_string())
             .stdout(std::process::Stdio::piped())
             .stderr(log);
         for j in bootstrap_of(i) {

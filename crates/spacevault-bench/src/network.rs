@@ -144,6 +144,7 @@ async fn run_async(options: &NetworkBenchOptions) -> Result<NetworkBench, BenchE
         verify_cache: true,
         distance: options.distance.clone(),
         trace_crypto: false,
+        api_max_requests: spacevault_node::config::MAX_CONCURRENT_REQUESTS,
     })
     .await?;
     if let Err(e) = network.wait_joined(Duration::from_secs(120)).await {

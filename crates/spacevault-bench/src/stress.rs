@@ -309,6 +309,15 @@ pub fn run(
     })
 }
 
+/// Each vault's bound of API requests under way in a cell: what its
+/// clients can have in flight (PUTs from its own, GETs from the previous
+/// vault's), and never below the default. The grid measures the vaults'
+/// work; a bound below the load would measure their admission control.
+fn api_bound(clients: usize, vaults: usize, in_flight: usize) -> usize {
+    let per_vault = clients.div_ceil(vaults.max(1));
+    (2 * per_vault * in_flight.max(1)).max(spacevault_node::config::MAX_CONCURRENT_REQUESTS)
+}
+
 async fn run_cell(
     options: &StressOptions,
     vaults: usize,
@@ -330,6 +339,7 @@ async fn run_cell(
         verify_cache: options.verify_cache,
         distance: options.distance.clone(),
         trace_crypto: options.trace_dir.is_some(),
+        api_max_requests: api_bound(clients, vaults, options.in_flight),
     })
     .await?;
     if let Err(e) = network.wait_joined(Duration::from_secs(120)).await {
@@ -449,6 +459,15 @@ fn unix_ns() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cells_api_bound_covers_what_its_clients_have_in_flight() {
+        let default = spacevault_node::config::MAX_CONCURRENT_REQUESTS;
+        assert_eq!(api_bound(40, 1, 32), 2560);
+        assert_eq!(api_bound(40, 64, 32), default);
+        assert_eq!(api_bound(41, 2, 32), 2 * 21 * 32);
+        assert_eq!(api_bound(1, 1, 0), default);
+    }
 
     #[test]
     fn the_grid_runs_small_first_with_every_repeat() {

@@ -37,6 +37,10 @@ pub struct NodeArgs {
     /// pause.
     #[arg(long, value_name = "SIZE", value_parser = crate::size::parse_size, default_value = "16MiB")]
     pub scrub_rate: u64,
+    /// Requests the API works on at once, at most; past it, a request is
+    /// answered 503 at once.
+    #[arg(long, value_name = "N", default_value_t = spacevault_node::config::MAX_CONCURRENT_REQUESTS)]
+    pub api_max_requests: usize,
     /// Connections other vaults may open to this one, at most.
     #[arg(long, value_name = "N", default_value_t = 1024)]
     pub max_inbound: usize,
@@ -117,6 +121,7 @@ pub fn run(args: NodeArgs) -> Result<()> {
         config.bootstrap = bootstrap;
         config.api = Some(args.api);
         config.api_hosts = args.api_host;
+        config.api_max_requests = args.api_max_requests;
         config.scrub.rate = args.scrub_rate;
         config.connection_limits = spacevault_network::ConnectionLimits {
             inbound: args.max_inbound,
