@@ -589,6 +589,16 @@ fn inputs_that_are_not_regular_files_are_refused_before_they_are_read() {
         .assert()
         .code(1)
         .stderr(predicate::str::contains("is larger than"));
+    // A bound of no request at all: refused before anything is read.
+    sv(dir.path())
+        .args(["node", "--data"])
+        .arg(dir.path().join("data"))
+        .args(["--chain", "/nonexistent.json", "--api-max-requests", "0"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "--api-max-requests 0 would refuse every request",
+        ));
     // A client PUT of a device: refused before any vault is asked.
     sv(dir.path())
         .args(["client", "--api", "http://127.0.0.1:9", "put", "/dev/zero"])

@@ -90,6 +90,9 @@ fn parse_addrs(what: &str, addrs: &[String]) -> Result<Vec<spacevault_network::A
 }
 
 pub fn run(args: NodeArgs) -> Result<()> {
+    if args.api_max_requests == 0 {
+        anyhow::bail!("--api-max-requests 0 would refuse every request: give 1 or more");
+    }
     let spec = super::chain::read_spec(&args.chain)?;
     let key = crate::keys::farmer_keypair()?;
     let listen = parse_addrs("--listen", &args.listen)?;
