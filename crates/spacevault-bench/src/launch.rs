@@ -7,12 +7,11 @@ use crate::crypto_trace::Trace;
 use crate::profiles::Distance;
 use crate::BenchError;
 use serde::Serialize;
-use spacevault::plot::NoProgress;
-use spacevault::PlotOptions;
 use spacevault_chain::{ChainSpec, Keypair};
 use spacevault_node::client::{Client, Status};
+use spacevault_node::kit::{self, bootstrap_of};
 use spacevault_node::links::LinksFile;
-use spacevault_node::{Node, NodeConfig, TransportKind};
+use spacevault_node::Node;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -328,27 +327,14 @@ enum Vaults {
     Processes(Vec<std::process::Child>),
 }
 
-/// The key and plot directory of vault `i`, plotted once and kept in `dir`.
+/// The key and plot directory of vault `i`, plotted once and kept in `dir`
+/// ([`spacevault_node::kit`]).
 fn vault_plot(dir: &Path, i: usize, k: u8) -> Result<(Keypair, PathBuf), BenchError> {
-    let mut secret = [0u8; 32];
-    secret[..8].copy_from_slice(&(i as u64 + 1).to_le_bytes());
-    secret[8] = 0x5a;
-    let key = Keypair::from_secret(&secret);
-    let plots = dir.join("plots").join(format!("k{k}-vault{i}"));
-    let exists = std::fs::read_dir(&plots)
-        .map(|mut d| d.any(|e| e.is_ok_and(|e| e.path().extension().is_some_and(|x| x == "plot"))))
-        .unwrap_or(false);
-    if !exists {
-        std::fs::create_dir_all(&plots).map_err(io("creating the plot cache"))?;
-        let mut seed = [0u8; 32];
-        seed[..8].copy_from_slice(&(i as u64).to_le_bytes());
-        spacevault::plot(
-            &PlotOptions::new(k, key.public(), seed),
-            &plots,
-            &NoProgress,
-        )?;
-    }
-    Ok((key, plots))
+    let plots = kit::vault_plot(dir, i, k).map_err(|e| match e {
+        kit::KitError::Plot(e) => BenchError::from(e),
+        kit::KitError::Io(e) => io("creating the plot cache")(e),
+    })?;
+    Ok((kit::vault_key(i), plots))
 }
 
 /// CPU seconds (user and system) of a process, from /proc.
@@ -368,19 +354,6 @@ fn rss_bytes(pid: &str) -> Option<u64> {
     Some(line.split_whitespace().nth(1)?.parse::<u64>().ok()? * 1024)
 }
 
-/// The vaults that vault `i` bootstraps from: a few earlier ones, near and
-/// far, as a network's newcomers would be given different addresses. All
-/// from vault 0 would make it every vault's first peer and the one hub
-/// of every gossip mesh until discovery spread the connections.
-fn bootstrap_of(i: usize) -> Vec<usize> {
-    let mut from: Vec<usize> = [i.wrapping_sub(1), i / 2, i / 3]
-        .into_iter()
-        .filter(|&j| j < i)
-        .collect();
-    from.dedup();
-    from
-}
-
 async fn start_in_process(
     spec: &ChainSpec,
     plots: &[(Keypair, PathBuf)],
@@ -398,19 +371,12 @@ async fn start_in_process(
     let mut nodes = Vec::new();
     let mut listening: Vec<Vec<spacevault_node::Address>> = Vec::new();
     for (i, (key, plot_dir)) in plots.iter().enumerate() {
-        let mut config = NodeConfig::new(
-            spec.clone(),
-            key.clone(),
-            dir.join(format!("data{i}")),
-            TransportKind::Memory,
-        );
-        config.plots = vec![plot_dir.clone()];
-        config.listen = vec!["/memory/0".parse().expect("a memory address")];
-        config.bootstrap = bootstrap_of(i)
+        let bootstrap = bootstrap_of(i)
             .into_iter()
             .flat_map(|j| listening[j].clone())
             .collect();
-        config.api = Some("127.0.0.1:0".parse().expect("a socket address"));
+        let data = dir.join(format!("data{i}"));
+        let mut config = kit::memory_config(spec, key, plot_dir, &data, bootstrap, true);
         config.verify_cache = options.verify_cache;
         config.links = links.clone();
         config.trace_crypto = options.trace_crypto;

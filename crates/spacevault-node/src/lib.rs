@@ -15,6 +15,8 @@
 //! - [`metrics`]: what `/metrics` shows;
 //! - [`links`]: the file that places a test network's vaults at a
 //!   distance from each other;
+//! - [`kit`]: vaults run many to a machine (keys, plots, configs), for
+//!   tests and benchmarks;
 //! - the network (`spacevault-network`) and the store (`spacevault-store`)
 //!   are crates of their own.
 
@@ -27,6 +29,7 @@ pub mod data;
 pub mod engine;
 pub mod farmer;
 pub mod identity;
+pub mod kit;
 pub mod links;
 pub mod metrics;
 mod node;

@@ -2,11 +2,9 @@
 
 #![allow(dead_code)]
 
-use spacevault::plot::NoProgress;
-use spacevault::PlotOptions;
 use spacevault_chain::{ChainSpec, Keypair};
 use spacevault_network as net;
-use spacevault_node::{Node, NodeConfig, TransportKind};
+use spacevault_node::{kit, Node, NodeConfig};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -19,7 +17,7 @@ pub fn spec(slot_ms: u64, replication: u32) -> ChainSpec {
 }
 
 /// A vault's key and a directory holding one k = 16 plot of it, made once
-/// per test.
+/// per test ([`spacevault_node::kit`]).
 pub struct VaultFiles {
     pub key: Keypair,
     pub plots: PathBuf,
@@ -27,17 +25,11 @@ pub struct VaultFiles {
 }
 
 pub fn vault_files(root: &std::path::Path, i: usize) -> VaultFiles {
-    let key = Keypair::from_secret(&[i as u8 + 1; 32]);
-    let plots = root.join(format!("plots{i}"));
-    let data = root.join(format!("data{i}"));
-    std::fs::create_dir_all(&plots).unwrap();
-    spacevault::plot(
-        &PlotOptions::new(16, key.public(), [i as u8; 32]),
-        &plots,
-        &NoProgress,
-    )
-    .unwrap();
-    VaultFiles { key, plots, data }
+    VaultFiles {
+        key: kit::vault_key(i),
+        plots: kit::vault_plot(root, i, 16).unwrap(),
+        data: root.join(format!("data{i}")),
+    }
 }
 
 pub async fn start(
@@ -57,18 +49,8 @@ pub async fn start_with(
     api: bool,
     tweak: impl FnOnce(&mut NodeConfig),
 ) -> Node {
-    let mut config = NodeConfig::new(
-        spec.clone(),
-        files.key.clone(),
-        files.data.clone(),
-        TransportKind::Memory,
-    );
-    config.plots = vec![files.plots.clone()];
-    config.listen = vec!["/memory/0".parse().unwrap()];
-    config.bootstrap = bootstrap;
-    if api {
-        config.api = Some("127.0.0.1:0".parse().unwrap());
-    }
+    let mut config =
+        kit::memory_config(spec, &files.key, &files.plots, &files.data, bootstrap, api);
     tweak(&mut config);
     Node::start(config).await.unwrap()
 }
