@@ -67,11 +67,7 @@ impl Engine {
     pub fn open(path: &Path, spec: ChainSpec) -> Result<Engine, StoreError> {
         let store = Store::open(path, &spec)?;
         let chain_id = spec.chain_id();
-        let genesis = Parent::genesis(&spec);
-        let head = match store.head()? {
-            Some((hash, _)) => parent_of(&store, &spec, &hash)?.unwrap_or(genesis),
-            None => genesis,
-        };
+        let head = stored_head(&store, &spec)?;
         Ok(Engine {
             orphans: orphans::Orphans::new(spec.slot_ms),
             limits: Limits::of(&spec),
@@ -218,6 +214,16 @@ impl Engine {
         }
         out
     }
+}
+
+/// The head `store` last committed, as a parent; the genesis when it has
+/// none. What a vault reads without its engine's lock.
+pub fn stored_head(store: &Store, spec: &ChainSpec) -> Result<Parent, StoreError> {
+    let genesis = Parent::genesis(spec);
+    Ok(match store.head()? {
+        Some((hash, _)) => parent_of(store, spec, &hash)?.unwrap_or(genesis),
+        None => genesis,
+    })
 }
 
 /// A stored block as the parent of its child (the genesis for its hash).

@@ -288,18 +288,12 @@ pub(crate) fn on_request(
         Request::Status => {
             // The head the store last committed, without the engine's
             // lock; the engine's own if the store cannot say.
-            let (head, height) = match shared.store.head() {
-                Ok(Some(head)) => head,
-                Ok(None) => {
-                    let genesis = spacevault_chain::Parent::genesis(&shared.spec);
-                    (genesis.hash, genesis.height)
-                }
-                Err(_) => {
-                    let head = shared.engine().head();
-                    (head.hash, head.height)
-                }
-            };
-            Response::Status { height, head }
+            let head = crate::engine::stored_head(&shared.store, &shared.spec)
+                .unwrap_or_else(|_| shared.engine().head());
+            Response::Status {
+                height: head.height,
+                head: head.hash,
+            }
         }
         // From the store, without the engine's lock: an import under way
         // does not hold up a peer's sync.
