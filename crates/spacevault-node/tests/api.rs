@@ -264,49 +264,6 @@ fn stalled_answer(addr: std::net::SocketAddr, request: &[u8]) -> Vec<u8> {
     answer
 }
 
-/// Sends `request` as it is written and reads the answer: its status and
-/// body (the request must ask the server to close the connection).
-fn raw_http(addr: std::net::SocketAddr, request: &str) -> (u16, Vec<u8>) {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(addr).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .unwrap();
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut answer = Vec::new();
-    stream.read_to_end(&mut answer).unwrap();
-    let split = answer
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .expect("a whole answer");
-    let head = String::from_utf8_lossy(&answer[..split]).to_string();
-    let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
-    let mut body = answer[split + 4..].to_vec();
-    if head
-        .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked")
-    {
-        body = unchunk(&body);
-    }
-    (status, body)
-}
-
-/// A chunked body's bytes.
-fn unchunk(mut data: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    loop {
-        let line_end = data.windows(2).position(|w| w == b"\r\n").unwrap();
-        let size =
-            usize::from_str_radix(std::str::from_utf8(&data[..line_end]).unwrap().trim(), 16)
-                .unwrap();
-        if size == 0 {
-            return out;
-        }
-        out.extend_from_slice(&data[line_end + 2..line_end + 2 + size]);
-        data = &data[line_end + 2 + size + 2..];
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_no_block_takes_is_answered_504_once_the_wait_is_over() {
     // A vault with no plots, alone: it makes no block, so a valid write

@@ -261,7 +261,9 @@ pub fn read_answer_head(stream: &mut std::net::TcpStream) -> String {
 }
 
 /// The status line and headers of the next answer on `stream`, and its
-/// body (as long as its Content-Length says).
+/// body: none for an interim answer, as long as its Content-Length says,
+/// or, chunked or of no length, all that comes until the vault closes the
+/// connection.
 pub fn read_answer(stream: &mut std::net::TcpStream) -> (String, Vec<u8>) {
     use std::io::Read;
     let mut head = Vec::new();
@@ -273,14 +275,59 @@ pub fn read_answer(stream: &mut std::net::TcpStream) -> (String, Vec<u8>) {
         }
     }
     let text = String::from_utf8_lossy(&head).to_string();
-    let len = text.lines().find_map(|l| {
-        l.to_ascii_lowercase()
-            .strip_prefix("content-length:")
+    let lower = text.to_ascii_lowercase();
+    let len = lower.lines().find_map(|l| {
+        l.strip_prefix("content-length:")
             .map(|v| v.trim().parse::<usize>().unwrap_or(0))
     });
-    let mut body = vec![0u8; len.unwrap_or(0)];
-    let _ = stream.read_exact(&mut body);
+    let body = match len {
+        Some(len) => {
+            let mut body = vec![0u8; len];
+            let _ = stream.read_exact(&mut body);
+            body
+        }
+        // Nothing came, or an interim answer (100 Continue), which has
+        // no body.
+        None if head.is_empty() || text.starts_with("HTTP/1.1 1") => Vec::new(),
+        None => {
+            let mut body = Vec::new();
+            let _ = stream.read_to_end(&mut body);
+            if lower.contains("transfer-encoding: chunked") {
+                body = unchunk(&body);
+            }
+            body
+        }
+    };
     (text, body)
+}
+
+/// A chunked body's bytes.
+fn unchunk(mut data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let line_end = data.windows(2).position(|w| w == b"\r\n").unwrap();
+        let size =
+            usize::from_str_radix(std::str::from_utf8(&data[..line_end]).unwrap().trim(), 16)
+                .unwrap();
+        if size == 0 {
+            return out;
+        }
+        out.extend_from_slice(&data[line_end + 2..line_end + 2 + size]);
+        data = &data[line_end + 2 + size + 2..];
+    }
+}
+
+/// Sends `request` as it is written and reads the answer: its status and
+/// body.
+pub fn raw_http(addr: std::net::SocketAddr, request: &str) -> (u16, Vec<u8>) {
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    std::io::Write::write_all(&mut stream, request.as_bytes()).unwrap();
+    let (head, body) = read_answer(&mut stream);
+    let status = head.split_whitespace().nth(1).expect("a status").parse();
+    (status.expect("a numeric status"), body)
 }
 
 /// A PUT whose head the vault has taken, waiting for its body (the vault
