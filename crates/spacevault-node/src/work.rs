@@ -191,91 +191,93 @@ pub(crate) fn on_gossip(
     topic: Topic,
     data: &[u8],
 ) -> Verdict {
-    let limits = spacevault_chain::types::Limits::of(&shared.spec);
-    let refuse = |r: Rejection| {
-        shared.metrics.refused(topic.name(), &r);
-        verdict(&r)
-    };
-    match topic {
-        Topic::Blocks => {
-            let block = match Block::decode(data, &limits) {
-                Ok(b) => b,
-                Err(e) => return refuse(Rejection::Malformed(e.to_string())),
-            };
-            match import(shared, block, true, origin_of(&source)) {
-                Ok(Imported::NewHead { .. }) => Verdict::Accept,
-                // Kept but not followed: it loses here to a chain this
-                // vault has, and relaying it would only spread a block
-                // that loses wherever that chain has reached (Bitcoin Core
-                // relays only blocks that become its tip, for the same
-                // reason). Where it wins, its new head relays it. Under
-                // load, every vault whose block came late made one, and
-                // every vault relayed every one of them to every other.
-                Ok(Imported::Kept) => Verdict::Ignore,
-                Ok(Imported::Duplicate) => Verdict::Ignore,
-                Ok(Imported::Orphan) => {
-                    spawn_sync(shared, internal, Some(source));
-                    Verdict::Ignore
-                }
-                Err(Rejection::Future { got, now })
-                    if got <= now + hold_window_ms(&shared.spec) =>
-                {
-                    // A little early: its producer's clock runs ahead of
-                    // this one, which is no fault of the relayer's.
-                    let Ok(block) = Block::decode(data, &limits) else {
-                        return Verdict::Ignore;
-                    };
-                    let due =
-                        got.saturating_sub(spacevault_chain::validate::max_drift_ms(&shared.spec));
-                    hold_early(shared, block, origin_of(&source), due);
-                    Verdict::Ignore
-                }
-                Err(r) => refuse(r),
-            }
-        }
-        Topic::Proofs => {
-            let msg = match ProofMsg::decode(data) {
-                Ok(m) => m,
-                Err(e) => return refuse(Rejection::Malformed(e.to_string())),
-            };
-            let offered = shared.engine().offer_proof(&msg);
-            match offered {
-                Ok(()) => Verdict::Accept,
-                Err(r @ Rejection::FutureHeight(_)) => {
-                    spawn_sync(shared, internal, Some(source));
-                    refuse(r)
-                }
-                Err(r) => refuse(r),
-            }
-        }
-        Topic::Txs => {
-            let tx = match RegisterTx::decode(data, &limits) {
-                Ok(t) => t,
-                Err(e) => return refuse(Rejection::Malformed(e.to_string())),
-            };
-            // Checked before the lock: the pool's own checks are quick.
-            let cache = shared.sig_cache.as_deref();
-            if let Err(r) = check_tx(&shared.spec, &shared.chain_id, &tx, cache) {
-                return refuse(r);
-            }
-            let added = shared.engine().add_checked_tx(tx);
-            match added {
-                Ok(true) => Verdict::Accept,
-                Ok(false) => Verdict::Ignore,
-                Err(r) => refuse(r),
-            }
-        }
+    let outcome = match topic {
+        Topic::Blocks => on_block(shared, internal, source, data),
+        Topic::Proofs => on_proof(shared, internal, source, data),
+        Topic::Txs => on_tx(shared, data),
         Topic::Vaults => match data::on_announce(shared, data) {
-            Ok(()) => Verdict::Accept,
+            Ok(()) => Ok(Verdict::Accept),
             // A clock ahead of this one's, the announcer's or a relayer's,
             // is no fault of the peer that relayed it: counted, ignored.
             Err(r @ Rejection::Future { .. }) => {
-                refuse(r);
-                Verdict::Ignore
+                shared.metrics.refused(topic.name(), &r);
+                return Verdict::Ignore;
             }
-            Err(r) => refuse(r),
+            Err(r) => Err(r),
         },
+    };
+    outcome.unwrap_or_else(|r| {
+        shared.metrics.refused(topic.name(), &r);
+        verdict(&r)
+    })
+}
+
+/// A gossiped block: imported, relayed only if it makes the head.
+fn on_block(
+    shared: &Arc<Shared>,
+    internal: &mpsc::UnboundedSender<Internal>,
+    source: net::Peer,
+    data: &[u8],
+) -> Result<Verdict, Rejection> {
+    let limits = spacevault_chain::types::Limits::of(&shared.spec);
+    let block = Block::decode(data, &limits).map_err(|e| Rejection::Malformed(e.to_string()))?;
+    match import(shared, block, true, origin_of(&source)) {
+        Ok(Imported::NewHead { .. }) => Ok(Verdict::Accept),
+        // Kept but not followed: it loses here to a chain this vault has,
+        // and relaying it would only spread a block that loses wherever
+        // that chain has reached (Bitcoin Core relays only blocks that
+        // become its tip, for the same reason). Where it wins, its new
+        // head relays it. Under load, every vault whose block came late
+        // made one, and every vault relayed every one of them to every
+        // other.
+        Ok(Imported::Kept) | Ok(Imported::Duplicate) => Ok(Verdict::Ignore),
+        Ok(Imported::Orphan) => {
+            spawn_sync(shared, internal, Some(source));
+            Ok(Verdict::Ignore)
+        }
+        Err(Rejection::Future { got, now }) if got <= now + hold_window_ms(&shared.spec) => {
+            // A little early: its producer's clock runs ahead of this
+            // one, which is no fault of the relayer's.
+            let Ok(block) = Block::decode(data, &limits) else {
+                return Ok(Verdict::Ignore);
+            };
+            let due = got.saturating_sub(spacevault_chain::validate::max_drift_ms(&shared.spec));
+            hold_early(shared, block, origin_of(&source), due);
+            Ok(Verdict::Ignore)
+        }
+        Err(r) => Err(r),
     }
+}
+
+/// A gossiped proof for the next block: relayed if it is the best seen; a
+/// proof for a later height than this vault's next makes it sync.
+fn on_proof(
+    shared: &Arc<Shared>,
+    internal: &mpsc::UnboundedSender<Internal>,
+    source: net::Peer,
+    data: &[u8],
+) -> Result<Verdict, Rejection> {
+    let msg = ProofMsg::decode(data).map_err(|e| Rejection::Malformed(e.to_string()))?;
+    let offered = shared.engine().offer_proof(&msg);
+    if let Err(Rejection::FutureHeight(_)) = offered {
+        spawn_sync(shared, internal, Some(source));
+    }
+    offered.map(|()| Verdict::Accept)
+}
+
+/// A gossiped transaction: its signature checked before the engine's lock
+/// (the pool's own checks are quick), then pooled.
+fn on_tx(shared: &Arc<Shared>, data: &[u8]) -> Result<Verdict, Rejection> {
+    let limits = spacevault_chain::types::Limits::of(&shared.spec);
+    let tx = RegisterTx::decode(data, &limits).map_err(|e| Rejection::Malformed(e.to_string()))?;
+    let cache = shared.sig_cache.as_deref();
+    check_tx(&shared.spec, &shared.chain_id, &tx, cache)?;
+    let added = shared.engine().add_checked_tx(tx)?;
+    Ok(if added {
+        Verdict::Accept
+    } else {
+        Verdict::Ignore
+    })
 }
 
 pub(crate) fn on_request(
