@@ -371,6 +371,40 @@ async fn block(State(s): S, Path(height): Path<String>) -> Result<Json<BlockJson
     }))
 }
 
+fn bootstrap_json(b: &spacevault_network::BootstrapStatus) -> Bootstrap {
+    Bootstrap {
+        address: b.address.to_string(),
+        reached: b.reached,
+        error: b.error.clone(),
+        retry_in_s: b.retry_in.map(|w| w.as_secs_f64()),
+    }
+}
+
+/// A recent block, with its producer's peer id beside its farmer key.
+fn recent_block_json(block: crate::engine::BlockSummary) -> RecentBlock {
+    let producer_peer = hex::decode(&block.producer)
+        .ok()
+        .and_then(|k| <[u8; 32]>::try_from(k).ok())
+        .and_then(|k| spacevault_network::peer_of(&k))
+        .map(|p| p.to_string());
+    RecentBlock {
+        block,
+        producer_peer,
+    }
+}
+
+fn scrub_json(s: &Shared) -> Scrub {
+    let relaxed = std::sync::atomic::Ordering::Relaxed;
+    Scrub {
+        rate_bytes_per_s: s.scrub_rate,
+        passes: s.scrub.passes.load(relaxed),
+        pass_blobs: s.scrub.pass_blobs.load(relaxed),
+        pass_checked: s.scrub.pass_checked.load(relaxed),
+        last_pass_ms: s.scrub.last_pass_ms.load(relaxed),
+        damaged: s.metrics.scrub_damaged.get(),
+    }
+}
+
 async fn status(State(s): S) -> Result<Json<Status>, ApiError> {
     let (head, recent, election, block_delay_ms) = s
         .for_request(|s| {
@@ -381,18 +415,7 @@ async fn status(State(s): S) -> Result<Json<Status>, ApiError> {
         .ok_or_else(engine_failed)?;
     let (blobs, blob_bytes) = s.store.blob_stats().unwrap_or((0, 0));
     let peers = s.net.peers().await;
-    let bootstrap = s
-        .net
-        .bootstrap()
-        .await
-        .into_iter()
-        .map(|b| Bootstrap {
-            address: b.address.to_string(),
-            reached: b.reached,
-            error: b.error,
-            retry_in_s: b.retry_in.map(|w| w.as_secs_f64()),
-        })
-        .collect();
+    let bootstrap = s.net.bootstrap().await.iter().map(bootstrap_json).collect();
     let round_trips_ms = s
         .round_trips
         .lock()
@@ -407,20 +430,7 @@ async fn status(State(s): S) -> Result<Json<Status>, ApiError> {
         .iter()
         .map(|a| a.to_string())
         .collect();
-    let recent_blocks = recent
-        .into_iter()
-        .map(|block| {
-            let producer_peer = hex::decode(&block.producer)
-                .ok()
-                .and_then(|k| <[u8; 32]>::try_from(k).ok())
-                .and_then(|k| spacevault_network::peer_of(&k))
-                .map(|p| p.to_string());
-            RecentBlock {
-                block,
-                producer_peer,
-            }
-        })
-        .collect();
+    let recent_blocks = recent.into_iter().map(recent_block_json).collect();
     let relaxed = std::sync::atomic::Ordering::Relaxed;
     Ok(Json(Status {
         peer_id: s.net.local_peer().to_string(),
@@ -447,13 +457,6 @@ async fn status(State(s): S) -> Result<Json<Status>, ApiError> {
         block_delay_ms,
         blobs,
         blob_bytes,
-        scrub: Scrub {
-            rate_bytes_per_s: s.scrub_rate,
-            passes: s.scrub.passes.load(relaxed),
-            pass_blobs: s.scrub.pass_blobs.load(relaxed),
-            pass_checked: s.scrub.pass_checked.load(relaxed),
-            last_pass_ms: s.scrub.last_pass_ms.load(relaxed),
-            damaged: s.metrics.scrub_damaged.get(),
-        },
+        scrub: scrub_json(&s),
     }))
 }

@@ -13,6 +13,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
 use spacevault_chain::RegisterTx;
+use std::sync::Arc;
 
 fn parse_address(text: &str) -> Result<[u8; 32], ApiError> {
     hex::decode(text)
@@ -112,44 +113,10 @@ pub(super) async fn put_register(
     headers: axum::http::HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<SetAnswer>, ApiError> {
-    let content_type = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    let essence = content_type.split(';').next().unwrap_or("").trim();
-    if !essence.eq_ignore_ascii_case("application/json") {
-        return Err(ApiError(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            format!("a register is written as application/json, not '{content_type}'"),
-        ));
-    }
+    require_json(&headers)?;
     let body = body.map_err(|e| body_error(&s, e))?;
     let tx = register_tx(&owner, &name, &body).map_err(bad)?;
-    // A write that skips a version no block holds and nothing here waits
-    // to write could only time out: it is answered at once.
-    {
-        let (owner, name, version) = (tx.owner, tx.name.clone(), tx.version);
-        let before = version.saturating_sub(1);
-        let (current, pending) = s
-            .for_request(move |s| {
-                let engine = s.engine();
-                let current = engine.store().register_version(&owner, &name)?;
-                let pending = engine.is_pending(&owner, &name, before);
-                Ok::<_, spacevault_store::StoreError>((current, pending))
-            })
-            .await
-            .ok_or_else(engine_failed)?
-            .map_err(internal)?;
-        if tx.version > current + 1 && !pending {
-            return Err(ApiError(
-                StatusCode::CONFLICT,
-                format!(
-                    "version {} skips version {before}: the register is at version {current}, and no write of {before} is pending",
-                    tx.version
-                ),
-            ));
-        }
-    }
+    refuse_skipped_version(&s, &tx).await?;
     // The signature check and the engine's lock, off the runtime's
     // threads.
     let added = {
@@ -201,6 +168,48 @@ pub(super) async fn put_register(
         version: e.version,
         height: e.height,
     }))
+}
+
+/// A register is written as `application/json` (else 415).
+fn require_json(headers: &axum::http::HeaderMap) -> Result<(), ApiError> {
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let essence = content_type.split(';').next().unwrap_or("").trim();
+    if essence.eq_ignore_ascii_case("application/json") {
+        return Ok(());
+    }
+    Err(ApiError(
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        format!("a register is written as application/json, not '{content_type}'"),
+    ))
+}
+
+/// A write that skips a version no block holds and nothing here waits to
+/// write could only time out: it is answered at once (409).
+async fn refuse_skipped_version(s: &Arc<Shared>, tx: &RegisterTx) -> Result<(), ApiError> {
+    let (owner, name, version) = (tx.owner, tx.name.clone(), tx.version);
+    let before = version.saturating_sub(1);
+    let (current, pending) = s
+        .for_request(move |s| {
+            let engine = s.engine();
+            let current = engine.store().register_version(&owner, &name)?;
+            let pending = engine.is_pending(&owner, &name, before);
+            Ok::<_, spacevault_store::StoreError>((current, pending))
+        })
+        .await
+        .ok_or_else(engine_failed)?
+        .map_err(internal)?;
+    if version > current + 1 && !pending {
+        return Err(ApiError(
+            StatusCode::CONFLICT,
+            format!(
+                "version {version} skips version {before}: the register is at version {current}, and no write of {before} is pending"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Asks `ready` now and after each change of the head, until it answers
