@@ -127,21 +127,36 @@ impl Drop for Running<'_> {
 /// ([`Pass::targets`]: a copy already held is kept again at no cost). True
 /// when every copy was taken.
 async fn replicate(shared: &Arc<Shared>, pass: &Pass) -> bool {
+    // The plan (every blob's targets: two rankings of the vaults a blob)
+    // on a blocking thread: a pass over a store of many blobs is seconds
+    // of work, which on the runtime's threads held up gossip.
     let store = shared.store.clone();
-    let Ok(Ok(addresses)) = shared.spawn_blocking(move || store.blob_addresses()).await else {
+    let (planned, r, own) = (
+        pass.clone(),
+        shared.spec.replication as usize,
+        shared.key.public(),
+    );
+    let plan = shared.spawn_blocking(move || {
+        let addresses = store.blob_addresses()?;
+        Ok::<_, spacevault_store::StoreError>(
+            addresses
+                .into_iter()
+                .filter_map(|address| {
+                    let mut targets = planned.targets(&address, r);
+                    targets.retain(|k| *k != own);
+                    (!targets.is_empty()).then_some((address, targets))
+                })
+                .collect::<Vec<_>>(),
+        )
+    });
+    let Ok(Ok(plan)) = plan.await else {
         return false;
     };
-    let r = shared.spec.replication as usize;
-    let own = shared.key.public();
     let mut complete = true;
-    for address in addresses {
+    for (address, targets) in plan {
         let targets: Vec<net::Peer> = {
             let v = shared.vaults.lock().unwrap();
-            pass.targets(&address, r)
-                .iter()
-                .filter(|k| **k != own)
-                .filter_map(|k| v.peer(k))
-                .collect()
+            targets.iter().filter_map(|k| v.peer(k)).collect()
         };
         if targets.is_empty() {
             continue;

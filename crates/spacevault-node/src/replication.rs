@@ -23,11 +23,16 @@ pub const PASS_RETRY: Duration = Duration::from_secs(30);
 /// The vaults (farmer keys, this one's included) seen by a pass.
 pub type View = Vec<[u8; 32]>;
 
-/// The `r` keys of `view` nearest `address` by XOR.
+/// The `r` keys of `view` nearest `address` by XOR, nearest first.
 pub fn nearest(view: &[[u8; 32]], address: &[u8; 32], r: usize) -> Vec<[u8; 32]> {
     let mut all = view.to_vec();
-    all.sort_by_key(|k| xor(k, address));
-    all.truncate(r);
+    // The r nearest found in one pass, then only they sorted: a pass ranks
+    // the vaults twice for every blob it keeps.
+    if r < all.len() {
+        all.select_nth_unstable_by_key(r, |k| xor(k, address));
+        all.truncate(r);
+    }
+    all.sort_unstable_by_key(|k| xor(k, address));
     all
 }
 
@@ -86,7 +91,7 @@ impl Recent {
 }
 
 /// A pass under way.
-#[derive(Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Pass {
     /// The vaults it sends to the holders among.
     pub now: View,
@@ -167,6 +172,20 @@ mod tests {
         let mut k = [0u8; 32];
         k[0] = i;
         k
+    }
+
+    #[test]
+    fn the_nearest_are_those_a_full_sort_gives() {
+        let view: View = (0..64u8).map(|i| *blake3::hash(&[i]).as_bytes()).collect();
+        for a in 0..32u8 {
+            let address = *blake3::hash(&[a, 1]).as_bytes();
+            let mut sorted = view.clone();
+            sorted.sort_by_key(|k| xor(k, &address));
+            for r in [0, 1, 4, 63, 64, 100] {
+                let want: Vec<_> = sorted.iter().take(r).copied().collect();
+                assert_eq!(nearest(&view, &address, r), want, "r = {r}");
+            }
+        }
     }
 
     #[test]
