@@ -466,23 +466,7 @@ impl Runner {
                 endpoint,
                 connection_id,
                 ..
-            } => {
-                if let Some(address) = self.bootstraps.connected(connection_id, peer_id) {
-                    tracing::info!(%address, %peer_id, "reached the bootstrap address");
-                }
-                if endpoint.is_dialer() {
-                    let address = endpoint.get_remote_address().clone();
-                    self.swarm
-                        .behaviour_mut()
-                        .kad
-                        .add_address(&peer_id, address);
-                }
-                self.dialing.remove(&peer_id);
-                if self.connected.insert(peer_id) {
-                    tracing::debug!(%peer_id, dialer = endpoint.is_dialer(), "connected");
-                    emit(&self.events, Event::PeerUp(peer_id)).await;
-                }
-            }
+            } => self.on_connected(peer_id, &endpoint, connection_id).await,
             SwarmEvent::ConnectionClosed {
                 peer_id,
                 num_established: 0,
@@ -500,30 +484,10 @@ impl Runner {
                 propagation_source,
                 message_id,
                 message,
-            })) => match self.topics.get(&message.topic) {
-                Some(&topic) => {
-                    emit(
-                        &self.events,
-                        Event::Gossip {
-                            id: message_id,
-                            source: propagation_source,
-                            topic,
-                            data: message.data,
-                        },
-                    )
+            })) => {
+                self.on_gossip(propagation_source, message_id, message)
                     .await
-                }
-                None => {
-                    self.swarm
-                        .behaviour_mut()
-                        .gossipsub
-                        .report_message_validation_result(
-                            &message_id,
-                            &propagation_source,
-                            MessageAcceptance::Reject,
-                        );
-                }
-            },
+            }
             SwarmEvent::OutgoingConnectionError {
                 peer_id,
                 connection_id,
@@ -544,62 +508,133 @@ impl Runner {
                 peer_id,
                 info,
                 connection_id,
-            })) => {
-                if info.protocol_version != identify_version(&self.chain_id) {
-                    let why = format!("it is on another chain ({})", info.protocol_version);
-                    let now = tokio::time::Instant::now();
-                    if let Some((address, wait)) =
-                        self.bootstraps
-                            .other_chain(connection_id, &peer_id, why, now)
-                    {
-                        tracing::warn!(
-                            %address,
-                            version = %info.protocol_version,
-                            retry_in_s = wait.as_secs(),
-                            "the bootstrap address is a vault of another chain"
-                        );
-                    }
-                    // Nothing it sends could be taken: gossip on other
-                    // topics, blocks of another chain. Forgotten, so that
-                    // it is not dialled again.
-                    self.swarm.behaviour_mut().kad.remove_peer(&peer_id);
-                    let _ = self.swarm.disconnect_peer_id(peer_id);
-                    tracing::debug!(%peer_id, version = %info.protocol_version, "a peer of another chain");
-                    let version = info.protocol_version;
-                    emit(
-                        &self.events,
-                        Event::OtherChain {
-                            peer: peer_id,
-                            version,
-                        },
-                    )
-                    .await;
-                    return;
-                }
-                self.bootstraps.confirmed(connection_id);
-                for address in info.listen_addrs {
-                    self.swarm
-                        .behaviour_mut()
-                        .kad
-                        .add_address(&peer_id, address);
-                }
-            }
+            })) => self.on_identified(peer_id, info, connection_id).await,
             SwarmEvent::Behaviour(BehaviourEvent::Kad(kad::Event::RoutingUpdated {
                 peer,
                 addresses,
                 ..
-            })) => {
-                let wanted = self.connected.len() + self.dialing.len() < self.target_peers;
-                let known = self.connected.contains(&peer) || self.dialing.contains(&peer);
-                if wanted && !known {
-                    if let Some(address) = addresses.iter().next() {
-                        if self.swarm.dial(address.clone()).is_ok() {
-                            self.dialing.insert(peer);
-                        }
-                    }
+            })) => self.on_routing_updated(peer, &addresses),
+            _ => {}
+        }
+    }
+
+    /// A connection is up: a bootstrap address reached, a dialled address
+    /// given to Kademlia, and the peer up if it is its first.
+    async fn on_connected(
+        &mut self,
+        peer_id: Peer,
+        endpoint: &libp2p::core::ConnectedPoint,
+        connection_id: libp2p::swarm::ConnectionId,
+    ) {
+        if let Some(address) = self.bootstraps.connected(connection_id, peer_id) {
+            tracing::info!(%address, %peer_id, "reached the bootstrap address");
+        }
+        if endpoint.is_dialer() {
+            let address = endpoint.get_remote_address().clone();
+            self.swarm
+                .behaviour_mut()
+                .kad
+                .add_address(&peer_id, address);
+        }
+        self.dialing.remove(&peer_id);
+        if self.connected.insert(peer_id) {
+            tracing::debug!(%peer_id, dialer = endpoint.is_dialer(), "connected");
+            emit(&self.events, Event::PeerUp(peer_id)).await;
+        }
+    }
+
+    /// A gossip message for the vault to judge, unless its topic is none of
+    /// ours (rejected here).
+    async fn on_gossip(
+        &mut self,
+        source: Peer,
+        id: gossipsub::MessageId,
+        message: gossipsub::Message,
+    ) {
+        match self.topics.get(&message.topic) {
+            Some(&topic) => {
+                let data = message.data;
+                emit(
+                    &self.events,
+                    Event::Gossip {
+                        id,
+                        source,
+                        topic,
+                        data,
+                    },
+                )
+                .await
+            }
+            None => {
+                self.swarm
+                    .behaviour_mut()
+                    .gossipsub
+                    .report_message_validation_result(&id, &source, MessageAcceptance::Reject);
+            }
+        }
+    }
+
+    /// A peer said what it is: one on another chain is disconnected and
+    /// forgotten (and a bootstrap address that led to it failed); one on
+    /// ours confirms its bootstrap address and gives Kademlia where it
+    /// listens.
+    async fn on_identified(
+        &mut self,
+        peer_id: Peer,
+        info: identify::Info,
+        connection_id: libp2p::swarm::ConnectionId,
+    ) {
+        if info.protocol_version != identify_version(&self.chain_id) {
+            let why = format!("it is on another chain ({})", info.protocol_version);
+            let now = tokio::time::Instant::now();
+            if let Some((address, wait)) =
+                self.bootstraps
+                    .other_chain(connection_id, &peer_id, why, now)
+            {
+                tracing::warn!(
+                    %address,
+                    version = %info.protocol_version,
+                    retry_in_s = wait.as_secs(),
+                    "the bootstrap address is a vault of another chain"
+                );
+            }
+            // Nothing it sends could be taken: gossip on other topics,
+            // blocks of another chain. Forgotten, so that it is not
+            // dialled again.
+            self.swarm.behaviour_mut().kad.remove_peer(&peer_id);
+            let _ = self.swarm.disconnect_peer_id(peer_id);
+            tracing::debug!(%peer_id, version = %info.protocol_version, "a peer of another chain");
+            let version = info.protocol_version;
+            emit(
+                &self.events,
+                Event::OtherChain {
+                    peer: peer_id,
+                    version,
+                },
+            )
+            .await;
+            return;
+        }
+        self.bootstraps.confirmed(connection_id);
+        for address in info.listen_addrs {
+            self.swarm
+                .behaviour_mut()
+                .kad
+                .add_address(&peer_id, address);
+        }
+    }
+
+    /// Kademlia learned of a peer: dialled while the vault has fewer peers
+    /// than it aims for.
+    fn on_routing_updated(&mut self, peer: Peer, addresses: &kad::Addresses) {
+        let wanted = self.connected.len() + self.dialing.len() < self.target_peers;
+        let known = self.connected.contains(&peer) || self.dialing.contains(&peer);
+        if wanted && !known {
+            if let Some(address) = addresses.iter().next() {
+                if self.swarm.dial(address.clone()).is_ok() {
+                    self.dialing.insert(peer);
                 }
             }
-            _ => {}
         }
     }
 
