@@ -119,6 +119,24 @@ from_redb!(
     redb::SetDurabilityError
 );
 
+/// [`Store::head`], in a read transaction under way.
+fn head_in(tx: &redb::ReadTransaction) -> Result<Option<([u8; 32], u64)>, StoreError> {
+    let meta = tx.open_table(META)?;
+    let Some(hash) = meta.get("head")? else {
+        return Ok(None);
+    };
+    let hash: [u8; 32] = hash
+        .value()
+        .try_into()
+        .map_err(|_| StoreError::Corrupt("the head"))?;
+    let info = tx.open_table(INFO)?;
+    let height = match info.get(hash.as_slice())? {
+        Some(v) => BlockInfo::decode(v.value())?.height,
+        None => return Err(StoreError::Corrupt("the head's block")),
+    };
+    Ok(Some((hash, height)))
+}
+
 /// A block that could not be made canonical, and why.
 #[derive(Debug)]
 pub struct Refused {
@@ -266,21 +284,7 @@ impl Store {
 
     /// The canonical head: its hash and height, none before block 1.
     pub fn head(&self) -> Result<Option<([u8; 32], u64)>, StoreError> {
-        let tx = self.db.begin_read()?;
-        let meta = tx.open_table(META)?;
-        let Some(hash) = meta.get("head")? else {
-            return Ok(None);
-        };
-        let hash: [u8; 32] = hash
-            .value()
-            .try_into()
-            .map_err(|_| StoreError::Corrupt("the head"))?;
-        let info = tx.open_table(INFO)?;
-        let height = match info.get(hash.as_slice())? {
-            Some(v) => BlockInfo::decode(v.value())?.height,
-            None => return Err(StoreError::Corrupt("the head's block")),
-        };
-        Ok(Some((hash, height)))
+        head_in(&self.db.begin_read()?)
     }
 
     /// The canonical block's hash at `height`.

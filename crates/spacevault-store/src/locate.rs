@@ -2,7 +2,7 @@
 //! the locator of its canonical chain, and the canonical blocks after a
 //! peer's.
 
-use crate::{BlockInfo, Store, StoreError, CANONICAL, INFO, META};
+use crate::{head_in, BlockInfo, Store, StoreError, CANONICAL, INFO};
 use redb::ReadableDatabase as _;
 use spacevault_chain::locator::{locator_heights, MAX_LOCATOR};
 
@@ -10,15 +10,9 @@ impl Store {
     /// The locator of this store's canonical chain, as of its head.
     pub fn locator(&self) -> Result<Vec<[u8; 32]>, StoreError> {
         let tx = self.db.begin_read()?;
-        let meta = tx.open_table(META)?;
-        let Some(head) = meta.get("head")? else {
+        let Some((_, head)) = head_in(&tx)? else {
             return Ok(Vec::new());
         };
-        let info = tx.open_table(INFO)?;
-        let Some(head) = info.get(head.value())? else {
-            return Err(StoreError::Corrupt("the head's block"));
-        };
-        let head = BlockInfo::decode(head.value())?.height;
         let canonical = tx.open_table(CANONICAL)?;
         let mut hashes = Vec::new();
         for height in locator_heights(head) {
@@ -32,8 +26,8 @@ impl Store {
 
     /// The canonical blocks after the first hash of `locator` that is
     /// canonical here (from height 1 when none is), as
-    /// [`Store::canonical_blocks`] gives them; with the height of the
-    /// first. At most [`MAX_LOCATOR`] hashes are looked at.
+    /// [`Store::canonical_blocks`] gives them. At most [`MAX_LOCATOR`]
+    /// hashes are looked at.
     pub fn canonical_after(
         &self,
         locator: &[[u8; 32]],
