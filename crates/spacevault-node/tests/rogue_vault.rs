@@ -13,6 +13,24 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// Publishes a proof by `key` for `height`, far ahead of the vaults: a
+/// vault that gets it syncs from its sender (a new `nonce` makes a new
+/// message each time).
+fn ask_to_sync(rogue: &net::Handle, key: &Keypair, chain: [u8; 32], height: u64, nonce: u64) {
+    let msg = ProofMsg {
+        chain_id: chain,
+        height,
+        parent: [1; 32],
+        proof: ChainProof {
+            farmer_key: key.public(),
+            seed: [1; 32],
+            k: 16,
+            nonce,
+        },
+    };
+    rogue.publish(Topic::Proofs, msg.encode());
+}
+
 /// How a rogue vault answers the requests it is sent.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Answers {
@@ -200,18 +218,8 @@ async fn a_rogue_vaults_answers_are_checked_counted_and_never_trusted() {
                 // its sender.
                 let head = v0.engine().head();
                 wait_for(Duration::from_secs(20), || {
-                    let msg = ProofMsg {
-                        chain_id: chain,
-                        height: head.height + 50,
-                        parent: [1; 32],
-                        proof: ChainProof {
-                            farmer_key: key.public(),
-                            seed: [1; 32],
-                            k: 16,
-                            nonce: spacevault_node::now_ms(),
-                        },
-                    };
-                    rogue.publish(Topic::Proofs, msg.encode());
+                    let nonce = spacevault_node::now_ms();
+                    ask_to_sync(&rogue, &key, chain, head.height + 50, nonce);
                     rejected(v0, topic, reason) > before
                 })
                 .await
@@ -298,18 +306,7 @@ async fn a_peer_whose_sync_brings_nothing_is_not_synced_from_again_for_a_while()
     let mut nonce = 0u64;
     let mut ask_again = || {
         nonce += 1;
-        let msg = ProofMsg {
-            chain_id: chain,
-            height: head.height + 50,
-            parent: [1; 32],
-            proof: ChainProof {
-                farmer_key: key.public(),
-                seed: [1; 32],
-                k: 16,
-                nonce,
-            },
-        };
-        rogue.publish(Topic::Proofs, msg.encode());
+        ask_to_sync(&rogue, &key, chain, head.height + 50, nonce);
     };
     let first = wait_for(Duration::from_secs(20), || {
         ask_again();
