@@ -9,8 +9,13 @@ mod content;
 pub mod guard;
 pub mod types;
 
+use crate::blocking::Blocking;
+use crate::chain::Chain;
 pub use crate::config::ApiTimes;
+use crate::data::Blobs;
+use crate::metrics::Metrics;
 use crate::shared::Shared;
+use crate::status::Report;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::{header, StatusCode};
@@ -20,12 +25,11 @@ use axum::{Json, Router};
 use content::{get_blob, get_register, put_blob, put_register};
 pub use content::{register_tx, SETTLED_DEPTH};
 use serde::Deserialize;
+use spacevault_meter::Meter;
 use std::sync::Arc;
 use std::time::Duration;
 pub use types::{BlockJson, ProofJson, ReceiptJson, RegisterPut, TxJson};
-use types::{
-    Bootstrap, CryptoAnswer, CryptoOpJson, ErrorAnswer, Head, Health, RecentBlock, Scrub, Status,
-};
+use types::{CryptoAnswer, ErrorAnswer, Head, Health, Status};
 
 /// An error answer: its status and reason.
 pub struct ApiError(StatusCode, String);
@@ -40,9 +44,67 @@ fn bad(why: impl Into<String>) -> ApiError {
     ApiError(StatusCode::BAD_REQUEST, why.into())
 }
 
+/// What the API reaches of the vault: a handle for each part it serves,
+/// and its own limits.
+#[derive(Clone)]
+pub struct ApiState {
+    /// Heads, blocks, and registers' writes.
+    chain: Arc<Chain>,
+    /// Blobs put and read.
+    blobs: Blobs,
+    /// Status, health, metrics and crypto counts.
+    report: Report,
+    /// The crypto trace, and the check of registers read back.
+    meter: Arc<Meter>,
+    metrics: Arc<Metrics>,
+    /// To gossip the register writes it takes.
+    net: spacevault_network::Handle,
+    /// Blocking threads requests may hold.
+    requests: Blocking,
+    times: ApiTimes,
+    max_requests: usize,
+}
+
+/// Blocking threads a vault's client requests hold at most at once.
+pub const MAX_REQUEST_WORKERS: usize = 4;
+
+impl ApiState {
+    /// The API's handles on `shared`, with the config's request limits.
+    pub(crate) fn of(shared: &Arc<Shared>, times: ApiTimes, max_requests: usize) -> ApiState {
+        ApiState {
+            chain: shared.chain.clone(),
+            blobs: Blobs::new(shared.clone()),
+            report: Report::new(shared.clone()),
+            meter: shared.meter.clone(),
+            metrics: shared.metrics.clone(),
+            net: shared.net.clone(),
+            requests: Blocking::new(
+                MAX_REQUEST_WORKERS,
+                shared.tasks.clone(),
+                shared.meter.clone(),
+            ),
+            times,
+            max_requests: max_requests.max(1),
+        }
+    }
+
+    /// Runs `f` on the chain on one of the requests' blocking threads:
+    /// what takes the engine's lock never waits on a runtime thread.
+    async fn on_chain<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Chain) -> R + Send + 'static,
+    ) -> Result<R, ApiError> {
+        let chain = self.chain.clone();
+        self.requests
+            .run(move || f(&chain))
+            .await
+            .ok_or_else(engine_failed)
+    }
+}
+
 /// A body that could not be read: too large (413), or quiet for longer
 /// than the vault allows (408), or broken off.
-fn body_error(s: &Shared, e: BytesRejection) -> ApiError {
+fn body_error(s: &ApiState, e: BytesRejection) -> ApiError {
     use std::error::Error;
     let mut source: Option<&(dyn Error + 'static)> = Some(&e);
     while let Some(err) = source {
@@ -51,7 +113,7 @@ fn body_error(s: &Shared, e: BytesRejection) -> ApiError {
                 StatusCode::REQUEST_TIMEOUT,
                 format!(
                     "no byte of the body came for {} ms: send it without pauses that long",
-                    s.api_times.body_progress.as_millis()
+                    s.times.body_progress.as_millis()
                 ),
             );
         }
@@ -72,14 +134,14 @@ fn internal(e: impl std::fmt::Display) -> ApiError {
     ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
 }
 
-type S = State<Arc<Shared>>;
+type S = State<ApiState>;
 
 /// The routes; `hosts`: the names besides IP addresses and `localhost`
 /// that requests may give as their Host.
-pub fn router(shared: Arc<Shared>, hosts: Vec<String>) -> Router {
-    let body_limit = shared.spec.max_blob_bytes as usize + (64 << 10);
-    let request_timeout = shared.api_times.request;
-    let max_requests = shared.api_max_requests;
+pub fn router(state: ApiState, hosts: Vec<String>) -> Router {
+    let body_limit = state.chain.spec().max_blob_bytes as usize + (64 << 10);
+    let request_timeout = state.times.request;
+    let max_requests = state.max_requests;
     let hosts = Arc::new(hosts);
     Router::new()
         .route("/", get(page))
@@ -140,7 +202,7 @@ pub fn router(shared: Arc<Shared>, hosts: Vec<String>) -> Router {
                 async move { guard::check(hosts, request, next).await }
             },
         ))
-        .with_state(shared)
+        .with_state(state)
 }
 
 /// How long requests under way may take to finish once the API stops.
@@ -156,20 +218,20 @@ pub const DRAIN: Duration = Duration::from_secs(5);
 /// its first request yet counts as under way) and ends the rest.
 pub async fn serve(
     listener: tokio::net::TcpListener,
-    shared: Arc<Shared>,
+    state: ApiState,
     hosts: Vec<String>,
     stop: tokio_util::sync::CancellationToken,
 ) {
-    let headers = shared.api_times.headers;
-    let body_progress = shared.api_times.body_progress;
-    let shared_tasks = shared.tasks.clone();
+    let headers = state.times.headers;
+    let body_progress = state.times.body_progress;
+    let vault_tasks = state.requests.tasks().clone();
     // A body that goes quiet fails its read with a timeout, which the
     // handlers answer 408 ([`body_error`]).
     let app = tower::ServiceBuilder::new()
         .layer(tower_http::timeout::RequestBodyTimeoutLayer::new(
             body_progress,
         ))
-        .service(router(shared, hosts));
+        .service(router(state, hosts));
     let open = Arc::new(tokio::sync::Semaphore::new(guard::MAX_CONNECTIONS));
     let mut connections = tokio::task::JoinSet::new();
     loop {
@@ -195,7 +257,7 @@ pub async fn serve(
         let stop = stop.clone();
         // Tracked with the vault's tasks: a connection holds the vault's
         // state until it has ended, however it ends.
-        let tasks = shared_tasks.clone();
+        let tasks = vault_tasks.clone();
         connections.spawn(tasks.track_future(async move {
             let connection = hyper::server::conn::http1::Builder::new()
                 .timer(hyper_util::rt::TokioTimer::new())
@@ -230,41 +292,22 @@ async fn page() -> Html<&'static str> {
 }
 
 async fn health(State(s): S) -> Json<Health> {
-    Json(Health {
-        ok: true,
-        height: *s.head.borrow(),
-        peers: s.metrics.peers.get(),
-    })
+    Json(s.report.health())
 }
 
 async fn metrics(State(s): S) -> impl IntoResponse {
-    s.metrics.sync_crypto(&s.meter);
-    s.metrics.sync_network(s.net.commands_dropped());
     (
         [(
             header::CONTENT_TYPE,
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
         )],
-        s.metrics.encode(),
+        s.report.metrics_text(),
     )
 }
 
 /// The vault's cryptographic operations so far, by kind and purpose.
 async fn crypto(State(s): S) -> Json<CryptoAnswer> {
-    let operations = spacevault_meter::Op::ALL
-        .iter()
-        .map(|&op| CryptoOpJson {
-            kind: op.kind().name().to_string(),
-            purpose: op.purpose().to_string(),
-            count: s.meter.count(op),
-            seconds: s.meter.nanos(op) as f64 / 1e9,
-            cache_hits: s.sig_cache.as_ref().map_or(0, |c| c.hits(op)),
-        })
-        .collect();
-    Json(CryptoAnswer {
-        verify_cache: s.sig_cache.is_some(),
-        operations,
-    })
+    Json(s.report.crypto())
 }
 
 /// The window of `GET /v1/crypto/trace`, in Unix nanoseconds.
@@ -309,10 +352,7 @@ async fn crypto_trace(
 }
 
 async fn head(State(s): S) -> Result<Json<Head>, ApiError> {
-    let h = s
-        .for_request(|s| s.engine().head())
-        .await
-        .ok_or_else(engine_failed)?;
+    let h = s.chain.head();
     Ok(Json(Head {
         height: h.height,
         hash: hex::encode(h.hash),
@@ -323,18 +363,7 @@ async fn block(State(s): S, Path(height): Path<String>) -> Result<Json<BlockJson
     let height: u64 = height
         .parse()
         .map_err(|_| bad(format!("the height '{height}' is not a whole number")))?;
-    let found = s
-        .for_request(move |s| {
-            let engine = s.engine();
-            let block = engine.block_at(height)?;
-            let quality = block.as_ref().and_then(|b| {
-                let info = engine.store().info(&b.hash());
-                info.ok().flatten().map(|i| i.rank.quality)
-            });
-            Ok::<_, spacevault_store::StoreError>(block.map(|b| (b, quality)))
-        })
-        .await
-        .ok_or_else(engine_failed)?;
+    let found = s.on_chain(move |c| c.block_at(height)).await?;
     let (block, quality) = found.map_err(internal)?.ok_or_else(|| {
         ApiError(
             StatusCode::NOT_FOUND,
@@ -367,96 +396,11 @@ async fn block(State(s): S, Path(height): Path<String>) -> Result<Json<BlockJson
             })
             .collect(),
         signature: hex::encode(block.signature),
-        received_unix_ms: s.arrivals.lock().unwrap().get(&hash),
+        received_unix_ms: s.chain.arrival(&hash),
     }))
-}
-
-fn bootstrap_json(b: &spacevault_network::BootstrapStatus) -> Bootstrap {
-    Bootstrap {
-        address: b.address.to_string(),
-        reached: b.reached,
-        error: b.error.clone(),
-        retry_in_s: b.retry_in.map(|w| w.as_secs_f64()),
-    }
-}
-
-/// A recent block, with its producer's peer id beside its farmer key.
-fn recent_block_json(block: crate::engine::BlockSummary) -> RecentBlock {
-    let producer_peer = hex::decode(&block.producer)
-        .ok()
-        .and_then(|k| <[u8; 32]>::try_from(k).ok())
-        .and_then(|k| spacevault_network::peer_of(&k))
-        .map(|p| p.to_string());
-    RecentBlock {
-        block,
-        producer_peer,
-    }
-}
-
-fn scrub_json(s: &Shared) -> Scrub {
-    let relaxed = std::sync::atomic::Ordering::Relaxed;
-    Scrub {
-        rate_bytes_per_s: s.scrub_rate,
-        passes: s.scrub.passes.load(relaxed),
-        pass_blobs: s.scrub.pass_blobs.load(relaxed),
-        pass_checked: s.scrub.pass_checked.load(relaxed),
-        last_pass_ms: s.scrub.last_pass_ms.load(relaxed),
-        damaged: s.metrics.scrub_damaged.get(),
-    }
 }
 
 async fn status(State(s): S) -> Result<Json<Status>, ApiError> {
-    let (head, recent, election, block_delay_ms) = s
-        .for_request(|s| {
-            let e = s.engine();
-            (e.head(), e.recent(12), e.election(), e.block_delay_ms())
-        })
-        .await
-        .ok_or_else(engine_failed)?;
-    let (blobs, blob_bytes) = s.store.blob_stats().unwrap_or((0, 0));
-    let peers = s.net.peers().await;
-    let bootstrap = s.net.bootstrap().await.iter().map(bootstrap_json).collect();
-    let round_trips_ms = s
-        .round_trips
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|(p, rtt)| (p.to_string(), rtt.as_secs_f64() * 1000.0))
-        .collect();
-    let listen = s
-        .listen_addrs
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|a| a.to_string())
-        .collect();
-    let recent_blocks = recent.into_iter().map(recent_block_json).collect();
-    let relaxed = std::sync::atomic::Ordering::Relaxed;
-    Ok(Json(Status {
-        peer_id: s.net.local_peer().to_string(),
-        farmer_key: hex::encode(s.key.public()),
-        listen,
-        chain_id: hex::encode(s.chain_id),
-        slot_ms: s.spec.slot_ms,
-        proof_window_ms: s.spec.proof_window_ms,
-        max_blob_bytes: s.spec.max_blob_bytes,
-        height: head.height,
-        head: hex::encode(head.hash),
-        election_height: election.0,
-        recent_blocks,
-        syncing: s.syncing.load(relaxed),
-        plots: s.farmer.plots(),
-        skipped_plots: s.farmer.skipped().to_vec(),
-        peers: peers.iter().map(|p| p.to_string()).collect(),
-        bootstrap,
-        vaults: s.vaults.lock().unwrap().count(),
-        round_trips_ms,
-        reorgs: s.metrics.reorgs.get(),
-        deepest_reorg: s.deepest_reorg.load(relaxed),
-        blocks_produced: s.metrics.proofs_won.get(),
-        block_delay_ms,
-        blobs,
-        blob_bytes,
-        scrub: scrub_json(&s),
-    }))
+    let chain = s.on_chain(|c| c.view(12)).await?;
+    Ok(Json(s.report.status(chain).await))
 }

@@ -1,6 +1,7 @@
 //! Blocks in and out: importing one (and the orphans that waited for it),
 //! holding one that came a little early, and producing this vault's own.
 
+use crate::chain::{Due, Step};
 use crate::engine::{Adoption, Imported, Origin};
 use crate::shared::Shared;
 use spacevault_chain::{validate, Block, ChainSpec, Rejection};
@@ -15,23 +16,15 @@ pub(crate) fn produce(shared: &Arc<Shared>, contest: bool) {
     produce_if(shared, contest, |_| true)
 }
 
-/// [`produce`], if `due` holds of the engine: asked under the same lock
-/// the block is made under, so that nothing a worker takes in between goes
-/// unseen.
-pub(crate) fn produce_if(
-    shared: &Arc<Shared>,
-    contest: bool,
-    due: impl FnOnce(&crate::engine::Engine) -> bool,
-) {
-    let (block, block_delay_ms) = {
-        let mut engine = shared.engine();
-        if !due(&engine) {
-            return;
-        }
-        let block = engine.produce(&shared.key, crate::now_ms(), contest);
-        (block, engine.block_delay_ms())
+/// [`produce`], if `due` holds of the chain: asked under the same lock
+/// the block is made under ([`Chain::produce_if`]).
+pub(crate) fn produce_if(shared: &Arc<Shared>, contest: bool, due: impl FnOnce(&Due) -> bool) {
+    let produced = shared
+        .chain
+        .produce_if(&shared.key, crate::now_ms(), contest, due);
+    let Some((block, block_delay_ms)) = produced else {
+        return;
     };
-    let Some(block) = block else { return };
     shared.metrics.proofs_won.inc();
     tracing::info!(
         height = block.header.height,
@@ -51,9 +44,9 @@ pub(crate) fn produce_if(
 
 /// Imports a block and the orphans that waited for it; returns the first
 /// block's outcome. `gossiped`: the first came by gossip, and is refused
-/// if a better sibling is canonical ([`Engine::import_gossiped`]). The
-/// engine is held for one block at a time: a long line of orphans does
-/// not keep the API and the other tasks waiting.
+/// if a better sibling is canonical ([`Engine::import_gossiped`]).
+///
+/// [`Engine::import_gossiped`]: crate::engine::Engine::import_gossiped
 pub(crate) fn import(
     shared: &Arc<Shared>,
     block: Block,
@@ -63,29 +56,16 @@ pub(crate) fn import(
     check_signatures_ahead(shared, &block, origin)?;
     let mut adoption = Adoption::new(block, gossiped, origin);
     let mut first = None;
-    loop {
-        let now = crate::now_ms();
-        let (step, height) = {
-            let mut engine = shared.engine();
-            let step = engine.import_next(&mut adoption, now);
-            let height = engine.head().height;
-            // Under the lock: imports run on several threads, and the
-            // watch must never go back to an older head.
-            if matches!(step, Some((_, Ok(Imported::NewHead { .. })))) {
-                shared.head.send_replace(height);
-            }
-            (step, height)
-        };
-        let Some((hash, outcome)) = step else { break };
+    while let Some(Step {
+        outcome, height, ..
+    }) = shared.chain.import_step(&mut adoption, crate::now_ms())
+    {
         match &outcome {
             Ok(Imported::NewHead { left }) => {
                 shared.metrics.blocks_accepted.inc();
                 if *left > 0 {
                     shared.metrics.reorgs.inc();
                     shared.metrics.reorg_depth.observe(*left as f64);
-                    shared
-                        .deepest_reorg
-                        .fetch_max(*left as u64, Ordering::Relaxed);
                 }
                 shared.metrics.height.set(height as i64);
             }
@@ -94,12 +74,9 @@ pub(crate) fn import(
             }
             _ => {}
         }
-        if matches!(outcome, Ok(Imported::NewHead { .. }) | Ok(Imported::Kept)) {
-            shared.arrivals.lock().unwrap().note(hash, now);
-        }
         first.get_or_insert(outcome);
     }
-    if shared.engine().should_contest(crate::now_ms()) {
+    if shared.chain.should_contest(crate::now_ms()) {
         produce(shared, true);
     }
     first.expect("one block at least")
@@ -111,13 +88,14 @@ pub(crate) fn import(
 /// import, API write or production. Without a cache (a vault that counts
 /// every verification it makes), they are verified once, under the lock.
 fn check_signatures_ahead(shared: &Shared, block: &Block, origin: Origin) -> Result<(), Rejection> {
-    let Some(cache) = shared.sig_cache.as_deref() else {
+    let chain = &shared.chain;
+    let Some(cache) = chain.sig_cache() else {
         return Ok(());
     };
-    if origin == Origin::LOCAL || shared.store.info(&block.hash()).is_ok_and(|i| i.is_some()) {
+    if origin == Origin::LOCAL || chain.store().info(&block.hash()).is_ok_and(|i| i.is_some()) {
         return Ok(());
     }
-    validate::check_signatures(&shared.spec, &shared.chain_id, block, cache)
+    validate::check_signatures(chain.spec(), &chain.chain_id(), block, cache)
 }
 
 /// Blocks held until their time, at most: past it, an early block is

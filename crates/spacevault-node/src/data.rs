@@ -38,7 +38,12 @@ pub fn announce(shared: &Arc<Shared>) {
         .take(spacevault_chain::types::MAX_ANNOUNCED_ADDRESSES)
         .map(|a| a.to_vec())
         .collect();
-    let a = Announce::signed(&shared.key, &shared.chain_id, crate::now_ms(), addrs);
+    let a = Announce::signed(
+        &shared.key,
+        &shared.chain.chain_id(),
+        crate::now_ms(),
+        addrs,
+    );
     shared.net.publish(Topic::Vaults, a.encode());
 }
 
@@ -47,14 +52,14 @@ pub fn announce(shared: &Arc<Shared>) {
 /// left "alive"), and every address parses.
 pub fn on_announce(shared: &Arc<Shared>, data: &[u8]) -> Result<(), Rejection> {
     let a = Announce::decode(data).map_err(|e| Rejection::Malformed(e.to_string()))?;
-    if !a.signature_ok(&shared.chain_id) {
+    if !a.signature_ok(&shared.chain.chain_id()) {
         return Err(Rejection::BadSignature);
     }
     let peer = net::peer_of(&a.vault).ok_or(Rejection::BadSignature)?;
     {
         let vaults = shared.vaults.lock().unwrap();
-        let max_age = announce_interval(&shared.spec, vaults.count()) * MISSED_TO_LEAVE;
-        let drift = spacevault_chain::validate::max_drift_ms(&shared.spec);
+        let max_age = announce_interval(shared.chain.spec(), vaults.count()) * MISSED_TO_LEAVE;
+        let drift = spacevault_chain::validate::max_drift_ms(shared.chain.spec());
         vaults.is_news(&a.vault, a.time_ms, crate::now_ms(), max_age, drift)?;
     }
     let addresses = a
@@ -85,7 +90,7 @@ pub fn on_announce(shared: &Arc<Shared>, data: &[u8]) -> Result<(), Rejection> {
 pub fn housekeeping(shared: &Arc<Shared>) {
     let (pass, count) = {
         let mut v = shared.vaults.lock().unwrap();
-        let interval = announce_interval(&shared.spec, v.count());
+        let interval = announce_interval(shared.chain.spec(), v.count());
         v.expire(interval);
         let count = v.count();
         (v.start_pass(Instant::now()), count)
@@ -133,7 +138,7 @@ async fn replicate(shared: &Arc<Shared>, pass: &Pass) -> bool {
     let store = shared.store.clone();
     let (planned, r, own) = (
         pass.clone(),
-        shared.spec.replication as usize,
+        shared.chain.spec().replication as usize,
         shared.key.public(),
     );
     let plan = shared.spawn_blocking(move || {
@@ -208,7 +213,7 @@ pub fn refresh_blob_metrics(shared: &Shared) {
 /// [`HOLDER_SLACK`] (any peer could otherwise make it keep anything), and
 /// the peer has the allowance for it ([`crate::budget`]).
 pub async fn store_request(shared: &Arc<Shared>, peer: net::Peer, blob: Vec<u8>) -> Response {
-    if blob.len() > shared.spec.max_blob_bytes as usize {
+    if blob.len() > shared.chain.spec().max_blob_bytes as usize {
         return Response::Refused("blob_too_large".into());
     }
     let cost = crate::budget::store_cost(blob.len());
@@ -239,7 +244,7 @@ pub const HOLDER_SLACK: usize = 2;
 /// Whether this vault is within the `replication + HOLDER_SLACK` vaults
 /// nearest `address` that it knows of.
 fn holds_with_slack(shared: &Shared, address: &[u8; 32]) -> bool {
-    let places = shared.spec.replication as usize + HOLDER_SLACK;
+    let places = shared.chain.spec().replication as usize + HOLDER_SLACK;
     let own = shared.key.public();
     shared
         .vaults
@@ -287,7 +292,11 @@ fn store_local_metered(shared: &Shared, blob: &[u8], address: [u8; 32]) -> Resul
         shared.vaults.lock().unwrap().stored(address);
         refresh_blob_metrics(shared);
     }
-    Ok(Receipt::sign(&shared.key, &shared.chain_id, &address))
+    Ok(Receipt::sign(
+        &shared.key,
+        &shared.chain.chain_id(),
+        &address,
+    ))
 }
 
 /// The local copy of a blob, if it hashes to its address.
@@ -325,15 +334,38 @@ pub fn fetch_request(shared: &Arc<Shared>, address: &[u8; 32]) -> Response {
     }
 }
 
+/// Blobs put and read, as the API reaches them.
+#[derive(Clone)]
+pub struct Blobs {
+    shared: Arc<Shared>,
+}
+
+impl Blobs {
+    pub(crate) fn new(shared: Arc<Shared>) -> Blobs {
+        Blobs { shared }
+    }
+
+    /// Stores `blob` with its holders ([`put`]).
+    pub async fn put(&self, blob: Vec<u8>) -> Result<Put, PutError> {
+        put(&self.shared, blob).await
+    }
+
+    /// The blob at `address`, checked against it ([`read_verified`]).
+    pub async fn read(&self, address: &[u8; 32]) -> Option<Vec<u8>> {
+        read_verified(&self.shared, address).await
+    }
+}
+
 /// A blob checked against its address: the local copy, or else a copy from
 /// a holder; a damaged local copy is replaced by the good one.
 pub async fn read_verified(shared: &Arc<Shared>, address: &[u8; 32]) -> Option<Vec<u8>> {
     // The read and its re-hash, and a repair's write, off the runtime's
     // threads.
     let local = {
-        let address = *address;
+        let (address, reader) = (*address, shared.clone());
         shared
-            .on_blocking_thread(&shared.blob_readers, move |s| read_local(s, &address))
+            .blob_reads
+            .run(move || read_local(&reader, &address))
             .await
             .unwrap_or(Err(()))
     };
@@ -361,7 +393,7 @@ pub async fn read_verified(shared: &Arc<Shared>, address: &[u8; 32]) -> Option<V
 async fn fetch_remote(shared: &Arc<Shared>, address: &[u8; 32]) -> Option<Vec<u8>> {
     let peers: Vec<net::Peer> = {
         let v = shared.vaults.lock().unwrap();
-        v.holders(address, fetch_asks(shared.spec.replication))
+        v.holders(address, fetch_asks(shared.chain.spec().replication))
             .into_iter()
             .filter_map(|k| v.peer(&k))
             .collect()
@@ -408,7 +440,7 @@ pub enum PutError {
 
 /// Stores a blob on its R holders and gathers their receipts.
 pub async fn put(shared: &Arc<Shared>, blob: Vec<u8>) -> Result<Put, PutError> {
-    let max = shared.spec.max_blob_bytes as usize;
+    let max = shared.chain.spec().max_blob_bytes as usize;
     if blob.len() > max {
         return Err(PutError::TooLarge {
             got: blob.len(),
@@ -418,7 +450,7 @@ pub async fn put(shared: &Arc<Shared>, blob: Vec<u8>) -> Result<Put, PutError> {
     let address = address_of(shared, Op::HashData, &blob);
     let (holders, peers): (Vec<[u8; 32]>, BTreeMap<[u8; 32], net::Peer>) = {
         let v = shared.vaults.lock().unwrap();
-        let holders = v.holders(&address, shared.spec.replication as usize);
+        let holders = v.holders(&address, shared.chain.spec().replication as usize);
         let peers = holders
             .iter()
             .filter_map(|k| Some((*k, v.peer(k)?)))
@@ -449,7 +481,7 @@ pub async fn put(shared: &Arc<Shared>, blob: Vec<u8>) -> Result<Put, PutError> {
     for ask in asks {
         if let Ok(Some(Ok(Response::Stored(receipt)))) = ask.await {
             let from_holder = holders.contains(&receipt.holder);
-            let signed = meter::with(&shared.meter, || receipt.verify(&shared.chain_id));
+            let signed = meter::with(&shared.meter, || receipt.verify(&shared.chain.chain_id()));
             if receipt.address == address && from_holder && signed {
                 receipts.push(receipt);
             } else {

@@ -6,12 +6,14 @@
 //! The parts, each a module with a small interface:
 //! - [`identity`]: the farmer's and clients' key files;
 //! - [`farmer`]: the plots and their best proof for a challenge;
+//! - [`chain`]: the handle the other parts reach the chain through;
 //! - [`engine`]: the chain as this vault follows it (import, fork choice,
 //!   election, transaction pool, production), over the store;
 //! - [`data`]: blobs, their holders, replication and repair;
 //! - `node` (the vault's task: its events and timers) and `sync` (catching
 //!   up from a peer's canonical blocks);
-//! - [`api`] and [`client`]: the HTTP API and a client of it;
+//! - [`api`] and [`client`]: the HTTP API and a client of it; [`status`]:
+//!   what the vault reports of itself;
 //! - [`metrics`]: what `/metrics` shows;
 //! - [`links`]: the file that places a test network's vaults at a
 //!   distance from each other;
@@ -21,8 +23,10 @@
 //!   are crates of their own.
 
 pub mod api;
+mod blocking;
 mod blocks;
 pub mod budget;
+pub mod chain;
 pub mod client;
 pub mod config;
 pub mod data;
@@ -38,6 +42,7 @@ pub mod processor;
 mod replication;
 pub mod scrub;
 pub mod shared;
+pub mod status;
 mod sync;
 pub mod sync_peers;
 pub mod vaults;

@@ -1,14 +1,17 @@
 //! A running vault: the engine, the farmer and the network wired together
 //! by one task that reacts to gossip, requests and timers.
 
+use crate::api::ApiState;
+use crate::blocking::Blocking;
 use crate::blocks::produce_if;
+use crate::chain::Chain;
 use crate::config::{ApiTimes, NodeConfig, StartError};
 use crate::data;
 use crate::engine::Engine;
 use crate::farmer::{Farmer, Found};
 use crate::metrics::Metrics;
 use crate::processor::Processor;
-use crate::shared::{Arrivals, Internal, Shared};
+use crate::shared::{Internal, Shared};
 use crate::sync::spawn_sync;
 use crate::vaults::Vaults;
 use crate::work::{self, Work};
@@ -19,7 +22,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -37,6 +40,9 @@ struct Api {
     stop: CancellationToken,
 }
 
+/// Blocking threads reads of local blobs hold at most at once.
+const BLOB_READERS: usize = 4;
+
 /// How long a stopping vault waits for its tasks to end (a blocking
 /// thread cannot be cancelled; one writing a large blob ends soon after).
 const STOP_LIMIT: Duration = Duration::from_secs(30);
@@ -49,7 +55,7 @@ impl Node {
             path: config.data_dir.clone(),
             cause,
         })?;
-        let mut engine = Engine::open(&config.data_dir.join("vault.redb"), config.spec.clone())?;
+        let engine = Engine::open(&config.data_dir.join("vault.redb"), config.spec.clone())?;
         // Before the network: a vault whose API cannot listen starts
         // nothing.
         let listener = match config.api {
@@ -68,26 +74,26 @@ impl Node {
         }
         let meter = Arc::new(Meter::new(config.trace_crypto));
         let sig_cache = config.verify_cache.then(|| Arc::new(SigCache::default()));
-        if let Some(cache) = &sig_cache {
-            engine.use_sig_cache(cache.clone());
-        }
+        let chain = Arc::new(Chain::new(engine, sig_cache));
         let (net, events, network) = net::start(network_config(&config, &meter))?;
         let parts = Parts {
-            engine,
+            chain,
             farmer,
             net,
             meter,
-            sig_cache,
             tasks,
         };
         let shared = Arc::new(shared_state(&config, parts));
         data::refresh_blob_metrics(&shared);
         let api = listener.map(|listener| {
             *shared.api_addr.lock().unwrap() = listener.local_addr().ok();
+            let api_times = config
+                .api_times
+                .unwrap_or_else(|| ApiTimes::for_spec(&config.spec));
             let stop = CancellationToken::new();
             let task = tokio::spawn(crate::api::serve(
                 listener,
-                shared.clone(),
+                ApiState::of(&shared, api_times, config.api_max_requests),
                 config.api_hosts.clone(),
                 stop.clone(),
             ));
@@ -130,11 +136,11 @@ impl Node {
     }
 
     pub fn height(&self) -> u64 {
-        *self.shared.head.borrow()
+        self.shared.chain.height()
     }
 
     pub fn chain_id(&self) -> [u8; 32] {
-        self.shared.chain_id
+        self.shared.chain.chain_id()
     }
 
     /// The plots it farms.
@@ -159,7 +165,7 @@ impl Node {
 
     /// Its cache of valid signatures, unless it counts every verification.
     pub fn sig_cache(&self) -> Option<&SigCache> {
-        self.shared.sig_cache.as_deref()
+        self.shared.chain.sig_cache()
     }
 
     /// Its metrics, as `/metrics` serves them.
@@ -186,7 +192,13 @@ impl Node {
     /// The engine, locked: for tests that look inside a vault.
     #[cfg(feature = "testing")]
     pub fn engine(&self) -> std::sync::MutexGuard<'_, Engine> {
-        self.shared.engine()
+        self.shared.chain.engine_for_tests()
+    }
+
+    /// The chain it follows: for tests.
+    #[cfg(feature = "testing")]
+    pub fn chain(&self) -> &Arc<Chain> {
+        &self.shared.chain
     }
 
     /// The vaults it knows of, locked: for tests.
@@ -287,54 +299,35 @@ fn network_config(config: &NodeConfig, meter: &Arc<Meter>) -> net::Config {
 
 /// What a vault's shared state is made of besides its config.
 struct Parts {
-    engine: Engine,
+    chain: Arc<Chain>,
     farmer: Farmer,
     net: net::Handle,
     meter: Arc<Meter>,
-    sig_cache: Option<Arc<SigCache>>,
     tasks: TaskTracker,
 }
 
 fn shared_state(config: &NodeConfig, parts: Parts) -> Shared {
-    let height = parts.engine.head().height;
-    let (head, _) = watch::channel(height);
-    let metrics = Metrics::new();
-    metrics.height.set(height as i64);
-    let store = parts.engine.shared_store();
-    let slots = || {
-        Arc::new(tokio::sync::Semaphore::new(
-            crate::shared::MAX_REQUEST_WORKERS,
-        ))
-    };
+    let metrics = Arc::new(Metrics::new());
+    metrics.height.set(parts.chain.height() as i64);
+    let store = parts.chain.store().clone();
+    let blob_reads = Blocking::new(BLOB_READERS, parts.tasks.clone(), parts.meter.clone());
     Shared {
-        engine: Mutex::new(parts.engine),
+        chain: parts.chain,
         store,
-        engine_changed: Default::default(),
         tasks: parts.tasks,
         shutdown: CancellationToken::new(),
         sync_peers: Default::default(),
-        request_workers: slots(),
-        blob_readers: slots(),
+        blob_reads,
         farmer: parts.farmer,
         vaults: Mutex::new(Vaults::new(config.key.public())),
         key: config.key.clone(),
         metrics,
         net: parts.net,
-        chain_id: config.spec.chain_id(),
-        spec: config.spec.clone(),
-        head,
         api_addr: Mutex::new(None),
         listen_addrs: Mutex::new(Vec::new()),
-        arrivals: Mutex::new(Arrivals::default()),
         syncing: AtomicBool::new(false),
         meter: parts.meter,
-        sig_cache: parts.sig_cache,
         round_trips: Mutex::new(Default::default()),
-        deepest_reorg: Default::default(),
-        api_max_requests: config.api_max_requests.max(1),
-        api_times: config
-            .api_times
-            .unwrap_or_else(|| ApiTimes::for_spec(&config.spec)),
         store_budgets: Mutex::new(crate::budget::Budgets::new(
             config.store_budget.0,
             config.store_budget.1,
@@ -364,13 +357,6 @@ async fn intake(
     }
 }
 
-/// What the vault's task reads of the engine before each wait.
-struct Due {
-    election: (u64, [u8; 32], [u8; 32]),
-    production: Option<u64>,
-    head_ms: u64,
-}
-
 /// Gossips the vault's own proof, produces when due, and so on: the vault's
 /// one task. Whatever it asks of the engine runs on a blocking thread.
 async fn run(shared: Arc<Shared>, events: mpsc::Receiver<Event>) {
@@ -383,8 +369,8 @@ async fn run(shared: Arc<Shared>, events: mpsc::Receiver<Event>) {
         .tasks
         .spawn(async move { intake_stop.run_until_cancelled(intake).await });
     let stop = shared.shutdown.clone();
-    let mut head = shared.head.subscribe();
-    let slot = Duration::from_millis(shared.spec.slot_ms);
+    let mut head = shared.chain.heads();
+    let slot = Duration::from_millis(shared.chain.spec().slot_ms);
     let mut tick = tokio::time::interval((slot / 4).max(Duration::from_millis(10)));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut next_announce = tokio::time::Instant::now();
@@ -398,11 +384,7 @@ async fn run(shared: Arc<Shared>, events: mpsc::Receiver<Event>) {
         tokio::time::interval_at(tokio::time::Instant::now() + offset, STORE_FLUSH_INTERVAL);
     flush.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        let read = shared.with_engine(|e| Due {
-            election: e.election(),
-            production: e.production_due(),
-            head_ms: e.head().timestamp_ms,
-        });
+        let read = shared.with_chain(|c| c.due());
         let due = tokio::select! {
             biased;
             _ = stop.cancelled() => break,
@@ -420,7 +402,7 @@ async fn run(shared: Arc<Shared>, events: mpsc::Receiver<Event>) {
             looked_up_for = Some((height, parent));
             start_lookup(&shared, &internal_tx, height, parent, challenge);
         }
-        let due = production_at(&shared.spec, due.production, due.head_ms, started_ms);
+        let due = production_at(shared.chain.spec(), due.production, due.head_ms, started_ms);
         let wait = match due {
             Some(at) => Duration::from_millis(at.saturating_sub(crate::now_ms())),
             None => Duration::from_secs(3600),
@@ -443,13 +425,13 @@ async fn run(shared: Arc<Shared>, events: mpsc::Receiver<Event>) {
                     last_progress = tokio::time::Instant::now();
                     spawn_sync(&shared, &internal_tx, None);
                 }
-                shared.with_engine(|e| e.expire_orphans(crate::now_ms())).await;
+                shared.with_chain(|c| c.expire_orphans(crate::now_ms())).await;
                 data::housekeeping(&shared);
             }
             _ = tokio::time::sleep_until(next_announce) => {
                 meter::with(&shared.meter, || data::announce(&shared));
                 let vaults = shared.vaults.lock().unwrap().count();
-                next_announce += data::announce_interval(&shared.spec, vaults);
+                next_announce += data::announce_interval(shared.chain.spec(), vaults);
             }
             // Its turn, unless what the workers took meanwhile (a better
             // proof, this height's block) put it off.
@@ -464,7 +446,7 @@ async fn run(shared: Arc<Shared>, events: mpsc::Receiver<Event>) {
                 Internal::Synced => last_progress = tokio::time::Instant::now(),
             },
             // The workers changed the engine: its turn may have moved.
-            _ = shared.engine_changed.notified() => {}
+            _ = shared.chain.changed() => {}
         }
     }
     let store = shared.store.clone();
@@ -484,7 +466,7 @@ async fn offer_own(shared: &Arc<Shared>, height: u64, parent: [u8; 32], found: F
     let Found { proof, rank, .. } = found;
     let records = records_known(shared);
     let msg = shared
-        .with_engine(move |e| e.offer_own(height, parent, proof, rank, records))
+        .with_chain(move |c| c.offer_own(height, parent, proof, rank, records))
         .await
         .flatten();
     if let Some(msg) = msg {
@@ -511,10 +493,9 @@ fn production_at(spec: &ChainSpec, due: Option<u64>, head_ms: u64, started_ms: u
 /// Produces if this vault's turn has come by what the engine knows now:
 /// its timer was set by what it knew before.
 fn produce_if_due(shared: &Arc<Shared>, started_ms: u64) {
-    produce_if(shared, false, |engine| {
-        let due = engine.production_due();
-        let due = production_at(&shared.spec, due, engine.head().timestamp_ms, started_ms);
-        due.is_some_and(|at| at <= crate::now_ms())
+    produce_if(shared, false, |due| {
+        let at = production_at(shared.chain.spec(), due.production, due.head_ms, started_ms);
+        at.is_some_and(|at| at <= crate::now_ms())
     });
 }
 
@@ -554,7 +535,7 @@ fn records_known(shared: &Shared) -> f64 {
 /// proof would be the best it had seen; this way the likely winners send
 /// first, a few steps apart, and most vaults never send.
 fn publish_proof_later(shared: &Arc<Shared>, msg: ProofMsg, expected_place: f64) {
-    let half_window = shared.spec.proof_window_ms as f64 / 2.0;
+    let half_window = shared.chain.spec().proof_window_ms as f64 / 2.0;
     let delay = (half_window * expected_place / PROOF_RANKS_SENT).min(half_window);
     let msg_delay = Duration::from_millis(delay as u64);
     let task = shared.clone();
@@ -562,7 +543,7 @@ fn publish_proof_later(shared: &Arc<Shared>, msg: ProofMsg, expected_place: f64)
         let shared = task;
         tokio::time::sleep(msg_delay).await;
         let (height, parent) = (msg.height, msg.parent);
-        let still_best = shared.with_engine(move |e| e.own_is_best(height, &parent));
+        let still_best = shared.with_chain(move |c| c.own_is_best(height, &parent));
         if still_best.await == Some(true) {
             shared.metrics.proofs_sent.inc();
             shared.net.publish(Topic::Proofs, msg.encode());

@@ -1,43 +1,35 @@
-//! What the vault's parts share: the engine behind its lock, the farmer,
-//! the network's handle, the known vaults, metrics and the figures the API
+//! What the vault's parts share: the chain's handle, the farmer, the
+//! network's handle, the known vaults, metrics and the figures the API
 //! reports.
 
-use crate::config::ApiTimes;
-use crate::engine::Engine;
+use crate::blocking::Blocking;
+use crate::chain::Chain;
 use crate::farmer::{Farmer, Found};
 use crate::metrics::Metrics;
 use crate::vaults::Vaults;
-use spacevault_chain::{ChainSpec, Keypair, SigCache};
+use spacevault_chain::Keypair;
 use spacevault_meter::Meter;
 use spacevault_network as net;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-/// Blocking threads a vault's client requests hold at most at once.
-pub const MAX_REQUEST_WORKERS: usize = 4;
-
 /// What the vault's parts share.
 pub struct Shared {
-    pub(crate) engine: Mutex<Engine>,
-    /// The engine's store, reached without the engine's lock: blobs are
-    /// read and written beside the chain's work.
+    pub(crate) chain: Arc<Chain>,
+    /// The chain's store, reached without the chain: blobs are read and
+    /// written beside the chain's work.
     pub(crate) store: Arc<spacevault_store::Store>,
-    /// Blocking threads clients' requests may hold ([`Shared::for_request`]).
-    pub(crate) request_workers: Arc<tokio::sync::Semaphore>,
     /// Blocking threads reads of local blobs may hold: apart from the
-    /// engine's, so that reads never wait behind writes that wait for the
-    /// engine's lock.
-    pub(crate) blob_readers: Arc<tokio::sync::Semaphore>,
+    /// requests' that take the engine's lock, so that reads never wait
+    /// behind writes that wait for it.
+    pub(crate) blob_reads: Blocking,
     /// Peers cooling down after syncs that brought nothing.
     pub(crate) sync_peers: Mutex<crate::sync_peers::SyncPeers<net::Peer>>,
-    /// Woken when workers change the engine ([`Shared::engine_changed`]).
-    pub(crate) engine_changed: tokio::sync::Notify,
     /// Every task the vault starts besides its main one and the API's
     /// ([`Shared::spawn`], [`Shared::spawn_blocking`]): its stop waits for
     /// them, so that nothing holds the store once it returns.
@@ -46,32 +38,16 @@ pub struct Shared {
     pub(crate) shutdown: CancellationToken,
     pub(crate) farmer: Farmer,
     pub(crate) key: Keypair,
-    pub(crate) metrics: Metrics,
+    pub(crate) metrics: Arc<Metrics>,
     pub(crate) vaults: Mutex<Vaults>,
     pub(crate) net: net::Handle,
-    pub(crate) spec: ChainSpec,
-    pub(crate) chain_id: [u8; 32],
-    /// The canonical head's height, for waiters.
-    pub(crate) head: watch::Sender<u64>,
     pub(crate) api_addr: Mutex<Option<SocketAddr>>,
     pub(crate) listen_addrs: Mutex<Vec<net::Address>>,
-    /// When each recent block was first imported here (Unix ms): what the
-    /// network benchmark measures propagation with.
-    pub(crate) arrivals: Mutex<Arrivals>,
     pub(crate) syncing: AtomicBool,
     /// This vault's cryptographic operations.
     pub(crate) meter: Arc<Meter>,
-    /// Signatures verified before, if the vault keeps them (the engine
-    /// holds it too).
-    pub(crate) sig_cache: Option<Arc<SigCache>>,
-    /// The most blocks one change of branch took off the canonical chain.
-    pub(crate) deepest_reorg: std::sync::atomic::AtomicU64,
     /// The last measured round trip to each connected peer.
     pub(crate) round_trips: Mutex<std::collections::HashMap<net::Peer, Duration>>,
-    /// How long the API lets requests run.
-    pub(crate) api_times: ApiTimes,
-    /// Requests the API works on at once.
-    pub(crate) api_max_requests: usize,
     /// What each peer may still have this vault keep.
     pub(crate) store_budgets: Mutex<crate::budget::Budgets<net::Peer>>,
     /// Each peer's allowance for the blocks it asks of this vault.
@@ -83,53 +59,22 @@ pub struct Shared {
     pub(crate) scrub_rate: u64,
 }
 
-/// First-import times of the last blocks, bounded.
-#[derive(Default)]
-pub struct Arrivals {
-    times: std::collections::HashMap<[u8; 32], u64>,
-    order: std::collections::VecDeque<[u8; 32]>,
-}
-
-/// Blocks whose arrival time is kept.
-const ARRIVALS_KEPT: usize = 4096;
-
-impl Arrivals {
-    pub(crate) fn note(&mut self, hash: [u8; 32], at_ms: u64) {
-        if self.times.insert(hash, at_ms).is_none() {
-            self.order.push_back(hash);
-            if self.order.len() > ARRIVALS_KEPT {
-                if let Some(old) = self.order.pop_front() {
-                    self.times.remove(&old);
-                }
-            }
-        }
-    }
-
-    pub fn get(&self, hash: &[u8; 32]) -> Option<u64> {
-        self.times.get(hash).copied()
-    }
-}
-
 impl Shared {
-    pub fn engine(&self) -> std::sync::MutexGuard<'_, Engine> {
-        self.engine.lock().unwrap()
-    }
-
     /// The vault's metrics, as `/metrics` serves them.
     pub fn metrics_text(&self) -> String {
         self.metrics.encode()
     }
 
-    /// Runs `f` on the engine on a blocking thread, and gives its result
+    /// Runs `f` on the chain on a blocking thread, and gives its result
     /// (none if `f` panicked). The engine's lock may be held by a worker
     /// importing a block of a thousand transactions, or writing the store:
     /// a runtime thread that waited for it would stall the network and
     /// every other vault's task on that thread.
-    pub async fn with_engine<R: Send + 'static>(
+    pub async fn with_chain<R: Send + 'static>(
         self: &Arc<Self>,
-        f: impl FnOnce(&mut Engine) -> R + Send + 'static,
+        f: impl FnOnce(&Chain) -> R + Send + 'static,
     ) -> Option<R> {
-        self.blocking(move |s| f(&mut s.engine())).await
+        self.blocking(move |s| f(&s.chain)).await
     }
 
     /// Runs `f` with the vault on a blocking thread, metered: for work
@@ -164,41 +109,6 @@ impl Shared {
         f: impl FnOnce() -> R + Send + 'static,
     ) -> JoinHandle<R> {
         self.tasks.spawn_blocking(f)
-    }
-
-    /// Tells the vault's task that the engine took a block or a proof from
-    /// a peer: its turn to produce may have moved.
-    pub(crate) fn engine_changed(&self) {
-        self.engine_changed.notify_one();
-    }
-
-    /// [`Shared::with_engine`] for a client's request: at most
-    /// [`MAX_REQUEST_WORKERS`] of this vault's requests at once wait on a
-    /// blocking thread (the rest wait as tasks, which cost nothing). A
-    /// thousand clients' requests on blocking threads of their own would
-    /// only queue on the engine's lock, or thrash the cores, at the cost
-    /// of a thread each.
-    pub async fn for_request<R: Send + 'static>(
-        self: &Arc<Self>,
-        f: impl FnOnce(&Arc<Shared>) -> R + Send + 'static,
-    ) -> Option<R> {
-        self.on_blocking_thread(&self.request_workers, f).await
-    }
-
-    /// [`Shared::blocking`], holding a permit of `slots` until `f` ends
-    /// (a request cancelled meanwhile leaves its thread at work, and the
-    /// permit with it).
-    pub(crate) async fn on_blocking_thread<R: Send + 'static>(
-        self: &Arc<Self>,
-        slots: &Arc<tokio::sync::Semaphore>,
-        f: impl FnOnce(&Arc<Shared>) -> R + Send + 'static,
-    ) -> Option<R> {
-        let permit = slots.clone().acquire_owned().await.ok()?;
-        self.blocking(move |s| {
-            let _permit = permit;
-            f(s)
-        })
-        .await
     }
 
     /// Whether a sync from a peer is under way (one at a time).

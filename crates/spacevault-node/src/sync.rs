@@ -100,9 +100,7 @@ async fn sync_from(shared: &Arc<Shared>, peer: net::Peer) -> Synced {
     else {
         return Synced::NotAhead;
     };
-    let Some(own) = shared.with_engine(|e| e.head()).await else {
-        return Synced::NotAhead;
-    };
+    let own = shared.chain.head();
     // A peer as high as this vault on another branch is synced too: two
     // branches that grow a block a slot each would otherwise never meet,
     // and fork choice must see both.
@@ -117,10 +115,8 @@ async fn sync_from(shared: &Arc<Shared>, peer: net::Peer) -> Synced {
         // vault has: no fault of its. Nor is it when the blocks came by
         // gossip meanwhile, and the answer held only what was here.
         Some(false) if height == own.height => Synced::NotAhead,
-        Some(false) => match shared.with_engine(|e| e.head().height).await {
-            Some(now) if now >= height => Synced::NotAhead,
-            _ => Synced::Nothing,
-        },
+        Some(false) if shared.chain.height() >= height => Synced::NotAhead,
+        Some(false) => Synced::Nothing,
     }
 }
 
@@ -191,7 +187,7 @@ async fn catch_up(shared: &Arc<Shared>, peer: net::Peer, height: u64) -> Option<
                 return Some(progressed);
             }
             from = None;
-        } else if shared.with_engine(|e| e.head().height).await >= Some(height) {
+        } else if shared.chain.height() >= height {
             return Some(progressed);
         } else {
             // On from the end of this batch: what it held is here now,
@@ -230,7 +226,7 @@ fn import_batch(
     from: Option<u64>,
     origin: Origin,
 ) -> Batch {
-    let limits = spacevault_chain::types::Limits::of(&shared.spec);
+    let limits = spacevault_chain::types::Limits::of(shared.chain.spec());
     let mut batch = Batch {
         new: false,
         orphaned: false,

@@ -127,7 +127,7 @@ pub(crate) fn processor(
                     // transactions and announcements do not, and under
                     // load would wake its task hundreds of times a second.
                     if matches!(topic, Topic::Blocks | Topic::Proofs) {
-                        shared.engine_changed();
+                        shared.chain.note_changed();
                     }
                 }
                 Work::Request {
@@ -219,7 +219,7 @@ fn on_block(
     source: net::Peer,
     data: &[u8],
 ) -> Result<Verdict, Rejection> {
-    let limits = spacevault_chain::types::Limits::of(&shared.spec);
+    let limits = spacevault_chain::types::Limits::of(shared.chain.spec());
     let block = Block::decode(data, &limits).map_err(|e| Rejection::Malformed(e.to_string()))?;
     match import(shared, block, true, origin_of(&source)) {
         Ok(Imported::NewHead { .. }) => Ok(Verdict::Accept),
@@ -235,13 +235,15 @@ fn on_block(
             spawn_sync(shared, internal, Some(source));
             Ok(Verdict::Ignore)
         }
-        Err(Rejection::Future { got, now }) if got <= now + hold_window_ms(&shared.spec) => {
+        Err(Rejection::Future { got, now }) if got <= now + hold_window_ms(shared.chain.spec()) => {
             // A little early: its producer's clock runs ahead of this
             // one, which is no fault of the relayer's.
             let Ok(block) = Block::decode(data, &limits) else {
                 return Ok(Verdict::Ignore);
             };
-            let due = got.saturating_sub(spacevault_chain::validate::max_drift_ms(&shared.spec));
+            let due = got.saturating_sub(spacevault_chain::validate::max_drift_ms(
+                shared.chain.spec(),
+            ));
             hold_early(shared, block, origin_of(&source), due);
             Ok(Verdict::Ignore)
         }
@@ -258,7 +260,7 @@ fn on_proof(
     data: &[u8],
 ) -> Result<Verdict, Rejection> {
     let msg = ProofMsg::decode(data).map_err(|e| Rejection::Malformed(e.to_string()))?;
-    let offered = shared.engine().offer_proof(&msg);
+    let offered = shared.chain.offer_proof(&msg);
     if let Err(Rejection::FutureHeight(_)) = offered {
         spawn_sync(shared, internal, Some(source));
     }
@@ -268,11 +270,11 @@ fn on_proof(
 /// A gossiped transaction: its signature checked before the engine's lock
 /// (the pool's own checks are quick), then pooled.
 fn on_tx(shared: &Arc<Shared>, data: &[u8]) -> Result<Verdict, Rejection> {
-    let limits = spacevault_chain::types::Limits::of(&shared.spec);
+    let limits = spacevault_chain::types::Limits::of(shared.chain.spec());
     let tx = RegisterTx::decode(data, &limits).map_err(|e| Rejection::Malformed(e.to_string()))?;
-    let cache = shared.sig_cache.as_deref();
-    check_tx(&shared.spec, &shared.chain_id, &tx, cache)?;
-    let added = shared.engine().add_checked_tx(tx)?;
+    let chain = &shared.chain;
+    check_tx(chain.spec(), &chain.chain_id(), &tx, chain.sig_cache())?;
+    let added = chain.add_checked_tx(tx)?;
     Ok(if added {
         Verdict::Accept
     } else {
@@ -288,10 +290,9 @@ pub(crate) fn on_request(
 ) {
     let response = match request {
         Request::Status => {
-            // The head the store last committed, without the engine's
-            // lock; the engine's own if the store cannot say.
-            let head = crate::engine::stored_head(&shared.store, &shared.spec)
-                .unwrap_or_else(|_| shared.engine().head());
+            // The head the store last committed: a peer asks for what it
+            // can then be sent.
+            let head = shared.chain.stored_head();
             Response::Status {
                 height: head.height,
                 head: head.hash,

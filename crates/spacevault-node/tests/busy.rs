@@ -53,12 +53,13 @@ async fn a_busy_engine_stalls_neither_the_network_nor_the_api_and_a_flood_sheds_
     // The engine held on a thread of its own, as a long import holds it,
     // until the flood has been shed from; the page asked for meanwhile.
     let shared = vault.shared().clone();
+    let held = vault.chain().clone();
     let api = vault.api_addr().unwrap();
     let flooded = Arc::new(AtomicBool::new(false));
     let holder = {
         let flooded = flooded.clone();
         std::thread::spawn(move || {
-            let engine = shared.engine();
+            let engine = held.engine_for_tests();
             let deadline = Instant::now() + Duration::from_secs(20);
             let shed = || {
                 shared

@@ -2,9 +2,9 @@
 //! read by owner and name.
 
 use super::types::{PutAnswer, ReceiptJson, RegisterAnswer, RegisterPut, SetAnswer};
-use super::{bad, body_error, engine_failed, internal, ApiError, S};
-use crate::data::{self, PutError};
-use crate::shared::Shared;
+use super::ApiState;
+use super::{bad, body_error, internal, ApiError, S};
+use crate::data::PutError;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
@@ -13,7 +13,6 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
 use spacevault_chain::RegisterTx;
-use std::sync::Arc;
 
 fn parse_address(text: &str) -> Result<[u8; 32], ApiError> {
     hex::decode(text)
@@ -27,7 +26,7 @@ pub(super) async fn put_blob(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let body = body.map_err(|e| body_error(&s, e))?;
-    match data::put(&s, body.to_vec()).await {
+    match s.blobs.put(body.to_vec()).await {
         Ok(put) => Ok((
             StatusCode::CREATED,
             Json(PutAnswer {
@@ -71,7 +70,7 @@ pub(super) async fn get_blob(
     Path(address): Path<String>,
 ) -> Result<Response, ApiError> {
     let address = parse_address(&address)?;
-    match data::read_verified(&s, &address).await {
+    match s.blobs.read(&address).await {
         Some(blob) => {
             Ok(([(header::CONTENT_TYPE, "application/octet-stream")], blob).into_response())
         }
@@ -121,9 +120,7 @@ pub(super) async fn put_register(
     // threads.
     let added = {
         let tx = tx.clone();
-        s.for_request(move |s| s.engine().add_tx(tx))
-            .await
-            .ok_or_else(engine_failed)?
+        s.on_chain(move |c| c.add_tx(tx)).await?
     };
     match added {
         Ok(_) => {}
@@ -142,8 +139,12 @@ pub(super) async fn put_register(
     // its writes back to the pool, and a write answered earlier could be
     // missing from the chain for a while.
     let written = until_head_moves(&s, || {
-        let entry = s.store.register(&tx.owner, &tx.name).map_err(internal)?;
-        let head = *s.head.borrow();
+        let entry = s
+            .chain
+            .store()
+            .register(&tx.owner, &tx.name)
+            .map_err(internal)?;
+        let head = s.chain.height();
         let settled = |e: &spacevault_store::RegisterEntry| head >= e.height + SETTLED_DEPTH;
         Ok(entry.filter(|e| e.version >= tx.version && settled(e)))
     })
@@ -157,10 +158,11 @@ pub(super) async fn put_register(
     // Chain writes are durable every few seconds; a write answered as done
     // must survive this vault's crash before then, so its block is made
     // durable first (off the runtime's threads: an fsync).
-    let store = s.store.clone();
-    s.spawn_blocking(move || store.flush())
+    let store = s.chain.store().clone();
+    s.requests
+        .run(move || store.flush())
         .await
-        .map_err(internal)?
+        .ok_or_else(|| internal("the flush failed"))?
         .map_err(internal)?;
     Ok(Json(SetAnswer {
         owner: hex::encode(tx.owner),
@@ -188,18 +190,12 @@ fn require_json(headers: &axum::http::HeaderMap) -> Result<(), ApiError> {
 
 /// A write that skips a version no block holds and nothing here waits to
 /// write could only time out: it is answered at once (409).
-async fn refuse_skipped_version(s: &Arc<Shared>, tx: &RegisterTx) -> Result<(), ApiError> {
+async fn refuse_skipped_version(s: &ApiState, tx: &RegisterTx) -> Result<(), ApiError> {
     let (owner, name, version) = (tx.owner, tx.name.clone(), tx.version);
     let before = version.saturating_sub(1);
     let (current, pending) = s
-        .for_request(move |s| {
-            let engine = s.engine();
-            let current = engine.store().register_version(&owner, &name)?;
-            let pending = engine.is_pending(&owner, &name, before);
-            Ok::<_, spacevault_store::StoreError>((current, pending))
-        })
-        .await
-        .ok_or_else(engine_failed)?
+        .on_chain(move |c| c.register_state(&owner, &name, before))
+        .await?
         .map_err(internal)?;
     if version > current + 1 && !pending {
         return Err(ApiError(
@@ -215,11 +211,11 @@ async fn refuse_skipped_version(s: &Arc<Shared>, tx: &RegisterTx) -> Result<(), 
 /// Asks `ready` now and after each change of the head, until it answers
 /// or a request's wait on the chain is over: None then.
 async fn until_head_moves<T>(
-    s: &Shared,
+    s: &ApiState,
     mut ready: impl FnMut() -> Result<Option<T>, ApiError>,
 ) -> Result<Option<T>, ApiError> {
-    let deadline = tokio::time::Instant::now() + s.api_times.chain_wait;
-    let mut heads = s.head.subscribe();
+    let deadline = tokio::time::Instant::now() + s.times.chain_wait;
+    let mut heads = s.chain.heads();
     loop {
         if let Some(answer) = ready()? {
             return Ok(Some(answer));
@@ -251,16 +247,19 @@ pub(super) async fn get_register(
     let owner = parse_address(&owner)?;
     let query = query.map_err(|e| bad(format!("the query: {}", e.body_text())))?;
     if let Some(min) = query.min_height {
-        let reached = until_head_moves(&s, || Ok((*s.head.borrow() >= min).then_some(()))).await?;
+        let reached = until_head_moves(&s, || Ok((s.chain.height() >= min).then_some(()))).await?;
         if reached.is_none() {
-            let height = *s.head.borrow();
+            let height = s.chain.height();
             return Err(ApiError(
                 StatusCode::GATEWAY_TIMEOUT,
                 format!("this vault's chain is at height {height}, below min_height {min}"),
             ));
         }
     }
-    let read = || s.store.register(&owner, name.as_bytes()).map_err(internal);
+    let read = || {
+        let store = s.chain.store();
+        store.register(&owner, name.as_bytes()).map_err(internal)
+    };
     let entry = match query.min_version {
         Some(min) => {
             let held = until_head_moves(&s, || Ok(read()?.filter(|e| e.version >= min))).await?;
@@ -272,7 +271,7 @@ pub(super) async fn get_register(
                         StatusCode::NOT_FOUND,
                         format!(
                             "this vault's chain holds version {version} of register {name}, not min_version {min}, after waiting {} ms",
-                            s.api_times.chain_wait.as_millis()
+                            s.times.chain_wait.as_millis()
                         ),
                     ));
                 }
@@ -297,7 +296,7 @@ pub(super) async fn get_register(
         value: entry.value.clone(),
         signature: entry.signature,
     };
-    let valid = spacevault_meter::with(&s.meter, || tx.signature_ok(&s.chain_id));
+    let valid = spacevault_meter::with(&s.meter, || tx.signature_ok(&s.chain.chain_id()));
     if !valid {
         s.metrics.register_reverify_failures.inc();
         tracing::warn!(owner = %hex::encode(owner), %name, "a stored register does not carry its owner's signature");
