@@ -61,12 +61,21 @@ pub struct ApiState {
     net: spacevault_network::Handle,
     /// Blocking threads requests may hold.
     requests: Blocking,
+    /// Blocking threads the flushes of register writes hold: apart from
+    /// the requests', so that a write settled in a block is never kept
+    /// from its answer behind requests that wait for the engine's lock.
+    flushes: Blocking,
     times: ApiTimes,
     max_requests: usize,
 }
 
 /// Blocking threads a vault's client requests hold at most at once.
 pub const MAX_REQUEST_WORKERS: usize = 4;
+
+/// Blocking threads flushes of register writes hold at most at once
+/// (each waits for the store's write lock and an fsync: more would only
+/// queue there).
+pub const MAX_FLUSH_WORKERS: usize = 2;
 
 impl ApiState {
     /// The API's handles on `shared`, with the config's request limits.
@@ -80,6 +89,11 @@ impl ApiState {
             net: shared.net.clone(),
             requests: Blocking::new(
                 MAX_REQUEST_WORKERS,
+                shared.tasks.clone(),
+                shared.meter.clone(),
+            ),
+            flushes: Blocking::new(
+                MAX_FLUSH_WORKERS,
                 shared.tasks.clone(),
                 shared.meter.clone(),
             ),

@@ -10,10 +10,11 @@
 //! the figures kept of imports (first arrivals, the deepest reorg).
 //!
 //! Like Lighthouse's beacon chain, the handle is shared and its methods
-//! run on the processor's blocking workers, side by side where the work
-//! allows (signatures are checked before the lock, reads of the store go
-//! without it); the methods that take the lock must be called from a
-//! blocking thread, never from a runtime thread.
+//! run on blocking threads (the processor's workers, the API's request
+//! threads, the vault task's `Shared::blocking`), side by side where the
+//! work allows (signatures are checked before the lock, reads of the store
+//! go without it); the methods that take the lock must never be called
+//! from a runtime thread.
 
 use crate::engine::{Adoption, BlockSummary, Engine, Imported};
 use spacevault_chain::validate::Parent;
@@ -155,10 +156,27 @@ impl Chain {
         self.engine.lock().unwrap()
     }
 
-    /// The engine, locked: for tests that look inside a vault.
+    /// The engine, locked: for tests that look inside a vault or drive
+    /// it. The head it ends with is sent to the watch when the guard is
+    /// dropped, as an import through the handle would.
     #[cfg(any(test, feature = "testing"))]
-    pub fn engine_for_tests(&self) -> MutexGuard<'_, Engine> {
-        self.engine()
+    pub fn engine_for_tests(&self) -> EngineForTests<'_> {
+        EngineForTests {
+            engine: self.engine(),
+            head: &self.head,
+        }
+    }
+
+    /// Sends the engine's head to the watch if it moved. Under the lock:
+    /// imports run on several threads, and the watch must never go back to
+    /// an older head.
+    fn send_head(head: &watch::Sender<Parent>, engine: &Engine) {
+        let now = engine.head();
+        head.send_if_modified(|sent| {
+            let moved = *sent != now;
+            *sent = now;
+            moved
+        });
     }
 
     // What follows takes the engine's lock: call it from a blocking thread.
@@ -218,12 +236,12 @@ impl Chain {
         let mut engine = self.engine();
         let (hash, outcome) = engine.import_next(adoption, now_ms)?;
         let height = engine.head().height;
+        Self::send_head(&self.head, &engine);
+        drop(engine);
         if let Ok(Imported::NewHead { left }) = &outcome {
-            self.head.send_replace(engine.head());
             self.deepest_reorg
                 .fetch_max(*left as u64, Ordering::Relaxed);
         }
-        drop(engine);
         if matches!(outcome, Ok(Imported::NewHead { .. }) | Ok(Imported::Kept)) {
             self.arrivals.lock().unwrap().note(hash, now_ms);
         }
@@ -242,8 +260,9 @@ impl Chain {
 
     /// Produces the next block (or contests the last) with `key` if `due`
     /// holds: asked under the lock the block is made under, so that nothing
-    /// a worker takes in between goes unseen. The block and the smoothed
-    /// delay of blocks then.
+    /// a worker takes in between goes unseen (`due` must not call this
+    /// handle: the lock is held). The block and the smoothed delay of
+    /// blocks then.
     pub fn produce_if(
         &self,
         key: &Keypair,
@@ -291,6 +310,35 @@ impl Chain {
             election_height: engine.election().0,
             block_delay_ms: engine.block_delay_ms(),
         }
+    }
+}
+
+/// The engine locked for a test; its head goes to the watch on drop.
+#[cfg(any(test, feature = "testing"))]
+pub struct EngineForTests<'a> {
+    engine: MutexGuard<'a, Engine>,
+    head: &'a watch::Sender<Parent>,
+}
+
+#[cfg(any(test, feature = "testing"))]
+impl std::ops::Deref for EngineForTests<'_> {
+    type Target = Engine;
+    fn deref(&self) -> &Engine {
+        &self.engine
+    }
+}
+
+#[cfg(any(test, feature = "testing"))]
+impl std::ops::DerefMut for EngineForTests<'_> {
+    fn deref_mut(&mut self) -> &mut Engine {
+        &mut self.engine
+    }
+}
+
+#[cfg(any(test, feature = "testing"))]
+impl Drop for EngineForTests<'_> {
+    fn drop(&mut self) {
+        Chain::send_head(self.head, &self.engine);
     }
 }
 

@@ -191,7 +191,7 @@ impl Node {
 
     /// The engine, locked: for tests that look inside a vault.
     #[cfg(feature = "testing")]
-    pub fn engine(&self) -> std::sync::MutexGuard<'_, Engine> {
+    pub fn engine(&self) -> crate::chain::EngineForTests<'_> {
         self.shared.chain.engine_for_tests()
     }
 

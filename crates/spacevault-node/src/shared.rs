@@ -60,8 +60,11 @@ pub struct Shared {
 }
 
 impl Shared {
-    /// The vault's metrics, as `/metrics` serves them.
+    /// The vault's metrics, as `/metrics` serves them: the meter's counts
+    /// and the network's dropped commands brought up to date first.
     pub fn metrics_text(&self) -> String {
+        self.metrics.sync_crypto(&self.meter);
+        self.metrics.sync_network(self.net.commands_dropped());
         self.metrics.encode()
     }
 

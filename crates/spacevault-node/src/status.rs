@@ -33,10 +33,7 @@ impl Report {
     /// The metrics, as `/metrics` serves them: the meter's counts and the
     /// network's dropped commands brought up to date first.
     pub fn metrics_text(&self) -> String {
-        let s = &self.shared;
-        s.metrics.sync_crypto(&s.meter);
-        s.metrics.sync_network(s.net.commands_dropped());
-        s.metrics.encode()
+        self.shared.metrics_text()
     }
 
     /// The vault's cryptographic operations so far, by kind and purpose.

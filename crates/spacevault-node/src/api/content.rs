@@ -159,7 +159,7 @@ pub(super) async fn put_register(
     // must survive this vault's crash before then, so its block is made
     // durable first (off the runtime's threads: an fsync).
     let store = s.chain.store().clone();
-    s.requests
+    s.flushes
         .run(move || store.flush())
         .await
         .ok_or_else(|| internal("the flush failed"))?

@@ -267,21 +267,37 @@ impl Engine {
         }
         let left = current.len();
         self.set_head(tip, block, now_ms)?;
-        // The transactions of the blocks that left the canonical chain go
-        // back to the pool, unless the new chain holds them: a write that
-        // a client was told had succeeded must not vanish with its block.
-        for left in &current {
-            let Some(old) = self.store.block(&left.hash)? else {
-                continue;
+        self.put_back_txs(&current);
+        Ok(Ok(Imported::NewHead { left }))
+    }
+
+    /// The transactions of the blocks that left the canonical chain go
+    /// back to the pool, unless the new chain holds them: a write that a
+    /// client was told had succeeded must not vanish with its block. The
+    /// head has moved by then: a store that fails a read here costs the
+    /// pool that transaction (logged), not the import its outcome.
+    fn put_back_txs(&mut self, left: &[Fork]) {
+        for block in left {
+            let old = match self.store.block(&block.hash) {
+                Ok(Some(old)) => old,
+                Ok(None) => continue,
+                Err(e) => {
+                    tracing::error!(%e, "a block that left the chain could not be read: its transactions stay out of the pool");
+                    continue;
+                }
             };
             for tx in old.txs {
-                let applied = self.store.register_version(&tx.owner, &tx.name)?;
-                if tx.version > applied {
-                    self.mempool.put_back(tx.id(&self.chain_id), tx);
+                match self.store.register_version(&tx.owner, &tx.name) {
+                    Ok(applied) if tx.version > applied => {
+                        self.mempool.put_back(tx.id(&self.chain_id), tx)
+                    }
+                    Ok(_) => {}
+                    Err(e) => {
+                        tracing::error!(%e, "a register's version could not be read: a transaction stays out of the pool")
+                    }
                 }
             }
         }
-        Ok(Ok(Imported::NewHead { left }))
     }
 
     fn set_head(&mut self, hash: &[u8; 32], block: &Block, now_ms: u64) -> Result<(), StoreError> {
