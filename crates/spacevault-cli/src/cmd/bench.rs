@@ -282,7 +282,6 @@ fn print_spread(title: &str, s: &plot_bench::RepeatedSummary) -> Result<()> {
 }
 
 fn print_plot_bench(r: plot_bench::PlotBench) -> Result<()> {
-    let b = &r.bounds;
     outln!("machine         {}", r.machine.describe());
     outln!(
         "plot            k={} ({} records), {} strategy, {} threads, memory limit {}",
@@ -355,6 +354,17 @@ fn print_plot_bench(r: plot_bench::PlotBench) -> Result<()> {
             format_size(r.peak_huge_page_pool_bytes)
         );
     }
+    print_bounds(&r)?;
+    print_ratios(&r)?;
+    if let Some(p) = r.path {
+        outln!("kept            {}", p.display());
+    }
+    Ok(())
+}
+
+/// What this machine allows a plot: hashing, disks, fresh memory.
+fn print_bounds(r: &plot_bench::PlotBench) -> Result<()> {
+    let b = &r.bounds;
     outln!(
         "machine bounds  BLAKE3 hash_many {:.1} M records/s, spacevault kernel {:.1} M records/s ({}), disk write {:.0} MB/s, read {:.0} MB/s{}",
         b.blake3_records_per_second / 1e6,
@@ -390,6 +400,11 @@ fn print_plot_bench(r: plot_bench::PlotBench) -> Result<()> {
             r.first_touch_seconds
         );
     }
+    Ok(())
+}
+
+/// The wall against each bound.
+fn print_ratios(r: &plot_bench::PlotBench) -> Result<()> {
     outln!(
         "BLAKE3 bound    {:.3} s   ratio {:.2}  (hashing every record with the blake3 crate's hash_many / wall)",
         r.blake3_bound_seconds, r.ratio_to_blake3_bound
@@ -427,9 +442,6 @@ fn print_plot_bench(r: plot_bench::PlotBench) -> Result<()> {
                 100.0 * r.first_touch_seconds / r.wall_seconds
             );
         }
-    }
-    if let Some(p) = r.path {
-        outln!("kept            {}", p.display());
     }
     Ok(())
 }

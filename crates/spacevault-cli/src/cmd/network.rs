@@ -113,8 +113,27 @@ pub fn run(a: BenchNetworkArgs) -> Result<()> {
     if !(0.0..=3600.0).contains(&a.settle_seconds) {
         anyhow::bail!("--settle-seconds must be 0 to 3600");
     }
+    let json = a.json;
+    let options = options_of(a)?;
+    if !json {
+        errln!(
+            "starting {} vaults with a k={} plot each, then {} clients for {} s ...",
+            options.vaults,
+            options.k,
+            options.clients,
+            options.seconds
+        );
+    }
+    let r = network::run(&options)?;
+    if json {
+        return crate::cmd::print_json(&r);
+    }
+    print_report(&options, &r)
+}
+
+fn options_of(a: BenchNetworkArgs) -> Result<NetworkBenchOptions> {
     let mode = a.mode.mode()?;
-    let options = NetworkBenchOptions {
+    Ok(NetworkBenchOptions {
         vaults: a.vaults,
         k: a.k,
         slot_ms: a.slot_ms,
@@ -127,20 +146,11 @@ pub fn run(a: BenchNetworkArgs) -> Result<()> {
         mode,
         distance: a.distance.distance()?,
         dir: a.dir,
-    };
-    if !a.json {
-        errln!(
-            "starting {} vaults with a k={} plot each, then {} clients for {} s ...",
-            options.vaults,
-            options.k,
-            options.clients,
-            options.seconds
-        );
-    }
-    let r = network::run(&options)?;
-    if a.json {
-        return crate::cmd::print_json(&r);
-    }
+    })
+}
+
+/// The benchmark's figures, a line each.
+fn print_report(options: &NetworkBenchOptions, r: &network::NetworkBench) -> Result<()> {
     outln!("machine         {}", r.machine.describe());
     outln!(
         "network         {} vaults ({}), k={} plots, {} ms slots, {} copies a blob, {}",
@@ -182,6 +192,32 @@ pub fn run(a: BenchNetworkArgs) -> Result<()> {
         r.chain.reorgs,
         r.chain.deepest_reorg
     );
+    print_phases(r)?;
+    let op = |name: &str, s: &OpStats| -> Result<()> {
+        match &s.latency_ms {
+            Some(l) => outln!(
+                "{name:<15} {} ok, {} errors, {:.0}/s; latency p50 {:.2} ms, p99 {:.2} ms",
+                s.ok,
+                s.errors,
+                s.per_second,
+                l.median,
+                l.p99
+            ),
+            None => outln!("{name:<15} {} ok, {} errors", s.ok, s.errors),
+        }
+        Ok(())
+    };
+    op("put", &r.put)?;
+    op("get", &r.get)?;
+    for (i, trips) in r.round_trips.iter().enumerate() {
+        let head = if i == 0 { "round trips" } else { "" };
+        outln!("{head:<15} {}", trips.describe());
+    }
+    Ok(())
+}
+
+/// Each phase's propagation and CPU, and the memory a vault.
+fn print_phases(r: &network::NetworkBench) -> Result<()> {
     // Each phase on a line of its own: a block's time to reach every
     // vault, from its producer's import to the last vault's.
     let phases = [
@@ -216,26 +252,6 @@ pub fn run(a: BenchNetworkArgs) -> Result<()> {
                 phase.seconds
             );
         }
-    }
-    let op = |name: &str, s: &OpStats| -> Result<()> {
-        match &s.latency_ms {
-            Some(l) => outln!(
-                "{name:<15} {} ok, {} errors, {:.0}/s; latency p50 {:.2} ms, p99 {:.2} ms",
-                s.ok,
-                s.errors,
-                s.per_second,
-                l.median,
-                l.p99
-            ),
-            None => outln!("{name:<15} {} ok, {} errors", s.ok, s.errors),
-        }
-        Ok(())
-    };
-    op("put", &r.put)?;
-    op("get", &r.get)?;
-    for (i, trips) in r.round_trips.iter().enumerate() {
-        let head = if i == 0 { "round trips" } else { "" };
-        outln!("{head:<15} {}", trips.describe());
     }
     Ok(())
 }

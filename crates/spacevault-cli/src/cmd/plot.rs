@@ -159,16 +159,7 @@ pub fn run(args: PlotArgs) -> Result<()> {
     }
     let base = options_from(&args)?;
     warn_of_a_large_temp_file(&base);
-    let jobs: Vec<PlotJob> = (0..args.count)
-        .map(|i| PlotJob {
-            options: {
-                let mut options = base.clone();
-                options.seed = nth_seed(&base.seed, i);
-                options
-            },
-            out_dir: args.out[(i % args.out.len() as u64) as usize].clone(),
-        })
-        .collect();
+    let jobs = jobs_of(&args, &base);
     let started = Instant::now();
     let bars = Bars::new(args.json);
     let shown = RefCell::new(HashMap::new());
@@ -191,13 +182,7 @@ pub fn run(args: PlotArgs) -> Result<()> {
                 Ok(summary) => summary,
                 Err(e) => {
                     let out = jobs[i].out_dir.display();
-                    let e = match e {
-                        PlotError::AlreadyExists(path) => anyhow::anyhow!(
-                            "{} already exists (pass --force to overwrite it)",
-                            path.display()
-                        ),
-                        e => anyhow::Error::new(e),
-                    };
+                    let e = failure_of(e);
                     failure = Some(e.context(format!("plot {} of {} in {out}", i + 1, args.count)));
                     return false;
                 }
@@ -205,21 +190,7 @@ pub fn run(args: PlotArgs) -> Result<()> {
             if args.json {
                 summaries.push(PlotJson::from(&summary));
             } else {
-                // What went through the temp file is the SSD wear beyond
-                // the plot itself.
-                let temp = match summary.temp_bytes_written {
-                    0 => String::new(),
-                    bytes => format!(", {} through its temp file", format_size(bytes)),
-                };
-                let line = format!(
-                    "{} plotted k={} ({}) in {:.2} s, {:.1} M records/s, {}{temp}",
-                    bar.prefix(),
-                    summary.k,
-                    format_size(summary.bytes),
-                    summary.seconds,
-                    summary.records_per_second() / 1e6,
-                    summary.strategy.name()
-                );
+                let line = plotted_line(bar.prefix(), &summary);
                 let printed = bars.suspend(|| -> Result<()> {
                     errln!("{line}");
                     outln!("{}", summary.path.display());
@@ -255,6 +226,49 @@ pub fn run(args: PlotArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The run's plots: each with its own seed, the output directories taken
+/// in turn.
+fn jobs_of(args: &PlotArgs, base: &PlotOptions) -> Vec<PlotJob> {
+    (0..args.count)
+        .map(|i| PlotJob {
+            options: {
+                let mut options = base.clone();
+                options.seed = nth_seed(&base.seed, i);
+                options
+            },
+            out_dir: args.out[(i % args.out.len() as u64) as usize].clone(),
+        })
+        .collect()
+}
+
+/// A plot's failure, as the user is told of it.
+fn failure_of(e: PlotError) -> anyhow::Error {
+    match e {
+        PlotError::AlreadyExists(path) => anyhow::anyhow!(
+            "{} already exists (pass --force to overwrite it)",
+            path.display()
+        ),
+        e => anyhow::Error::new(e),
+    }
+}
+
+/// The line a finished plot gets on stderr. What went through the temp
+/// file is the SSD wear beyond the plot itself.
+fn plotted_line(prefix: &str, summary: &PlotSummary) -> String {
+    let temp = match summary.temp_bytes_written {
+        0 => String::new(),
+        bytes => format!(", {} through its temp file", format_size(bytes)),
+    };
+    format!(
+        "{prefix} plotted k={} ({}) in {:.2} s, {:.1} M records/s, {}{temp}",
+        summary.k,
+        format_size(summary.bytes),
+        summary.seconds,
+        summary.records_per_second() / 1e6,
+        summary.strategy.name()
+    )
 }
 
 /// Plots a run may make: enough for any farm, and the list of them stays
