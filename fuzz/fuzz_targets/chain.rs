@@ -1,6 +1,6 @@
-//! Any bytes as a block, transaction, proof message, announcement, chain
-//! spec (binary and JSON) or crypto trace: no panic, and only canonical
-//! encodings decode.
+//! Any bytes as a block, transaction, proof message, announcement, slot
+//! output, chain spec (binary and JSON) or crypto trace: no panic, and only
+//! canonical encodings decode.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 

@@ -54,6 +54,10 @@ pub fn decode_everything(data: &[u8]) {
         assert_eq!(a.encode(), data, "an announcement in a non-canonical form");
         let _ = a.signature_ok(&[0; 32]);
     }
+    if let Ok(out) = crate::time::SlotOutput::decode(data) {
+        assert_eq!(out.encode(), data, "a slot output in a non-canonical form");
+        let _ = out.challenge(&[0; 32]);
+    }
     if let Ok(trace) = spacevault_meter::trace::Trace::decode(data) {
         assert_eq!(
             trace.encode(),

@@ -1,7 +1,8 @@
 //! The spacevault chain, without I/O: the chain spec and its id, blocks,
 //! proofs of space and register transactions with their canonical
 //! encodings, the challenge of each height, what makes a block valid, and
-//! fork choice. `docs/PROTOCOL.md` is its specification; the node
+//! fork choice, and the proof of time that gives slots their challenges.
+//! `docs/PROTOCOL.md` is its specification; the node
 //! (`spacevault-node`) runs it.
 
 pub mod codec;
@@ -12,6 +13,7 @@ pub mod keys;
 pub mod locator;
 pub mod sig_cache;
 pub mod spec;
+pub mod time;
 pub mod types;
 pub mod validate;
 

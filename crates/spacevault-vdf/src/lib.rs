@@ -20,7 +20,7 @@ pub use form::Form;
 pub use rug::Integer;
 
 /// Why bytes are not a proof.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum VdfError {
     #[error("the {0} is not the serialization of a reduced form of the discriminant")]
     NotAForm(&'static str),

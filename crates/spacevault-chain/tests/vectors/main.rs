@@ -8,6 +8,7 @@ mod blocks;
 mod file;
 mod messages;
 mod spec;
+mod time;
 
 use spacevault_chain::{ChainProof, ChainSpec, Keypair, Limits};
 

@@ -1,0 +1,405 @@
+//! The proof of time: a line of slots, each slot's output the VDF
+//! ([`spacevault_vdf`]) of the output before, so that a slot's challenge
+//! cannot be known before the slots ahead of it have been computed, one
+//! squaring after another, by someone.
+//!
+//! The line is cut into eras of [`TimeParams::era_slots`] slots. An era
+//! has a class group of its own, drawn from its seed; its first slot
+//! starts from the group's generator, each later slot from the output of
+//! the slot before. An era's seed hashes the chain id, the era's number,
+//! the last output of the era before and an entropy (the hash of a block
+//! the chain settled on, which the node chooses by a documented rule):
+//! the far future cannot be computed ahead of the chain that reaches it,
+//! and drawing a group (some 20 ms) is paid once an era, not once a slot.
+//!
+//! Slots are numbered from 1; slot 0 is the genesis, with no output.
+
+use crate::codec::{DecodeError, Reader, Writer};
+use spacevault_vdf::{Group, FORM_BYTES};
+
+/// The encoding version of a slot's output.
+pub const TIME_VERSION: u16 = 1;
+
+/// Context strings of BLAKE3's `derive_key` for the proof of time.
+pub mod context {
+    pub const ERA: &str = "spacevault 2026-11 time era v1";
+    pub const SLOT_CHALLENGE: &str = "spacevault 2026-11 time slot challenge v1";
+}
+
+/// What a chain fixes of its proof of time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TimeParams {
+    /// Squarings a slot.
+    pub iterations: u64,
+    /// Slots an era (one group, one entropy).
+    pub era_slots: u64,
+    /// Bits of each era's discriminant (a multiple of 8, 512 to 1024).
+    pub discriminant_bits: u32,
+}
+
+impl TimeParams {
+    /// Why these parameters make no line of slots, if they do not.
+    pub fn check(&self) -> Result<(), TimeError> {
+        if self.iterations == 0 {
+            return Err(TimeError::Params("a slot needs at least one iteration"));
+        }
+        if self.era_slots == 0 {
+            return Err(TimeError::Params("an era needs at least one slot"));
+        }
+        if !(512..=1024).contains(&self.discriminant_bits)
+            || !self.discriminant_bits.is_multiple_of(8)
+        {
+            return Err(TimeError::Params(
+                "discriminants are 512 to 1024 bits, whole bytes",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Why a slot's output is refused, or a line cannot begin.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TimeError {
+    #[error("the proof of time's parameters: {0}")]
+    Params(&'static str),
+    #[error("slot {got} is not the slot that follows ({expected})")]
+    WrongSlot { expected: u64, got: u64 },
+    #[error("the output of slot {slot} is not proved: {why}")]
+    NotProved {
+        slot: u64,
+        why: spacevault_vdf::VdfError,
+    },
+}
+
+/// One slot's output and its proof, as timekeepers gossip them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SlotOutput {
+    pub slot: u64,
+    /// The VDF's output, a class group element in Chia's compressed form.
+    pub output: [u8; FORM_BYTES],
+    /// Wesolowski's proof that the output follows the slot's input.
+    pub proof: [u8; FORM_BYTES],
+}
+
+impl SlotOutput {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.u16(TIME_VERSION)
+            .u64(self.slot)
+            .fixed(&self.output)
+            .fixed(&self.proof);
+        w.finish()
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<SlotOutput, DecodeError> {
+        let mut r = Reader::new(bytes);
+        let version = r.u16("slot output version")?;
+        if version != TIME_VERSION {
+            return Err(DecodeError::UnknownVersion {
+                what: "slot output",
+                version,
+            });
+        }
+        let out = SlotOutput {
+            slot: r.u64("slot")?,
+            output: r.array("slot output")?,
+            proof: r.array("slot proof")?,
+        };
+        r.finish()?;
+        Ok(out)
+    }
+
+    /// The challenge this slot gives proofs of space.
+    pub fn challenge(&self, chain_id: &[u8; 32]) -> [u8; 32] {
+        let mut bytes = Vec::with_capacity(32 + 8 + FORM_BYTES);
+        bytes.extend_from_slice(chain_id);
+        bytes.extend_from_slice(&self.slot.to_le_bytes());
+        bytes.extend_from_slice(&self.output);
+        blake3::derive_key(context::SLOT_CHALLENGE, &bytes)
+    }
+}
+
+/// The seed of era `era`: the chain id, the era's number, the last output
+/// of the era before (zeros for era 0) and the entropy mixed in.
+pub fn era_seed(
+    chain_id: &[u8; 32],
+    era: u64,
+    last_output: &[u8; FORM_BYTES],
+    entropy: &[u8; 32],
+) -> [u8; 32] {
+    let mut bytes = Vec::with_capacity(32 + 8 + FORM_BYTES + 32);
+    bytes.extend_from_slice(chain_id);
+    bytes.extend_from_slice(&era.to_le_bytes());
+    bytes.extend_from_slice(last_output);
+    bytes.extend_from_slice(entropy);
+    blake3::derive_key(context::ERA, &bytes)
+}
+
+/// Where the line of slots stands: the last slot proved, its output, and
+/// the era's group. What a timekeeper extends and every vault follows.
+#[derive(Clone, Debug)]
+pub struct Timeline {
+    chain_id: [u8; 32],
+    params: TimeParams,
+    slot: u64,
+    /// The last slot's output: the next slot's input within its era.
+    last: [u8; FORM_BYTES],
+    /// The group of the era of the next slot, once begun.
+    group: Group,
+    era: u64,
+}
+
+impl Timeline {
+    /// The line at the genesis: era 0 begun with `entropy` (the genesis
+    /// hash, say).
+    pub fn new(
+        chain_id: [u8; 32],
+        params: TimeParams,
+        entropy: &[u8; 32],
+    ) -> Result<Timeline, TimeError> {
+        params.check()?;
+        let last = [0u8; FORM_BYTES];
+        let seed = era_seed(&chain_id, 0, &last, entropy);
+        Ok(Timeline {
+            chain_id,
+            params,
+            slot: 0,
+            last,
+            group: Group::from_seed(&seed, params.discriminant_bits),
+            era: 0,
+        })
+    }
+
+    /// The last slot with an output (0 at the genesis).
+    pub fn slot(&self) -> u64 {
+        self.slot
+    }
+
+    /// The era slot `slot` (≥ 1) belongs to.
+    pub fn era_of(&self, slot: u64) -> u64 {
+        slot.saturating_sub(1) / self.params.era_slots
+    }
+
+    /// Whether the next slot opens a new era, which [`Timeline::begin_era`]
+    /// must begin with its entropy first.
+    pub fn needs_era(&self) -> bool {
+        self.era_of(self.slot + 1) != self.era
+    }
+
+    /// Begins the era of the next slot with `entropy`.
+    pub fn begin_era(&mut self, entropy: &[u8; 32]) {
+        let era = self.era_of(self.slot + 1);
+        let seed = era_seed(&self.chain_id, era, &self.last, entropy);
+        self.group = Group::from_seed(&seed, self.params.discriminant_bits);
+        self.era = era;
+    }
+
+    /// The next slot's input: the generator at an era's first slot, else
+    /// the last output.
+    fn next_input(&self) -> [u8; FORM_BYTES] {
+        let next = self.slot + 1;
+        if (next - 1).is_multiple_of(self.params.era_slots) {
+            self.group.serialize(&self.group.generator())
+        } else {
+            self.last
+        }
+    }
+
+    /// Computes the next slot's output and proof: what a timekeeper does,
+    /// `iterations` squarings one after another, then as many again for
+    /// the proof.
+    pub fn prove_next(&self) -> SlotOutput {
+        assert!(!self.needs_era(), "begin the next era first");
+        let input = self
+            .group
+            .deserialize(&self.next_input())
+            .expect("its own form");
+        let proved = self.group.prove(&input, self.params.iterations);
+        SlotOutput {
+            slot: self.slot + 1,
+            output: proved.y,
+            proof: proved.proof,
+        }
+    }
+
+    /// Checks `out` as the next slot's output (a few milliseconds).
+    pub fn verify_next(&self, out: &SlotOutput) -> Result<(), TimeError> {
+        assert!(!self.needs_era(), "begin the next era first");
+        if out.slot != self.slot + 1 {
+            return Err(TimeError::WrongSlot {
+                expected: self.slot + 1,
+                got: out.slot,
+            });
+        }
+        self.group
+            .verify(
+                &self.next_input(),
+                &out.output,
+                &out.proof,
+                self.params.iterations,
+            )
+            .map_err(|why| TimeError::NotProved {
+                slot: out.slot,
+                why,
+            })
+    }
+
+    /// Checks `out` and moves the line on to it.
+    pub fn advance(&mut self, out: &SlotOutput) -> Result<(), TimeError> {
+        self.verify_next(out)?;
+        self.slot = out.slot;
+        self.last = out.output;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PARAMS: TimeParams = TimeParams {
+        iterations: 200,
+        era_slots: 3,
+        discriminant_bits: 512,
+    };
+
+    fn line() -> Timeline {
+        Timeline::new([7; 32], PARAMS, &[1; 32]).unwrap()
+    }
+
+    #[test]
+    fn parameters_that_make_no_line_are_refused() {
+        for params in [
+            TimeParams {
+                iterations: 0,
+                ..PARAMS
+            },
+            TimeParams {
+                era_slots: 0,
+                ..PARAMS
+            },
+            TimeParams {
+                discriminant_bits: 504,
+                ..PARAMS
+            },
+            TimeParams {
+                discriminant_bits: 1032,
+                ..PARAMS
+            },
+            TimeParams {
+                discriminant_bits: 516,
+                ..PARAMS
+            },
+        ] {
+            assert!(matches!(
+                Timeline::new([7; 32], params, &[1; 32]),
+                Err(TimeError::Params(_))
+            ));
+        }
+    }
+
+    /// Runs a timekeeper for `slots` slots; entropy `e` begins each era.
+    fn keep(line: &mut Timeline, slots: u64, e: [u8; 32]) -> Vec<SlotOutput> {
+        (0..slots)
+            .map(|_| {
+                if line.needs_era() {
+                    line.begin_era(&e);
+                }
+                let out = line.prove_next();
+                line.advance(&out).unwrap();
+                out
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_follower_checks_every_slot_a_timekeeper_proves_across_eras() {
+        let mut keeper = line();
+        let outs = keep(&mut keeper, 7, [2; 32]);
+        let mut follower = line();
+        for out in &outs {
+            if follower.needs_era() {
+                follower.begin_era(&[2; 32]);
+            }
+            follower.advance(out).unwrap();
+        }
+        assert_eq!(follower.slot(), 7);
+        // Slots 1, 4 and 7 open eras 0, 1 and 2.
+        assert_eq!([1, 3, 4, 7].map(|s| follower.era_of(s)), [0, 0, 1, 2]);
+    }
+
+    #[test]
+    fn a_wrong_output_proof_or_slot_is_refused_and_the_line_does_not_move() {
+        let mut keeper = line();
+        let good = keep(&mut keeper.clone(), 1, [2; 32]).remove(0);
+        let mut bad = good.clone();
+        bad.output = good.proof;
+        assert!(matches!(
+            keeper.advance(&bad),
+            Err(TimeError::NotProved { .. })
+        ));
+        let mut bad = good.clone();
+        bad.proof[5] ^= 1;
+        assert!(matches!(
+            keeper.advance(&bad),
+            Err(TimeError::NotProved { .. })
+        ));
+        let mut bad = good.clone();
+        bad.slot = 2;
+        assert_eq!(
+            keeper.advance(&bad),
+            Err(TimeError::WrongSlot {
+                expected: 1,
+                got: 2
+            })
+        );
+        assert_eq!(keeper.slot(), 0);
+        keeper.advance(&good).unwrap();
+    }
+
+    #[test]
+    fn another_entropy_makes_another_era_whose_outputs_are_refused() {
+        let mut a = line();
+        let mut b = line();
+        let from_a = keep(&mut a, 4, [2; 32]);
+        let from_b = keep(&mut b, 4, [3; 32]);
+        // Era 0 began alike; era 1 (slot 4) did not.
+        assert_eq!(from_a[..3], from_b[..3]);
+        assert_ne!(from_a[3].output, from_b[3].output);
+        let mut follower = line();
+        for out in &from_a[..3] {
+            follower.advance(out).unwrap();
+        }
+        follower.begin_era(&[2; 32]);
+        assert!(follower.verify_next(&from_b[3]).is_err());
+        assert!(follower.verify_next(&from_a[3]).is_ok());
+    }
+
+    #[test]
+    fn a_slots_challenge_depends_on_its_chain_slot_and_output() {
+        let out = keep(&mut line(), 1, [2; 32]).remove(0);
+        let c = out.challenge(&[7; 32]);
+        assert_ne!(c, out.challenge(&[8; 32]));
+        let mut other = out.clone();
+        other.slot += 1;
+        assert_ne!(c, other.challenge(&[7; 32]));
+    }
+
+    #[test]
+    fn a_slot_output_decodes_only_from_its_own_encoding() {
+        let out = keep(&mut line(), 1, [2; 32]).remove(0);
+        let bytes = out.encode();
+        assert_eq!(bytes.len(), 2 + 8 + 2 * FORM_BYTES);
+        assert_eq!(SlotOutput::decode(&bytes), Ok(out));
+        assert!(SlotOutput::decode(&bytes[..bytes.len() - 1]).is_err());
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(SlotOutput::decode(&longer).is_err());
+        let mut other_version = bytes;
+        other_version[0] = 2;
+        assert!(matches!(
+            SlotOutput::decode(&other_version),
+            Err(DecodeError::UnknownVersion { .. })
+        ));
+    }
+}
