@@ -6,7 +6,7 @@ use crate::codec::{DecodeError, Reader, Writer};
 use serde::{Deserialize, Serialize};
 
 /// The spec's encoding version.
-pub const SPEC_VERSION: u16 = 1;
+pub const SPEC_VERSION: u16 = 2;
 
 /// A chain's parameters, as `spacevault chain init` writes them (JSON).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -40,7 +40,20 @@ pub struct ChainSpec {
     /// Plot sizes a proof may come from.
     pub min_k: u8,
     pub max_k: u8,
+    /// The proof of time: squarings of the VDF a slot (`chain init`
+    /// proposes a number from this machine's speed and the slot's length).
+    pub pot_iterations: u64,
+    /// Slots an era of the proof of time: one class group, one entropy.
+    pub pot_era_slots: u64,
+    /// Bits of each era's discriminant (512 to 1024, whole bytes).
+    pub pot_discriminant_bits: u32,
 }
+
+/// Squarings of the VDF a millisecond of slot that [`ChainSpec::new`]
+/// assumes: a timekeeper evaluates and proves (twice the squarings) well
+/// within its slot at the 116,000 to 142,000 squarings a second measured
+/// on the development machine (docs/BENCHMARKS.md).
+pub const DEFAULT_POT_ITERATIONS_PER_MS: u64 = 50;
 
 /// What is wrong with a spec.
 #[derive(Debug, thiserror::Error)]
@@ -70,6 +83,18 @@ impl ChainSpec {
             max_register_value_bytes: 1024,
             min_k: spacevault::MIN_K,
             max_k: spacevault::MAX_K,
+            pot_iterations: slot_ms * DEFAULT_POT_ITERATIONS_PER_MS,
+            pot_era_slots: 64,
+            pot_discriminant_bits: 1024,
+        }
+    }
+
+    /// The proof of time's parameters.
+    pub fn time(&self) -> crate::time::TimeParams {
+        crate::time::TimeParams {
+            iterations: self.pot_iterations,
+            era_slots: self.pot_era_slots,
+            discriminant_bits: self.pot_discriminant_bits,
         }
     }
 
@@ -121,6 +146,12 @@ impl ChainSpec {
                 spacevault::MAX_K
             ));
         }
+        if let Err(e) = self.time().check() {
+            return bad(format!("pot_* fields: {e}"));
+        }
+        if self.pot_iterations > 1 << 40 {
+            return bad("pot_iterations must be at most 2^40".into());
+        }
         Ok(())
     }
 
@@ -151,7 +182,10 @@ impl ChainSpec {
             .u32(self.max_register_name_bytes)
             .u32(self.max_register_value_bytes)
             .u8(self.min_k)
-            .u8(self.max_k);
+            .u8(self.max_k)
+            .u64(self.pot_iterations)
+            .u64(self.pot_era_slots)
+            .u32(self.pot_discriminant_bits);
         w.finish()
     }
 
@@ -181,6 +215,9 @@ impl ChainSpec {
             max_register_value_bytes: r.u32("max register value")?,
             min_k: r.u8("min k")?,
             max_k: r.u8("max k")?,
+            pot_iterations: r.u64("pot iterations")?,
+            pot_era_slots: r.u64("pot era slots")?,
+            pot_discriminant_bits: r.u32("pot discriminant bits")?,
         };
         r.finish()?;
         Ok(spec)
@@ -258,6 +295,14 @@ mod tests {
         assert!(ok(&|s| s.max_block_txs = 1 << 16));
         assert!(!ok(&|s| s.max_block_txs = (1 << 16) + 1));
         assert!(ok(&|s| (s.slot_ms, s.proof_window_ms) = (10, 4)));
+        assert!(ok(&|s| s.pot_iterations = 1));
+        assert!(!ok(&|s| s.pot_iterations = 0));
+        assert!(ok(&|s| s.pot_iterations = 1 << 40));
+        assert!(!ok(&|s| s.pot_iterations = (1 << 40) + 1));
+        assert!(!ok(&|s| s.pot_era_slots = 0));
+        assert!(ok(&|s| s.pot_discriminant_bits = 512));
+        assert!(!ok(&|s| s.pot_discriminant_bits = 504));
+        assert!(!ok(&|s| s.pot_discriminant_bits = 1032));
         assert!(!ok(&|s| (s.slot_ms, s.proof_window_ms) = (9, 3)));
         assert!(ok(&|s| s.slot_ms = 3_600_000));
         assert!(!ok(&|s| s.slot_ms = 3_600_001));

@@ -2,7 +2,7 @@
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
-use spacevault_chain::ChainSpec;
+use spacevault_chain::{time, ChainSpec};
 use std::path::PathBuf;
 
 #[derive(Subcommand, Debug)]
@@ -28,6 +28,10 @@ pub struct InitArgs {
     /// The smallest plot a proof may come from.
     #[arg(long, value_name = "K", default_value_t = spacevault::MIN_K)]
     pub min_k: u8,
+    /// Squarings of the proof of time a slot (default: what this machine
+    /// evaluates and proves in 80% of a slot, measured now).
+    #[arg(long, value_name = "N")]
+    pub pot_iterations: Option<u64>,
     /// When the chain starts, in Unix milliseconds (default: now).
     #[arg(long, value_name = "MS")]
     pub genesis_ms: Option<u64>,
@@ -59,6 +63,17 @@ fn init(a: InitArgs) -> Result<()> {
     );
     spec.replication = a.replication;
     spec.min_k = a.min_k;
+    let measured = match a.pot_iterations {
+        Some(n) => {
+            spec.pot_iterations = n;
+            None
+        }
+        None => {
+            let rate = time::squarings_per_second(spec.pot_discriminant_bits, 300);
+            spec.pot_iterations = time::proposed_iterations(rate, spec.slot_ms);
+            Some(rate)
+        }
+    };
     spec.validate()?;
     if let Some(dir) = a.out.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -75,6 +90,15 @@ fn init(a: InitArgs) -> Result<()> {
     } else {
         outln!("{}", a.out.display());
         errln!("chain id {chain_id}, {} ms slots", spec.slot_ms);
+        match measured {
+            Some(rate) => errln!(
+                "proof of time: {} squarings a slot (this machine does {:.0} a second: a timekeeper here evaluates and proves a slot in {:.0} ms; --pot-iterations sets another number)",
+                spec.pot_iterations,
+                rate,
+                2.0 * spec.pot_iterations as f64 / rate * 1000.0
+            ),
+            None => errln!("proof of time: {} squarings a slot", spec.pot_iterations),
+        }
     }
     Ok(())
 }
