@@ -1,6 +1,7 @@
-//! A vault's store: every block it has seen, the canonical chain and the
-//! registers as of the chain's head in one redb database in the node's
-//! `--data` directory, and the blobs it keeps as files beside it.
+//! A vault's store: every block it has seen, the canonical chain, the
+//! registers as of the chain's head and the proof of time's slots in one
+//! redb database in the node's `--data` directory, and the blobs it keeps
+//! as files beside it.
 //!
 //! redb, rather than an LSM store such as fjall: a vault's writes are small
 //! and its reads random (a block, a register, a blob), redb's copy-on-write
@@ -35,6 +36,7 @@
 pub mod blobs;
 mod locate;
 mod records;
+mod slots;
 
 pub use records::{BlockInfo, RegisterEntry, Status};
 
@@ -211,6 +213,7 @@ impl Store {
             tx.open_table(REGISTERS)?;
             tx.open_table(UNDO)?;
             tx.open_table(BLOBS)?;
+            tx.open_table(slots::SLOTS)?;
             let version = match meta.get("store_version")? {
                 Some(v) => u32::from_le_bytes(
                     v.value()
