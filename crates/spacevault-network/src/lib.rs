@@ -101,10 +101,18 @@ pub enum Topic {
     Txs,
     /// Each vault's periodic word that it is alive, and where it listens.
     Vaults,
+    /// The proof of time's slot outputs, from timekeepers.
+    Time,
 }
 
 impl Topic {
-    pub const ALL: [Topic; 4] = [Topic::Blocks, Topic::Proofs, Topic::Txs, Topic::Vaults];
+    pub const ALL: [Topic; 5] = [
+        Topic::Blocks,
+        Topic::Proofs,
+        Topic::Txs,
+        Topic::Vaults,
+        Topic::Time,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -112,6 +120,7 @@ impl Topic {
             Topic::Proofs => "proofs",
             Topic::Txs => "txs",
             Topic::Vaults => "vaults",
+            Topic::Time => "time",
         }
     }
 

@@ -10,8 +10,8 @@ use spacevault_chain::Receipt;
 use std::io;
 
 /// The request-response protocol's name; version 2 added
-/// [`Request::Locate`].
-pub const PROTOCOL: StreamProtocol = StreamProtocol::new("/spacevault/req/2");
+/// [`Request::Locate`], version 3 [`Request::Slots`].
+pub const PROTOCOL: StreamProtocol = StreamProtocol::new("/spacevault/req/3");
 
 /// The largest message either way: a batch of blocks or a blob, with room
 /// for framing.
@@ -19,6 +19,13 @@ pub const MAX_MESSAGE_BYTES: usize = 8 << 20;
 
 /// Blocks a [`Request::Blocks`] answer holds at most.
 pub const MAX_BLOCKS_PER_REQUEST: u32 = 256;
+
+/// Slots a [`Request::Slots`] answer holds at most.
+pub const MAX_SLOTS_PER_REQUEST: u32 = 256;
+
+/// Bytes of one slot's output in a [`Response::Slots`] at most (a
+/// SlotOutput is 210).
+pub const MAX_SLOT_BYTES: usize = 512;
 
 /// What a vault asks another.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -36,6 +43,9 @@ pub enum Request {
     /// [`spacevault_chain::locator`]), from height 1 if none is; at most
     /// `max`.
     Locate { locator: Vec<[u8; 32]>, max: u32 },
+    /// The proof of time's slots it has checked from `from`, at most
+    /// `max`, in order.
+    Slots { from: u64, max: u32 },
 }
 
 /// What it answers.
@@ -52,6 +62,8 @@ pub enum Response {
     NotFound,
     /// The request was refused, and why.
     Refused(String),
+    /// Encoded slot outputs, in order.
+    Slots(Vec<Vec<u8>>),
 }
 
 impl Request {
@@ -76,6 +88,9 @@ impl Request {
                     w.fixed(hash);
                 }
                 w.u32(*max);
+            }
+            Request::Slots { from, max } => {
+                w.u8(5).u64(*from).u32(*max);
             }
         }
         w.finish()
@@ -105,6 +120,10 @@ impl Request {
                     max: r.u32("max")?,
                 }
             }
+            5 => Request::Slots {
+                from: r.u64("from")?,
+                max: r.u32("max")?,
+            },
             kind => {
                 return Err(DecodeError::UnknownKind {
                     what: "request",
@@ -143,6 +162,12 @@ impl Response {
             Response::Refused(why) => {
                 w.u8(5).bytes(why.as_bytes());
             }
+            Response::Slots(slots) => {
+                w.u8(6).u32(slots.len() as u32);
+                for s in slots {
+                    w.bytes(s);
+                }
+            }
         }
         w.finish()
     }
@@ -168,6 +193,13 @@ impl Response {
                 String::from_utf8(r.bytes("reason", 1024)?.to_vec())
                     .map_err(|_| DecodeError::Invalid("a refusal's reason is not UTF-8"))?,
             ),
+            6 => {
+                let n = r.count("slots", MAX_SLOTS_PER_REQUEST as usize, 4)?;
+                let slots = (0..n)
+                    .map(|_| r.bytes("slot", MAX_SLOT_BYTES).map(<[u8]>::to_vec))
+                    .collect::<Result<_, _>>()?;
+                Response::Slots(slots)
+            }
             kind => {
                 return Err(DecodeError::UnknownKind {
                     what: "response",

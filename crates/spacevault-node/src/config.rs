@@ -47,6 +47,8 @@ pub struct NodeConfig {
     pub scrub: ScrubConfig,
     /// How many connections peers may open to this vault.
     pub connection_limits: net::ConnectionLimits,
+    /// Compute the proof of time's slots and gossip them.
+    pub timekeeper: bool,
 }
 
 /// Requests the API works on at once by default; past it, 503 at once.
@@ -87,6 +89,7 @@ impl NodeConfig {
             api_max_requests: MAX_CONCURRENT_REQUESTS,
             scrub: Default::default(),
             connection_limits: Default::default(),
+            timekeeper: false,
         }
     }
 }
@@ -99,6 +102,8 @@ pub enum StartError {
     Store(#[from] spacevault_store::StoreError),
     #[error("{0}")]
     Network(#[from] net::StartError),
+    #[error("{0}")]
+    Time(#[from] crate::time::OpenError),
     #[error("creating the data directory {path}: {cause}")]
     DataDir {
         path: PathBuf,

@@ -42,9 +42,11 @@ pub mod processor;
 mod replication;
 pub mod scrub;
 pub mod shared;
+mod slots;
 pub mod status;
 mod sync;
 pub mod sync_peers;
+pub mod time;
 pub mod vaults;
 pub mod work;
 

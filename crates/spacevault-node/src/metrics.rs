@@ -74,6 +74,31 @@ pub struct Metrics {
     /// scrape.
     pub crypto_ops: Family<CryptoOp, Counter>,
     pub crypto_seconds: Family<CryptoOp, Counter<f64, std::sync::atomic::AtomicU64>>,
+    /// The proof of time's last slot checked here.
+    pub slot: Gauge,
+    /// Time to check a slot's output and keep it.
+    pub slot_check_seconds: Histogram,
+    /// Slots this vault computed as a timekeeper and was first to offer.
+    pub slots_kept: Counter,
+}
+
+/// The proof of time's metrics.
+fn register_time(registry: &mut Registry, m: &Metrics) {
+    registry.register(
+        "slot",
+        "The proof of time's last slot checked here",
+        m.slot.clone(),
+    );
+    registry.register(
+        "slot_check_seconds",
+        "Time to check a slot's output and keep it",
+        m.slot_check_seconds.clone(),
+    );
+    registry.register(
+        "slots_kept",
+        "Slots this vault computed as a timekeeper and offered first",
+        m.slots_kept.clone(),
+    );
 }
 
 impl Metrics {
@@ -81,6 +106,9 @@ impl Metrics {
         let mut registry = Registry::with_prefix("spacevault");
         let m = Metrics {
             height: Gauge::default(),
+            slot: Gauge::default(),
+            slot_check_seconds: Histogram::new([1e-3, 2e-3, 4e-3, 8e-3, 1.6e-2, 3.2e-2, 0.1]),
+            slots_kept: Counter::default(),
             peers: Gauge::default(),
             vaults: Gauge::default(),
             lookup_seconds: Histogram::new([
@@ -168,6 +196,7 @@ impl Metrics {
             "Vaults known alive, this one included",
             m.vaults.clone(),
         );
+        register_time(&mut registry, &m);
         registry.register(
             "lookup_seconds",
             "Time to look up the best proof of all plots",

@@ -74,10 +74,15 @@ impl Node {
         }
         let meter = Arc::new(Meter::new(config.trace_crypto));
         let sig_cache = config.verify_cache.then(|| Arc::new(SigCache::default()));
+        let time = Arc::new(crate::time::Time::open(
+            engine.shared_store(),
+            &config.spec,
+        )?);
         let chain = Arc::new(Chain::new(engine, sig_cache));
         let (net, events, network) = net::start(network_config(&config, &meter))?;
         let parts = Parts {
             chain,
+            time,
             farmer,
             net,
             meter,
@@ -101,6 +106,9 @@ impl Node {
         });
         let task = tokio::spawn(run(shared.clone(), events));
         shared.spawn(crate::scrub::run(shared.clone(), config.scrub));
+        if config.timekeeper {
+            shared.spawn(crate::slots::keep_time(shared.clone()));
+        }
         Ok(Node {
             shared,
             task,
@@ -137,6 +145,11 @@ impl Node {
 
     pub fn height(&self) -> u64 {
         self.shared.chain.height()
+    }
+
+    /// The proof of time's last slot checked here.
+    pub fn slot(&self) -> u64 {
+        self.shared.time.slot()
     }
 
     pub fn chain_id(&self) -> [u8; 32] {
@@ -300,6 +313,7 @@ fn network_config(config: &NodeConfig, meter: &Arc<Meter>) -> net::Config {
 /// What a vault's shared state is made of besides its config.
 struct Parts {
     chain: Arc<Chain>,
+    time: Arc<crate::time::Time>,
     farmer: Farmer,
     net: net::Handle,
     meter: Arc<Meter>,
@@ -313,6 +327,9 @@ fn shared_state(config: &NodeConfig, parts: Parts) -> Shared {
     let blob_reads = Blocking::new(BLOB_READERS, parts.tasks.clone(), parts.meter.clone());
     Shared {
         chain: parts.chain,
+        time: parts.time,
+        catching_up_slots: AtomicBool::new(false),
+        timekeeper: config.timekeeper,
         store,
         tasks: parts.tasks,
         shutdown: CancellationToken::new(),
@@ -612,8 +629,9 @@ fn on_event(
         Event::PeerUp(peer) => {
             shared.metrics.peers.inc();
             shared.vaults.lock().unwrap().connected(&peer);
-            // A new peer may be ahead.
+            // A new peer may be ahead, in blocks or in slots.
             spawn_sync(shared, internal, Some(peer));
+            crate::slots::spawn_catch_up(shared, peer);
         }
         Event::PeerDown { peer, why } => {
             shared.metrics.peers.dec();

@@ -33,6 +33,7 @@ code { font-size: 12px; }
 <div id="numbers">
 <p>
 <span class="stat"><b id="height">…</b>height</span>
+<span class="stat"><b id="slot">…</b>slot (clock's)</span>
 <span class="stat"><b id="state">…</b>state</span>
 <span class="stat"><b id="produced">…</b>blocks produced</span>
 <span class="stat"><b id="reorgs">…</b>reorgs (deepest)</span>
@@ -85,6 +86,10 @@ async function refresh() {
     document.getElementById("reorgs").textContent = s.reorgs + " (" + s.deepest_reorg + ")";
     document.getElementById("farmer").textContent = "farmer key " + s.farmer_key + " · peer " + s.peer_id;
     document.getElementById("height").textContent = s.height;
+    document.getElementById("slot").textContent = s.slot + " (" + s.clock_slot + ")" + (s.timekeeper ? " · timekeeper" : "");
+    document.getElementById("slot").title = s.slot + 2 < s.clock_slot
+      ? "the proof of time lags the clock: no timekeeper reaches this vault, or a slow one"
+      : "the proof of time's last slot checked here, and the slot by this vault's clock";
     document.getElementById("peers").textContent = s.peers.length;
     document.getElementById("vaults").textContent = s.vaults;
     document.getElementById("blobs").textContent = s.blobs;

@@ -21,6 +21,12 @@ use tokio_util::task::TaskTracker;
 /// What the vault's parts share.
 pub struct Shared {
     pub(crate) chain: Arc<Chain>,
+    /// The proof of time's line of slots.
+    pub(crate) time: Arc<crate::time::Time>,
+    /// Whether slots are being asked of a peer (one catch-up at a time).
+    pub(crate) catching_up_slots: AtomicBool,
+    /// Whether this vault computes the slots.
+    pub(crate) timekeeper: bool,
     /// The chain's store, reached without the chain: blobs are read and
     /// written beside the chain's work.
     pub(crate) store: Arc<spacevault_store::Store>,

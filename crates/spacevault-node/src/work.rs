@@ -34,16 +34,22 @@ pub(crate) enum Work {
 
 /// The queues, in the order workers take them, and what each holds at
 /// most (docs/PROTOCOL.md lists them): blocks first, as they move the
-/// chain; then answers to peers that sync from this vault (their status
-/// and blocks); proofs, which the election waits for; copies of blobs
-/// other vaults fetch, which a client's GET waits for; transactions and
-/// announcements last. Blocks are worked one at a time, in order: a
+/// chain; the proof of time's slot outputs, one at a time and in order
+/// (each is checked from the one before); then answers to peers that sync
+/// from this vault (their status, blocks and slots); proofs, which the
+/// election waits for; copies of blobs other vaults fetch, which a
+/// client's GET waits for; transactions and announcements last. Blocks are worked one at a time, in order: a
 /// block's parent comes first. Transactions need no order (the pool takes
 /// versions up to 64 ahead), and their signatures are checked outside the
 /// engine's lock, so two workers check them side by side.
-pub const QUEUES: [Queue; 6] = [
+pub const QUEUES: [Queue; 7] = [
     Queue {
         name: "blocks",
+        capacity: 64,
+        serial: true,
+    },
+    Queue {
+        name: "time",
         capacity: 64,
         serial: true,
     },
@@ -88,9 +94,13 @@ fn queue_of(work: &Work) -> Option<usize> {
             Topic::Proofs => "proofs",
             Topic::Txs => "txs",
             Topic::Vaults => "announcements",
+            Topic::Time => "time",
         },
         Work::Request { request, .. } => match request {
-            Request::Status | Request::Blocks { .. } | Request::Locate { .. } => "chain_requests",
+            Request::Status
+            | Request::Blocks { .. }
+            | Request::Locate { .. }
+            | Request::Slots { .. } => "chain_requests",
             Request::Fetch { .. } => "fetches",
             Request::Store { .. } => return None,
         },
@@ -195,6 +205,7 @@ pub(crate) fn on_gossip(
         Topic::Blocks => on_block(shared, internal, source, data),
         Topic::Proofs => on_proof(shared, internal, source, data),
         Topic::Txs => on_tx(shared, data),
+        Topic::Time => return crate::slots::on_slot(shared, source, data),
         Topic::Vaults => match data::on_announce(shared, data) {
             Ok(()) => Ok(Verdict::Accept),
             // A clock ahead of this one's, the announcer's or a relayer's,
@@ -318,6 +329,7 @@ pub(crate) fn on_request(
             return;
         }
         Request::Fetch { address } => data::fetch_request(shared, &address),
+        Request::Slots { from, max } => crate::slots::slots_answer(shared, from, max),
     };
     answer(shared, peer, reply, response);
 }

@@ -63,6 +63,10 @@ pub struct NodeArgs {
     /// `GET /v1/crypto/trace` (for `spacevault stress --trace-crypto`).
     #[arg(long)]
     pub trace_crypto: bool,
+    /// Compute the proof of time's slots and gossip them (a network needs
+    /// one timekeeper at least; without one no new slot comes).
+    #[arg(long)]
+    pub timekeeper: bool,
     /// Print one JSON line at start (peer id, farmer key, chain id,
     /// addresses, API) instead of the lines for people.
     #[arg(long)]
@@ -134,6 +138,7 @@ pub fn run(args: NodeArgs) -> Result<()> {
         config.verify_cache = args.verify_cache == Switch::On;
         config.links = links;
         config.trace_crypto = args.trace_crypto;
+        config.timekeeper = args.timekeeper;
         let node = Node::start(config).await?;
         let peer = node.peer_id();
         let listening: Vec<String> = node

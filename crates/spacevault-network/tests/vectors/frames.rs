@@ -75,6 +75,11 @@ fn every_request_kind() {
         },
     );
     check_request(
+        "request_slots",
+        "Request::Slots { from: 5, max: 256 }",
+        Request::Slots { from: 5, max: 256 },
+    );
+    check_request(
         "request_fetch",
         "Request::Fetch of the address of the blob \"spacevault vectors blob\"",
         Request::Fetch {
@@ -126,5 +131,11 @@ fn every_response_kind() {
         "response_refused",
         "Response::Refused(\"blob_too_large\")",
         Response::Refused("blob_too_large".into()),
+    );
+    // Slot outputs are opaque to the wire: their own vector is the chain's.
+    check_response(
+        "response_slots",
+        "Response::Slots of two byte strings: 04 05, and 06",
+        Response::Slots(vec![vec![4, 5], vec![6]]),
     );
 }

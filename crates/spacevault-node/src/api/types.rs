@@ -64,6 +64,13 @@ pub struct Status {
     pub height: u64,
     pub head: String,
     pub election_height: u64,
+    /// The proof of time's last slot checked here, and the slot this
+    /// vault's clock is in: a line that lags the clock has no timekeeper
+    /// running, or a slow one.
+    pub slot: u64,
+    pub clock_slot: u64,
+    /// Whether this vault computes the slots.
+    pub timekeeper: bool,
     pub recent_blocks: Vec<RecentBlock>,
     pub syncing: bool,
     pub plots: Vec<PlotInfo>,

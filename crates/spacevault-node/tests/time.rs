@@ -1,0 +1,101 @@
+//! The proof of time across vaults: one timekeeper's slots reach every
+//! vault, each checked before it is kept; a vault that joins late asks a
+//! peer for the slots it missed; a wrong output is refused and its sender
+//! penalised; without a timekeeper no slot comes, and nothing else stops.
+
+mod common;
+
+use common::*;
+use spacevault_chain::time::{SlotOutput, Timeline};
+use spacevault_chain::{genesis_hash, ChainSpec};
+use spacevault_network::Topic;
+use spacevault_node::Node;
+use std::time::Duration;
+
+/// Short slots of a few hundred squarings in small groups: a timekeeper
+/// costs the test little.
+fn time_spec(slot_ms: u64) -> ChainSpec {
+    let mut spec = spec(slot_ms, 2);
+    spec.pot_iterations = 300;
+    spec.pot_era_slots = 4;
+    spec.pot_discriminant_bits = 512;
+    spec
+}
+
+fn output_at(node: &Node, slot: u64) -> Option<SlotOutput> {
+    node.engine().store().slot(slot).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timekeepers_slots_reach_every_vault_and_a_late_one_catches_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = time_spec(200);
+    let files: Vec<VaultFiles> = (0..4).map(|i| vault_files(dir.path(), i)).collect();
+    let keeper = start_with(&spec, &files[0], vec![], false, |c| c.timekeeper = true).await;
+    let boot = keeper.listen_addrs(Duration::from_secs(5)).await;
+    let mut nodes = vec![keeper];
+    for f in &files[1..3] {
+        nodes.push(start(&spec, f, boot.clone(), false).await);
+    }
+    // Eras of four slots: slot 9 is in the third era.
+    let reached = wait_for(Duration::from_secs(30), || {
+        nodes.iter().all(|n| n.slot() >= 9)
+    })
+    .await;
+    let slots: Vec<u64> = nodes.iter().map(Node::slot).collect();
+    assert!(reached, "the slots never reached every vault: {slots:?}");
+    for s in 1..=9 {
+        let first = output_at(&nodes[0], s);
+        assert!(first.is_some(), "the timekeeper kept no slot {s}");
+        for n in &nodes[1..] {
+            assert_eq!(output_at(n, s), first, "slot {s} differs");
+        }
+    }
+    // A vault that starts now has missed them: it asks for them, and
+    // checks each, from slot 1.
+    nodes.push(start(&spec, &files[3], boot, false).await);
+    let caught_up = wait_for(Duration::from_secs(30), || nodes[3].slot() >= 12).await;
+    assert!(caught_up, "the late vault is at slot {}", nodes[3].slot());
+    assert_eq!(output_at(&nodes[3], 1), output_at(&nodes[0], 1));
+    assert!(metric(&nodes[0], "spacevault_slots_kept_total") >= 12.0);
+    for n in nodes {
+        n.stop().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_slot_output_is_refused_and_without_a_timekeeper_no_slot_comes() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = time_spec(100);
+    let files: Vec<VaultFiles> = (0..2).map(|i| vault_files(dir.path(), i)).collect();
+    let nodes = network_at(&spec, &files, false, 2).await;
+    let boot = nodes[0].listen_addrs(Duration::from_secs(1)).await;
+    let (rogue, mut events) = joined_rogue(99, spec.chain_id(), boot, nodes[0].peer_id()).await;
+    // Slot 1 as a timekeeper would make it, its output then swapped for
+    // another form of the group: the proof no longer holds.
+    let line = Timeline::new(
+        spec.chain_id(),
+        spec.time(),
+        &genesis_hash(&spec.chain_id()),
+    )
+    .unwrap();
+    let good = line.prove_next();
+    let mut wrong = good.clone();
+    wrong.output = good.proof;
+    let refused = wait_for(Duration::from_secs(20), || {
+        rogue.publish(Topic::Time, wrong.encode());
+        rejected(&nodes[0], "time", "not_proved") >= 1.0
+    })
+    .await;
+    drain(&rogue, &mut events).await;
+    assert!(refused, "the wrong output was never refused");
+    assert_eq!(nodes[0].slot(), 0);
+    // No timekeeper runs: blocks go on, and no slot comes.
+    let height = nodes[0].height();
+    let went_on = wait_for(Duration::from_secs(20), || nodes[0].height() >= height + 3).await;
+    assert!(went_on, "the chain stopped");
+    assert!(nodes.iter().all(|n| n.slot() == 0));
+    for n in nodes {
+        n.stop().await;
+    }
+}
