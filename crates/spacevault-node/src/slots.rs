@@ -24,7 +24,7 @@ pub(crate) fn on_slot(shared: &Arc<Shared>, source: net::Peer, data: &[u8]) -> V
             Verdict::Ignore
         }
         Ok(Offered::Known | Offered::Early) => Verdict::Ignore,
-        Err(OfferError::Wrong(_)) => Verdict::Reject,
+        Ok(Offered::Contradicts) | Err(OfferError::Wrong(_)) => Verdict::Reject,
         Err(OfferError::Store(_)) => Verdict::Ignore,
     }
 }
@@ -43,6 +43,7 @@ fn offer(shared: &Shared, out: &SlotOutput) -> Result<Offered, OfferError> {
             shared.metrics.slot.set(out.slot as i64);
         }
         Ok(Offered::Early) => shared.metrics.rejected(topic, "early"),
+        Ok(Offered::Contradicts) => shared.metrics.rejected(topic, "contradicts"),
         Ok(_) => {}
         Err(OfferError::Wrong(_)) => shared.metrics.rejected(topic, "not_proved"),
         Err(OfferError::Store(e)) => {
@@ -76,13 +77,24 @@ pub(crate) fn spawn_catch_up(shared: &Arc<Shared>, peer: net::Peer) {
     });
 }
 
+/// How long a peer may take to answer one request of a catch-up: a peer
+/// that answers slowly ends the catch-up, and the next (a new peer, an
+/// output ahead) may ask another.
+const CATCH_UP_ANSWER: Duration = Duration::from_secs(5);
+
+/// Asks for the slots after this vault's last until an answer is empty or
+/// slow, or holds anything but the next slots in order, each checked and
+/// new here: every answer that goes on advances the line by all it holds,
+/// and the line cannot pass the clock, so a catch-up ends.
 async fn catch_up(shared: &Arc<Shared>, peer: net::Peer) {
     loop {
+        let from = shared.time.slot() + 1;
         let request = Request::Slots {
-            from: shared.time.slot() + 1,
+            from,
             max: net::wire::MAX_SLOTS_PER_REQUEST,
         };
-        let Ok(Response::Slots(slots)) = shared.net.request(peer, request).await else {
+        let answer = tokio::time::timeout(CATCH_UP_ANSWER, shared.net.request(peer, request));
+        let Ok(Ok(Response::Slots(slots))) = answer.await else {
             return;
         };
         if slots.is_empty() {
@@ -90,15 +102,18 @@ async fn catch_up(shared: &Arc<Shared>, peer: net::Peer) {
         }
         let checked = shared
             .blocking(move |s| {
-                for bytes in slots {
+                for (expected, bytes) in (from..).zip(slots) {
                     let Ok(out) = SlotOutput::decode(&bytes) else {
                         s.metrics.rejected("sync_time", "malformed");
                         return false;
                     };
-                    match offer(s, &out) {
-                        Ok(Offered::Advanced | Offered::Known) => {}
-                        // Out of order, early or wrong: no more from it.
-                        Ok(_) | Err(_) => return false,
+                    if out.slot != expected {
+                        s.metrics.rejected("sync_time", "out_of_order");
+                        return false;
+                    }
+                    // Anything but the next slot, checked: no more from it.
+                    if !matches!(offer(s, &out), Ok(Offered::Advanced)) {
+                        return false;
                     }
                 }
                 true
@@ -122,8 +137,9 @@ pub(crate) async fn keep_time(shared: Arc<Shared>) {
         "keeping time"
     );
     loop {
-        let line = shared.time.next_line();
-        let Some(out) = shared.blocking(move |_| line.prove_next()).await else {
+        // The line's lock, a new era's group and the squarings: all off
+        // the runtime's threads.
+        let Some(out) = shared.blocking(|s| s.time.next_line().prove_next()).await else {
             return;
         };
         let wait = shared.time.due_ms(out.slot).saturating_sub(crate::now_ms());

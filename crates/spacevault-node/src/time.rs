@@ -25,8 +25,11 @@ pub const SLOT_SKEW_MS: u64 = 500;
 pub enum Offered {
     /// Checked, kept, and the line moved on to it.
     Advanced,
-    /// A slot the line has passed already: nothing to do.
+    /// A slot the line has passed already, the same output: nothing to do.
     Known,
+    /// A slot the line has passed, with another output than the one kept:
+    /// a slot has one output, so this one is wrong.
+    Contradicts,
     /// A slot beyond the next: the slots between are missing here.
     Ahead,
     /// Due later than this vault's clock allows.
@@ -84,6 +87,15 @@ impl Time {
         })
     }
 
+    /// The line, locked. The line moves only at the end of a check that
+    /// passed, so a panic elsewhere under the lock leaves it whole: a
+    /// poisoned lock is taken as it is.
+    fn lock(&self) -> std::sync::MutexGuard<'_, Timeline> {
+        self.line
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// The last slot checked here (0 before the first).
     pub fn slot(&self) -> u64 {
         *self.slot.borrow()
@@ -105,7 +117,7 @@ impl Time {
     /// The line as it stands, with the next slot's era begun: what a
     /// timekeeper computes the next slot from, outside the lock.
     pub fn next_line(&self) -> Timeline {
-        let mut line = self.line.lock().unwrap();
+        let mut line = self.lock();
         if line.needs_era() {
             line.begin_era(&self.entropy);
         }
@@ -118,9 +130,12 @@ impl Time {
         if self.due_ms(out.slot) > now_ms + SLOT_SKEW_MS {
             return Ok(Offered::Early);
         }
-        let mut line = self.line.lock().unwrap();
+        let mut line = self.lock();
         if out.slot <= line.slot() {
-            return Ok(Offered::Known);
+            return Ok(match self.store.slot(out.slot)? {
+                Some(kept) if kept != *out => Offered::Contradicts,
+                _ => Offered::Known,
+            });
         }
         if out.slot > line.slot() + 1 {
             return Ok(Offered::Ahead);
