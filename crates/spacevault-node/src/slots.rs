@@ -54,14 +54,25 @@ fn offer(shared: &Shared, out: &SlotOutput) -> Result<Offered, OfferError> {
     offered
 }
 
-/// The slots a peer asks for, from the store.
-pub(crate) fn slots_answer(shared: &Shared, from: u64, max: u32) -> Response {
-    let max = max.min(net::wire::MAX_SLOTS_PER_REQUEST);
-    match shared.store.slots_from(from, max) {
-        Ok(slots) => Response::Slots(slots),
-        Err(e) => Response::Refused(format!("unable: {e}")),
-    }
+/// The slots a peer asks for, from the store: at most `max` and
+/// [`MAX_SLOTS_PER_REQUEST`](net::wire::MAX_SLOTS_PER_REQUEST), and as many
+/// as `max_bytes` holds (one at least).
+pub(crate) fn slots_for(
+    shared: &Shared,
+    from: u64,
+    max: u32,
+    max_bytes: usize,
+) -> Result<Vec<Vec<u8>>, spacevault_store::StoreError> {
+    // Each is a SlotOutput and its 4-byte length in the answer.
+    let fit = (max_bytes / (SLOT_OUTPUT_BYTES + 4)).max(1);
+    let max = max
+        .min(net::wire::MAX_SLOTS_PER_REQUEST)
+        .min(u32::try_from(fit).unwrap_or(u32::MAX));
+    shared.store.slots_from(from, max)
 }
+
+/// Bytes of an encoded SlotOutput: version, slot, output and proof.
+const SLOT_OUTPUT_BYTES: usize = 2 + 8 + 2 * spacevault_chain::time::FORM_BYTES;
 
 /// Asks `peer` for the slots after this vault's last, a batch at a time,
 /// checking each, until it has no more: one catch-up at a time.

@@ -329,7 +329,14 @@ pub(crate) fn on_request(
             return;
         }
         Request::Fetch { address } => data::fetch_request(shared, &address),
-        Request::Slots { from, max } => crate::slots::slots_answer(shared, from, max),
+        // Charged to the same allowance as blocks: a peer that asks for
+        // slots again and again gets no more than one that asks for blocks.
+        Request::Slots { from, max } => budgeted_answer(
+            shared,
+            peer,
+            |max_bytes| crate::slots::slots_for(shared, from, max, max_bytes),
+            Response::Slots,
+        ),
     };
     answer(shared, peer, reply, response);
 }
@@ -343,6 +350,17 @@ fn blocks_answer(
     shared: &Shared,
     peer: net::Peer,
     read: impl FnOnce(usize) -> Result<Vec<Vec<u8>>, spacevault_store::StoreError>,
+) -> Response {
+    budgeted_answer(shared, peer, read, Response::Blocks)
+}
+
+/// [`blocks_answer`] for any answer of encoded items (blocks, slots),
+/// wrapped by `wrap`.
+fn budgeted_answer(
+    shared: &Shared,
+    peer: net::Peer,
+    read: impl FnOnce(usize) -> Result<Vec<Vec<u8>>, spacevault_store::StoreError>,
+    wrap: fn(Vec<Vec<u8>>) -> Response,
 ) -> Response {
     let most = (net::wire::MAX_MESSAGE_BYTES - 64) as u64;
     let granted = {
@@ -366,7 +384,7 @@ fn blocks_answer(
     } else {
         refund(granted - used);
     }
-    Response::Blocks(blocks)
+    wrap(blocks)
 }
 
 fn answer(shared: &Shared, peer: net::Peer, reply: net::Reply, response: Response) {
