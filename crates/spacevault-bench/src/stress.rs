@@ -11,7 +11,7 @@ use crate::launch::{LaunchOptions, Mode, Network};
 use crate::machine::Machine;
 use crate::profiles::{round_trips, RoundTrips};
 use crate::stats::Summary;
-use crate::stress_client::{figures_of, ClientWork};
+use crate::stress_client::{figures_of, ClientWork, Record};
 pub use crate::stress_client::{OpFigures, OpKind};
 use crate::BenchError;
 use serde::Serialize;
@@ -324,24 +324,7 @@ async fn run_cell(
     clients: usize,
     repeat: usize,
 ) -> Result<Cell, BenchError> {
-    let network = Network::start(&LaunchOptions {
-        vaults,
-        k: options.k,
-        slot_ms: options.slot_ms,
-        replication: options.replication,
-        mode: options.mode.clone(),
-        plot_cache: options.dir.clone(),
-        run_dir: options.dir.join(format!(
-            "run-{}-v{vaults}-c{clients}-r{repeat}",
-            std::process::id()
-        )),
-        logs_dir: options.dir.join("logs"),
-        verify_cache: options.verify_cache,
-        distance: options.distance.clone(),
-        trace_crypto: options.trace_dir.is_some(),
-        api_max_requests: api_bound(clients, vaults, options.in_flight),
-    })
-    .await?;
+    let network = Network::start(&launch_options(options, vaults, clients, repeat)).await?;
     if let Err(e) = network.wait_joined(Duration::from_secs(120)).await {
         network.stop().await;
         return Err(e);
@@ -360,33 +343,14 @@ async fn run_cell(
     // machine's time in a large network.
     let cpu_before = network.cpu_seconds();
     let started = Instant::now();
-    let mut tasks = Vec::new();
-    for c in 0..clients {
-        let work = ClientWork {
-            index: c,
-            // A client talks to one vault, as the profiling study's do, and reads
-            // back through the next, so that GETs cross the network.
-            put_via: network.clients[c % vaults].clone(),
-            get_via: network.clients[(c + 1) % vaults].clone(),
-            chain_id,
-            immutable: options.immutable,
-            mutable: options.mutable,
-            size: options.size,
-            value_bytes,
-            in_flight: options.in_flight,
-        };
-        tasks.push(tokio::spawn(work.run()));
-    }
-    let mut records = Vec::new();
-    for t in tasks {
-        match t.await {
-            Ok(r) => records.extend(r),
+    let records =
+        match run_clients(options, &network, (vaults, clients), chain_id, value_bytes).await {
+            Ok(records) => records,
             Err(e) => {
                 network.stop().await;
-                return Err(BenchError::Invalid(format!("a client failed: {e}")));
+                return Err(e);
             }
-        }
-    }
+        };
     let seconds = started.elapsed().as_secs_f64();
     let cpu_seconds = cpu_before.zip(network.cpu_seconds()).map(|(a, b)| b - a);
     let traces = match network.take_traces((window_start, unix_ns())).await {
@@ -434,6 +398,69 @@ async fn run_cell(
         height: health.height,
         crypto_trace,
     })
+}
+
+/// What a cell's network is started with.
+fn launch_options(
+    options: &StressOptions,
+    vaults: usize,
+    clients: usize,
+    repeat: usize,
+) -> LaunchOptions {
+    LaunchOptions {
+        vaults,
+        k: options.k,
+        slot_ms: options.slot_ms,
+        replication: options.replication,
+        mode: options.mode.clone(),
+        plot_cache: options.dir.clone(),
+        run_dir: options.dir.join(format!(
+            "run-{}-v{vaults}-c{clients}-r{repeat}",
+            std::process::id()
+        )),
+        logs_dir: options.dir.join("logs"),
+        verify_cache: options.verify_cache,
+        distance: options.distance.clone(),
+        trace_crypto: options.trace_dir.is_some(),
+        api_max_requests: api_bound(clients, vaults, options.in_flight),
+    }
+}
+
+/// Runs a cell's clients at once and gathers their records.
+async fn run_clients(
+    options: &StressOptions,
+    network: &Network,
+    (vaults, clients): (usize, usize),
+    chain_id: [u8; 32],
+    value_bytes: usize,
+) -> Result<Vec<Record>, BenchError> {
+    let tasks: Vec<_> = (0..clients)
+        .map(|c| {
+            let work = ClientWork {
+                index: c,
+                // A client talks to one vault, as the profiling study's
+                // do, and reads back through the next, so that GETs cross
+                // the network.
+                put_via: network.clients[c % vaults].clone(),
+                get_via: network.clients[(c + 1) % vaults].clone(),
+                chain_id,
+                immutable: options.immutable,
+                mutable: options.mutable,
+                size: options.size,
+                value_bytes,
+                in_flight: options.in_flight,
+            };
+            tokio::spawn(work.run())
+        })
+        .collect();
+    let mut records = Vec::new();
+    for t in tasks {
+        let r = t
+            .await
+            .map_err(|e| BenchError::Invalid(format!("a client failed: {e}")))?;
+        records.extend(r);
+    }
+    Ok(records)
 }
 
 /// Writes a run's traces, a file a vault, and reports on them.
