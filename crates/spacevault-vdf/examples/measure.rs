@@ -66,7 +66,7 @@ fn parts(group: &Group, xb: &[u8], yb: &[u8], t: u64) {
     let r = Integer::from(2).pow_mod(&Integer::from(t), &b).unwrap();
     let s = Instant::now();
     for _ in 0..n {
-        spacevault_vdf::Form::pow2(&y, &b, &x, &r, group.ctx());
+        spacevault_vdf::nucomp::pow2(&y, &b, &x, &r, group.ctx());
     }
     println!("pow2 {:.3} ms", s.elapsed().as_secs_f64() * 1e3 / n as f64);
 }

@@ -5,7 +5,6 @@
 //! 5.4.7, then reduction (algorithm 5.4.2); any correct composition gives
 //! the same reduced form, which is all the VDF's outputs depend on.
 
-use crate::nucomp::{nucomp, nudupl, Ctx};
 use rug::ops::{DivRounding, NegAssign, RemRounding};
 use rug::Integer;
 
@@ -21,6 +20,14 @@ impl Form {
     /// The form (a, b, c) with c from the discriminant, reduced; None when
     /// (a, b) is no form of `d` (a ≤ 0, or b² − d not divisible by 4a).
     pub fn from_ab(a: Integer, b: Integer, d: &Integer) -> Option<Form> {
+        let mut f = Form::with_c(a, b, d)?;
+        f.reduce();
+        Some(f)
+    }
+
+    /// (a, b, c) with c = (b² − d)/4a, unreduced; None when that is no
+    /// form (a ≤ 0, or 4a does not divide b² − d).
+    fn with_c(a: Integer, b: Integer, d: &Integer) -> Option<Form> {
         if a <= 0 {
             return None;
         }
@@ -29,29 +36,17 @@ impl Form {
         if !num.is_divisible(&four_a) {
             return None;
         }
-        let c = num.div_exact(&four_a);
-        let mut f = Form { a, b, c };
-        f.reduce();
-        Some(f)
+        Some(Form {
+            c: num.div_exact(&four_a),
+            a,
+            b,
+        })
     }
 
     /// The form (a, b, c) with c from the discriminant, if it is a form of
     /// `d` and reduced as it stands.
     pub fn reduced(a: Integer, b: Integer, d: &Integer) -> Option<Form> {
-        if a <= 0 {
-            return None;
-        }
-        let num = Integer::from(&b * &b) - d;
-        let four_a = Integer::from(&a << 2);
-        if !num.is_divisible(&four_a) {
-            return None;
-        }
-        let f = Form {
-            c: num.div_exact(&four_a),
-            a,
-            b,
-        };
-        f.is_reduced().then_some(f)
+        Form::with_c(a, b, d).filter(Form::is_reduced)
     }
 
     /// The identity (1, 1, (1 − d)/4).
@@ -169,44 +164,14 @@ impl Form {
         f
     }
 
-    /// The form raised to `e` ≥ 0 by squaring from the top bit, with
-    /// NUDUPL and NUCOMP.
-    pub fn pow(&self, e: &Integer, ctx: &Ctx) -> Form {
-        let mut out = Form::identity(&ctx.d);
-        for i in (0..e.significant_bits()).rev() {
-            out = nudupl(&out, ctx);
-            if e.get_bit(i) {
-                out = nucomp(&out, self, ctx);
-            }
-        }
-        out
-    }
-
-    /// The slow twin of [`Form::pow`]: Cohen's composition and squaring.
+    /// The form raised to `e` ≥ 0 by Cohen's composition and squaring:
+    /// the slow twin of [`crate::nucomp::pow`].
     pub fn pow_slow(&self, e: &Integer, d: &Integer) -> Form {
         let mut out = Form::identity(d);
         for i in (0..e.significant_bits()).rev() {
             out = out.square();
             if e.get_bit(i) {
                 out = out.compose(self);
-            }
-        }
-        out
-    }
-
-    /// f1^e1 · f2^e2, the squarings shared (Shamir's trick): what a
-    /// Wesolowski check computes.
-    pub fn pow2(f1: &Form, e1: &Integer, f2: &Form, e2: &Integer, ctx: &Ctx) -> Form {
-        let both = nucomp(f1, f2, ctx);
-        let mut out = Form::identity(&ctx.d);
-        let bits = e1.significant_bits().max(e2.significant_bits());
-        for i in (0..bits).rev() {
-            out = nudupl(&out, ctx);
-            match (e1.get_bit(i), e2.get_bit(i)) {
-                (true, true) => out = nucomp(&out, &both, ctx),
-                (true, false) => out = nucomp(&out, f1, ctx),
-                (false, true) => out = nucomp(&out, f2, ctx),
-                (false, false) => {}
             }
         }
         out

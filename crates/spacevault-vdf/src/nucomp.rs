@@ -229,6 +229,37 @@ pub fn nucomp(f: &Form, g: &Form, ctx: &Ctx) -> Form {
     out
 }
 
+/// f raised to `e` ≥ 0 by squaring from the top bit, with NUDUPL and
+/// NUCOMP.
+pub fn pow(f: &Form, e: &Integer, ctx: &Ctx) -> Form {
+    let mut out = Form::identity(&ctx.d);
+    for i in (0..e.significant_bits()).rev() {
+        out = nudupl(&out, ctx);
+        if e.get_bit(i) {
+            out = nucomp(&out, f, ctx);
+        }
+    }
+    out
+}
+
+/// f1^e1 · f2^e2, the squarings shared (Shamir's trick): what a
+/// Wesolowski check computes.
+pub fn pow2(f1: &Form, e1: &Integer, f2: &Form, e2: &Integer, ctx: &Ctx) -> Form {
+    let both = nucomp(f1, f2, ctx);
+    let mut out = Form::identity(&ctx.d);
+    let bits = e1.significant_bits().max(e2.significant_bits());
+    for i in (0..bits).rev() {
+        out = nudupl(&out, ctx);
+        match (e1.get_bit(i), e2.get_bit(i)) {
+            (true, true) => out = nucomp(&out, &both, ctx),
+            (true, false) => out = nucomp(&out, f1, ctx),
+            (false, true) => out = nucomp(&out, f2, ctx),
+            (false, false) => {}
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,7 +5,7 @@
 
 use crate::bqfc;
 use crate::form::Form;
-use crate::nucomp::{nucomp, nudupl, Ctx};
+use crate::nucomp::{nucomp, nudupl, pow2, Ctx};
 use crate::prime::hash_prime;
 use rug::Integer;
 
@@ -56,7 +56,7 @@ pub fn verify(x: &Form, y: &Form, proof: &Form, t: u64, ctx: &Ctx) -> bool {
         Ok(r) => r,
         Err(_) => return false,
     };
-    Form::pow2(proof, &b, x, &r, ctx) == *y
+    pow2(proof, &b, x, &r, ctx) == *y
 }
 
 /// The slow twin of [`evaluate`] and [`prove`]: y by Cohen's squaring, the
