@@ -39,6 +39,17 @@ pub struct TimeParams {
 }
 
 impl TimeParams {
+    /// The era slot `slot` (≥ 1) belongs to.
+    pub fn era_of(&self, slot: u64) -> u64 {
+        slot.saturating_sub(1) / self.era_slots
+    }
+
+    /// The last slot of the era before `slot`'s, whose output opens
+    /// `slot`'s era (0, the genesis, for era 0).
+    pub fn era_opening_slot(&self, slot: u64) -> u64 {
+        self.era_of(slot) * self.era_slots
+    }
+
     /// Why these parameters make no line of slots, if they do not.
     pub fn check(&self) -> Result<(), TimeError> {
         if self.iterations == 0 {
@@ -206,7 +217,7 @@ impl Timeline {
         entropy: &[u8; 32],
     ) -> Result<Timeline, TimeError> {
         params.check()?;
-        let era = at.slot.saturating_sub(1) / params.era_slots;
+        let era = params.era_of(at.slot);
         let seed = era_seed(&chain_id, era, era_opening, entropy);
         Ok(Timeline {
             chain_id,
@@ -216,12 +227,6 @@ impl Timeline {
             group: Group::from_seed(&seed, params.discriminant_bits),
             era,
         })
-    }
-
-    /// The last slot of the era before `slot`'s, whose output opens
-    /// `slot`'s era (0, the genesis, for era 0).
-    pub fn era_opening_slot(&self, slot: u64) -> u64 {
-        self.era_of(slot) * self.params.era_slots
     }
 
     /// The last slot's output (zeros at the genesis).
@@ -240,7 +245,7 @@ impl Timeline {
 
     /// The era slot `slot` (≥ 1) belongs to.
     pub fn era_of(&self, slot: u64) -> u64 {
-        slot.saturating_sub(1) / self.params.era_slots
+        self.params.era_of(slot)
     }
 
     /// Whether the next slot opens a new era, which [`Timeline::begin_era`]
@@ -396,7 +401,7 @@ mod tests {
         let mut keeper = line();
         let outs = keep(&mut keeper, 8, [1; 32]);
         for at in [2usize, 3, 5, 6] {
-            let opening_slot = line().era_opening_slot(outs[at - 1].slot);
+            let opening_slot = PARAMS.era_opening_slot(outs[at - 1].slot);
             let opening = match opening_slot {
                 0 => [0; FORM_BYTES],
                 s => outs[s as usize - 1].output,

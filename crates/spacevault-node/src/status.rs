@@ -90,7 +90,7 @@ impl Report {
             head: hex::encode(chain.head.hash),
             election_height: chain.election_height,
             slot: s.time.slot(),
-            clock_slot: crate::now_ms().saturating_sub(spec.genesis_unix_ms) / spec.slot_ms,
+            clock_slot: s.time.clock_slot(crate::now_ms()),
             timekeeper: s.timekeeper,
             recent_blocks: chain.recent.into_iter().map(recent_block_json).collect(),
             syncing: s.is_syncing(),

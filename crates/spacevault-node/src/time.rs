@@ -61,11 +61,11 @@ impl Time {
     pub fn open(store: Arc<Store>, spec: &ChainSpec) -> Result<Time, OpenError> {
         let chain_id = spec.chain_id();
         let entropy = genesis_hash(&chain_id);
+        spec.time().check()?;
         let line = match store.last_slot()? {
             None => Timeline::new(chain_id, spec.time(), &entropy)?,
             Some(last) => {
-                let fresh = Timeline::new(chain_id, spec.time(), &entropy)?;
-                let opening = match fresh.era_opening_slot(last.slot) {
+                let opening = match spec.time().era_opening_slot(last.slot) {
                     0 => [0; spacevault_chain::time::FORM_BYTES],
                     s => {
                         store
@@ -104,6 +104,11 @@ impl Time {
     /// The slot reached, as it changes.
     pub fn slots(&self) -> watch::Receiver<u64> {
         self.slot.subscribe()
+    }
+
+    /// The slot the clock is in at `now_ms` (Unix ms): the last one due.
+    pub fn clock_slot(&self, now_ms: u64) -> u64 {
+        now_ms.saturating_sub(self.spec.genesis_unix_ms) / self.spec.slot_ms
     }
 
     /// When slot `slot` is due (Unix ms): one slot length after the slot

@@ -92,6 +92,17 @@ fn rounded_bits(d: &Integer) -> Option<usize> {
     (bits > 0 && bits <= MAX_D_BITS).then(|| (bits as usize).div_ceil(32) * 32)
 }
 
+/// The bytes of a', t', g and b0 after the two header bytes, for a
+/// discriminant of `d_bits` (rounded) and a g of `g_size + 1` bytes.
+fn field_sizes(d_bits: usize, g_size: usize) -> [usize; 4] {
+    [
+        d_bits / 16 - g_size,
+        d_bits / 32 - g_size,
+        g_size + 1,
+        g_size + 1,
+    ]
+}
+
 /// The form's bytes; None for a discriminant over [`MAX_D_BITS`].
 pub fn serialize(f: &Form, d: &Integer) -> Option<[u8; FORM_BYTES]> {
     let d_bits = rounded_bits(d)?;
@@ -104,12 +115,7 @@ pub fn serialize(f: &Form, d: &Integer) -> Option<[u8; FORM_BYTES]> {
     out[0] = if c.b_sign { B_SIGN } else { 0 } | if c.t < 0 { T_SIGN } else { 0 };
     let g_size = (c.g.significant_bits().max(1) as usize).div_ceil(8) - 1;
     out[1] = u8::try_from(g_size).ok()?;
-    let sizes = [
-        d_bits / 16 - g_size,
-        d_bits / 32 - g_size,
-        g_size + 1,
-        g_size + 1,
-    ];
+    let sizes = field_sizes(d_bits, g_size);
     let mut at = 2;
     for (n, size) in [&c.a, &c.t, &c.g, &c.b0].into_iter().zip(sizes) {
         if !export(&mut out[at..at + size], n) {
@@ -137,12 +143,7 @@ pub fn deserialize(bytes: &[u8], d: &Integer) -> Option<Form> {
     if g_size >= d_bits / 32 {
         return None;
     }
-    let sizes = [
-        d_bits / 16 - g_size,
-        d_bits / 32 - g_size,
-        g_size + 1,
-        g_size + 1,
-    ];
+    let sizes = field_sizes(d_bits, g_size);
     let mut parts = Vec::with_capacity(4);
     let mut at = 2;
     for size in sizes {

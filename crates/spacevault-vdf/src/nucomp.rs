@@ -140,33 +140,50 @@ pub fn nudupl(f: &Form, ctx: &Ctx) -> Form {
         c1 *= &s;
     }
     k = k.rem_euc(&a1);
-    let (mut a, b, mut c);
     if a1 < ctx.l {
         let t = Integer::from(&a1 * &k);
-        a = Integer::from(a1.square_ref());
-        b = Integer::from(&t << 1) + &f.b;
-        c = ((Integer::from(&f.b + &t) * &k) + &c1).div_floor(&a1);
-    } else {
-        let (co2, co1, _r2, r1) = xgcd_partial(a1.clone(), k, &ctx.l);
-        let m2 = (Integer::from(&f.b * &r1) - Integer::from(&c1 * &co1)).div_exact(&a1);
-        a = Integer::from(r1.square_ref()) - Integer::from(&co1 * &m2);
-        if co1 >= 0 {
-            a.neg_assign();
-        }
-        let mut cb = Integer::from(&a1 * &r1) - Integer::from(&a * &co2);
-        cb <<= 1;
-        cb = cb.div_exact(&co1) - &f.b;
-        let two_a = Integer::from(&a << 1);
-        b = cb.rem_floor(&two_a);
-        c = (Integer::from(b.square_ref()) - &ctx.d).div_exact(&a) >> 2;
-        if a < 0 {
-            a.neg_assign();
-            c.neg_assign();
-        }
+        return reduced(Form {
+            a: Integer::from(a1.square_ref()),
+            b: Integer::from(&t << 1) + &f.b,
+            c: ((Integer::from(&f.b + &t) * &k) + &c1).div_floor(&a1),
+        });
     }
-    let mut out = Form { a, b, c };
-    out.reduce();
-    out
+    let (co2, co1, _r2, r1) = xgcd_partial(a1.clone(), k, &ctx.l);
+    let m2 = (Integer::from(&f.b * &r1) - Integer::from(&c1 * &co1)).div_exact(&a1);
+    let mut a = Integer::from(r1.square_ref()) - Integer::from(&co1 * &m2);
+    if co1 >= 0 {
+        a.neg_assign();
+    }
+    finish(a, Integer::from(&a1 * &r1), &co2, &co1, &f.b, ctx)
+}
+
+fn reduced(mut f: Form) -> Form {
+    f.reduce();
+    f
+}
+
+/// The end of NUCOMP and NUDUPL past the partial gcd, from the new a
+/// (signed) and t: b = (2(t − a·co2)/co1 − b_in) mod 2a, c from the
+/// discriminant, the form made positive definite and reduced.
+fn finish(
+    mut a: Integer,
+    t: Integer,
+    co2: &Integer,
+    co1: &Integer,
+    b_in: &Integer,
+    ctx: &Ctx,
+) -> Form {
+    let mut cb = t - Integer::from(&a * co2);
+    cb <<= 1;
+    cb = cb.div_exact(co1) - b_in;
+    let two_a = Integer::from(&a << 1);
+    let b = cb.rem_floor(&two_a);
+    let mut c: Integer = (Integer::from(b.square_ref()) - &ctx.d).div_exact(&a) >> 2;
+    if a < 0 {
+        a.neg_assign();
+        c.neg_assign();
+    }
+    reduced(Form { a, b, c })
 }
 
 /// f·g, reduced.
@@ -197,36 +214,24 @@ pub fn nucomp(f: &Form, g: &Form, ctx: &Ctx) -> Form {
         }
         k = k.rem_floor(&a1);
     }
-    let (mut a, b, mut c);
     if a1 < ctx.l {
         let t = Integer::from(&a2 * &k);
-        a = Integer::from(&a2 * &a1);
-        b = Integer::from(&t << 1) + &g.b;
-        c = ((Integer::from(&g.b + &t) * &k) + &c2).div_exact(&a1);
-    } else {
-        let (co2, co1, _r2, r1) = xgcd_partial(a1.clone(), k, &ctx.l);
-        let t = Integer::from(&a2 * &r1);
-        let m1 = (Integer::from(&m * &co1) + &t).div_exact(&a1);
-        let m2 = (Integer::from(&ss * &r1) - Integer::from(&c2 * &co1)).div_exact(&a1);
-        a = if co1 < 0 {
-            Integer::from(&r1 * &m1) - Integer::from(&co1 * &m2)
-        } else {
-            Integer::from(&co1 * &m2) - Integer::from(&r1 * &m1)
-        };
-        let mut cb = t - Integer::from(&a * &co2);
-        cb <<= 1;
-        cb = cb.div_exact(&co1) - &g.b;
-        let two_a = Integer::from(&a << 1);
-        b = cb.rem_floor(&two_a);
-        c = (Integer::from(b.square_ref()) - &ctx.d).div_exact(&a) >> 2;
-        if a < 0 {
-            a.neg_assign();
-            c.neg_assign();
-        }
+        return reduced(Form {
+            a: Integer::from(&a2 * &a1),
+            b: Integer::from(&t << 1) + &g.b,
+            c: ((Integer::from(&g.b + &t) * &k) + &c2).div_exact(&a1),
+        });
     }
-    let mut out = Form { a, b, c };
-    out.reduce();
-    out
+    let (co2, co1, _r2, r1) = xgcd_partial(a1.clone(), k, &ctx.l);
+    let t = Integer::from(&a2 * &r1);
+    let m1 = (Integer::from(&m * &co1) + &t).div_exact(&a1);
+    let m2 = (Integer::from(&ss * &r1) - Integer::from(&c2 * &co1)).div_exact(&a1);
+    let a = if co1 < 0 {
+        Integer::from(&r1 * &m1) - Integer::from(&co1 * &m2)
+    } else {
+        Integer::from(&co1 * &m2) - Integer::from(&r1 * &m1)
+    };
+    finish(a, t, &co2, &co1, &g.b, ctx)
 }
 
 /// f raised to `e` ≥ 0 by squaring from the top bit, with NUDUPL and
