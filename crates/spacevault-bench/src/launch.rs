@@ -95,6 +95,10 @@ impl Network {
         );
         spec.min_k = options.k.clamp(spacevault::MIN_K, spacevault::MAX_K);
         spec.replication = options.replication;
+        // The first target for the space the network starts with, as a
+        // network's founders would set it: blocks at the spec's interval
+        // from the first era.
+        spec.initial_records = (options.vaults as u64) << options.k;
         spec.validate()
             .map_err(|e| BenchError::Invalid(e.to_string()))?;
         let rss_before = rss_bytes("self");
@@ -296,9 +300,9 @@ pub struct ChainHealth {
     pub reorgs: u64,
     /// The most blocks one change took off a vault's canonical chain.
     pub deepest_reorg: u64,
-    /// Blocks signed by every vault together, contests included: one a
-    /// height where the election works, up to one a vault where it does
-    /// not.
+    /// Blocks signed by every vault together: one a height where one proof
+    /// was eligible in its slot, more where several were (the fork choice
+    /// keeps one).
     pub blocks_produced: u64,
     /// The highest head.
     pub height: u64,
@@ -377,6 +381,8 @@ async fn start_in_process(
             .collect();
         let data = dir.join(format!("data{i}"));
         let mut config = kit::memory_config(spec, key, plot_dir, &data, bootstrap, true);
+        // Vault 0 keeps time for all.
+        config.timekeeper = i == 0;
         config.verify_cache = options.verify_cache;
         config.links = links.clone();
         config.trace_crypto = options.trace_crypto;
@@ -458,6 +464,10 @@ fn start_processes(
         }
         if options.trace_crypto {
             cmd.arg("--trace-crypto");
+        }
+        // Vault 0 keeps time for all.
+        if i == 0 {
+            cmd.arg("--timekeeper");
         }
         die_with_parent(&mut cmd);
         let mut child = cmd.spawn().map_err(io("starting a vault"))?;

@@ -204,7 +204,7 @@ pub fn markdown(report: &StressReport, command: &str, date: &str) -> String {
     }
     let _ = writeln!(
         s,
-        "\n## Every run\n\nLatencies are p50 / p99 in milliseconds over the operations that succeeded. Reorgs: changes of branch in all vaults together from the network's start, and the most blocks one took off a vault's chain. Blocks a height: blocks the vaults signed, all together, for each height of the chain (1 where every election has one producer).\n"
+        "\n## Every run\n\nLatencies are p50 / p99 in milliseconds over the operations that succeeded. Reorgs: changes of branch in all vaults together from the network's start, and the most blocks one took off a vault's chain. Blocks a height: blocks the vaults signed, all together, for each height of the chain (1 where one proof was eligible in each slot that made a block).\n"
     );
     let _ = writeln!(
         s,

@@ -1,11 +1,18 @@
 //! Fork choice: which of two chains a vault follows. Deterministic, so that
 //! vaults that hold the same blocks follow the same chain:
 //!
-//! 1. the longer chain wins;
-//! 2. of two chains of one height, the one whose first block after their
+//! 1. the chain of more weight wins: each block weighs the work its
+//!    target stands for ([`Target::weight`](crate::eligibility::Target::weight)),
+//!    so a chain of many blocks under an easy target never outweighs the
+//!    network's blocks under the target its space has set;
+//! 2. of two chains of one weight, the one whose first block after their
 //!    common ancestor has the better proof wins (the smaller distance, then
 //!    the smaller nonce, then the smaller plot id, as [`Ranked::beats`]);
 //! 3. failing that (two blocks from one proof), the smaller block hash.
+//!
+//! Whatever the weights, a branch whose common ancestor with the
+//! canonical chain lies more than the spec's finality depth below the
+//! head is never followed ([`within_finality`]).
 
 use crate::types::Ranked;
 
@@ -14,14 +21,22 @@ use crate::types::Ranked;
 pub struct Fork {
     pub hash: [u8; 32],
     pub rank: Ranked,
+    /// The block's own weight (its target's).
+    pub weight: u128,
+}
+
+/// The weight of a run of blocks.
+pub fn weight_of(blocks: &[Fork]) -> u128 {
+    blocks.iter().map(|f| f.weight).sum()
 }
 
 /// Whether the chain that goes on with `candidate` after the common
 /// ancestor should replace the one that goes on with `current`: each list
 /// holds its chain's blocks after the ancestor, oldest first.
 pub fn prefer(current: &[Fork], candidate: &[Fork]) -> bool {
-    if candidate.len() != current.len() {
-        return candidate.len() > current.len();
+    let (now, then) = (weight_of(current), weight_of(candidate));
+    if now != then {
+        return then > now;
     }
     match (current.first(), candidate.first()) {
         (Some(a), Some(b)) if a.hash != b.hash => {
@@ -31,11 +46,23 @@ pub fn prefer(current: &[Fork], candidate: &[Fork]) -> bool {
     }
 }
 
+/// Whether a branch from the canonical block at `ancestor_height` may
+/// replace the chain above it, the head being at `head_height`: only when
+/// it leaves at most `finality_depth` blocks (the blocks below are
+/// final).
+pub fn within_finality(ancestor_height: u64, head_height: u64, finality_depth: u64) -> bool {
+    head_height.saturating_sub(ancestor_height) <= finality_depth
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn fork(distance: u8, hash: u8) -> Fork {
+        weighing(distance, hash, 1)
+    }
+
+    fn weighing(distance: u8, hash: u8, weight: u128) -> Fork {
         Fork {
             hash: [hash; 32],
             rank: Ranked {
@@ -44,11 +71,34 @@ mod tests {
                 plot_id: [0; 32],
                 quality: 0,
             },
+            weight,
         }
     }
 
     #[test]
-    fn longer_then_better_proof_then_smaller_hash() {
+    fn weight_not_length_decides() {
+        // Three light blocks lose to one heavy one, and win over it when
+        // together they weigh more.
+        let light = [weighing(0, 1, 10), weighing(0, 2, 10), weighing(0, 3, 10)];
+        assert!(!prefer(&[weighing(9, 4, 31)], &light));
+        assert!(prefer(&[weighing(9, 4, 29)], &light));
+        // Equal weight: the first block's proof, whatever the lengths.
+        assert!(prefer(&light, &[weighing(0, 0, 30)]));
+        assert!(!prefer(&[weighing(0, 0, 30)], &light));
+    }
+
+    #[test]
+    fn branches_from_below_the_finality_depth_are_never_followed() {
+        assert!(within_finality(90, 100, 10));
+        assert!(!within_finality(89, 100, 10));
+        assert!(within_finality(0, 5, 10));
+        // An ancestor above the head (a branch from a block the head has
+        // not reached) is within.
+        assert!(within_finality(7, 5, 0));
+    }
+
+    #[test]
+    fn heavier_then_better_proof_then_smaller_hash() {
         let a = [fork(5, 1)];
         assert!(prefer(&a, &[fork(9, 2), fork(9, 3)]));
         assert!(!prefer(&[fork(9, 2), fork(9, 3)], &a));
@@ -75,6 +125,7 @@ mod tests {
         let block = |rank: Ranked, hash: u8| Fork {
             hash: [hash; 32],
             rank,
+            weight: 1,
         };
         // The nonce decides before the plot id, whatever the hashes.
         let low_nonce = block(ranked(4, 1, 9), 9);
@@ -102,7 +153,7 @@ mod tests {
     }
 
     #[test]
-    fn only_the_first_block_after_the_ancestor_decides_between_chains_as_long() {
+    fn only_the_first_block_after_the_ancestor_decides_between_chains_as_heavy() {
         // The current chain's later block is far better; the first decides.
         let current = [fork(6, 1), fork(0, 2)];
         let candidate = [fork(5, 3), fork(9, 4)];

@@ -3,7 +3,7 @@
 //! canonical form (it encodes back to exactly the bytes it came from), so
 //! that its hash and signature mean one thing.
 
-use crate::types::{Announce, Block, ProofMsg, RegisterTx};
+use crate::types::{Announce, Block, ChainProof, RegisterTx};
 use crate::{ChainSpec, Limits};
 
 /// Limits small enough that a fuzzer reaches them.
@@ -42,13 +42,14 @@ pub fn decode_everything(data: &[u8]) {
         assert_eq!(tx.encode(), data, "a transaction in a non-canonical form");
         let _ = tx.signature_ok(&[0; 32]);
     }
-    if let Ok(msg) = ProofMsg::decode(data) {
-        assert_eq!(
-            msg.encode(),
-            data,
-            "a proof message in a non-canonical form"
-        );
-        let _ = msg.proof.verify(&[0; 32]);
+    let mut r = crate::codec::Reader::new(data);
+    if let Ok(proof) = ChainProof::decode_from(&mut r) {
+        if r.finish().is_ok() {
+            let mut w = crate::codec::Writer::new();
+            proof.encode_into(&mut w);
+            assert_eq!(w.finish(), data, "a proof in a non-canonical form");
+            let _ = proof.verify(&[0; 32]);
+        }
     }
     if let Ok(a) = Announce::decode(data) {
         assert_eq!(a.encode(), data, "an announcement in a non-canonical form");
@@ -106,7 +107,11 @@ mod tests {
             k: 16,
             nonce: 3,
         };
-        let block = Block::produce(&producer, [4; 32], 1, [5; 32], 6, proof, vec![]);
+        let stamp = crate::Stamp {
+            slot: 6,
+            output: [7; crate::time::FORM_BYTES],
+        };
+        let block = Block::produce(&producer, [4; 32], 1, [5; 32], stamp, proof, vec![]);
         decode_everything(&block.encode());
         let mut longer = block.encode();
         longer.push(0);

@@ -1,11 +1,13 @@
 //! The spacevault chain, without I/O: the chain spec and its id, blocks,
 //! proofs of space and register transactions with their canonical
-//! encodings, the challenge of each height, what makes a block valid, and
-//! fork choice, and the proof of time that gives slots their challenges.
+//! encodings, the proof of time that gives each slot its challenge,
+//! eligibility by a target that follows the chain's history, what makes a
+//! block valid, and fork choice by weight.
 //! `docs/PROTOCOL.md` is its specification; the node
 //! (`spacevault-node`) runs it.
 
 pub mod codec;
+pub mod eligibility;
 pub mod fork;
 #[doc(hidden)]
 pub mod fuzzing;
@@ -18,11 +20,12 @@ pub mod types;
 pub mod validate;
 
 pub use codec::DecodeError;
+pub use eligibility::Target;
 pub use keys::Keypair;
 pub use sig_cache::SigCache;
 pub use spec::{ChainSpec, SpecError};
 pub use types::{
     blob_address, challenge, genesis_hash, Announce, Block, BlockHeader, ChainProof, Limits,
-    ProofMsg, Ranked, Receipt, RegisterTx,
+    Ranked, Receipt, RegisterTx, Stamp,
 };
 pub use validate::{Parent, Rejection};

@@ -6,7 +6,7 @@ use crate::codec::{DecodeError, Reader, Writer};
 use serde::{Deserialize, Serialize};
 
 /// The spec's encoding version.
-pub const SPEC_VERSION: u16 = 2;
+pub const SPEC_VERSION: u16 = 3;
 
 /// A chain's parameters, as `spacevault chain init` writes them (JSON).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -20,14 +20,20 @@ pub struct ChainSpec {
     /// When the chain begins, in milliseconds since the Unix epoch: block 1
     /// is due one slot after it.
     pub genesis_unix_ms: u64,
-    /// The time between blocks.
+    /// The length of a slot: slot `n` is due `n * slot_ms` after the
+    /// genesis, and its challenge comes with its proof-of-time output.
     pub slot_ms: u64,
-    /// How long after a block its successor's proofs may circulate before
-    /// the best proof's holder produces the next block (within the slot).
-    pub proof_window_ms: u64,
-    /// How long the holder of the next-best proof waits for a silent
-    /// producer before producing itself, and so on down the ranking.
-    pub producer_timeout_ms: u64,
+    /// Slots a block should take on average: the target is set so that the
+    /// network's space makes one eligible proof every so many slots.
+    pub block_interval_slots: u64,
+    /// Blocks an era of the target: after each, the target is scaled by
+    /// the slots the era took against the slots it should have taken.
+    pub era_blocks: u64,
+    /// Records the network is taken to hold at its start: the first era's
+    /// target is set for them.
+    pub initial_records: u64,
+    /// Blocks below the head that no branch may replace.
+    pub finality_depth: u64,
     /// Vaults that keep each blob (every vault when there are fewer).
     pub replication: u32,
     /// Transactions a block holds at most.
@@ -55,6 +61,17 @@ pub struct ChainSpec {
 /// on the development machine (docs/BENCHMARKS.md).
 pub const DEFAULT_POT_ITERATIONS_PER_MS: u64 = 50;
 
+/// Slots a block takes on average in a new spec: two slots give blocks
+/// every two seconds on one-second slots, and a second eligible proof in
+/// the same slot about one block in five (a Poisson count of mean 1/2),
+/// settled at once by the fork choice's order of proofs.
+pub const DEFAULT_BLOCK_INTERVAL_SLOTS: u64 = 2;
+
+/// Records a new spec's first target is set for: sixteen plots of k = 16.
+/// A network that holds more makes its first era's blocks faster than
+/// wanted, and the target follows within a few eras.
+pub const DEFAULT_INITIAL_RECORDS: u64 = 1 << 20;
+
 /// What is wrong with a spec.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -66,16 +83,20 @@ pub enum SpecError {
 }
 
 impl ChainSpec {
-    /// A spec with the defaults: 1 s slots, a proof window of 40% of the
-    /// slot, 4 copies of each blob, blobs of 1 MiB and registers of 1 KiB.
+    /// A spec with the defaults: a block every [`DEFAULT_BLOCK_INTERVAL_SLOTS`]
+    /// slots, eras of 32 blocks, the first target set for
+    /// [`DEFAULT_INITIAL_RECORDS`] records, blocks final 128 deep, 4
+    /// copies of each blob, blobs of 1 MiB and registers of 1 KiB.
     pub fn new(name: &str, genesis_unix_ms: u64, slot_ms: u64) -> ChainSpec {
         ChainSpec {
             version: SPEC_VERSION,
             name: name.to_string(),
             genesis_unix_ms,
             slot_ms,
-            proof_window_ms: slot_ms * 2 / 5,
-            producer_timeout_ms: slot_ms / 2,
+            block_interval_slots: DEFAULT_BLOCK_INTERVAL_SLOTS,
+            era_blocks: 32,
+            initial_records: DEFAULT_INITIAL_RECORDS,
+            finality_depth: 128,
             replication: 4,
             max_block_txs: 1024,
             max_blob_bytes: 1 << 20,
@@ -113,11 +134,17 @@ impl ChainSpec {
         if !(10..=3_600_000).contains(&self.slot_ms) {
             return bad(format!("slot_ms is {}: use 10 to 3600000", self.slot_ms));
         }
-        if self.proof_window_ms >= self.slot_ms {
-            return bad("proof_window_ms must be shorter than slot_ms".into());
+        if !(1..=1000).contains(&self.block_interval_slots) {
+            return bad("block_interval_slots must be 1 to 1000".into());
         }
-        if self.producer_timeout_ms == 0 {
-            return bad("producer_timeout_ms must be at least 1".into());
+        if !(1..=10_000).contains(&self.era_blocks) {
+            return bad("era_blocks must be 1 to 10000".into());
+        }
+        if self.initial_records == 0 {
+            return bad("initial_records must be at least 1".into());
+        }
+        if !(1..=1_000_000).contains(&self.finality_depth) {
+            return bad("finality_depth must be 1 to 1000000".into());
         }
         if self.replication == 0 {
             return bad("replication must be at least 1".into());
@@ -174,8 +201,10 @@ impl ChainSpec {
             .bytes(self.name.as_bytes())
             .u64(self.genesis_unix_ms)
             .u64(self.slot_ms)
-            .u64(self.proof_window_ms)
-            .u64(self.producer_timeout_ms)
+            .u64(self.block_interval_slots)
+            .u64(self.era_blocks)
+            .u64(self.initial_records)
+            .u64(self.finality_depth)
             .u32(self.replication)
             .u32(self.max_block_txs)
             .u32(self.max_blob_bytes)
@@ -206,8 +235,10 @@ impl ChainSpec {
             name,
             genesis_unix_ms: r.u64("genesis")?,
             slot_ms: r.u64("slot")?,
-            proof_window_ms: r.u64("proof window")?,
-            producer_timeout_ms: r.u64("producer timeout")?,
+            block_interval_slots: r.u64("block interval")?,
+            era_blocks: r.u64("era blocks")?,
+            initial_records: r.u64("initial records")?,
+            finality_depth: r.u64("finality depth")?,
             replication: r.u32("replication")?,
             max_block_txs: r.u32("max block txs")?,
             max_blob_bytes: r.u32("max blob bytes")?,
@@ -228,10 +259,29 @@ impl ChainSpec {
         *blake3::hash(&self.encode()).as_bytes()
     }
 
-    /// When block `height` is due at the earliest: one slot after its
-    /// parent, the genesis at height 0.
-    pub fn earliest_ms(&self, parent_timestamp_ms: u64) -> u64 {
-        parent_timestamp_ms + self.slot_ms
+    /// When slot `slot` is due (Unix ms): `slot` slot lengths after the
+    /// genesis.
+    pub fn slot_due_ms(&self, slot: u64) -> u64 {
+        self.genesis_unix_ms
+            .saturating_add(slot.saturating_mul(self.slot_ms))
+    }
+
+    /// The slot the clock is in at `now_ms` (Unix ms): the last one due.
+    pub fn clock_slot(&self, now_ms: u64) -> u64 {
+        now_ms.saturating_sub(self.genesis_unix_ms) / self.slot_ms
+    }
+
+    /// How the chain's target moves.
+    pub fn eras(&self) -> crate::eligibility::Eras {
+        crate::eligibility::Eras {
+            era_blocks: self.era_blocks,
+            block_interval_slots: self.block_interval_slots,
+        }
+    }
+
+    /// The target block 1 must meet.
+    pub fn initial_target(&self) -> crate::eligibility::Target {
+        crate::eligibility::Target::for_records(self.initial_records, self.block_interval_slots)
     }
 }
 
@@ -257,12 +307,12 @@ mod tests {
     #[test]
     fn bad_specs_say_which_field() {
         let mut spec = ChainSpec::new("t", 0, 1000);
-        spec.proof_window_ms = 1000;
+        spec.block_interval_slots = 0;
         assert!(spec
             .validate()
             .unwrap_err()
             .to_string()
-            .contains("proof_window_ms"));
+            .contains("block_interval_slots"));
         let json = ChainSpec::new("t", 0, 1000)
             .to_json()
             .replace("\"slot_ms\"", "\"slots\"");
@@ -294,7 +344,20 @@ mod tests {
         assert!(!ok(&|s| s.max_register_value_bytes = (64 << 10) + 1));
         assert!(ok(&|s| s.max_block_txs = 1 << 16));
         assert!(!ok(&|s| s.max_block_txs = (1 << 16) + 1));
-        assert!(ok(&|s| (s.slot_ms, s.proof_window_ms) = (10, 4)));
+        assert!(ok(&|s| s.slot_ms = 10));
+        assert!(!ok(&|s| s.slot_ms = 9));
+        assert!(ok(&|s| s.block_interval_slots = 1000));
+        assert!(!ok(&|s| s.block_interval_slots = 1001));
+        assert!(ok(&|s| s.era_blocks = 1));
+        assert!(!ok(&|s| s.era_blocks = 0));
+        assert!(ok(&|s| s.era_blocks = 10_000));
+        assert!(!ok(&|s| s.era_blocks = 10_001));
+        assert!(ok(&|s| s.initial_records = 1));
+        assert!(!ok(&|s| s.initial_records = 0));
+        assert!(ok(&|s| s.finality_depth = 1));
+        assert!(!ok(&|s| s.finality_depth = 0));
+        assert!(ok(&|s| s.finality_depth = 1_000_000));
+        assert!(!ok(&|s| s.finality_depth = 1_000_001));
         assert!(ok(&|s| s.pot_iterations = 1));
         assert!(!ok(&|s| s.pot_iterations = 0));
         assert!(ok(&|s| s.pot_iterations = 1 << 40));
@@ -303,10 +366,8 @@ mod tests {
         assert!(ok(&|s| s.pot_discriminant_bits = 512));
         assert!(!ok(&|s| s.pot_discriminant_bits = 504));
         assert!(!ok(&|s| s.pot_discriminant_bits = 1032));
-        assert!(!ok(&|s| (s.slot_ms, s.proof_window_ms) = (9, 3)));
         assert!(ok(&|s| s.slot_ms = 3_600_000));
         assert!(!ok(&|s| s.slot_ms = 3_600_001));
-        assert!(!ok(&|s| s.producer_timeout_ms = 0));
         assert!(!ok(&|s| s.replication = 0));
         // Each end of the k range on its own, and the two crossed.
         assert!(ok(

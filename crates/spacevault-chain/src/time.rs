@@ -123,12 +123,19 @@ impl SlotOutput {
 
     /// The challenge this slot gives proofs of space.
     pub fn challenge(&self, chain_id: &[u8; 32]) -> [u8; 32] {
-        let mut bytes = Vec::with_capacity(32 + 8 + FORM_BYTES);
-        bytes.extend_from_slice(chain_id);
-        bytes.extend_from_slice(&self.slot.to_le_bytes());
-        bytes.extend_from_slice(&self.output);
-        blake3::derive_key(context::SLOT_CHALLENGE, &bytes)
+        slot_challenge(chain_id, self.slot, &self.output)
     }
+}
+
+/// The challenge slot `slot` gives proofs of space: BLAKE3's
+/// `derive_key` over the chain id, the slot (little-endian) and its
+/// output.
+pub fn slot_challenge(chain_id: &[u8; 32], slot: u64, output: &[u8; FORM_BYTES]) -> [u8; 32] {
+    let mut bytes = Vec::with_capacity(32 + 8 + FORM_BYTES);
+    bytes.extend_from_slice(chain_id);
+    bytes.extend_from_slice(&slot.to_le_bytes());
+    bytes.extend_from_slice(output);
+    blake3::derive_key(context::SLOT_CHALLENGE, &bytes)
 }
 
 /// The seed of era `era`: the chain id, the era's number, the last output

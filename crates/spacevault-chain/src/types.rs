@@ -5,18 +5,17 @@
 use crate::codec::{DecodeError, Reader, Writer};
 use crate::keys::{self, Keypair};
 use crate::sig_cache::SigCache;
+use crate::time::FORM_BYTES;
 use spacevault_meter::{self as meter, Op};
 
 /// The encoding version of blocks and messages.
-pub const PROTOCOL_VERSION: u16 = 1;
+pub const PROTOCOL_VERSION: u16 = 2;
 
 /// Context strings of BLAKE3's `derive_key`, one per kind of hash, so that
 /// no hash of one kind can stand for another.
 pub mod context {
     pub const BLOCK: &str = "spacevault 2026-11 chain block v1";
-    pub const PROOF: &str = "spacevault 2026-11 chain proof v1";
     pub const GENESIS: &str = "spacevault 2026-11 chain genesis v1";
-    pub const CHALLENGE: &str = "spacevault 2026-11 chain challenge v1";
     pub const REGISTER_TX: &str = "spacevault 2026-11 chain register tx v1";
     pub const TX_ROOT: &str = "spacevault 2026-11 chain tx root v1";
     pub const RECEIPT: &str = "spacevault 2026-11 storage receipt v1";
@@ -51,13 +50,6 @@ impl ChainProof {
             k: r.u8("proof's k")?,
             nonce: r.u64("proof's nonce")?,
         })
-    }
-
-    /// What the next block's challenge is derived from.
-    pub fn hash(&self) -> [u8; 32] {
-        let mut w = Writer::new();
-        self.encode_into(&mut w);
-        meter::timed(Op::HashProof, || derive(context::PROOF, &w.finish()))
     }
 
     pub fn as_proof(&self) -> spacevault::Proof {
@@ -100,33 +92,34 @@ impl Ranked {
     pub fn beats(&self, other: &Ranked) -> bool {
         (self.distance, self.nonce, self.plot_id) < (other.distance, other.nonce, other.plot_id)
     }
-
-    /// How many of `records` random records would, on average, lie
-    /// closer to the challenge than this proof: its distance as a share of
-    /// all distances, times the records. About 1 for the best proof of a
-    /// network that holds `records` records (it is exponentially
-    /// distributed with mean 1), about n for the n-th best.
-    pub fn expected_place(&self, records: f64) -> f64 {
-        let top = u64::from_be_bytes(self.distance[..8].try_into().expect("8 bytes"));
-        top as f64 / (u64::MAX as f64 + 1.0) * records
-    }
 }
 
-/// The parent hash of block 1, and the "proof hash" its challenge is
-/// derived from.
+/// The parent hash of block 1.
 pub fn genesis_hash(chain_id: &[u8; 32]) -> [u8; 32] {
     meter::timed(Op::HashChallenge, || derive(context::GENESIS, chain_id))
 }
 
-/// The challenge of block `height`: derived from the chain, the height and
-/// the proof of the parent block (or the genesis hash for block 1), never
-/// from the parent's transactions, which its producer could grind.
-pub fn challenge(chain_id: &[u8; 32], height: u64, parent_proof_hash: &[u8; 32]) -> [u8; 32] {
-    let mut w = Writer::new();
-    w.fixed(chain_id).u64(height).fixed(parent_proof_hash);
+/// The challenge of slot `slot`: derived from the chain, the slot and the
+/// slot's proof-of-time output ([`crate::time::slot_challenge`]), so that
+/// no producer chooses it and nobody knows it before the proof of time
+/// reaches the slot. Every branch meets the same challenge in a slot.
+pub fn challenge(chain_id: &[u8; 32], slot: u64, slot_output: &[u8; FORM_BYTES]) -> [u8; 32] {
     meter::timed(Op::HashChallenge, || {
-        derive(context::CHALLENGE, &w.finish())
+        crate::time::slot_challenge(chain_id, slot, slot_output)
     })
+}
+
+/// The slot a block is made in, and that slot's proof-of-time output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Stamp {
+    pub slot: u64,
+    pub output: [u8; FORM_BYTES],
+}
+
+impl Stamp {
+    pub fn challenge(&self, chain_id: &[u8; 32]) -> [u8; 32] {
+        challenge(chain_id, self.slot, &self.output)
+    }
 }
 
 /// A register write, signed by the register's owner.
@@ -271,7 +264,9 @@ pub struct BlockHeader {
     pub chain_id: [u8; 32],
     pub height: u64,
     pub parent: [u8; 32],
-    pub timestamp_ms: u64,
+    /// The slot the block is made in, and that slot's output: the proof
+    /// answers the slot's challenge.
+    pub stamp: Stamp,
     pub proof: ChainProof,
     pub tx_root: [u8; 32],
 }
@@ -281,7 +276,8 @@ impl BlockHeader {
         w.fixed(&self.chain_id)
             .u64(self.height)
             .fixed(&self.parent)
-            .u64(self.timestamp_ms);
+            .u64(self.stamp.slot)
+            .fixed(&self.stamp.output);
         self.proof.encode_into(w);
         w.fixed(&self.tx_root);
     }
@@ -291,7 +287,10 @@ impl BlockHeader {
             chain_id: r.array("block's chain id")?,
             height: r.u64("block's height")?,
             parent: r.array("block's parent")?,
-            timestamp_ms: r.u64("block's timestamp")?,
+            stamp: Stamp {
+                slot: r.u64("block's slot")?,
+                output: r.array("block's slot output")?,
+            },
             proof: ChainProof::decode_from(r)?,
             tx_root: r.array("block's transaction root")?,
         })
@@ -324,7 +323,7 @@ impl Block {
         chain_id: [u8; 32],
         height: u64,
         parent: [u8; 32],
-        timestamp_ms: u64,
+        stamp: Stamp,
         proof: ChainProof,
         txs: Vec<RegisterTx>,
     ) -> Block {
@@ -332,7 +331,7 @@ impl Block {
             chain_id,
             height,
             parent,
-            timestamp_ms,
+            stamp,
             proof,
             tx_root: tx_root(&chain_id, &txs),
         };
@@ -380,43 +379,6 @@ impl Block {
             txs,
             signature: r.array("block's signature")?,
         })
-    }
-}
-
-/// A vault's proof for block `height`, gossiped while the proof window is
-/// open so that the network learns the best proof without a message from
-/// every vault.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ProofMsg {
-    pub chain_id: [u8; 32],
-    pub height: u64,
-    /// The block the challenge comes from.
-    pub parent: [u8; 32],
-    pub proof: ChainProof,
-}
-
-impl ProofMsg {
-    pub fn encode(&self) -> Vec<u8> {
-        let mut w = Writer::new();
-        w.u16(PROTOCOL_VERSION)
-            .fixed(&self.chain_id)
-            .u64(self.height)
-            .fixed(&self.parent);
-        self.proof.encode_into(&mut w);
-        w.finish()
-    }
-
-    pub fn decode(bytes: &[u8]) -> Result<ProofMsg, DecodeError> {
-        let mut r = Reader::new(bytes);
-        check_version(&mut r, "proof message")?;
-        let msg = ProofMsg {
-            chain_id: r.array("chain id")?,
-            height: r.u64("height")?,
-            parent: r.array("parent")?,
-            proof: ChainProof::decode_from(&mut r)?,
-        };
-        r.finish()?;
-        Ok(msg)
     }
 }
 
@@ -573,6 +535,13 @@ mod tests {
         }
     }
 
+    fn stamp() -> Stamp {
+        Stamp {
+            slot: 3,
+            output: [0x21; FORM_BYTES],
+        }
+    }
+
     fn sample_block() -> Block {
         let producer = Keypair::from_secret(&[3; 32]);
         let owner = Keypair::from_secret(&[4; 32]);
@@ -587,23 +556,15 @@ mod tests {
             k: 16,
             nonce: 77,
         };
-        Block::produce(&producer, chain, 1, genesis_hash(&chain), 1000, proof, txs)
-    }
-
-    #[test]
-    fn a_proofs_expected_place_is_its_distance_as_a_share_of_all_times_the_records() {
-        let rank = |top: u8| Ranked {
-            distance: [top; 32],
-            nonce: 0,
-            plot_id: [0; 32],
-            quality: 0,
-        };
-        assert_eq!(rank(0).expected_place(1e9), 0.0);
-        let mut half = rank(0);
-        half.distance[0] = 0x80;
-        assert_eq!(half.expected_place(1000.0), 500.0);
-        // The most distant proof is the last of all the records.
-        assert!((rank(0xff).expected_place(64.0) - 64.0).abs() < 1e-9);
+        Block::produce(
+            &producer,
+            chain,
+            1,
+            genesis_hash(&chain),
+            stamp(),
+            proof,
+            txs,
+        )
     }
 
     #[test]
@@ -617,13 +578,6 @@ mod tests {
                 "cut {cut}"
             );
         }
-        let msg = ProofMsg {
-            chain_id: [1; 32],
-            height: 5,
-            parent: [2; 32],
-            proof: block.header.proof.clone(),
-        };
-        assert_eq!(ProofMsg::decode(&msg.encode()).unwrap(), msg);
         let tx = &block.txs[0];
         assert_eq!(&RegisterTx::decode(&tx.encode(), &limits()).unwrap(), tx);
         let vault = Keypair::from_secret(&[7; 32]);
@@ -652,22 +606,28 @@ mod tests {
         tx.version = 2;
         assert!(!tx.signature_ok(&chain));
         let mut header = block.header.clone();
-        header.timestamp_ms += 1;
+        header.stamp.slot += 1;
         assert_ne!(header.hash(), block.hash());
         let receipt = Receipt::sign(&Keypair::from_secret(&[6; 32]), &chain, &[1; 32]);
         assert!(receipt.verify(&chain) && !receipt.verify(&[0; 32]));
     }
 
     #[test]
-    fn challenges_depend_on_the_parent_proof_not_its_transactions() {
-        let chain = [1; 32];
+    fn a_blocks_challenge_is_its_slots_whatever_its_parent_and_transactions() {
         let block = sample_block();
-        let c = challenge(&chain, 2, &block.header.proof.hash());
+        let chain = block.header.chain_id;
+        let c = block.header.stamp.challenge(&chain);
         let mut other = block.clone();
         other.txs.pop();
-        assert_eq!(c, challenge(&chain, 2, &other.header.proof.hash()));
-        assert_ne!(c, challenge(&chain, 3, &block.header.proof.hash()));
-        assert_ne!(c, challenge(&[2; 32], 2, &block.header.proof.hash()));
+        other.header.parent = [0x44; 32];
+        assert_eq!(c, other.header.stamp.challenge(&chain));
+        let mut later = block.header.stamp;
+        later.slot += 1;
+        assert_ne!(c, later.challenge(&chain));
+        let mut another = block.header.stamp;
+        another.output[0] ^= 1;
+        assert_ne!(c, another.challenge(&chain));
+        assert_ne!(c, block.header.stamp.challenge(&[2; 32]));
     }
 
     #[test]
@@ -690,7 +650,7 @@ mod tests {
             k: 16,
             nonce: 77,
         };
-        let block = Block::produce(&producer, chain, 1, [0; 32], 1000, proof, vec![tx; 16]);
+        let block = Block::produce(&producer, chain, 1, [0; 32], stamp(), proof, vec![tx; 16]);
         assert_eq!(Block::decode(&block.encode(), &limits()).unwrap(), block);
     }
 }

@@ -2,10 +2,12 @@
 //! one is not: every rejection has a reason with a name, which the node
 //! counts in its metrics.
 
+use crate::eligibility::Target;
 use crate::keys;
 use crate::sig_cache::SigCache;
 use crate::spec::ChainSpec;
-use crate::types::{challenge, Block, ChainProof, Ranked, RegisterTx};
+use crate::time::FORM_BYTES;
+use crate::types::{Block, ChainProof, Ranked, RegisterTx, Stamp};
 use spacevault_meter::{self as meter, Op};
 
 /// Why a message was refused.
@@ -20,10 +22,22 @@ pub enum Rejection {
     UnknownParent,
     #[error("height {got} does not follow its parent's {parent}")]
     BadHeight { got: u64, parent: u64 },
-    #[error("timestamp {got} is before its slot begins at {earliest}")]
-    TooEarly { got: u64, earliest: u64 },
-    #[error("timestamp {got} is in the future (now {now})")]
-    Future { got: u64, now: u64 },
+    #[error("slot {slot} is not after its parent's slot {parent_slot}")]
+    SlotNotAfterParent { slot: u64, parent_slot: u64 },
+    #[error("it is due at {due_ms}, in the future (now {now_ms})")]
+    Future { due_ms: u64, now_ms: u64 },
+    #[error("slot {0} has not been reached here yet")]
+    UnknownSlot(u64),
+    #[error("the output of slot {0} is not the slot's")]
+    WrongSlotOutput(u64),
+    #[error("its proof does not beat the slot's target")]
+    NotEligible,
+    #[error("it branches from height {ancestor}, below the final blocks (head {head}, finality depth {depth})")]
+    BelowFinality {
+        ancestor: u64,
+        head: u64,
+        depth: u64,
+    },
     #[error("{got} transactions, more than the {max} a block holds")]
     TooManyTxs { got: usize, max: usize },
     #[error("the transaction root does not match the transactions")]
@@ -42,11 +56,7 @@ pub enum Rejection {
     EmptyName,
     #[error("a transaction sets version {got}, the register is at {current}")]
     BadTxVersion { got: u64, current: u64 },
-    #[error("height {0} is already settled here")]
-    StaleHeight(u64),
-    #[error("height {0} is beyond the next one")]
-    FutureHeight(u64),
-    #[error("not better than the best proof seen for this height")]
+    #[error("its proof loses to the canonical block's of the same parent")]
     NotBetter,
     #[error("time {got} is before {oldest}, the oldest still news")]
     Stale { got: u64, oldest: u64 },
@@ -67,8 +77,12 @@ impl Rejection {
             Rejection::WrongChain => "wrong_chain",
             Rejection::UnknownParent => "unknown_parent",
             Rejection::BadHeight { .. } => "bad_height",
-            Rejection::TooEarly { .. } => "too_early",
+            Rejection::SlotNotAfterParent { .. } => "slot_not_after_parent",
             Rejection::Future { .. } => "future",
+            Rejection::UnknownSlot(_) => "unknown_slot",
+            Rejection::WrongSlotOutput(_) => "wrong_slot_output",
+            Rejection::NotEligible => "not_eligible",
+            Rejection::BelowFinality { .. } => "below_finality",
             Rejection::TooManyTxs { .. } => "too_many_txs",
             Rejection::BadTxRoot => "bad_tx_root",
             Rejection::BadProof(_) => "bad_proof",
@@ -78,8 +92,6 @@ impl Rejection {
             Rejection::TxTooLarge => "tx_too_large",
             Rejection::EmptyName => "empty_name",
             Rejection::BadTxVersion { .. } => "bad_tx_version",
-            Rejection::StaleHeight(_) => "stale_height",
-            Rejection::FutureHeight(_) => "future_height",
             Rejection::NotBetter => "not_better",
             Rejection::Stale { .. } => "stale",
             Rejection::Replayed { .. } => "replayed",
@@ -93,8 +105,8 @@ impl Rejection {
         !matches!(
             self,
             Rejection::UnknownParent
-                | Rejection::StaleHeight(_)
-                | Rejection::FutureHeight(_)
+                | Rejection::UnknownSlot(_)
+                | Rejection::BelowFinality { .. }
                 | Rejection::NotBetter
                 | Rejection::BadTxVersion { .. }
                 | Rejection::Stale { .. }
@@ -109,48 +121,61 @@ impl Rejection {
 pub struct Parent {
     pub hash: [u8; 32],
     pub height: u64,
-    pub timestamp_ms: u64,
-    /// The hash of the parent's proof (the genesis hash for block 0).
-    pub proof_hash: [u8; 32],
+    /// The slot it was made in (0 for the genesis).
+    pub slot: u64,
+    /// The chain's weight up to and including it (0 for the genesis).
+    pub weight: u128,
+    /// The target its child must meet.
+    pub child_target: Target,
 }
 
 impl Parent {
-    /// Block 0: the chain's genesis, at the spec's genesis time.
+    /// Block 0: the chain's genesis, in slot 0, with the spec's first
+    /// target for block 1.
     pub fn genesis(spec: &ChainSpec) -> Parent {
-        let chain_id = spec.chain_id();
-        let g = crate::types::genesis_hash(&chain_id);
         Parent {
-            hash: g,
+            hash: crate::types::genesis_hash(&spec.chain_id()),
             height: 0,
-            timestamp_ms: spec.genesis_unix_ms,
-            proof_hash: g,
+            slot: 0,
+            weight: 0,
+            child_target: spec.initial_target(),
         }
     }
-
-    /// The challenge of this block's child.
-    pub fn child_challenge(&self, chain_id: &[u8; 32]) -> [u8; 32] {
-        challenge(chain_id, self.height + 1, &self.proof_hash)
-    }
 }
 
-/// How far ahead of the local clock a block's timestamp may be.
-pub fn max_drift_ms(spec: &ChainSpec) -> u64 {
-    (spec.slot_ms / 2).max(50)
-}
+/// How far ahead of a vault's clock a slot may be due and still be taken
+/// (its output, or a block made in it): clocks of honest vaults differ by
+/// this much at most, or their operators are told (docs/PROTOCOL.md).
+pub const CLOCK_ALLOWANCE_MS: u64 = 500;
 
-/// Verifies a proof for the child of `parent`, with the spec's k range.
+/// Verifies a proof for the challenge of `stamp`'s slot, with the spec's k
+/// range, and that it beats `target`.
 pub fn check_proof(
     spec: &ChainSpec,
     chain_id: &[u8; 32],
-    parent: &Parent,
+    stamp: &Stamp,
+    target: Target,
     proof: &ChainProof,
 ) -> Result<Ranked, Rejection> {
     if !(spec.min_k..=spec.max_k).contains(&proof.k) {
         return Err(Rejection::BadK(proof.k));
     }
-    proof
-        .verify(&parent.child_challenge(chain_id))
-        .map_err(|e| Rejection::BadProof(e.to_string()))
+    let rank = proof
+        .verify(&stamp.challenge(chain_id))
+        .map_err(|e| Rejection::BadProof(e.to_string()))?;
+    if !target.admits(&rank) {
+        return Err(Rejection::NotEligible);
+    }
+    Ok(rank)
+}
+
+/// Refuses a slot due later than the clock's allowance past `now_ms`.
+fn check_not_future(spec: &ChainSpec, slot: u64, now_ms: u64) -> Result<(), Rejection> {
+    let due_ms = spec.slot_due_ms(slot);
+    if due_ms > now_ms.saturating_add(CLOCK_ALLOWANCE_MS) {
+        return Err(Rejection::Future { due_ms, now_ms });
+    }
+    Ok(())
 }
 
 /// Checks a transaction on its own: sizes and signature (answered from
@@ -179,22 +204,6 @@ pub fn check_tx(
     Ok(())
 }
 
-/// Everything about a block that does not depend on the registers' state:
-/// its chain, height, time, size, proof, signature and transactions'
-/// signatures. Returns its proof's rank.
-pub fn check_block(
-    spec: &ChainSpec,
-    chain_id: &[u8; 32],
-    parent: &Parent,
-    block: &Block,
-    now_ms: u64,
-    cache: Option<&SigCache>,
-) -> Result<Ranked, Rejection> {
-    let ranked = check_header(spec, chain_id, parent, block, now_ms, cache)?;
-    check_txs(spec, chain_id, block, cache)?;
-    Ok(ranked)
-}
-
 /// Each transaction of a block on its own (sizes, signature): the costly
 /// part of a block's check, one verification a transaction.
 pub fn check_txs(
@@ -209,13 +218,17 @@ pub fn check_txs(
     Ok(())
 }
 
-/// All of [`check_block`] but the transactions' own checks: chain, height,
-/// time, size, transaction root, proof and signature (answered from
-/// `cache` when given and it has seen it valid). Returns the proof's rank.
+/// Everything about a block but its transactions' own checks and the
+/// registers' state: chain, height,
+/// slot, size, transaction root, proof, eligibility and signature
+/// (answered from `cache` when given and it has seen it valid). Returns
+/// the proof's rank. `slot_output`: the output this vault's proof of time
+/// holds for the block's slot (None when its line has not reached it).
 pub fn check_header(
     spec: &ChainSpec,
     chain_id: &[u8; 32],
     parent: &Parent,
+    slot_output: Option<&[u8; FORM_BYTES]>,
     block: &Block,
     now_ms: u64,
     cache: Option<&SigCache>,
@@ -233,21 +246,21 @@ pub fn check_header(
             parent: parent.height,
         });
     }
-    let earliest = spec.earliest_ms(parent.timestamp_ms);
-    if h.timestamp_ms < earliest {
-        return Err(Rejection::TooEarly {
-            got: h.timestamp_ms,
-            earliest,
+    let slot = h.stamp.slot;
+    if slot <= parent.slot {
+        return Err(Rejection::SlotNotAfterParent {
+            slot,
+            parent_slot: parent.slot,
         });
     }
-    if h.timestamp_ms > now_ms + max_drift_ms(spec) {
-        return Err(Rejection::Future {
-            got: h.timestamp_ms,
-            now: now_ms,
-        });
+    check_not_future(spec, slot, now_ms)?;
+    match slot_output {
+        None => return Err(Rejection::UnknownSlot(slot)),
+        Some(known) if *known != h.stamp.output => return Err(Rejection::WrongSlotOutput(slot)),
+        Some(_) => {}
     }
     check_size_and_root(spec, chain_id, block)?;
-    let ranked = check_proof(spec, chain_id, parent, &h.proof)?;
+    let ranked = check_proof(spec, chain_id, &h.stamp, parent.child_target, &h.proof)?;
     check_signature(block, cache)?;
     Ok(ranked)
 }
@@ -273,11 +286,11 @@ pub fn check_signatures(
 }
 
 /// What can be checked of a block whose parent is not known: its chain,
-/// time (not in the future), size, transaction root, k, that its proof
+/// slot (not in the future), size, transaction root, k, that its proof
 /// names a record of its plot (a nonce below 2^k), and its signature.
 /// Enough that a block kept until its parent comes is the one its
 /// producer signed, and, with its hash, the only block it can be. Its
-/// proof's distance needs the parent's challenge, and waits for it.
+/// proof's eligibility needs the parent's target, and waits for it.
 pub fn check_orphan(
     spec: &ChainSpec,
     chain_id: &[u8; 32],
@@ -289,12 +302,7 @@ pub fn check_orphan(
     if h.chain_id != *chain_id {
         return Err(Rejection::WrongChain);
     }
-    if h.timestamp_ms > now_ms + max_drift_ms(spec) {
-        return Err(Rejection::Future {
-            got: h.timestamp_ms,
-            now: now_ms,
-        });
-    }
+    check_not_future(spec, h.stamp.slot, now_ms)?;
     check_size_and_root(spec, chain_id, block)?;
     if !(spec.min_k..=spec.max_k).contains(&h.proof.k) {
         return Err(Rejection::BadK(h.proof.k));

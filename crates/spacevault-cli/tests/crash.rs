@@ -104,6 +104,14 @@ fn a_vault_killed_under_load_keeps_every_write_it_answered() {
             "300",
             "--replication",
             "1",
+            // One plot of k = 16, a block a slot, and a proof of time a
+            // loaded machine keeps up with.
+            "--initial-records",
+            "65536",
+            "--block-interval-slots",
+            "1",
+            "--pot-iterations",
+            "2000",
             "--out",
         ])
         .arg(&spec)

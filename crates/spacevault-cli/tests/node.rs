@@ -59,6 +59,14 @@ fn two_vaults_on_loopback_agree_and_keep_data() {
             "300",
             "--replication",
             "2",
+            // Two plots of k = 16, a block a slot, and a proof of time a
+            // loaded machine keeps up with.
+            "--initial-records",
+            "131072",
+            "--block-interval-slots",
+            "1",
+            "--pot-iterations",
+            "2000",
             "--out",
         ])
         .arg(&spec)
@@ -307,6 +315,14 @@ fn a_put_too_large_says_so_and_one_fewer_vaults_took_prints_its_address_and_exit
             "300",
             "--replication",
             "2",
+            // Two plots of k = 16, a block a slot, and a proof of time a
+            // loaded machine keeps up with.
+            "--initial-records",
+            "131072",
+            "--block-interval-slots",
+            "1",
+            "--pot-iterations",
+            "2000",
             "--out",
         ])
         .arg(&spec)

@@ -32,7 +32,7 @@ pub(crate) fn behaviour(key: &identity::Keypair, config: &Config) -> Result<Beha
         .heartbeat_interval(config.heartbeat)
         // Messages carry no gossip signature: blocks are signed by their
         // producers, transactions by their owners, announcements by their
-        // vaults, and proofs verify against their challenge. A gossip
+        // vaults, and slot outputs carry their own proofs. A gossip
         // signature on top would be checked on every copy received,
         // duplicates included: the most costly work of a large network.
         .validation_mode(gossipsub::ValidationMode::Anonymous)

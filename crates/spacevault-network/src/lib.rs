@@ -1,5 +1,6 @@
 //! The vaults' network on rust-libp2p, the engine Lighthouse and Subspace
-//! use: gossipsub carries blocks, proofs and transactions (each message
+//! use: gossipsub carries blocks, transactions, announcements and the
+//! proof of time's slots (each message
 //! validated by the node before it is relayed, so that an invalid one is
 //! never forwarded and its sender loses peer score); request-response
 //! carries block sync and blob storage ([`wire`]); identify and Kademlia
@@ -97,7 +98,6 @@ impl Config {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Topic {
     Blocks,
-    Proofs,
     Txs,
     /// Each vault's periodic word that it is alive, and where it listens.
     Vaults,
@@ -106,18 +106,11 @@ pub enum Topic {
 }
 
 impl Topic {
-    pub const ALL: [Topic; 5] = [
-        Topic::Blocks,
-        Topic::Proofs,
-        Topic::Txs,
-        Topic::Vaults,
-        Topic::Time,
-    ];
+    pub const ALL: [Topic; 4] = [Topic::Blocks, Topic::Txs, Topic::Vaults, Topic::Time];
 
     pub fn name(self) -> &'static str {
         match self {
             Topic::Blocks => "blocks",
-            Topic::Proofs => "proofs",
             Topic::Txs => "txs",
             Topic::Vaults => "vaults",
             Topic::Time => "time",

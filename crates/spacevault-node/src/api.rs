@@ -390,7 +390,9 @@ async fn block(State(s): S, Path(height): Path<String>) -> Result<Json<BlockJson
         height: h.height,
         hash: hex::encode(hash),
         parent: hex::encode(h.parent),
-        timestamp_ms: h.timestamp_ms,
+        slot: h.stamp.slot,
+        timestamp_ms: s.chain.spec().slot_due_ms(h.stamp.slot),
+        slot_output: hex::encode(h.stamp.output),
         producer: hex::encode(h.proof.farmer_key),
         proof: ProofJson {
             farmer_key: hex::encode(h.proof.farmer_key),

@@ -1,36 +1,75 @@
-//! Blocks in and out: importing one (and the orphans that waited for it),
-//! holding one that came a little early, and producing this vault's own.
+//! Blocks in and out: farming each slot and producing this vault's own
+//! block when its proof is eligible, importing one (and the orphans that
+//! waited for it), and holding one whose slot this vault has not reached.
 
-use crate::chain::{Due, Step};
+use crate::chain::Step;
 use crate::engine::{Adoption, Imported, Origin};
+use crate::farmer::Found;
 use crate::shared::Shared;
-use spacevault_chain::{validate, Block, ChainSpec, Rejection};
+use spacevault_chain::{validate, Block, ChainSpec, Rejection, Stamp};
+use spacevault_meter::Op;
 use spacevault_network::{self as net, Topic};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Produces the next block (or contests the last), imports it and gossips
-/// it.
-pub(crate) fn produce(shared: &Arc<Shared>, contest: bool) {
-    produce_if(shared, contest, |_| true)
+/// Slots a starting vault lets pass before it builds on a head this many
+/// slots old: a head that old has likely missed blocks its peers have, and
+/// a branch on it would only lose to theirs.
+const STALE_HEAD_SLOTS: u64 = 3;
+
+/// Looks up the best proof of this vault's plots for `slot`'s challenge,
+/// and produces a block if it is eligible on the head. A slot the clock
+/// has left behind (a line catching up) is not farmed: its block would
+/// come late to every vault.
+pub(crate) fn farm(shared: &Arc<Shared>, slot: u64, started_slot: u64) {
+    let spec = shared.chain.spec();
+    if shared.farmer.plots().is_empty() || spec.clock_slot(crate::now_ms()) > slot + 1 {
+        return;
+    }
+    if slot < started_slot + STALE_HEAD_SLOTS && shared.chain.head().slot + STALE_HEAD_SLOTS < slot
+    {
+        return;
+    }
+    let task = shared.clone();
+    shared.spawn(async move {
+        let shared = task;
+        let kept = shared.blocking(move |s| s.store.slot(slot)).await;
+        let Some(Ok(Some(out))) = kept else {
+            return;
+        };
+        let stamp = Stamp {
+            slot,
+            output: out.output,
+        };
+        let challenge = stamp.challenge(&shared.chain.chain_id());
+        let Some(found) = shared.farmer.best(challenge).await else {
+            return;
+        };
+        shared
+            .metrics
+            .lookup_seconds
+            .observe(found.took.as_secs_f64());
+        // The record's hash is inside each plot's lookup, on a blocking
+        // thread: counted here, timed in the lookup.
+        shared.meter.add(Op::HashLookup, found.answers as u64);
+        shared.blocking(move |s| produce(s, stamp, found)).await;
+    });
 }
 
-/// [`produce`], if `due` holds of the chain: asked under the same lock
-/// the block is made under ([`Chain::produce_if`]).
-pub(crate) fn produce_if(shared: &Arc<Shared>, contest: bool, due: impl FnOnce(&Due) -> bool) {
-    let produced = shared
-        .chain
-        .produce_if(&shared.key, crate::now_ms(), contest, due);
-    let Some((block, block_delay_ms)) = produced else {
+/// Produces a block in `stamp`'s slot from `found` if it is eligible on the
+/// head (asked under the lock the block is made under), imports it and
+/// gossips it.
+pub(crate) fn produce(shared: &Arc<Shared>, stamp: Stamp, found: Found) {
+    let Found { proof, rank, .. } = found;
+    let Some(block) = shared.chain.produce(&shared.key, stamp, proof, &rank) else {
         return;
     };
-    shared.metrics.proofs_won.inc();
+    shared.metrics.blocks_produced.inc();
     tracing::info!(
         height = block.header.height,
+        slot = stamp.slot,
         txs = block.txs.len(),
-        contest,
-        block_delay_ms = block_delay_ms.round(),
         "produced a block"
     );
     let bytes = block.encode();
@@ -76,9 +115,6 @@ pub(crate) fn import(
         }
         first.get_or_insert(outcome);
     }
-    if shared.chain.should_contest(crate::now_ms()) {
-        produce(shared, true);
-    }
     first.expect("one block at least")
 }
 
@@ -98,24 +134,29 @@ fn check_signatures_ahead(shared: &Shared, block: &Block, origin: Origin) -> Res
     validate::check_signatures(chain.spec(), &chain.chain_id(), block, cache)
 }
 
-/// Blocks held until their time, at most: past it, an early block is
-/// ignored (its producer sends it again, or a sync brings it).
+/// Blocks held until this vault's line reaches their slot, at most: past
+/// it, such a block is ignored (a sync brings it later).
 pub const MAX_EARLY_BLOCKS: usize = 64;
 
-/// How far past the clock's allowance a block may be dated and still wait
-/// for its time (two slots); later than that, it is refused as `future`.
+/// How long a block may wait for its slot past the slot's due time: the
+/// slot's output comes by gossip, or by a catch-up from a peer, within a
+/// slot or two; later than that, the block is dropped and a sync brings it
+/// back if its chain wins.
 pub fn hold_window_ms(spec: &ChainSpec) -> u64 {
-    2 * spec.slot_ms
+    2 * spec.slot_ms + validate::CLOCK_ALLOWANCE_MS
 }
 
-/// Imports `block` at `due_ms` (Unix ms), when it is no longer early, and
-/// relays it if it then makes the head.
-pub(crate) fn hold_early(shared: &Arc<Shared>, block: Block, origin: Origin, due_ms: u64) {
+/// Imports `block` once this vault's line of slots reaches its slot (within
+/// [`hold_window_ms`] of the slot's due time), and relays it if it then
+/// makes the head. A block made in a slot whose output this vault has not
+/// checked yet is no fault of its sender: the slot's output and the block
+/// travel the network by different paths.
+pub(crate) fn hold_for_slot(shared: &Arc<Shared>, block: Block, origin: Origin) {
     if shared.early_blocks.fetch_add(1, Ordering::Relaxed) >= MAX_EARLY_BLOCKS {
         shared.early_blocks.fetch_sub(1, Ordering::Relaxed);
         let full = Rejection::Unable {
             what: "early_full",
-            why: format!("{MAX_EARLY_BLOCKS} early blocks wait already"),
+            why: format!("{MAX_EARLY_BLOCKS} blocks wait for their slots already"),
         };
         shared.metrics.refused(Topic::Blocks.name(), &full);
         return;
@@ -124,16 +165,27 @@ pub(crate) fn hold_early(shared: &Arc<Shared>, block: Block, origin: Origin, due
     let task = shared.clone();
     shared.spawn(async move {
         let shared = task;
-        let wait = due_ms.saturating_sub(crate::now_ms());
-        tokio::time::sleep(Duration::from_millis(wait)).await;
-        let bytes = block.encode();
-        let imported = shared
-            .blocking(move |s| import(s, block, true, origin))
-            .await;
-        match imported {
-            Some(Ok(Imported::NewHead { .. })) => shared.net.publish(Topic::Blocks, bytes),
-            Some(Ok(_)) | None => {}
-            Some(Err(r)) => shared.metrics.refused(Topic::Blocks.name(), &r),
+        let slot = block.header.stamp.slot;
+        let spec = shared.chain.spec();
+        let until = spec.slot_due_ms(slot) + hold_window_ms(spec);
+        let wait = Duration::from_millis(until.saturating_sub(crate::now_ms()));
+        let mut slots = shared.time.slots();
+        let reached = tokio::time::timeout(wait, slots.wait_for(|&s| s >= slot))
+            .await
+            .is_ok_and(|r| r.is_ok());
+        if reached {
+            let bytes = block.encode();
+            let imported = shared
+                .blocking(move |s| import(s, block, true, origin))
+                .await;
+            match imported {
+                Some(Ok(Imported::NewHead { .. })) => shared.net.publish(Topic::Blocks, bytes),
+                Some(Ok(_)) | None => {}
+                Some(Err(r)) => shared.metrics.refused(Topic::Blocks.name(), &r),
+            }
+        } else {
+            let late = Rejection::UnknownSlot(slot);
+            shared.metrics.refused(Topic::Blocks.name(), &late);
         }
         shared.early_blocks.fetch_sub(1, Ordering::Relaxed);
     });

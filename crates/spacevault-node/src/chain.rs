@@ -18,8 +18,8 @@
 
 use crate::engine::{Adoption, BlockSummary, Engine, Imported};
 use spacevault_chain::validate::Parent;
-use spacevault_chain::{Block, ChainSpec, ProofMsg, Ranked, RegisterTx, Rejection, SigCache};
-use spacevault_chain::{ChainProof, Keypair};
+use spacevault_chain::{Block, ChainSpec, Ranked, RegisterTx, Rejection, SigCache};
+use spacevault_chain::{ChainProof, Keypair, Stamp};
 use spacevault_store::{Store, StoreError};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -35,24 +35,13 @@ pub struct Chain {
     /// The canonical head: sent under the engine's lock, so that it never
     /// goes back to an older head when imports run on several threads.
     head: watch::Sender<Parent>,
-    /// Woken when workers take a block or a proof ([`Chain::changed`]).
+    /// Woken when workers take a block ([`Chain::changed`]).
     changed: Notify,
     /// When each recent block was first imported here (Unix ms): what the
     /// network benchmark measures propagation with.
     arrivals: Mutex<Arrivals>,
     /// The most blocks one change of branch took off the canonical chain.
     deepest_reorg: AtomicU64,
-}
-
-/// What the vault's task reads of the chain before each wait.
-#[derive(Clone, Copy, Debug)]
-pub struct Due {
-    /// The election under way: its height, parent and challenge.
-    pub election: (u64, [u8; 32], [u8; 32]),
-    /// When this vault's turn to produce comes (Unix ms), if it has one.
-    pub production: Option<u64>,
-    /// The head's time (Unix ms).
-    pub head_ms: u64,
 }
 
 /// One block imported: its hash, what became of it, and the head's height
@@ -67,8 +56,6 @@ pub struct Step {
 pub struct View {
     pub head: Parent,
     pub recent: Vec<BlockSummary>,
-    pub election_height: u64,
-    pub block_delay_ms: f64,
 }
 
 impl Chain {
@@ -124,13 +111,12 @@ impl Chain {
         self.head.subscribe()
     }
 
-    /// Completes once workers have changed what the vault's task waits on
-    /// (a block or a proof taken) since the last wait.
+    /// Completes once workers have taken a block since the last wait.
     pub async fn changed(&self) {
         self.changed.notified().await
     }
 
-    /// Wakes the vault's task: its turn to produce may have moved.
+    /// Wakes whoever waits on [`Chain::changed`]: the head may have moved.
     pub fn note_changed(&self) {
         self.changed.notify_one();
     }
@@ -181,11 +167,6 @@ impl Chain {
 
     // What follows takes the engine's lock: call it from a blocking thread.
 
-    /// The election under way and this vault's turn in it.
-    pub fn due(&self) -> Due {
-        due_of(&self.engine())
-    }
-
     /// A transaction for the pool, checked on its own (signature included)
     /// and against its register's version; Ok(false) when already pending.
     pub fn add_tx(&self, tx: RegisterTx) -> Result<bool, Rejection> {
@@ -197,31 +178,6 @@ impl Chain {
     /// the lock.
     pub fn add_checked_tx(&self, tx: RegisterTx) -> Result<bool, Rejection> {
         self.engine().add_checked_tx(tx)
-    }
-
-    /// A peer's proof for the election under way.
-    pub fn offer_proof(&self, msg: &ProofMsg) -> Result<(), Rejection> {
-        self.engine().offer_proof(msg)
-    }
-
-    /// This vault's own best proof for the election of `height` on
-    /// `parent`: the message to gossip, if it is the best known.
-    pub fn offer_own(
-        &self,
-        height: u64,
-        parent: [u8; 32],
-        proof: ChainProof,
-        rank: Ranked,
-        records: f64,
-    ) -> Option<ProofMsg> {
-        self.engine()
-            .offer_own(height, parent, proof, rank, records)
-    }
-
-    /// Whether this vault's proof is still the best known for the election
-    /// of `height` on `parent`.
-    pub fn own_is_best(&self, height: u64, parent: &[u8; 32]) -> bool {
-        self.engine().own_is_best(height, parent)
     }
 
     /// Lets go of orphans kept past their time.
@@ -252,30 +208,22 @@ impl Chain {
         })
     }
 
-    /// Whether this vault should produce at once for the height just
-    /// settled (see [`Engine::should_contest`]).
-    pub fn should_contest(&self, now_ms: u64) -> bool {
-        self.engine().should_contest(now_ms)
+    /// Whether a proof of rank `rank` for `slot`'s challenge would make a
+    /// block on the head now (see [`Engine::may_produce`]).
+    pub fn may_produce(&self, slot: u64, rank: &Ranked) -> bool {
+        self.engine().may_produce(slot, rank)
     }
 
-    /// Produces the next block (or contests the last) with `key` if `due`
-    /// holds: asked under the lock the block is made under, so that nothing
-    /// a worker takes in between goes unseen (`due` must not call this
-    /// handle: the lock is held). The block and the smoothed delay of
-    /// blocks then.
-    pub fn produce_if(
+    /// Produces a block on the head in `stamp`'s slot with `key` and its
+    /// proof, if it is eligible there (see [`Engine::produce`]).
+    pub fn produce(
         &self,
         key: &Keypair,
-        now_ms: u64,
-        contest: bool,
-        due: impl FnOnce(&Due) -> bool,
-    ) -> Option<(Block, f64)> {
-        let mut engine = self.engine();
-        if !due(&due_of(&engine)) {
-            return None;
-        }
-        let block = engine.produce(key, now_ms, contest)?;
-        Some((block, engine.block_delay_ms()))
+        stamp: Stamp,
+        proof: ChainProof,
+        rank: &Ranked,
+    ) -> Option<Block> {
+        self.engine().produce(key, stamp, proof, rank)
     }
 
     /// The canonical block at `height`, with its proof's quality.
@@ -300,15 +248,12 @@ impl Chain {
         Ok((current, engine.is_pending(owner, name, version)))
     }
 
-    /// The head, the last `recent` canonical blocks, the election's height
-    /// and the smoothed delay of blocks.
+    /// The head and the last `recent` canonical blocks.
     pub fn view(&self, recent: usize) -> View {
         let engine = self.engine();
         View {
             head: engine.head(),
             recent: engine.recent(recent),
-            election_height: engine.election().0,
-            block_delay_ms: engine.block_delay_ms(),
         }
     }
 }
@@ -339,14 +284,6 @@ impl std::ops::DerefMut for EngineForTests<'_> {
 impl Drop for EngineForTests<'_> {
     fn drop(&mut self) {
         Chain::send_head(self.head, &self.engine);
-    }
-}
-
-fn due_of(engine: &Engine) -> Due {
-    Due {
-        election: engine.election(),
-        production: engine.production_due(),
-        head_ms: engine.head().timestamp_ms,
     }
 }
 

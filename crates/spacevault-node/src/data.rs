@@ -59,7 +59,7 @@ pub fn on_announce(shared: &Arc<Shared>, data: &[u8]) -> Result<(), Rejection> {
     {
         let vaults = shared.vaults.lock().unwrap();
         let max_age = announce_interval(shared.chain.spec(), vaults.count()) * MISSED_TO_LEAVE;
-        let drift = spacevault_chain::validate::max_drift_ms(shared.chain.spec());
+        let drift = spacevault_chain::validate::CLOCK_ALLOWANCE_MS;
         vaults.is_news(&a.vault, a.time_ms, crate::now_ms(), max_age, drift)?;
     }
     let addresses = a

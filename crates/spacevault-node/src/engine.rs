@@ -1,11 +1,12 @@
 //! The chain as one vault follows it: importing blocks (checks, storage,
-//! fork choice), the election of the next block's producer, the pool of
-//! pending transactions, and producing a block. No I/O but the store's and
-//! no clock of its own: the node passes the time in, so that the rules are
-//! the same for every caller and tests can drive them.
+//! fork choice by weight, finality), the pool of pending transactions, and
+//! producing a block in a slot where this vault's proof is eligible. No I/O
+//! but the store's and no clock of its own: the node passes the time in,
+//! so that the rules are the same for every caller and tests can drive
+//! them.
 //!
 //! One module a concern: `import` (checks, orphans, fork choice),
-//! `election` (proofs, turns, production), `mempool` (pending
+//! `production` (eligibility, the block), `mempool` (pending
 //! transactions) and `orphans` (blocks waiting for their parents); this
 //! file holds the engine's state and what reads it.
 
@@ -13,16 +14,15 @@ use spacevault_chain::fork::{self, Fork};
 use spacevault_chain::validate::{self, check_tx, Parent};
 use spacevault_chain::SigCache;
 use spacevault_chain::{
-    Block, ChainProof, ChainSpec, Keypair, Limits, ProofMsg, Ranked, RegisterTx, Rejection,
+    Block, ChainProof, ChainSpec, Keypair, Limits, Ranked, RegisterTx, Rejection, Stamp,
 };
 use spacevault_store::{Status, Store, StoreError};
 use std::path::Path;
 
-mod election;
 mod import;
 mod mempool;
 mod orphans;
-use election::Election;
+mod production;
 use import::unable_to_store;
 pub use import::{Adoption, Imported};
 use mempool::Mempool;
@@ -36,6 +36,8 @@ pub struct BlockSummary {
     pub hash: String,
     pub producer: String,
     pub quality: u32,
+    /// The slot it was made in, and when that slot was due (Unix ms).
+    pub slot: u64,
     pub timestamp_ms: u64,
     pub txs: usize,
 }
@@ -47,14 +49,10 @@ pub struct Engine {
     limits: Limits,
     store: std::sync::Arc<Store>,
     head: Parent,
-    election: Election,
-    /// The last election, kept so that a vault whose better proof lost to
-    /// a block made before its own can still produce for that height.
-    previous: Option<Election>,
-    /// How long gossiped blocks took to arrive after they were made, in
-    /// milliseconds, smoothed: what spaces this vault's turn from the
-    /// likelier producers' when the network runs late.
-    block_delay_ms: f64,
+    /// The last slot this vault produced a block in (or had reached when
+    /// it opened): it never signs two blocks for one slot, which would be
+    /// equivocation.
+    produced_slot: u64,
     mempool: Mempool,
     orphans: orphans::Orphans,
     /// Signatures verified before, if the vault keeps them: a block's
@@ -68,12 +66,13 @@ impl Engine {
         let store = Store::open(path, &spec)?;
         let chain_id = spec.chain_id();
         let head = stored_head(&store, &spec)?;
+        // A vault that stopped in the middle of a slot may have produced
+        // in it: it produces again only in slots its line had not reached.
+        let produced_slot = store.last_slot()?.map_or(0, |s| s.slot);
         Ok(Engine {
             orphans: orphans::Orphans::new(spec.slot_ms),
             limits: Limits::of(&spec),
-            election: Election::new(head, &chain_id, 0),
-            previous: None,
-            block_delay_ms: 0.0,
+            produced_slot,
             chain_id,
             spec,
             store: std::sync::Arc::new(store),
@@ -116,15 +115,6 @@ impl Engine {
     /// The canonical head (the genesis before block 1).
     pub fn head(&self) -> Parent {
         self.head
-    }
-
-    /// The height and challenge of the election under way.
-    pub fn election(&self) -> (u64, [u8; 32], [u8; 32]) {
-        (
-            self.election.height(),
-            self.election.parent.hash,
-            self.election.challenge,
-        )
     }
 
     fn parent(&self, hash: &[u8; 32]) -> Result<Option<Parent>, StoreError> {
@@ -206,7 +196,8 @@ impl Engine {
                     hash: hex::encode(hash),
                     producer: hex::encode(block.header.proof.farmer_key),
                     quality,
-                    timestamp_ms: block.header.timestamp_ms,
+                    slot: block.header.stamp.slot,
+                    timestamp_ms: self.spec.slot_due_ms(block.header.stamp.slot),
                     txs: block.txs.len(),
                 });
             }
@@ -239,8 +230,9 @@ fn parent_of(
     Ok(store.info(hash)?.map(|info| Parent {
         hash: *hash,
         height: info.height,
-        timestamp_ms: info.timestamp_ms,
-        proof_hash: info.proof_hash,
+        slot: info.slot,
+        weight: info.weight,
+        child_target: info.child_target,
     }))
 }
 

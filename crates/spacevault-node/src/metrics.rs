@@ -38,8 +38,7 @@ pub struct Metrics {
     pub vaults: Gauge,
     pub lookup_seconds: Histogram,
     pub round_trip_seconds: Histogram,
-    pub proofs_sent: Counter,
-    pub proofs_won: Counter,
+    pub blocks_produced: Counter,
     pub blocks_accepted: Counter,
     pub blocks_rejected: Family<Reason, Counter>,
     pub messages_rejected: Family<TopicReason, Counter>,
@@ -117,8 +116,7 @@ impl Metrics {
             round_trip_seconds: Histogram::new([
                 5e-4, 1e-3, 5e-3, 1e-2, 2.5e-2, 5e-2, 0.1, 0.2, 0.4, 0.8, 1.6,
             ]),
-            proofs_sent: Counter::default(),
-            proofs_won: Counter::default(),
+            blocks_produced: Counter::default(),
             blocks_accepted: Counter::default(),
             blocks_rejected: Family::default(),
             messages_rejected: Family::default(),
@@ -208,14 +206,9 @@ impl Metrics {
             m.round_trip_seconds.clone(),
         );
         registry.register(
-            "proofs_sent",
-            "Proofs gossiped as the best seen",
-            m.proofs_sent.clone(),
-        );
-        registry.register(
-            "proofs_won",
+            "blocks_produced",
             "Blocks this vault produced",
-            m.proofs_won.clone(),
+            m.blocks_produced.clone(),
         );
         registry.register(
             "blocks_accepted",

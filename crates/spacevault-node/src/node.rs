@@ -3,21 +3,20 @@
 
 use crate::api::ApiState;
 use crate::blocking::Blocking;
-use crate::blocks::produce_if;
 use crate::chain::Chain;
 use crate::config::{ApiTimes, NodeConfig, StartError};
 use crate::data;
 use crate::engine::Engine;
-use crate::farmer::{Farmer, Found};
+use crate::farmer::Farmer;
 use crate::metrics::Metrics;
 use crate::processor::Processor;
 use crate::shared::{Internal, Shared};
 use crate::sync::spawn_sync;
 use crate::vaults::Vaults;
 use crate::work::{self, Work};
-use spacevault_chain::{ChainSpec, ProofMsg, SigCache};
-use spacevault_meter::{self as meter, Meter, Op};
-use spacevault_network::{self as net, Event, Topic};
+use spacevault_chain::SigCache;
+use spacevault_meter::{self as meter, Meter};
+use spacevault_network::{self as net, Event};
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
@@ -202,6 +201,13 @@ impl Node {
         self.shared.is_syncing()
     }
 
+    /// The vault's line of slots: for tests that give it slots they
+    /// computed themselves.
+    #[cfg(feature = "testing")]
+    pub fn time(&self) -> &crate::time::Time {
+        &self.shared.time
+    }
+
     /// The engine, locked: for tests that look inside a vault.
     #[cfg(feature = "testing")]
     pub fn engine(&self) -> crate::chain::EngineForTests<'_> {
@@ -374,8 +380,9 @@ async fn intake(
     }
 }
 
-/// Gossips the vault's own proof, produces when due, and so on: the vault's
-/// one task. Whatever it asks of the engine runs on a blocking thread.
+/// Farms each new slot, keeps the store durable, announces the vault, asks
+/// peers when the head stands still, and so on: the vault's one task.
+/// Whatever it asks of the engine runs on a blocking thread.
 async fn run(shared: Arc<Shared>, events: mpsc::Receiver<Event>) {
     let (internal_tx, mut internal) = mpsc::unbounded_channel::<Internal>();
     // The intake ends with this task, however that ends.
@@ -387,13 +394,13 @@ async fn run(shared: Arc<Shared>, events: mpsc::Receiver<Event>) {
         .spawn(async move { intake_stop.run_until_cancelled(intake).await });
     let stop = shared.shutdown.clone();
     let mut head = shared.chain.heads();
+    let mut slots = shared.time.slots();
     let slot = Duration::from_millis(shared.chain.spec().slot_ms);
     let mut tick = tokio::time::interval((slot / 4).max(Duration::from_millis(10)));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut next_announce = tokio::time::Instant::now();
-    let mut looked_up_for = None;
     let mut last_progress = tokio::time::Instant::now();
-    let started_ms = crate::now_ms();
+    let started_slot = shared.chain.spec().clock_slot(crate::now_ms());
     // Vaults that share a machine flush at different moments, not all at
     // once every interval.
     let offset = STORE_FLUSH_INTERVAL.mul_f64(shared.key.public()[0] as f64 / 256.0);
@@ -401,35 +408,14 @@ async fn run(shared: Arc<Shared>, events: mpsc::Receiver<Event>) {
         tokio::time::interval_at(tokio::time::Instant::now() + offset, STORE_FLUSH_INTERVAL);
     flush.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        let read = shared.with_chain(|c| c.due());
-        let due = tokio::select! {
-            biased;
-            _ = stop.cancelled() => break,
-            due = read => match due {
-                Some(due) => due,
-                None => {
-                    tracing::error!("the engine's work panicked: the vault stops");
-                    break;
-                }
-            },
-        };
-        // The election under way gets this vault's proof once.
-        let (height, parent, challenge) = due.election;
-        if looked_up_for != Some((height, parent)) {
-            looked_up_for = Some((height, parent));
-            start_lookup(&shared, &internal_tx, height, parent, challenge);
-        }
-        let due = production_at(shared.chain.spec(), due.production, due.head_ms, started_ms);
-        let wait = match due {
-            Some(at) => Duration::from_millis(at.saturating_sub(crate::now_ms())),
-            None => Duration::from_secs(3600),
-        };
-        // In this order: timers, production, then news of the chain (a
-        // head that moved, a proof or block the workers took): news that
-        // never stops must not hold production back.
         tokio::select! {
             biased;
             _ = stop.cancelled() => break,
+            // A new slot: this vault's plots answer its challenge.
+            Ok(()) = slots.changed() => {
+                let reached = *slots.borrow_and_update();
+                crate::blocks::farm(&shared, reached, started_slot);
+            }
             _ = flush.tick() => {
                 // An fsync off the runtime's threads, which the network and
                 // every other vault in the process share.
@@ -450,74 +436,15 @@ async fn run(shared: Arc<Shared>, events: mpsc::Receiver<Event>) {
                 let vaults = shared.vaults.lock().unwrap().count();
                 next_announce += data::announce_interval(shared.chain.spec(), vaults);
             }
-            // Its turn, unless what the workers took meanwhile (a better
-            // proof, this height's block) put it off.
-            _ = tokio::time::sleep(wait), if due.is_some() => {
-                shared.blocking(move |s| produce_if_due(s, started_ms)).await;
-            }
             Ok(()) = head.changed() => last_progress = tokio::time::Instant::now(),
-            Some(msg) = internal.recv() => match msg {
-                Internal::Found { height, parent, found } => {
-                    offer_own(&shared, height, parent, *found).await;
-                }
-                Internal::Synced => last_progress = tokio::time::Instant::now(),
-            },
-            // The workers changed the engine: its turn may have moved.
-            _ = shared.chain.changed() => {}
+            Some(Internal::Synced) = internal.recv() => {
+                last_progress = tokio::time::Instant::now();
+            }
         }
     }
     let store = shared.store.clone();
     let _ = shared.spawn_blocking(move || flush_store(&store)).await;
 }
-
-/// Offers the engine this vault's best proof for the election of `height`
-/// on `parent`, and gossips it later if it is the best the vault knows.
-async fn offer_own(shared: &Arc<Shared>, height: u64, parent: [u8; 32], found: Found) {
-    shared
-        .metrics
-        .lookup_seconds
-        .observe(found.took.as_secs_f64());
-    // The record's hash is inside each plot's lookup, on a blocking
-    // thread: counted here, timed in the lookup.
-    shared.meter.add(Op::HashLookup, found.answers as u64);
-    let Found { proof, rank, .. } = found;
-    let records = records_known(shared);
-    let msg = shared
-        .with_chain(move |c| c.offer_own(height, parent, proof, rank, records))
-        .await
-        .flatten();
-    if let Some(msg) = msg {
-        publish_proof_later(shared, msg, rank.expected_place(records));
-    }
-}
-
-/// When this vault produces (Unix ms), from the engine's turn for it
-/// (`Engine::production_due`) and its head's time. A vault that starts on
-/// a head many slots old has likely missed blocks: it gives its peers a
-/// few slots to catch it up before it builds on that head, rather than add
-/// a stale branch.
-fn production_at(spec: &ChainSpec, due: Option<u64>, head_ms: u64, started_ms: u64) -> Option<u64> {
-    due.map(|at| {
-        let head_age = crate::now_ms().saturating_sub(head_ms);
-        if head_age > STALE_HEAD_SLOTS * spec.slot_ms {
-            at.max(started_ms + STALE_HEAD_SLOTS * spec.slot_ms)
-        } else {
-            at
-        }
-    })
-}
-
-/// Produces if this vault's turn has come by what the engine knows now:
-/// its timer was set by what it knew before.
-fn produce_if_due(shared: &Arc<Shared>, started_ms: u64) {
-    produce_if(shared, false, |due| {
-        let at = production_at(shared.chain.spec(), due.production, due.head_ms, started_ms);
-        at.is_some_and(|at| at <= crate::now_ms())
-    });
-}
-
-/// Slots a head may be old before a starting vault waits to sync.
-const STALE_HEAD_SLOTS: u64 = 3;
 
 /// How long the chain's latest blocks may wait to be made durable: a vault
 /// killed meanwhile opens at an earlier head and syncs the rest again.
@@ -527,70 +454,6 @@ fn flush_store(store: &spacevault_store::Store) {
     if let Err(e) = store.flush() {
         tracing::error!(%e, "could not make the store durable");
     }
-}
-
-/// The records the network is thought to hold: the vaults this one knows
-/// of (by their announcements, or as peers: every peer is a vault), each
-/// with as much space as this one. A new network's vaults have not heard
-/// each other's announcements by its first blocks, but have met some.
-fn records_known(shared: &Shared) -> f64 {
-    let announced = shared.vaults.lock().unwrap().count() as f64;
-    let connected = shared.metrics.peers.get() as f64 + 1.0;
-    let vaults = announced.max(connected);
-    let plots: f64 = shared
-        .farmer
-        .plots()
-        .iter()
-        .map(|p| (p.k as f64).exp2())
-        .sum();
-    (vaults * plots).max(1.0)
-}
-
-/// Gossips this vault's proof after a delay that grows with its expected
-/// place among all the network's proofs, unless a better proof arrived
-/// meanwhile. Every vault looks up at once, and sent at once every vault's
-/// proof would be the best it had seen; this way the likely winners send
-/// first, a few steps apart, and most vaults never send.
-fn publish_proof_later(shared: &Arc<Shared>, msg: ProofMsg, expected_place: f64) {
-    let half_window = shared.chain.spec().proof_window_ms as f64 / 2.0;
-    let delay = (half_window * expected_place / PROOF_RANKS_SENT).min(half_window);
-    let msg_delay = Duration::from_millis(delay as u64);
-    let task = shared.clone();
-    shared.spawn(async move {
-        let shared = task;
-        tokio::time::sleep(msg_delay).await;
-        let (height, parent) = (msg.height, msg.parent);
-        let still_best = shared.with_chain(move |c| c.own_is_best(height, &parent));
-        if still_best.await == Some(true) {
-            shared.metrics.proofs_sent.inc();
-            shared.net.publish(Topic::Proofs, msg.encode());
-        }
-    });
-}
-
-/// Estimated ranks spread over half the proof window: worse proofs wait the
-/// whole half, by when the better ones have arrived.
-const PROOF_RANKS_SENT: f64 = 8.0;
-
-fn start_lookup(
-    shared: &Arc<Shared>,
-    internal: &mpsc::UnboundedSender<Internal>,
-    height: u64,
-    parent: [u8; 32],
-    challenge: [u8; 32],
-) {
-    let task = shared.clone();
-    let internal = internal.clone();
-    shared.spawn(async move {
-        let shared = task;
-        if let Some(found) = shared.farmer.best(challenge).await {
-            let _ = internal.send(Internal::Found {
-                height,
-                parent,
-                found: Box::new(found),
-            });
-        }
-    });
 }
 
 fn on_event(

@@ -79,7 +79,7 @@ async function refresh() {
     document.getElementById("numbers").className = "";
     document.getElementById("error").textContent = "";
     const chain = document.getElementById("chain");
-    chain.textContent = "chain " + short(s.chain_id) + " · slots of " + s.slot_ms + " ms · proof window " + s.proof_window_ms + " ms";
+    chain.textContent = "chain " + short(s.chain_id) + " · slots of " + s.slot_ms + " ms · a block every " + s.block_interval_slots + " slots · the network's space ≈ " + s.network_records.toPrecision(3) + " records";
     chain.title = s.chain_id;
     document.getElementById("state").textContent = s.syncing ? "syncing" : (s.peers.length ? "following" : "alone");
     document.getElementById("produced").textContent = s.blocks_produced;
@@ -118,15 +118,15 @@ async function refresh() {
       cell(row, us == null ? "not yet" : (us / 1000).toFixed(2) + " ms");
     }
     const note = document.getElementById("lookup-note");
-    const windowMs = s.proof_window_ms;
+    const slotMs = s.slot_ms;
     if (s.plots.length == 0) {
       note.textContent = "This vault farms no plots: it keeps data and follows the chain.";
       note.className = "";
-    } else if (slowest / 1000 > windowMs / 2) {
-      note.textContent = "Warning: lookups take " + (slowest / 1000).toFixed(1) + " ms, more than half the " + windowMs + " ms proof window: proofs may come too late to win.";
+    } else if (slowest / 1000 > slotMs / 4) {
+      note.textContent = "Warning: lookups take " + (slowest / 1000).toFixed(1) + " ms, more than a quarter of the " + slotMs + " ms slot: this vault's blocks may come late and lose to others of the same slot.";
       note.className = "warn";
     } else {
-      note.textContent = "Lookups take " + (slowest / 1000).toFixed(2) + " ms of the " + windowMs + " ms proof window.";
+      note.textContent = "Lookups take " + (slowest / 1000).toFixed(2) + " ms of the " + slotMs + " ms slot.";
       note.className = "ok";
     }
     document.getElementById("skipped").textContent = s.skipped_plots.map(p => p.path + ": " + p.why).join("; ");

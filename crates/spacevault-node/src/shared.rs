@@ -4,7 +4,7 @@
 
 use crate::blocking::Blocking;
 use crate::chain::Chain;
-use crate::farmer::{Farmer, Found};
+use crate::farmer::Farmer;
 use crate::metrics::Metrics;
 use crate::vaults::Vaults;
 use spacevault_chain::Keypair;
@@ -137,12 +137,7 @@ pub struct ScrubProgress {
     pub last_pass_ms: AtomicU64,
 }
 
-/// What the vault's own tasks (lookups, syncs) tell its main task.
+/// What the vault's own tasks (syncs) tell its main task.
 pub(crate) enum Internal {
-    Found {
-        height: u64,
-        parent: [u8; 32],
-        found: Box<Found>,
-    },
     Synced,
 }

@@ -5,9 +5,10 @@
 //! from a copy of the line, outside the lock, and offers it as any peer's
 //! output is offered.
 //!
-//! Until blocks name slots, every era's entropy is the chain's genesis
-//! hash: each era's group still differs (its seed holds the era before's
-//! last output), but no block's hash is mixed in yet.
+//! Every era's entropy is the chain's genesis hash: each era's group
+//! still differs (its seed holds the era before's last output), but no
+//! block's hash is mixed in yet (docs/DESIGN.md says what that leaves
+//! open).
 
 use spacevault_chain::time::{SlotOutput, TimeError, Timeline};
 use spacevault_chain::{genesis_hash, ChainSpec};
@@ -17,8 +18,9 @@ use tokio::sync::watch;
 
 /// How far ahead of this vault's clock a slot's output may come (a
 /// timekeeper whose clock runs ahead, or this one's behind): past it, the
-/// output is early and ignored, not its sender's fault.
-pub const SLOT_SKEW_MS: u64 = 500;
+/// output is early and ignored, not its sender's fault. The allowance
+/// blocks have too.
+pub const SLOT_SKEW_MS: u64 = spacevault_chain::validate::CLOCK_ALLOWANCE_MS;
 
 /// What became of a slot's output offered to the line.
 #[derive(Debug, PartialEq, Eq)]

@@ -92,8 +92,8 @@ impl Vaults {
 
     /// Whether an announcement made at `time_ms` is news at `now_ms`: made
     /// after the newest heard from that vault, while it was known or since
-    /// it left (a replay is not), within the drift a block's time is
-    /// allowed ahead of `now_ms`, and no older than `max_age`, the time a
+    /// it left (a replay is not), within the drift a slot is allowed ahead
+    /// of `now_ms`, and no older than `max_age`, the time a
     /// vault unheard still counts as alive (older, it says nothing of the
     /// vault now).
     pub(crate) fn is_news(
@@ -106,8 +106,8 @@ impl Vaults {
     ) -> Result<(), Rejection> {
         if time_ms > now_ms.saturating_add(max_drift_ms) {
             return Err(Rejection::Future {
-                got: time_ms,
-                now: now_ms,
+                due_ms: time_ms,
+                now_ms,
             });
         }
         let oldest = now_ms.saturating_sub(max_age.as_millis() as u64);
@@ -334,7 +334,10 @@ mod tests {
         assert_eq!(news(&v, now + 50), Ok(()), "the drift allowed");
         assert_eq!(
             news(&v, now + 51),
-            Err(Rejection::Future { got: now + 51, now })
+            Err(Rejection::Future {
+                due_ms: now + 51,
+                now_ms: now
+            })
         );
         assert_eq!(news(&v, now - 6000), Ok(()), "as old as may be");
         assert_eq!(

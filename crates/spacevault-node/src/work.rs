@@ -2,7 +2,7 @@
 //! imported, requests answered, on the blocking workers of a
 //! [`Processor`] whose queues bound what waits.
 
-use crate::blocks::{hold_early, hold_window_ms, import, origin_of};
+use crate::blocks::{hold_for_slot, hold_window_ms, import, origin_of};
 use crate::budget::BLOCKS_MIN_ANSWER;
 use crate::data;
 use crate::engine::Imported;
@@ -10,7 +10,7 @@ use crate::processor::{Processor, Queue, Shed};
 use crate::shared::{Internal, Shared};
 use crate::sync::spawn_sync;
 use spacevault_chain::validate::check_tx;
-use spacevault_chain::{Block, ProofMsg, RegisterTx, Rejection};
+use spacevault_chain::{Block, RegisterTx, Rejection};
 use spacevault_meter as meter;
 use spacevault_network::{self as net, Request, Response, Topic, Verdict};
 use std::sync::Arc;
@@ -42,7 +42,7 @@ pub(crate) enum Work {
 /// block's parent comes first. Transactions need no order (the pool takes
 /// versions up to 64 ahead), and their signatures are checked outside the
 /// engine's lock, so two workers check them side by side.
-pub const QUEUES: [Queue; 7] = [
+pub const QUEUES: [Queue; 6] = [
     Queue {
         name: "blocks",
         capacity: 64,
@@ -56,11 +56,6 @@ pub const QUEUES: [Queue; 7] = [
     Queue {
         name: "chain_requests",
         capacity: 32,
-        serial: false,
-    },
-    Queue {
-        name: "proofs",
-        capacity: 1024,
         serial: false,
     },
     Queue {
@@ -91,7 +86,6 @@ fn queue_of(work: &Work) -> Option<usize> {
     let name = match work {
         Work::Gossip { topic, .. } => match topic {
             Topic::Blocks => "blocks",
-            Topic::Proofs => "proofs",
             Topic::Txs => "txs",
             Topic::Vaults => "announcements",
             Topic::Time => "time",
@@ -133,10 +127,10 @@ pub(crate) fn processor(
                 } => {
                     let v = on_gossip(shared, &internal, source, topic, &data);
                     shared.net.validate(id, source, v);
-                    // Blocks and proofs move this vault's turn to produce;
-                    // transactions and announcements do not, and under
-                    // load would wake its task hundreds of times a second.
-                    if matches!(topic, Topic::Blocks | Topic::Proofs) {
+                    // A block may move the head; transactions and
+                    // announcements do not, and under load would wake its
+                    // waiters hundreds of times a second.
+                    if topic == Topic::Blocks {
                         shared.chain.note_changed();
                     }
                 }
@@ -203,7 +197,6 @@ pub(crate) fn on_gossip(
 ) -> Verdict {
     let outcome = match topic {
         Topic::Blocks => on_block(shared, internal, source, data),
-        Topic::Proofs => on_proof(shared, internal, source, data),
         Topic::Txs => on_tx(shared, data),
         Topic::Time => return crate::slots::on_slot(shared, source, data),
         Topic::Vaults => match data::on_announce(shared, data) {
@@ -246,36 +239,29 @@ fn on_block(
             spawn_sync(shared, internal, Some(source));
             Ok(Verdict::Ignore)
         }
-        Err(Rejection::Future { got, now }) if got <= now + hold_window_ms(shared.chain.spec()) => {
-            // A little early: its producer's clock runs ahead of this
-            // one, which is no fault of the relayer's.
-            let Ok(block) = Block::decode(data, &limits) else {
-                return Ok(Verdict::Ignore);
-            };
-            let due = got.saturating_sub(spacevault_chain::validate::max_drift_ms(
-                shared.chain.spec(),
-            ));
-            hold_early(shared, block, origin_of(&source), due);
+        // Made in a slot this vault's line has not reached: the slot's
+        // output is on its way (or its producer's clock runs a little
+        // ahead of this one), which is no fault of the relayer's.
+        Err(Rejection::UnknownSlot(_)) => {
+            hold(shared, data, &source);
+            Ok(Verdict::Ignore)
+        }
+        Err(Rejection::Future { due_ms, now_ms })
+            if due_ms <= now_ms + hold_window_ms(shared.chain.spec()) =>
+        {
+            hold(shared, data, &source);
             Ok(Verdict::Ignore)
         }
         Err(r) => Err(r),
     }
 }
 
-/// A gossiped proof for the next block: relayed if it is the best seen; a
-/// proof for a later height than this vault's next makes it sync.
-fn on_proof(
-    shared: &Arc<Shared>,
-    internal: &mpsc::UnboundedSender<Internal>,
-    source: net::Peer,
-    data: &[u8],
-) -> Result<Verdict, Rejection> {
-    let msg = ProofMsg::decode(data).map_err(|e| Rejection::Malformed(e.to_string()))?;
-    let offered = shared.chain.offer_proof(&msg);
-    if let Err(Rejection::FutureHeight(_)) = offered {
-        spawn_sync(shared, internal, Some(source));
+/// Holds a gossiped block until its slot comes ([`hold_for_slot`]).
+fn hold(shared: &Arc<Shared>, data: &[u8], source: &net::Peer) {
+    let limits = spacevault_chain::types::Limits::of(shared.chain.spec());
+    if let Ok(block) = Block::decode(data, &limits) {
+        hold_for_slot(shared, block, origin_of(source));
     }
-    offered.map(|()| Verdict::Accept)
 }
 
 /// A gossiped transaction: its signature checked before the engine's lock

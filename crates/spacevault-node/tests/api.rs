@@ -73,7 +73,11 @@ async fn the_http_api_answers_bad_input_with_a_4xx_and_a_reason() {
             })
         }
     };
-    let first = start_with(&spec, &files[0], vec![], true, times(60_000, 30_000)).await;
+    let first = start_with(&spec, &files[0], vec![], true, |c| {
+        times(60_000, 30_000)(c);
+        c.timekeeper = true;
+    })
+    .await;
     let boot = first.listen_addrs(Duration::from_secs(5)).await;
     let second = start_with(&spec, &files[1], boot.clone(), true, times(60_000, 1_000)).await;
     let third = start_with(&spec, &files[2], boot, true, times(300, 10_000)).await;

@@ -114,7 +114,8 @@ async fn a_peer_asking_for_blocks_again_and_again_gets_no_more_than_its_allowanc
     let chain = spec.chain_id();
     let burst = 200 << 10;
     let v0 = start_with(&spec, &files[0], vec![], true, |c| {
-        c.blocks_budget = (1, burst)
+        c.blocks_budget = (1, burst);
+        c.timekeeper = true;
     })
     .await;
     assert!(wait_for(Duration::from_secs(20), || v0.height() >= 3).await);

@@ -6,7 +6,7 @@
 mod common;
 
 use common::*;
-use spacevault_chain::{ChainProof, Keypair, ProofMsg};
+use spacevault_chain::Keypair;
 use spacevault_network::Topic;
 use spacevault_node::work::QUEUES;
 use std::io::{Read, Write};
@@ -47,8 +47,8 @@ async fn a_busy_engine_stalls_neither_the_network_nor_the_api_and_a_flood_sheds_
     let vault = &nodes[0];
     let boot = vault.listen_addrs(Duration::from_secs(1)).await;
     let (rogue, mut events) = joined_rogue(99, chain, boot, vault.peer_id()).await;
-    let proofs = QUEUES.iter().position(|q| q.name == "proofs").unwrap();
-    let flood = QUEUES[proofs].capacity + 512;
+    let blocks = QUEUES.iter().position(|q| q.name == "blocks").unwrap();
+    let flood = QUEUES[blocks].capacity + 512;
 
     // The engine held on a thread of its own, as a long import holds it,
     // until the flood has been shed from; the page asked for meanwhile.
@@ -66,7 +66,7 @@ async fn a_busy_engine_stalls_neither_the_network_nor_the_api_and_a_flood_sheds_
                     .metrics_text()
                     .lines()
                     .filter(|l| l.starts_with("spacevault_work_shed_total"))
-                    .filter(|l| l.contains("queue=\"proofs\"") && l.contains("why=\"full\""))
+                    .filter(|l| l.contains("queue=\"blocks\"") && l.contains("why=\"full\""))
                     .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
                     .sum::<f64>()
             };
@@ -79,23 +79,12 @@ async fn a_busy_engine_stalls_neither_the_network_nor_the_api_and_a_flood_sheds_
             (page, shed)
         })
     };
-    // Proofs for a height far ahead, each a new message: the engine judges
-    // them, so they wait unread while it is held.
-    let farmer = Keypair::from_secret(&[7; 32]).public();
-    let height = vault.height() + 50;
+    // Signed blocks on parents nobody knows, each a new message: the
+    // engine judges them, so they wait unread while it is held.
+    let farmer = Keypair::from_secret(&[7; 32]);
     for i in 0..flood as u64 {
-        let msg = ProofMsg {
-            chain_id: chain,
-            height,
-            parent: [1; 32],
-            proof: ChainProof {
-                farmer_key: farmer,
-                seed: [1; 32],
-                k: 16,
-                nonce: i,
-            },
-        };
-        rogue.publish(Topic::Proofs, msg.encode());
+        let block = orphan_block(&farmer, chain, 50, i);
+        rogue.publish(Topic::Blocks, block.encode());
         if i % 64 == 0 {
             drain(&rogue, &mut events).await;
         }
@@ -111,8 +100,8 @@ async fn a_busy_engine_stalls_neither_the_network_nor_the_api_and_a_flood_sheds_
     );
     assert!(
         shed > 0.0,
-        "a flood of {flood} proofs past a queue of {} shed nothing while the engine was held",
-        QUEUES[proofs].capacity
+        "a flood of {flood} blocks past a queue of {} shed nothing while the engine was held",
+        QUEUES[blocks].capacity
     );
     // Free again, the vault follows the chain its peer went on with.
     let target = nodes[1].height() + 2;

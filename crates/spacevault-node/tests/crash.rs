@@ -6,8 +6,9 @@
 //! its head is at or after the last head it reported durable, and every
 //! blob it acknowledged is there, whole.
 
+use spacevault_chain::time::{SlotOutput, FORM_BYTES};
 use spacevault_chain::validate::Parent;
-use spacevault_chain::{blob_address, Block, ChainProof, ChainSpec, Keypair, RegisterTx};
+use spacevault_chain::{blob_address, Block, ChainProof, ChainSpec, Keypair, RegisterTx, Stamp};
 use spacevault_node::engine::{Engine, Imported};
 use std::collections::{BTreeMap, HashSet};
 use std::io::BufRead;
@@ -16,10 +17,33 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
+/// Every proof is eligible (the test is of the store, not of farming).
 fn spec() -> ChainSpec {
     let mut spec = ChainSpec::new("crash", 1_000_000, 1000);
     spec.min_k = 16;
+    spec.initial_records = 1;
+    spec.block_interval_slots = 1;
     spec
+}
+
+/// The output the child's line gives slot `slot`.
+fn stamp(slot: u64) -> Stamp {
+    let mut output = [0; FORM_BYTES];
+    output[..8].copy_from_slice(&slot.to_le_bytes());
+    Stamp { slot, output }
+}
+
+/// Gives the store slot `slot`, as the vault's line would before a block
+/// in it is taken.
+fn reach(store: &spacevault_store::Store, slot: u64) {
+    if store.slot(slot).unwrap().is_none() {
+        let out = SlotOutput {
+            slot,
+            output: stamp(slot).output,
+            proof: [0; FORM_BYTES],
+        };
+        store.put_slot(&out).unwrap();
+    }
 }
 
 /// Late enough that no block is in the future.
@@ -84,21 +108,24 @@ fn child_of(known: &Known, producer: &Keypair, rng: &mut Rng) -> (Block, Known) 
             )
         })
         .collect();
+    let slot = known.parent.slot + 1;
     let block = Block::produce(
         producer,
         chain,
         height,
         known.parent.hash,
-        known.parent.timestamp_ms + spec().slot_ms,
-        proof.clone(),
+        stamp(slot),
+        proof,
         txs,
     );
+    let target = known.parent.child_target;
     let next = Known {
         parent: Parent {
             hash: block.hash(),
             height,
-            timestamp_ms: block.header.timestamp_ms,
-            proof_hash: proof.hash(),
+            slot,
+            weight: known.parent.weight + target.weight(),
+            child_target: target,
         },
         versions,
     };
@@ -151,10 +178,11 @@ fn reorging_vault_child() {
             at = next;
         }
         for (block, _) in &made {
+            reach(engine.store(), block.header.stamp.slot);
             let outcome = engine.import(block.clone(), NOW).unwrap();
             assert!(matches!(outcome, Imported::NewHead { .. } | Imported::Kept));
         }
-        assert_eq!(engine.head().hash, at.parent.hash, "the longer branch won");
+        assert_eq!(engine.head().hash, at.parent.hash, "the heavier branch won");
         chain.truncate(from + 1);
         chain.extend(made.into_iter().map(|(_, k)| k));
         println!("head {}", hex::encode(at.parent.hash));

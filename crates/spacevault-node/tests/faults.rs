@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use spacevault_chain::{Block, ChainProof, Keypair, Parent};
+use spacevault_chain::{Block, ChainProof, Keypair, Parent, Stamp};
 use std::time::Duration;
 
 async fn put_via(node: &spacevault_node::Node, blob: Vec<u8>) -> spacevault_node::data::Put {
@@ -82,17 +82,22 @@ async fn a_split_network_heals_into_one_chain() {
     let dir = tempfile::tempdir().unwrap();
     let files: Vec<_> = (0..6).map(|i| vault_files(dir.path(), i)).collect();
     let spec = spec(300, 3);
-    let nodes = network_at(&spec, &files, false, 3).await;
+    // A timekeeper on each side of the split to come.
+    let nodes = network_keeping_time_at(&spec, &files, false, 3, &[0, 3]).await;
     let (left, right): (Vec<&_>, Vec<&_>) =
         (nodes[..3].iter().collect(), nodes[3..].iter().collect());
     split(&left, &right);
     let split_at = nodes.iter().map(|n| n.height()).max().unwrap();
     // Both halves go on, each on a branch of its own.
+    let went_on = wait_for(Duration::from_secs(20), || {
+        nodes.iter().all(|n| n.height() >= split_at + 4)
+    })
+    .await;
     assert!(
-        wait_for(Duration::from_secs(20), || nodes
-            .iter()
-            .all(|n| n.height() >= split_at + 4))
-        .await
+        went_on,
+        "split at {split_at}: heights {:?}, slots {:?}",
+        nodes.iter().map(|n| n.height()).collect::<Vec<_>>(),
+        nodes.iter().map(|n| n.slot()).collect::<Vec<_>>()
     );
     let forked = hash_at(&nodes[0], split_at + 3) != hash_at(&nodes[3], split_at + 3);
     assert!(forked, "the halves did not fork: the split did not hold");
@@ -125,7 +130,8 @@ async fn a_split_network_heals_into_one_chain() {
     }
 }
 
-/// Blocks 1..=n of a branch made with `files`' plot and key, from genesis.
+/// Blocks 1..=n of a branch made with `files`' plot and key, from genesis,
+/// block n in slot n.
 fn branch(spec: &spacevault_chain::ChainSpec, files: &VaultFiles, n: u64) -> Vec<Block> {
     let chain = spec.chain_id();
     let path = std::fs::read_dir(&files.plots)
@@ -135,31 +141,22 @@ fn branch(spec: &spacevault_chain::ChainSpec, files: &VaultFiles, n: u64) -> Vec
         .unwrap()
         .path();
     let plot = spacevault::PlotFile::open(&path).unwrap();
-    let mut parent = Parent::genesis(spec);
+    let mut parent = Parent::genesis(spec).hash;
     let mut blocks = Vec::new();
-    for height in 1..=n {
-        let answer = plot.prove(&parent.child_challenge(&chain)).unwrap();
+    for (height, out) in (1..=n).zip(slots_of(spec, n)) {
+        let stamp = Stamp {
+            slot: out.slot,
+            output: out.output,
+        };
+        let answer = plot.prove(&stamp.challenge(&chain)).unwrap();
         let proof = ChainProof {
             farmer_key: files.key.public(),
             seed: plot.header().seed,
             k: 16,
             nonce: answer.nonce,
         };
-        let block = Block::produce(
-            &files.key,
-            chain,
-            height,
-            parent.hash,
-            parent.timestamp_ms + spec.slot_ms,
-            proof.clone(),
-            vec![],
-        );
-        parent = Parent {
-            hash: block.hash(),
-            height,
-            timestamp_ms: block.header.timestamp_ms,
-            proof_hash: proof.hash(),
-        };
+        let block = Block::produce(&files.key, chain, height, parent, stamp, proof, vec![]);
+        parent = block.hash();
         blocks.push(block);
     }
     blocks
@@ -184,6 +181,10 @@ async fn vaults_on_branches_of_one_height_meet_on_one() {
     let b = start(&spec, &idle(&files[3]), vec![], false).await;
     let now = spacevault_node::now_ms();
     for (node, maker) in [(&a, &files[0]), (&b, &files[1])] {
+        // No timekeeper runs: the vaults are given the slots.
+        for out in slots_of(&spec, 3) {
+            node.time().offer(&out, now).unwrap();
+        }
         for block in branch(&spec, maker, 3) {
             node.engine().import(block, now).unwrap();
         }
@@ -352,7 +353,7 @@ async fn a_register_damaged_on_disk_is_refused_rather_than_served() {
     let dir = tempfile::tempdir().unwrap();
     let files = [vault_files(dir.path(), 0)];
     let spec = spec(300, 1);
-    let node = start(&spec, &files[0], vec![], true).await;
+    let node = start_with(&spec, &files[0], vec![], true, |c| c.timekeeper = true).await;
     let owner = Keypair::from_secret(&[91; 32]);
     // A value that repeats nowhere, so that it can be found in the file.
     let mut value = vec![0u8; 64];
@@ -448,19 +449,19 @@ async fn a_leaving_holders_blobs_are_copied_back_to_r() {
     }
 }
 
-/// The chain ending at `tip` in `node`'s store, from block 1, with each
-/// block's rank.
-fn chain_of(
-    node: &spacevault_node::Node,
-    tip: [u8; 32],
-) -> Vec<([u8; 32], spacevault_chain::Ranked)> {
+/// A block as the test's fork choice compares it: its hash, its rank, and
+/// the chain's weight through it.
+type Weighed = ([u8; 32], spacevault_chain::Ranked, u128);
+
+/// The chain ending at `tip` in `node`'s store, from block 1.
+fn chain_of(node: &spacevault_node::Node, tip: [u8; 32]) -> Vec<Weighed> {
     let engine = node.engine();
     let genesis = Parent::genesis(engine.spec()).hash;
     let mut out = Vec::new();
     let mut at = tip;
     while at != genesis {
         let info = engine.store().info(&at).unwrap().expect("a stored block");
-        out.push((at, info.rank));
+        out.push((at, info.rank, info.weight));
         at = info.parent;
     }
     out.reverse();
@@ -472,7 +473,8 @@ async fn a_healed_split_follows_the_branch_fork_choice_prefers() {
     let dir = tempfile::tempdir().unwrap();
     let files: Vec<_> = (0..4).map(|i| vault_files(dir.path(), i)).collect();
     let spec = spec(300, 2);
-    let nodes = network_at(&spec, &files, false, 2).await;
+    // A timekeeper on each side of the split to come.
+    let nodes = network_keeping_time_at(&spec, &files, false, 2, &[0, 2]).await;
     let (left, right): (Vec<&_>, Vec<&_>) =
         (nodes[..2].iter().collect(), nodes[2..].iter().collect());
     split(&left, &right);
@@ -509,12 +511,12 @@ async fn a_healed_split_follows_the_branch_fork_choice_prefers() {
         chains.iter().all(|c| c.len() > at) && chains.iter().any(|c| c[at] != chains[0][at]),
         "the halves did not fork"
     );
-    // Fork choice written out: the longest; of the longest, the one whose
-    // block is better where they first differ (rank, then hash).
-    let better = |a: &[([u8; 32], spacevault_chain::Ranked)],
-                  b: &[([u8; 32], spacevault_chain::Ranked)]| {
-        if a.len() != b.len() {
-            return a.len() > b.len();
+    // Fork choice written out: the heaviest; of the heaviest, the one
+    // whose block is better where they first differ (rank, then hash).
+    let better = |a: &[Weighed], b: &[Weighed]| {
+        let weight = |c: &[Weighed]| c.last().map_or(0, |b| b.2);
+        if weight(a) != weight(b) {
+            return weight(a) > weight(b);
         }
         match a.iter().zip(b).find(|(x, y)| x.0 != y.0) {
             Some((x, y)) => x.1.beats(&y.1) || (x.1 == y.1 && x.0 < y.0),

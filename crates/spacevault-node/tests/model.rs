@@ -13,7 +13,10 @@
 //! [`Model::better`], watch this test fail, then change the engine.
 
 use proptest::prelude::*;
-use spacevault_chain::{Block, ChainProof, ChainSpec, Keypair, RegisterTx, Rejection};
+use spacevault_chain::time::{SlotOutput, FORM_BYTES};
+use spacevault_chain::{
+    Block, ChainProof, ChainSpec, Keypair, RegisterTx, Rejection, Stamp, Target,
+};
 use spacevault_node::engine::{Engine, Imported};
 use std::collections::{BTreeMap, HashMap};
 
@@ -24,10 +27,27 @@ type Register = (Hash, Vec<u8>);
 /// it, the writer's signature.
 type Entry = (u64, Vec<u8>, u64, [u8; 64]);
 
+/// Eras of two blocks that want four slots: a block comes two to five
+/// slots after its parent, so each era moves the target (never harder),
+/// and branches of one length weigh differently.
 fn spec() -> ChainSpec {
     let mut spec = ChainSpec::new("model", 1_000_000, 1000);
     spec.min_k = 16;
+    spec.era_blocks = 2;
+    spec.block_interval_slots = 2;
+    spec.initial_records = 2;
     spec
+}
+
+/// Slots a tree's blocks are made in, at most (forty blocks, five slots
+/// apart at most).
+const MAX_SLOT: u64 = 200;
+
+/// The output the vault's line holds for `slot`.
+fn stamp(slot: u64) -> Stamp {
+    let mut output = [0; FORM_BYTES];
+    output[..8].copy_from_slice(&slot.to_le_bytes());
+    Stamp { slot, output }
 }
 
 /// Late enough that no block of a test is in the future.
@@ -50,6 +70,9 @@ fn register(i: u8) -> (usize, &'static [u8]) {
 struct Stored {
     parent: Hash,
     height: u64,
+    /// The target it met, and the one its child must meet.
+    target: Target,
+    child_target: Target,
     /// What fork choice compares: the proof's distance, nonce and plot id,
     /// then the block's hash.
     key: (Hash, u64, Hash, Hash),
@@ -101,12 +124,18 @@ impl Model {
                 .is_some_and(|c| self.registers(&c).is_some())
     }
 
-    /// Fork choice: the longer chain; of two as long, the one whose block
-    /// is better where they first differ (smaller distance, then nonce,
-    /// then plot id, then block hash).
+    /// A chain's weight: its blocks' targets' weights, added.
+    fn weight(&self, chain: &[Hash]) -> u128 {
+        chain.iter().map(|h| self.blocks[h].target.weight()).sum()
+    }
+
+    /// Fork choice: the heavier chain; of two as heavy, the one whose
+    /// block is better where they first differ (smaller distance, then
+    /// nonce, then plot id, then block hash).
     fn better(&self, a: &[Hash], b: &[Hash]) -> bool {
-        if a.len() != b.len() {
-            return a.len() > b.len();
+        let (wa, wb) = (self.weight(a), self.weight(b));
+        if wa != wb {
+            return wa > wb;
         }
         match a.iter().zip(b).find(|(x, y)| x != y) {
             Some((x, y)) => self.blocks[x].key < self.blocks[y].key,
@@ -137,7 +166,8 @@ struct Plan {
     producer: u8,
     seed: u8,
     nonce: u8,
-    late_ms: u8,
+    /// Slots after its parent's, less two.
+    late: u8,
     /// (register, what version to write: mostly the next, sometimes a
     /// replay or a gap).
     txs: Vec<(u8, u8)>,
@@ -160,12 +190,12 @@ fn plan() -> impl Strategy<Value = Plan> {
         prop::bool::weighted(0.93),
     )
         .prop_map(
-            |(back, producer, seed, nonce, late_ms, txs, damaged, delivered)| Plan {
+            |(back, producer, seed, nonce, late, txs, damaged, delivered)| Plan {
                 back,
                 producer,
                 seed,
                 nonce,
-                late_ms,
+                late,
                 txs,
                 damaged,
                 delivered,
@@ -185,9 +215,16 @@ struct Delivery {
 struct Built {
     block: Block,
     key: (Hash, u64, Hash, Hash),
+    target: Target,
+    child_target: Target,
 }
 
-/// The blocks of a tree, from its plans.
+/// The blocks of a tree, from its plans. Each block's target is its
+/// parent's child target, which is its parent's own target but after the
+/// last block of an era (a height that is a multiple of `era_blocks`),
+/// when it is adjusted by the slots from the block `era_blocks` below (the
+/// genesis, slot 0, for the first era). Each proof is the plan's record,
+/// or the next one of the plot that the block's target admits.
 fn build(plans: &[Plan]) -> Vec<Built> {
     let spec = spec();
     let chain_id = spec.chain_id();
@@ -197,35 +234,54 @@ fn build(plans: &[Plan]) -> Vec<Built> {
     let mut blocks: Vec<Built> = Vec::new();
     // The versions each block leaves, as its producer believed them.
     let mut versions: Vec<BTreeMap<u8, u64>> = Vec::new();
+    // Each block's parent, as an index into `blocks` + 1 (0: the genesis).
+    let mut parents: Vec<usize> = Vec::new();
+    let slot_of = |blocks: &[Built], j: usize| match j {
+        0 => 0,
+        j => blocks[j - 1].block.header.stamp.slot,
+    };
     for (i, p) in plans.iter().enumerate() {
-        // Index into `blocks` + 1; 0 is the genesis.
         let parent = i.saturating_sub(p.back as usize);
-        let (parent_hash, height, ts, proof_hash, mut regs) = match parent {
-            0 => (
-                genesis.hash,
-                1,
-                genesis.timestamp_ms,
-                genesis.proof_hash,
-                BTreeMap::new(),
-            ),
+        let (parent_hash, height, target, mut regs) = match parent {
+            0 => (genesis.hash, 1, genesis.child_target, BTreeMap::new()),
             j => {
-                let b = &blocks[j - 1].block;
+                let b = &blocks[j - 1];
                 (
-                    b.hash(),
-                    b.header.height + 1,
-                    b.header.timestamp_ms,
-                    b.header.proof.hash(),
+                    b.block.hash(),
+                    b.block.header.height + 1,
+                    b.child_target,
                     versions[j - 1].clone(),
                 )
             }
         };
-        let key = &producers[p.producer as usize];
-        let proof = ChainProof {
-            farmer_key: key.public(),
-            seed: [p.seed; 32],
-            k: 16,
-            nonce: p.nonce as u64,
+        let slot = slot_of(&blocks, parent) + 2 + p.late as u64;
+        let child_target = if height % spec.era_blocks == 0 {
+            let mut start = parent;
+            for _ in 1..spec.era_blocks {
+                start = parents[start - 1];
+            }
+            let took = slot - slot_of(&blocks, start);
+            target.adjusted(took, spec.era_blocks, spec.block_interval_slots)
+        } else {
+            target
         };
+        let key = &producers[p.producer as usize];
+        let challenge = stamp(slot).challenge(&chain_id);
+        let (proof, rank) = (p.nonce as u64..1 << 16)
+            .map(|nonce| {
+                let proof = ChainProof {
+                    farmer_key: key.public(),
+                    seed: [p.seed; 32],
+                    k: 16,
+                    nonce,
+                };
+                let rank = proof
+                    .verify(&challenge)
+                    .expect("any record of any plot verifies");
+                (proof, rank)
+            })
+            .find(|(_, rank)| target.admits(rank))
+            .expect("a plot holds a record below any target of the tree");
         let txs = p
             .txs
             .iter()
@@ -243,17 +299,15 @@ fn build(plans: &[Plan]) -> Vec<Built> {
                 RegisterTx::signed(&owners[owner], &chain_id, name, version, value.as_bytes())
             })
             .collect();
-        let at = ts + spec.slot_ms + 7 * p.late_ms as u64;
-        let challenge = spacevault_chain::challenge(&chain_id, height, &proof_hash);
-        let rank = proof
-            .verify(&challenge)
-            .expect("any record of any plot verifies");
-        let block = Block::produce(key, chain_id, height, parent_hash, at, proof, txs);
+        let block = Block::produce(key, chain_id, height, parent_hash, stamp(slot), proof, txs);
         blocks.push(Built {
             key: (rank.distance, rank.nonce, rank.plot_id, block.hash()),
             block,
+            target,
+            child_target,
         });
         versions.push(regs);
+        parents.push(parent);
     }
     blocks
 }
@@ -277,6 +331,10 @@ fn run(plans: Vec<Plan>, order: Vec<u32>, gossip: Vec<bool>, again: Vec<usize>) 
     let blocks: Vec<&Block> = built.iter().map(|b| &b.block).collect();
     let keys: HashMap<Hash, (Hash, u64, Hash, Hash)> =
         built.iter().map(|b| (b.key.3, b.key)).collect();
+    let targets: HashMap<Hash, (Target, Target)> = built
+        .iter()
+        .map(|b| (b.key.3, (b.target, b.child_target)))
+        .collect();
     let mut deliveries = Vec::new();
     for (i, (b, p)) in blocks.iter().zip(&plans).enumerate() {
         if p.damaged < 2 {
@@ -306,6 +364,14 @@ fn run(plans: Vec<Plan>, order: Vec<u32>, gossip: Vec<bool>, again: Vec<usize>) 
 
     let dir = tempfile::tempdir().unwrap();
     let mut engine = Engine::open(&dir.path().join("store.redb"), spec()).unwrap();
+    for slot in 1..=MAX_SLOT {
+        let out = SlotOutput {
+            slot,
+            output: stamp(slot).output,
+            proof: [0; FORM_BYTES],
+        };
+        engine.store().put_slot(&out).unwrap();
+    }
     let genesis = engine.head().hash;
     let mut model = Model {
         genesis,
@@ -323,6 +389,8 @@ fn run(plans: Vec<Plan>, order: Vec<u32>, gossip: Vec<bool>, again: Vec<usize>) 
                     Stored {
                         parent: b.header.parent,
                         height: b.header.height,
+                        target: targets[&h].0,
+                        child_target: targets[&h].1,
                         key: keys[&h],
                         txs: b.txs.clone(),
                     },
@@ -415,6 +483,8 @@ fn run(plans: Vec<Plan>, order: Vec<u32>, gossip: Vec<bool>, again: Vec<usize>) 
                             Stored {
                                 parent: b.parent,
                                 height: b.height,
+                                target: b.target,
+                                child_target: b.child_target,
                                 key: b.key,
                                 txs: b.txs.clone(),
                             },
@@ -474,6 +544,14 @@ fn check(engine: &Engine, model: &Model, context: &str) {
         "{context}: the head"
     );
     assert_eq!(engine.head().height, head.len() as u64, "{context}");
+    assert_eq!(engine.head().weight, model.weight(&head), "{context}");
+    if let Some(tip) = head.last() {
+        assert_eq!(
+            engine.head().child_target,
+            model.blocks[tip].child_target,
+            "{context}"
+        );
+    }
     for (i, h) in head.iter().enumerate() {
         assert_eq!(
             store.canonical(i as u64 + 1).unwrap(),

@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use spacevault_chain::{Announce, Block, ChainProof, Keypair, ProofMsg, RegisterTx};
+use spacevault_chain::{Announce, Block, ChainProof, Keypair, RegisterTx, Stamp};
 use spacevault_network::{self as net, Event, Request, Response, Topic, TransportKind, Verdict};
 use spacevault_node::engine::MAX_ORPHANS_PER_ORIGIN;
 use std::time::Duration;
@@ -55,15 +55,10 @@ async fn an_orphan_flood_keeps_no_more_than_its_senders_share_and_the_chain_goes
             nonce: i,
         };
         let parent = *blake3::hash(&i.to_le_bytes()).as_bytes();
-        let orphan = Block::produce(
-            &key,
-            chain,
-            head.height + 5,
-            parent,
-            spacevault_node::now_ms(),
-            proof,
-            vec![],
-        );
+        // In a slot the vault has reached (an orphan's slot is checked
+        // for the clock alone).
+        let stamp = stamp_at(&nodes[0], 1).unwrap();
+        let orphan = Block::produce(&key, chain, head.height + 5, parent, stamp, proof, vec![]);
         rogue.publish(Topic::Blocks, orphan.encode());
         if i % 16 == 15 {
             drain(&rogue, &mut events).await;
@@ -93,6 +88,12 @@ async fn an_orphan_flood_keeps_no_more_than_its_senders_share_and_the_chain_goes
     for n in nodes {
         n.stop().await;
     }
+}
+
+/// The parent of `head` on `node`: its hash and height.
+fn base_of(node: &spacevault_node::Node, head: &spacevault_chain::Parent) -> ([u8; 32], u64) {
+    let info = node.engine().store().info(&head.hash).unwrap().unwrap();
+    (info.parent, head.height - 1)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -132,8 +133,19 @@ async fn every_bad_message_is_refused_counted_and_not_relayed() {
     let messages = |head: &spacevault_chain::Parent,
                     round: u8|
      -> Vec<(Topic, Vec<u8>, &'static str)> {
-        // A time the head's child may have.
-        let ts = head.timestamp_ms + spec.slot_ms;
+        // The head's parent, whose children the vault's last slot is always
+        // after (the head itself is often of that slot), the vault's last
+        // slot, and the head's own.
+        let base = base_of(&nodes[0], head);
+        let vault = &nodes[0];
+        let stamp = stamp_at(vault, vault.slot()).unwrap();
+        let head_stamp = stamp_at(vault, head.slot.max(1)).unwrap();
+        let mut wrong = stamp;
+        wrong.output[40] ^= 1;
+        let far = Stamp {
+            slot: stamp.slot + 3_600_000 / spec.slot_ms,
+            output: stamp.output,
+        };
         let now = spacevault_node::now_ms();
         let mut stolen = proof.clone();
         stolen.farmer_key = files[0].key.public();
@@ -147,16 +159,8 @@ async fn every_bad_message_is_refused_counted_and_not_relayed() {
             // A block on the head, signed by the rogue with a stolen proof.
             (
                 Topic::Blocks,
-                Block::produce(
-                    &rogue_key,
-                    chain,
-                    head.height + 1,
-                    head.hash,
-                    ts,
-                    stolen,
-                    vec![],
-                )
-                .encode(),
+                Block::produce(&rogue_key, chain, base.1 + 1, base.0, stamp, stolen, vec![])
+                    .encode(),
                 "bad_signature",
             ),
             (
@@ -164,14 +168,59 @@ async fn every_bad_message_is_refused_counted_and_not_relayed() {
                 Block::produce(
                     &rogue_key,
                     chain,
-                    head.height + 1,
-                    head.hash,
-                    ts + 3_600_000,
-                    future,
+                    base.1 + 1,
+                    base.0,
+                    far,
+                    future.clone(),
                     vec![],
                 )
                 .encode(),
                 "future",
+            ),
+            // A slot with an output the slot does not have.
+            (
+                Topic::Blocks,
+                Block::produce(
+                    &rogue_key,
+                    chain,
+                    base.1 + 1,
+                    base.0,
+                    wrong,
+                    future.clone(),
+                    vec![],
+                )
+                .encode(),
+                "wrong_slot_output",
+            ),
+            // A child in its parent's slot.
+            (
+                Topic::Blocks,
+                Block::produce(
+                    &rogue_key,
+                    chain,
+                    head.height + 1,
+                    head.hash,
+                    head_stamp,
+                    future.clone(),
+                    vec![],
+                )
+                .encode(),
+                "slot_not_after_parent",
+            ),
+            // A block of another chain.
+            (
+                Topic::Blocks,
+                Block::produce(
+                    &rogue_key,
+                    [7; 32],
+                    base.1 + 1,
+                    base.0,
+                    stamp,
+                    future,
+                    vec![],
+                )
+                .encode(),
+                "wrong_chain",
             ),
             // An orphan, signed, whose proof names no record of its plot.
             (
@@ -181,7 +230,7 @@ async fn every_bad_message_is_refused_counted_and_not_relayed() {
                     chain,
                     head.height + 3,
                     [round; 32],
-                    ts,
+                    stamp,
                     ChainProof {
                         nonce: 1 << proof.k,
                         ..proof.clone()
@@ -190,28 +239,6 @@ async fn every_bad_message_is_refused_counted_and_not_relayed() {
                 )
                 .encode(),
                 "bad_proof",
-            ),
-            (
-                Topic::Proofs,
-                ProofMsg {
-                    chain_id: chain,
-                    height: 1,
-                    parent: [round; 32],
-                    proof: proof.clone(),
-                }
-                .encode(),
-                "stale_height",
-            ),
-            (
-                Topic::Proofs,
-                ProofMsg {
-                    chain_id: [7; 32],
-                    height: 1,
-                    parent: [round; 32],
-                    proof: proof.clone(),
-                }
-                .encode(),
-                "wrong_chain",
             ),
             (Topic::Txs, bad_tx.encode(), "bad_tx_signature"),
             // A replay: version 0 was never to be written.
@@ -268,10 +295,8 @@ async fn every_bad_message_is_refused_counted_and_not_relayed() {
             ),
         ]
     };
-    let cases: Vec<(Topic, &str)> = messages(&nodes[0].engine().head(), 0)
-        .iter()
-        .map(|m| (m.0, m.2))
-        .collect();
+    let head = nodes[0].engine().head();
+    let cases: Vec<(Topic, &str)> = messages(&head, 0).iter().map(|m| (m.0, m.2)).collect();
     // A rogue for each kind of message: one faulty message costs its
     // sender more gossip score than the graylist allows, and a graylisted
     // peer's later messages are dropped unread, uncounted.
@@ -300,16 +325,10 @@ async fn every_bad_message_is_refused_counted_and_not_relayed() {
         let mut round = 0u8;
         while rejected(&nodes[0], topic.name(), reason) <= before && round < 40 {
             round += 1;
-            // The messages are built on the head as it is now; the blocks
-            // among them carry the time its child is due. Wait for that
-            // time, so that they are neither early nor in the future,
-            // whatever the head has become meanwhile.
+            // The messages are built on the head as it is now, in the
+            // last slot the vault has reached.
             let head = nodes[0].engine().head();
-            let due = head.timestamp_ms + spec.slot_ms;
             let (topic, data, _) = messages(&head, round).swap_remove(kind);
-            while spacevault_node::now_ms() < due {
-                tokio::time::sleep(Duration::from_millis(5)).await;
-            }
             sender.publish(topic, data);
             while let Ok(Some(ev)) =
                 tokio::time::timeout(Duration::from_millis(50), events.recv()).await
@@ -329,8 +348,7 @@ async fn every_bad_message_is_refused_counted_and_not_relayed() {
     }
     let text = nodes[0].metrics_text();
     assert!(missing.is_empty(), "not counted: {missing:?}\n{text}");
-    // Nothing of it reached vault 1 (which may refuse an honest proof that
-    // came too late), and vault 0 stored nothing of it.
+    // Nothing of it reached vault 1, and vault 0 stored nothing of it.
     for &(topic, reason) in &cases {
         assert_eq!(
             rejected(&nodes[1], topic.name(), reason),
@@ -424,7 +442,7 @@ async fn a_vault_that_cannot_take_a_message_blames_no_peer() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_block_a_little_early_waits_for_its_time_and_costs_its_sender_nothing() {
+async fn a_block_in_a_slot_not_reached_yet_waits_for_it_and_costs_its_sender_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let files: Vec<_> = (0..1).map(|i| vault_files(dir.path(), i)).collect();
     let spec = spec(300, 1);
@@ -434,32 +452,28 @@ async fn a_block_a_little_early_waits_for_its_time_and_costs_its_sender_nothing(
     let boot = nodes[0].listen_addrs(Duration::from_secs(1)).await;
     let (rogue, mut events) = joined_rogue(97, chain, boot, nodes[0].peer_id()).await;
     let key = Keypair::from_secret(&[97; 32]);
-    let drift = spacevault_chain::validate::max_drift_ms(&spec);
     let held = || metric(&nodes[0], "spacevault_blocks_held_early_total");
     let mut sent = Vec::new();
     let mut round = 0u64;
-    // Sent until the vault has it (gossip needs a mesh first).
+    // The rogue runs the proof of time ahead of the vault's timekeeper:
+    // it has the outputs of the slots due next.
+    let ahead = slots_of(&spec, spec.clock_slot(spacevault_node::now_ms()) + 200);
+    // Sent until the vault has one (gossip needs a mesh first).
     while held() < 1.0 {
         round += 1;
         assert!(round < 200, "no early block was ever held");
         let head = nodes[0].engine().head();
-        let proof = ChainProof {
-            farmer_key: key.public(),
-            seed: [9; 32],
-            k: 16,
-            nonce: round,
-        };
-        // Past the clock's allowance by 200 ms: within the hold window.
-        let early_by = drift + 200;
-        let ts = (spacevault_node::now_ms() + early_by).max(head.timestamp_ms + spec.slot_ms);
-        let block = Block::produce(&key, chain, head.height + 1, head.hash, ts, proof, vec![]);
+        // The slot after the vault's last: due within a slot.
+        let next = &ahead[nodes[0].slot() as usize];
+        let block = rogue_block(&key, chain, (head.hash, head.height), next, round);
         sent.push(block.hash());
         rogue.publish(Topic::Blocks, block.encode());
         drain(&rogue, &mut events).await;
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert_eq!(rejected(&nodes[0], "blocks", "future"), 0.0);
-    // Once its time has come it is imported (kept, or refused as beaten
+    assert_eq!(rejected(&nodes[0], "blocks", "unknown_slot"), 0.0);
+    // Once the slot has come it is imported (kept, or refused as beaten
     // by the block the vault has at that height: either way, looked at).
     let looked_at = wait_for(Duration::from_secs(10), || {
         let kept = sent
@@ -471,12 +485,16 @@ async fn a_block_a_little_early_waits_for_its_time_and_costs_its_sender_nothing(
     assert!(looked_at, "the held block was never imported");
     // Past the window, still a fault.
     let head = nodes[0].engine().head();
+    let last = ahead.last().unwrap();
     let far = Block::produce(
         &key,
         chain,
         head.height + 1,
         head.hash,
-        spacevault_node::now_ms() + 60_000,
+        Stamp {
+            slot: last.slot,
+            output: last.output,
+        },
         ChainProof {
             farmer_key: key.public(),
             seed: [9; 32],

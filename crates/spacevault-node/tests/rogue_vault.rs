@@ -7,28 +7,20 @@
 mod common;
 
 use common::*;
-use spacevault_chain::{Announce, Block, ChainProof, Keypair, ProofMsg, Receipt};
+use spacevault_chain::{Announce, Block, ChainProof, Keypair, Receipt, Stamp};
 use spacevault_network::{self as net, Event, Request, Response, Topic, TransportKind, Verdict};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Publishes a proof by `key` for `height`, far ahead of the vaults: a
-/// vault that gets it syncs from its sender (a new `nonce` makes a new
-/// message each time).
+/// Publishes a block by `key` at `height` on a parent nobody has, far
+/// ahead of the vaults: a vault that gets it keeps it as an orphan and
+/// syncs from its sender (a new `nonce` makes a new message each time).
 fn ask_to_sync(rogue: &net::Handle, key: &Keypair, chain: [u8; 32], height: u64, nonce: u64) {
-    let msg = ProofMsg {
-        chain_id: chain,
-        height,
-        parent: [1; 32],
-        proof: ChainProof {
-            farmer_key: key.public(),
-            seed: [1; 32],
-            k: 16,
-            nonce,
-        },
-    };
-    rogue.publish(Topic::Proofs, msg.encode());
+    rogue.publish(
+        Topic::Blocks,
+        orphan_block(key, chain, height, nonce).encode(),
+    );
 }
 
 /// How a rogue vault answers the requests it is sent.
@@ -105,7 +97,11 @@ async fn rogue_vault_counted(
                     nonce: height,
                 };
                 let parent = *blake3::hash(&height.to_le_bytes()).as_bytes();
-                Block::produce(&key, chain, height, parent, 1, proof, vec![]).encode()
+                let stamp = Stamp {
+                    slot: 1,
+                    output: [1; spacevault_chain::time::FORM_BYTES],
+                };
+                Block::produce(&key, chain, height, parent, stamp, proof, vec![]).encode()
             };
             let response = match (request, answers) {
                 (Request::Fetch { .. }, Answers::WrongBlob) => Response::Blob(b"not it".to_vec()),

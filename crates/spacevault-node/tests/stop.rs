@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use spacevault_chain::{Block, ChainProof, Keypair};
+use spacevault_chain::Keypair;
 use spacevault_network::Topic;
 use spacevault_node::engine::Engine;
 use std::io::{Read, Write};
@@ -20,30 +20,26 @@ const PROMPT: Duration = Duration::from_secs(3);
 async fn a_stop_ends_tasks_that_wait_at_once_and_frees_the_store() {
     let dir = tempfile::tempdir().unwrap();
     let files = vec![vault_files(dir.path(), 0)];
-    // Long slots: a block may come up to two slots early, and waits.
+    // Long slots: a block in a slot the vault has not reached waits for it,
+    // up to two slots.
     let spec = spec(4000, 1);
     let chain = spec.chain_id();
     let vault = network(&spec, &files, false).await.remove(0);
     let boot = vault.listen_addrs(Duration::from_secs(1)).await;
     let (rogue, mut events) = joined_rogue(97, chain, boot, vault.peer_id()).await;
     let key = Keypair::from_secret(&[97; 32]);
-    let drift = spacevault_chain::validate::max_drift_ms(&spec);
+    // The rogue runs the proof of time ahead of the vault's timekeeper.
+    let ahead = slots_of(&spec, 8);
     let held = || metric(&vault, "spacevault_blocks_held_early_total");
     let mut round = 0u64;
     // Sent until the vault holds one (gossip needs a mesh first): a task
-    // then sleeps until the block's time, some 6 s away.
+    // then waits for the block's slot, some 4 to 8 s away.
     while held() < 1.0 {
         round += 1;
         assert!(round < 200, "no early block was ever held");
         let head = vault.engine().head();
-        let proof = ChainProof {
-            farmer_key: key.public(),
-            seed: [9; 32],
-            k: 16,
-            nonce: round,
-        };
-        let ts = (spacevault_node::now_ms() + drift + 4000).max(head.timestamp_ms + spec.slot_ms);
-        let block = Block::produce(&key, chain, head.height + 1, head.hash, ts, proof, vec![]);
+        let out = &ahead[vault.slot() as usize + 1];
+        let block = rogue_block(&key, chain, (head.hash, head.height), out, round);
         rogue.publish(Topic::Blocks, block.encode());
         drain(&rogue, &mut events).await;
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -53,7 +49,7 @@ async fn a_stop_ends_tasks_that_wait_at_once_and_frees_the_store() {
     let took = started.elapsed();
     assert!(
         took < PROMPT,
-        "the stop took {took:?}: it waited for a held block's time"
+        "the stop took {took:?}: it waited for a held block's slot"
     );
     Engine::open(&files[0].data.join("vault.redb"), spec.clone())
         .expect("the store opens once the stop has returned");

@@ -43,11 +43,13 @@ pub use records::{BlockInfo, RegisterEntry, Status};
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use spacevault_chain::types::Ranked;
 use spacevault_chain::validate::{check_versions, Versions};
-use spacevault_chain::{Block, ChainSpec, Limits, Rejection};
+use spacevault_chain::{Block, ChainSpec, Limits, Rejection, Target};
 use std::path::{Path, PathBuf};
 
-/// The store's version: blob bytes in files.
-pub const STORE_VERSION: u32 = 2;
+/// The store's version: 2, blob bytes in files; 3, blocks' slots, weights
+/// and targets in their info (a store of version 2 belongs to a chain of an
+/// older spec, whose id no spec of this build has).
+pub const STORE_VERSION: u32 = 3;
 
 const BLOCKS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("blocks");
 const INFO: TableDefinition<&[u8], &[u8]> = TableDefinition::new("block_info");
@@ -371,16 +373,24 @@ impl Store {
         v.map(|v| BlockInfo::decode(v.value())).transpose()
     }
 
-    /// Keeps a block that passed the stateless checks, not yet canonical.
-    /// Its transactions' versions are checked when it joins the canonical
-    /// chain ([`make_canonical`](Self::make_canonical)).
-    pub fn insert_block(&self, block: &Block, rank: Ranked) -> Result<BlockInfo, StoreError> {
+    /// Keeps a block that passed the stateless checks, not yet canonical,
+    /// with its proof's rank, its chain's weight through it and the target
+    /// its child must meet. Its transactions' versions are checked when it
+    /// joins the canonical chain ([`make_canonical`](Self::make_canonical)).
+    pub fn insert_block(
+        &self,
+        block: &Block,
+        rank: Ranked,
+        weight: u128,
+        child_target: Target,
+    ) -> Result<BlockInfo, StoreError> {
         let info = BlockInfo {
             height: block.header.height,
             parent: block.header.parent,
-            timestamp_ms: block.header.timestamp_ms,
-            proof_hash: block.header.proof.hash(),
+            slot: block.header.stamp.slot,
             rank,
+            weight,
+            child_target,
             status: Status::Stored,
         };
         let hash = block.hash();

@@ -3,6 +3,7 @@
 use crate::StoreError;
 use spacevault_chain::codec::{Reader, Writer};
 use spacevault_chain::types::Ranked;
+use spacevault_chain::Target;
 
 /// Where a stored block stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,9 +23,13 @@ pub enum Status {
 pub struct BlockInfo {
     pub height: u64,
     pub parent: [u8; 32],
-    pub timestamp_ms: u64,
-    pub proof_hash: [u8; 32],
+    /// The slot it was made in.
+    pub slot: u64,
     pub rank: Ranked,
+    /// The weight of its chain, up to and including it.
+    pub weight: u128,
+    /// The target its child must meet.
+    pub child_target: Target,
     pub status: Status,
 }
 
@@ -33,12 +38,13 @@ impl BlockInfo {
         let mut w = Writer::new();
         w.u64(self.height)
             .fixed(&self.parent)
-            .u64(self.timestamp_ms)
-            .fixed(&self.proof_hash)
+            .u64(self.slot)
             .fixed(&self.rank.distance)
             .u64(self.rank.nonce)
             .fixed(&self.rank.plot_id)
             .u32(self.rank.quality)
+            .fixed(&self.weight.to_be_bytes())
+            .u64(self.child_target.0)
             .u8(match self.status {
                 Status::Stored => 0,
                 Status::Applied => 1,
@@ -53,14 +59,15 @@ impl BlockInfo {
         let info = BlockInfo {
             height: r.u64("height").map_err(bad)?,
             parent: r.array("parent").map_err(bad)?,
-            timestamp_ms: r.u64("timestamp").map_err(bad)?,
-            proof_hash: r.array("proof hash").map_err(bad)?,
+            slot: r.u64("slot").map_err(bad)?,
             rank: Ranked {
                 distance: r.array("distance").map_err(bad)?,
                 nonce: r.u64("nonce").map_err(bad)?,
                 plot_id: r.array("plot id").map_err(bad)?,
                 quality: r.u32("quality").map_err(bad)?,
             },
+            weight: u128::from_be_bytes(r.array("weight").map_err(bad)?),
+            child_target: Target(r.u64("child target").map_err(bad)?),
             status: match r.u8("status").map_err(bad)? {
                 0 => Status::Stored,
                 1 => Status::Applied,

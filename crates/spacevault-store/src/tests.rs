@@ -1,5 +1,5 @@
 use super::*;
-use spacevault_chain::{ChainProof, Keypair, RegisterTx};
+use spacevault_chain::{ChainProof, Keypair, RegisterTx, Target};
 
 fn spec() -> ChainSpec {
     ChainSpec::new("store-test", 1_000, 100)
@@ -29,7 +29,10 @@ fn block(parent: [u8; 32], height: u64, salt: u8, txs: Vec<RegisterTx>) -> Block
         spec().chain_id(),
         height,
         parent,
-        1000 * height,
+        spacevault_chain::Stamp {
+            slot: height,
+            output: [salt; spacevault_chain::time::FORM_BYTES],
+        },
         proof,
         txs,
     )
@@ -71,7 +74,7 @@ fn reorgs_roll_registers_back_and_forward() {
     );
     let b3 = block(b2.hash(), 3, 2, vec![set(&owner, b"s", 1, b"x")]);
     for b in [&a1, &a2, &b1, &b2, &b3] {
-        store.insert_block(b, rank(1)).unwrap();
+        store.insert_block(b, rank(1), 1, Target(1)).unwrap();
     }
     store
         .make_canonical(&[a1.hash(), a2.hash()])
@@ -121,8 +124,8 @@ fn a_block_whose_versions_do_not_follow_is_refused_and_nothing_changes() {
     let g = spacevault_chain::genesis_hash(&spec().chain_id());
     let b1 = block(g, 1, 1, vec![set(&owner, b"r", 1, b"a")]);
     let replay = block(b1.hash(), 2, 1, vec![set(&owner, b"r", 1, b"a")]);
-    store.insert_block(&b1, rank(1)).unwrap();
-    store.insert_block(&replay, rank(1)).unwrap();
+    store.insert_block(&b1, rank(1), 1, Target(1)).unwrap();
+    store.insert_block(&replay, rank(1), 1, Target(1)).unwrap();
     store.make_canonical(&[b1.hash()]).unwrap().unwrap();
     let refused = store.make_canonical(&[replay.hash()]).unwrap().unwrap_err();
     assert_eq!(refused.block, replay.hash());
@@ -248,7 +251,10 @@ fn a_store_of_version_1_has_its_blobs_moved_to_files_and_a_later_version_is_refu
         let tx = db.begin_write().unwrap();
         tx.open_table(META)
             .unwrap()
-            .insert("store_version", 3u32.to_le_bytes().as_slice())
+            .insert(
+                "store_version",
+                (STORE_VERSION + 1).to_le_bytes().as_slice(),
+            )
             .unwrap();
         tx.commit().unwrap();
     }
@@ -282,7 +288,7 @@ fn store_writer_child() {
             1,
             vec![set(&owner, b"counter", version + 1, &height.to_le_bytes())],
         );
-        store.insert_block(&b, rank(1)).unwrap();
+        store.insert_block(&b, rank(1), 1, Target(1)).unwrap();
         store.make_canonical(&[b.hash()]).unwrap().unwrap();
         parent = b.hash();
         // Chain writes become durable with a blob, a flush, or neither yet.
@@ -387,7 +393,7 @@ fn a_rollback_short_of_genesis_restores_what_a_block_that_wrote_one_register_twi
     let b2 = block(a1.hash(), 2, 2, vec![set(&owner, b"r", 2, b"other two")]);
     let b3 = block(b2.hash(), 3, 2, vec![]);
     for b in [&a1, &a2, &b2, &b3] {
-        store.insert_block(b, rank(1)).unwrap();
+        store.insert_block(b, rank(1), 1, Target(1)).unwrap();
     }
     store
         .make_canonical(&[a1.hash(), a2.hash()])
@@ -423,7 +429,7 @@ fn chain_on(parent: [u8; 32], height: u64, n: u64, salt: u8) -> Vec<Block> {
 fn store_of(dir: &std::path::Path, name: &str, chain: &[Block]) -> Store {
     let store = Store::open(&dir.join(name), &spec()).unwrap();
     for b in chain {
-        store.insert_block(b, rank(1)).unwrap();
+        store.insert_block(b, rank(1), 1, Target(1)).unwrap();
     }
     let hashes: Vec<[u8; 32]> = chain.iter().map(Block::hash).collect();
     store.make_canonical(&hashes).unwrap().unwrap();

@@ -11,19 +11,21 @@ use crate::records::{decode_undo, encode_undo, UndoRecord};
 use crate::{register_key, BlockInfo, RegisterEntry, Status};
 use file::Vector;
 use spacevault_chain::types::Ranked;
+use spacevault_chain::Target;
 
 fn block_info(status: Status) -> BlockInfo {
     BlockInfo {
         height: 1,
         parent: [0x11; 32],
-        timestamp_ms: 1_700_000_001_000,
-        proof_hash: [0x22; 32],
+        slot: 3,
         rank: Ranked {
             distance: [0x03; 32],
             nonce: 77,
             plot_id: [0x44; 32],
             quality: 6,
         },
+        weight: (1 << 70) + 5,
+        child_target: Target(1 << 43),
         status,
     }
 }
@@ -37,9 +39,9 @@ fn a_block_info_of_each_status() {
     ];
     let mut v = Vector::new(
         "block_info",
-        "BlockInfo { height 1, parent [0x11; 32], timestamp_ms 1700000001000,\n\
-         proof_hash [0x22; 32], rank { distance [0x03; 32], nonce 77,\n\
-         plot_id [0x44; 32], quality 6 } } with each status",
+        "BlockInfo { height 1, parent [0x11; 32], slot 3, rank { distance [0x03; 32],\n\
+         nonce 77, plot_id [0x44; 32], quality 6 }, weight 2^70 + 5, child_target\n\
+         2^43 } with each status",
     );
     for (name, status) in statuses {
         v = v.field(name, block_info(status).encode());

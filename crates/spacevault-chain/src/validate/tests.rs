@@ -27,57 +27,102 @@ fn versions_must_follow_one_another() {
     assert!(check_versions(&at_one, &[tx(1)]).is_err());
 }
 
+/// The output tests take slot 1 (and any slot) to have.
+const OUTPUT: [u8; FORM_BYTES] = [0x21; FORM_BYTES];
+
+/// A spec whose first target admits every proof but the farthest: the
+/// checks of eligibility are tested on their own.
+fn open_spec() -> ChainSpec {
+    let mut spec = ChainSpec::new("t", 1_000_000, 1000);
+    spec.initial_records = 1;
+    spec.block_interval_slots = 1;
+    spec
+}
+
+fn stamp(slot: u64) -> Stamp {
+    Stamp {
+        slot,
+        output: OUTPUT,
+    }
+}
+
+/// The header's and the transactions' checks, as a vault runs them on a
+/// block whose slot it holds with [`OUTPUT`].
+fn check_block(
+    spec: &ChainSpec,
+    chain: &[u8; 32],
+    parent: &Parent,
+    block: &Block,
+    now: u64,
+    cache: Option<&SigCache>,
+) -> Result<Ranked, Rejection> {
+    let rank = check_header(spec, chain, parent, Some(&OUTPUT), block, now, cache)?;
+    check_txs(spec, chain, block, cache)?;
+    Ok(rank)
+}
+
 #[test]
 fn a_block_is_checked_field_by_field() {
-    let spec = ChainSpec::new("t", 1_000_000, 1000);
+    let spec = open_spec();
     let chain = spec.chain_id();
     let parent = Parent::genesis(&spec);
     let producer = Keypair::from_secret(&[7; 32]);
-    // Any plot's record for the challenge is a valid proof; its rank
-    // does not matter here.
+    // Any plot's record is a proof; under this target, an eligible one.
     let proof = ChainProof {
         farmer_key: producer.public(),
         seed: [1; 32],
         k: 16,
         nonce: 5,
     };
-    let at = parent.timestamp_ms + spec.slot_ms;
-    let make =
-        |ts, proof: ChainProof| Block::produce(&producer, chain, 1, parent.hash, ts, proof, vec![]);
-    let good = make(at, proof.clone());
+    let at = spec.slot_due_ms(1);
+    let make = |slot, proof: ChainProof| {
+        Block::produce(&producer, chain, 1, parent.hash, stamp(slot), proof, vec![])
+    };
+    let good = make(1, proof.clone());
     assert!(check_block(&spec, &chain, &parent, &good, at, None).is_ok());
     assert_eq!(
-        check_block(
-            &spec,
-            &chain,
-            &parent,
-            &make(at - 1, proof.clone()),
-            at,
-            None
-        ),
-        Err(Rejection::TooEarly {
-            got: at - 1,
-            earliest: at
+        check_block(&spec, &chain, &parent, &make(0, proof.clone()), at, None),
+        Err(Rejection::SlotNotAfterParent {
+            slot: 0,
+            parent_slot: 0
         })
     );
     assert!(matches!(
         check_block(&spec, &chain, &parent, &good, at - 10_000, None),
         Err(Rejection::Future { .. })
     ));
+    // A slot this vault has not reached, or whose output it holds as
+    // another.
+    assert_eq!(
+        check_header(&spec, &chain, &parent, None, &good, at, None),
+        Err(Rejection::UnknownSlot(1))
+    );
+    assert_eq!(
+        check_header(
+            &spec,
+            &chain,
+            &parent,
+            Some(&[0; FORM_BYTES]),
+            &good,
+            at,
+            None
+        ),
+        Err(Rejection::WrongSlotOutput(1))
+    );
     let mut stolen = proof.clone();
     stolen.farmer_key = Keypair::from_secret(&[8; 32]).public();
-    let r = check_block(&spec, &chain, &parent, &make(at, stolen), at, None);
+    let r = check_block(&spec, &chain, &parent, &make(1, stolen), at, None);
     assert_eq!(r, Err(Rejection::BadSignature));
     let mut big = proof.clone();
     big.nonce = 1 << 20;
     assert!(matches!(
-        check_block(&spec, &chain, &parent, &make(at, big), at, None),
+        check_block(&spec, &chain, &parent, &make(1, big), at, None),
         Err(Rejection::BadProof(_))
     ));
     let mut small = proof;
     small.k = 12;
     assert_eq!(
-        check_block(&spec, &chain, &parent, &make(at, small), at, None),
+        check_block(&spec, &chain, &parent, &make(1, small), at, None),
         Err(Rejection::BadK(12))
     );
     let mut forged = good.clone();
@@ -93,8 +138,29 @@ fn a_block_is_checked_field_by_field() {
 }
 
 #[test]
+fn a_proof_makes_a_block_only_below_its_parents_target() {
+    let spec = open_spec();
+    let chain = spec.chain_id();
+    let producer = Keypair::from_secret(&[7; 32]);
+    let block = block_with(&spec, &producer, vec![]);
+    let at = spec.slot_due_ms(1);
+    let rank = check_block(&spec, &chain, &Parent::genesis(&spec), &block, at, None).unwrap();
+    let top = crate::eligibility::distance_top(&rank.distance);
+    // The proof's distance is the line: a target just above admits it,
+    // the target at it does not.
+    let mut parent = Parent::genesis(&spec);
+    parent.child_target = Target(top + 1);
+    assert!(check_block(&spec, &chain, &parent, &block, at, None).is_ok());
+    parent.child_target = Target(top);
+    assert_eq!(
+        check_block(&spec, &chain, &parent, &block, at, None),
+        Err(Rejection::NotEligible)
+    );
+}
+
+#[test]
 fn signatures_checked_ahead_are_cache_hits_in_the_full_check() {
-    let spec = ChainSpec::new("t", 1_000_000, 1000);
+    let spec = open_spec();
     let chain = spec.chain_id();
     let parent = Parent::genesis(&spec);
     let producer = Keypair::from_secret(&[7; 32]);
@@ -106,7 +172,7 @@ fn signatures_checked_ahead_are_cache_hits_in_the_full_check() {
     let cache = SigCache::with_capacity(64);
     assert_eq!(check_signatures(&spec, &chain, &block, &cache), Ok(()));
     assert_eq!(cache.len(), 4, "the block's signature and three of txs");
-    let now = block.header.timestamp_ms;
+    let now = spec.slot_due_ms(1);
     assert!(check_block(&spec, &chain, &parent, &block, now, Some(&cache)).is_ok());
     assert_eq!(cache.hits(Op::VerifyBlock), 1);
     assert_eq!(cache.hits(Op::VerifyTx), 3);
@@ -142,26 +208,18 @@ fn block_with(spec: &ChainSpec, producer: &Keypair, txs: Vec<RegisterTx>) -> Blo
         k: 16,
         nonce: 5,
     };
-    Block::produce(
-        producer,
-        chain,
-        1,
-        parent.hash,
-        parent.timestamp_ms + spec.slot_ms,
-        proof,
-        txs,
-    )
+    Block::produce(producer, chain, 1, parent.hash, stamp(1), proof, txs)
 }
 
 #[test]
 fn a_blocks_transactions_are_checked_for_count_root_size_name_and_signature() {
-    let mut spec = ChainSpec::new("t", 1_000_000, 1000);
+    let mut spec = open_spec();
     spec.max_block_txs = 2;
     spec.max_register_name_bytes = 4;
     spec.max_register_value_bytes = 8;
     let chain = spec.chain_id();
     let parent = Parent::genesis(&spec);
-    let now = parent.timestamp_ms + spec.slot_ms;
+    let now = spec.slot_due_ms(1);
     let producer = Keypair::from_secret(&[7; 32]);
     let owner = Keypair::from_secret(&[8; 32]);
     let tx = |name: &[u8], value: &[u8]| RegisterTx::signed(&owner, &chain, name, 1, value);
@@ -236,11 +294,11 @@ fn a_blocks_transactions_are_checked_for_count_root_size_name_and_signature() {
 
 #[test]
 fn an_orphan_is_checked_for_what_needs_no_parent() {
-    let spec = ChainSpec::new("t", 1_000_000, 1000);
+    let spec = open_spec();
     let chain = spec.chain_id();
     let producer = Keypair::from_secret(&[7; 32]);
     let good = block_with(&spec, &producer, vec![]);
-    let now = good.header.timestamp_ms;
+    let now = spec.slot_due_ms(good.header.stamp.slot);
     assert_eq!(check_orphan(&spec, &chain, &good, now, None), Ok(()));
     assert_eq!(
         check_orphan(&spec, &[0; 32], &good, now, None),
@@ -273,7 +331,7 @@ fn an_orphan_is_checked_for_what_needs_no_parent() {
         chain,
         good.header.height,
         good.header.parent,
-        good.header.timestamp_ms,
+        good.header.stamp,
         proof,
         vec![],
     );
@@ -281,17 +339,17 @@ fn an_orphan_is_checked_for_what_needs_no_parent() {
         check_orphan(&spec, &chain, &beyond, now, None),
         Err(Rejection::BadProof(why)) if why.contains("out of range")
     ));
-    // Made later than any clock allows.
-    let drift = max_drift_ms(&spec);
+    // Made in a slot later than any clock allows.
+    let allowed = CLOCK_ALLOWANCE_MS;
     assert_eq!(
-        check_orphan(&spec, &chain, &good, now - drift, None),
+        check_orphan(&spec, &chain, &good, now - allowed, None),
         Ok(())
     );
     assert_eq!(
-        check_orphan(&spec, &chain, &good, now - drift - 1, None),
+        check_orphan(&spec, &chain, &good, now - allowed - 1, None),
         Err(Rejection::Future {
-            got: now,
-            now: now - drift - 1
+            due_ms: now,
+            now_ms: now - allowed - 1
         })
     );
 }
@@ -308,14 +366,33 @@ fn every_reason_has_its_own_name_and_only_the_sender_s_faults_are_faults() {
             true,
         ),
         (
-            Rejection::TooEarly {
-                got: 1,
-                earliest: 2,
+            Rejection::SlotNotAfterParent {
+                slot: 1,
+                parent_slot: 2,
             },
-            "too_early",
+            "slot_not_after_parent",
             true,
         ),
-        (Rejection::Future { got: 2, now: 1 }, "future", true),
+        (
+            Rejection::Future {
+                due_ms: 2,
+                now_ms: 1,
+            },
+            "future",
+            true,
+        ),
+        (Rejection::UnknownSlot(1), "unknown_slot", false),
+        (Rejection::WrongSlotOutput(1), "wrong_slot_output", true),
+        (Rejection::NotEligible, "not_eligible", true),
+        (
+            Rejection::BelowFinality {
+                ancestor: 1,
+                head: 9,
+                depth: 2,
+            },
+            "below_finality",
+            false,
+        ),
         (
             Rejection::TooManyTxs { got: 2, max: 1 },
             "too_many_txs",
@@ -333,8 +410,6 @@ fn every_reason_has_its_own_name_and_only_the_sender_s_faults_are_faults() {
             "bad_tx_version",
             false,
         ),
-        (Rejection::StaleHeight(1), "stale_height", false),
-        (Rejection::FutureHeight(1), "future_height", false),
         (Rejection::NotBetter, "not_better", false),
         (Rejection::Stale { got: 1, oldest: 2 }, "stale", false),
         (Rejection::Replayed { got: 1, newest: 2 }, "replayed", false),
@@ -357,49 +432,19 @@ fn every_reason_has_its_own_name_and_only_the_sender_s_faults_are_faults() {
 }
 
 #[test]
-fn the_drift_allowed_is_half_a_slot_and_at_least_50_ms() {
-    let spec = |slot| ChainSpec::new("t", 0, slot);
-    assert_eq!(max_drift_ms(&spec(1000)), 500);
-    assert_eq!(max_drift_ms(&spec(60)), 50);
-    assert_eq!(max_drift_ms(&spec(101)), 50);
-    assert_eq!(max_drift_ms(&spec(102)), 51);
-}
-
-#[test]
-fn a_parents_child_challenge_is_the_challenge_of_the_next_height_on_its_proof() {
-    let spec = ChainSpec::new("t", 1_000_000, 1000);
-    let chain = spec.chain_id();
-    let genesis = Parent::genesis(&spec);
-    assert_eq!(
-        genesis.child_challenge(&chain),
-        challenge(&chain, 1, &genesis.proof_hash)
-    );
-    let later = Parent {
-        hash: [1; 32],
-        height: 7,
-        timestamp_ms: 0,
-        proof_hash: [2; 32],
-    };
-    assert_eq!(
-        later.child_challenge(&chain),
-        challenge(&chain, 8, &[2; 32])
-    );
-}
-
-#[test]
-fn a_timestamp_may_be_ahead_by_the_drift_and_no_more() {
-    let spec = ChainSpec::new("t", 1_000_000, 1000);
+fn a_slot_may_be_due_ahead_of_the_clock_by_the_allowance_and_no_more() {
+    let spec = open_spec();
     let chain = spec.chain_id();
     let parent = Parent::genesis(&spec);
     let block = block_with(&spec, &Keypair::from_secret(&[7; 32]), vec![]);
-    let ts = block.header.timestamp_ms;
-    let drift = max_drift_ms(&spec);
-    assert!(check_block(&spec, &chain, &parent, &block, ts - drift, None).is_ok());
+    let due = spec.slot_due_ms(1);
+    let allowed = CLOCK_ALLOWANCE_MS;
+    assert!(check_block(&spec, &chain, &parent, &block, due - allowed, None).is_ok());
     assert_eq!(
-        check_block(&spec, &chain, &parent, &block, ts - drift - 1, None),
+        check_block(&spec, &chain, &parent, &block, due - allowed - 1, None),
         Err(Rejection::Future {
-            got: ts,
-            now: ts - drift - 1
+            due_ms: due,
+            now_ms: due - allowed - 1
         })
     );
 }

@@ -1,12 +1,12 @@
-//! What vaults gossip and sign besides blocks: proof messages, receipts,
+//! What vaults gossip and sign besides blocks: receipts,
 //! announcements, and the keys and blob addresses they name.
 
 use crate::file::Vector;
-use crate::{chain_id, holder, owner, producer, proof, vault};
+use crate::{chain_id, holder, owner, producer, vault};
 use spacevault_chain::codec::{Reader, Writer};
 use spacevault_chain::keys::verify;
 use spacevault_chain::types::context;
-use spacevault_chain::{blob_address, genesis_hash, Announce, Keypair, ProofMsg, Receipt};
+use spacevault_chain::{blob_address, Announce, Keypair, Receipt};
 
 #[test]
 fn the_keys() {
@@ -26,27 +26,6 @@ fn the_keys() {
     for (n, key) in [(3, producer()), (4, owner()), (6, holder()), (7, vault())] {
         assert_eq!(key.secret(), [n; 32]);
     }
-}
-
-#[test]
-fn a_proof_message() {
-    let msg = ProofMsg {
-        chain_id: chain_id(),
-        height: 1,
-        parent: genesis_hash(&chain_id()),
-        proof: proof(),
-    };
-    let c = Vector::new(
-        "proof_msg",
-        "ProofMsg for block 1 of the chain_spec vector's chain: parent the genesis\n\
-         hash, the chain_proof vector's proof",
-    )
-    .field("encoding", msg.encode())
-    .check();
-    let committed = c.get("encoding");
-    let decoded = ProofMsg::decode(committed).expect("the committed message decodes");
-    assert_eq!(decoded, msg);
-    assert_eq!(decoded.encode(), committed);
 }
 
 /// What a signed message is, computed here from docs/PROTOCOL.md rather

@@ -3,8 +3,8 @@
 //! and the challenges.
 
 use crate::file::{check_text, Vector};
-use crate::{chain_id, proof, spec};
-use spacevault_chain::{challenge, genesis_hash, ChainSpec};
+use crate::{chain_id, spec};
+use spacevault_chain::{challenge, genesis_hash, ChainSpec, Target};
 
 #[test]
 fn the_spec_and_its_id() {
@@ -38,12 +38,19 @@ fn the_genesis_and_challenges() {
     let genesis = genesis_hash(&id);
     Vector::new(
         "genesis",
-        "for the chain_spec vector's chain: genesis_hash(chain_id), the challenge of\n\
-         block 1 (from the genesis hash), and the challenge of block 2 when block 1\n\
-         holds the chain_proof vector's proof",
+        "for the chain_spec vector's chain: genesis_hash(chain_id); the challenge of\n\
+         slot 1 with the output [0x21; 100] and of slot 2 with [0x22; 100]; the\n\
+         first target (initial_records 2^20, block_interval_slots 2: 2^64 / 2^21)\n\
+         as 8 bytes big-endian, and its weight as 16",
     )
     .field("genesis_hash", genesis)
-    .field("challenge_1", challenge(&id, 1, &genesis))
-    .field("challenge_2", challenge(&id, 2, &proof().hash()))
+    .field("challenge_1", challenge(&id, 1, &[0x21; 100]))
+    .field("challenge_2", challenge(&id, 2, &[0x22; 100]))
+    .field("initial_target", spec().initial_target().0.to_be_bytes())
+    .field(
+        "initial_weight",
+        spec().initial_target().weight().to_be_bytes(),
+    )
     .check();
+    assert_eq!(spec().initial_target(), Target(1 << 43));
 }

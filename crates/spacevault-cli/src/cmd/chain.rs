@@ -16,9 +16,23 @@ pub struct InitArgs {
     /// Where to write the spec (JSON).
     #[arg(long, value_name = "SPEC")]
     pub out: PathBuf,
-    /// The time between blocks.
+    /// The length of a slot: each has its own challenge from the proof of
+    /// time.
     #[arg(long, value_name = "MS", default_value_t = 1000)]
     pub slot_ms: u64,
+    /// Slots a block takes on average: the target follows the network's
+    /// space to keep it so.
+    #[arg(long, value_name = "SLOTS", default_value_t = spacevault_chain::spec::DEFAULT_BLOCK_INTERVAL_SLOTS)]
+    pub block_interval_slots: u64,
+    /// Records the network starts with (a plot of size k holds 2^k): the
+    /// first target is set for them. Too many, and the first blocks are
+    /// slow to come; too few, and they come fast; either way the target
+    /// follows within a few eras.
+    #[arg(long, value_name = "RECORDS", default_value_t = spacevault_chain::spec::DEFAULT_INITIAL_RECORDS)]
+    pub initial_records: u64,
+    /// Blocks below the head that no branch may replace.
+    #[arg(long, value_name = "BLOCKS", default_value_t = 128)]
+    pub finality_depth: u64,
     /// A name for the network.
     #[arg(long, default_value = "spacevault")]
     pub name: String,
@@ -63,6 +77,9 @@ fn init(a: InitArgs) -> Result<()> {
     );
     spec.replication = a.replication;
     spec.min_k = a.min_k;
+    spec.block_interval_slots = a.block_interval_slots;
+    spec.initial_records = a.initial_records;
+    spec.finality_depth = a.finality_depth;
     let measured = match a.pot_iterations {
         Some(n) => {
             spec.pot_iterations = n;
@@ -89,7 +106,12 @@ fn init(a: InitArgs) -> Result<()> {
         }))?;
     } else {
         outln!("{}", a.out.display());
-        errln!("chain id {chain_id}, {} ms slots", spec.slot_ms);
+        errln!(
+            "chain id {chain_id}, {} ms slots, a block every {} slots on average, final {} blocks deep",
+            spec.slot_ms,
+            spec.block_interval_slots,
+            spec.finality_depth
+        );
         match measured {
             Some(rate) => errln!(
                 "proof of time: {} squarings a slot (this machine does {:.0} a second: a timekeeper here evaluates and proves a slot in {:.0} ms; --pot-iterations sets another number)",

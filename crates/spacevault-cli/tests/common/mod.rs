@@ -355,9 +355,11 @@ pub fn start_node(dir: &Path, name: &str, spec: &Path, bootstrap: Option<&str>) 
         .arg(spec)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    if let Some(b) = bootstrap {
-        cmd.args(["--bootstrap", b]);
-    }
+    // The first vault of a network keeps its time.
+    match bootstrap {
+        Some(b) => cmd.args(["--bootstrap", b]),
+        None => cmd.arg("--timekeeper"),
+    };
     let mut child = Guarded::spawn(&mut cmd);
     // `--json`: one line saying where it is.
     let line = child

@@ -59,11 +59,18 @@ pub struct Status {
     pub listen: Vec<String>,
     pub chain_id: String,
     pub slot_ms: u64,
-    pub proof_window_ms: u64,
+    pub block_interval_slots: u64,
     pub max_blob_bytes: u32,
     pub height: u64,
     pub head: String,
-    pub election_height: u64,
+    /// The slot the head was made in.
+    pub head_slot: u64,
+    /// The records the head's target for the next block stands for: the
+    /// network's space as the chain's history measures it.
+    pub network_records: f64,
+    /// The canonical chain's weight (decimal: it may exceed what a JSON
+    /// number holds exactly).
+    pub chain_weight: String,
     /// The proof of time's last slot checked here, and the slot this
     /// vault's clock is in: a line that lags the clock has no timekeeper
     /// running, or a slow one.
@@ -83,7 +90,6 @@ pub struct Status {
     pub reorgs: u64,
     pub deepest_reorg: u64,
     pub blocks_produced: u64,
-    pub block_delay_ms: f64,
     pub blobs: u64,
     pub blob_bytes: u64,
     pub scrub: Scrub,
@@ -151,7 +157,11 @@ pub struct BlockJson {
     pub height: u64,
     pub hash: String,
     pub parent: String,
+    /// The slot it was made in, when that slot was due (Unix ms), and the
+    /// slot's proof-of-time output (hex).
+    pub slot: u64,
     pub timestamp_ms: u64,
+    pub slot_output: String,
     pub producer: String,
     pub proof: ProofJson,
     pub quality: Option<u32>,

@@ -1,7 +1,9 @@
 //! Importing blocks: checks, storage, orphans kept until their parents
-//! come, and fork choice between the canonical chain and a new branch.
+//! come, and fork choice by weight between the canonical chain and a new
+//! branch, none from below the final blocks.
 
 use super::*;
+use spacevault_chain::eligibility::{next_target, Target};
 
 /// What became of an imported block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -97,44 +99,123 @@ impl Engine {
             self.orphans.keep(block, hash, origin, now_ms);
             return Ok(Imported::Orphan);
         };
-        if let Some(info) = self.store.info(&parent_hash).map_err(store_err)? {
-            if info.status == Status::Invalid {
-                return Err(Rejection::UnknownParent);
-            }
+        // A branch from below the final blocks is refused before anything
+        // costly is done for it, whatever it weighs; so is one that grows
+        // on an invalid block.
+        let Some((ancestor_height, mut branch)) = self.branch_to(&parent).map_err(store_err)?
+        else {
+            return Err(Rejection::UnknownParent);
+        };
+        let depth = self.spec.finality_depth;
+        if !fork::within_finality(ancestor_height, self.head.height, depth) {
+            return Err(Rejection::BelowFinality {
+                ancestor: ancestor_height,
+                head: self.head.height,
+                depth,
+            });
         }
+        let slot_output = self
+            .store
+            .slot(block.header.stamp.slot)
+            .map_err(store_err)?;
         let rank = validate::check_header(
             &self.spec,
             &self.chain_id,
             &parent,
+            slot_output.as_ref().map(|s| &s.output),
             &block,
             now_ms,
             self.sig_cache(),
         )?;
-        if refuse_beaten {
-            // Signed by its producer: its time is the producer's word.
-            self.note_delay(block.header.timestamp_ms, now_ms);
-            if self.beaten(&block, &rank).map_err(store_err)? {
-                return Err(Rejection::NotBetter);
-            }
+        if refuse_beaten && self.beaten(&block, &rank).map_err(store_err)? {
+            return Err(Rejection::NotBetter);
         }
         validate::check_txs(&self.spec, &self.chain_id, &block, self.sig_cache())?;
-        self.store.insert_block(&block, rank).map_err(store_err)?;
-        let outcome = self.choose(&hash, &block, now_ms).map_err(store_err)??;
+        let own_weight = parent.child_target.weight();
+        let child_target = self.child_target(&parent, &block).map_err(store_err)?;
+        self.store
+            .insert_block(&block, rank, parent.weight + own_weight, child_target)
+            .map_err(store_err)?;
+        branch.push(Fork {
+            hash,
+            rank,
+            weight: own_weight,
+        });
+        let outcome = self
+            .choose(ancestor_height, branch, &hash)
+            .map_err(store_err)??;
         Ok(outcome)
     }
 
-    /// A gossiped block made at `made_ms` arrived at `now_ms`.
-    fn note_delay(&mut self, made_ms: u64, now_ms: u64) {
-        // A block withheld or relayed very late says little of the
-        // network: a sample counts for at most a few slots.
-        let sample = now_ms.saturating_sub(made_ms).min(4 * self.spec.slot_ms) as f64;
-        self.block_delay_ms += (sample - self.block_delay_ms) / 4.0;
+    /// The target the child of `block` (on `parent`) must meet: the
+    /// parent's, adjusted after the last block of an era by the slots the
+    /// era took (from the slot of the block `era_blocks` below it, on its
+    /// own branch).
+    fn child_target(&self, parent: &Parent, block: &Block) -> Result<Target, StoreError> {
+        let height = block.header.height;
+        let slot = block.header.stamp.slot;
+        let mut era_slots = None;
+        if height > 0 && height.is_multiple_of(self.spec.era_blocks) {
+            let start = self.slot_on_branch(parent, height - self.spec.era_blocks)?;
+            era_slots = Some(slot.saturating_sub(start));
+        }
+        Ok(next_target(
+            self.spec.eras(),
+            height,
+            parent.child_target,
+            || era_slots.expect("asked only at an era's end"),
+        ))
     }
 
-    /// How long gossiped blocks have lately taken to arrive, in
-    /// milliseconds (smoothed).
-    pub fn block_delay_ms(&self) -> f64 {
-        self.block_delay_ms
+    /// The slot of the block at `height` on the branch through `from` (0
+    /// for the genesis).
+    fn slot_on_branch(&self, from: &Parent, height: u64) -> Result<u64, StoreError> {
+        let mut at = *from;
+        while at.height > height {
+            let info = self
+                .store
+                .info(&at.hash)?
+                .ok_or(StoreError::Corrupt("a block's info"))?;
+            at = self
+                .parent(&info.parent)?
+                .ok_or(StoreError::Corrupt("a block's parent"))?;
+        }
+        Ok(at.slot)
+    }
+
+    /// The blocks from the canonical chain to `parent`, oldest first, as
+    /// fork choice weighs them, and the height of the canonical block they
+    /// grow from; None when a block on the way is invalid.
+    fn branch_to(&self, parent: &Parent) -> Result<Option<(u64, Vec<Fork>)>, StoreError> {
+        let genesis = Parent::genesis(&self.spec).hash;
+        let mut branch = Vec::new();
+        let mut at = parent.hash;
+        let ancestor_height = loop {
+            if at == genesis {
+                break 0;
+            }
+            let info = self
+                .store
+                .info(&at)?
+                .ok_or(StoreError::Corrupt("a block's parent"))?;
+            if info.status == Status::Invalid {
+                return Ok(None);
+            }
+            if self.store.canonical(info.height)? == Some(at) {
+                break info.height;
+            }
+            let below = self
+                .parent(&info.parent)?
+                .ok_or(StoreError::Corrupt("a block's parent"))?;
+            branch.push(Fork {
+                hash: at,
+                rank: info.rank,
+                weight: info.weight - below.weight,
+            });
+            at = info.parent;
+        };
+        branch.reverse();
+        Ok(Some((ancestor_height, branch)))
     }
 
     /// Whether a block of rank `rank` loses to the canonical block of the
@@ -208,38 +289,17 @@ impl Engine {
         std::iter::from_fn(|| self.import_next(&mut adoption, now_ms)).collect()
     }
 
-    /// Fork choice between the canonical chain and the one ending at `tip`.
+    /// Fork choice between the canonical chain above `ancestor_height`
+    /// and `branch`, which grows from the canonical block there and ends
+    /// at `tip`.
     fn choose(
         &mut self,
+        ancestor_height: u64,
+        branch: Vec<Fork>,
         tip: &[u8; 32],
-        block: &Block,
-        now_ms: u64,
     ) -> Result<Result<Imported, Rejection>, StoreError> {
-        let genesis = Parent::genesis(&self.spec).hash;
-        let mut branch = Vec::new();
-        let mut at = *tip;
-        let ancestor_height = loop {
-            if at == genesis {
-                break 0;
-            }
-            let info = self
-                .store
-                .info(&at)?
-                .ok_or(StoreError::Corrupt("a block's parent"))?;
-            if info.status == Status::Invalid {
-                return Ok(Ok(Imported::Kept));
-            }
-            if self.store.canonical(info.height)? == Some(at) {
-                break info.height;
-            }
-            branch.push(Fork {
-                hash: at,
-                rank: info.rank,
-            });
-            at = info.parent;
-        };
-        branch.reverse();
         let mut current = Vec::new();
+        let mut below = self.canonical_weight(ancestor_height)?;
         for height in ancestor_height + 1..=self.head.height {
             let hash = self
                 .store
@@ -252,7 +312,9 @@ impl Engine {
             current.push(Fork {
                 hash,
                 rank: info.rank,
+                weight: info.weight - below,
             });
+            below = info.weight;
         }
         if !fork::prefer(&current, &branch) {
             return Ok(Ok(Imported::Kept));
@@ -266,9 +328,25 @@ impl Engine {
             return Ok(Ok(Imported::Kept));
         }
         let left = current.len();
-        self.set_head(tip, block, now_ms)?;
+        self.set_head(tip)?;
         self.put_back_txs(&current);
         Ok(Ok(Imported::NewHead { left }))
+    }
+
+    /// The chain's weight through the canonical block at `height`.
+    fn canonical_weight(&self, height: u64) -> Result<u128, StoreError> {
+        if height == 0 {
+            return Ok(0);
+        }
+        let hash = self
+            .store
+            .canonical(height)?
+            .ok_or(StoreError::Corrupt("a height"))?;
+        Ok(self
+            .store
+            .info(&hash)?
+            .ok_or(StoreError::Corrupt("a block"))?
+            .weight)
     }
 
     /// The transactions of the blocks that left the canonical chain go
@@ -300,15 +378,10 @@ impl Engine {
         }
     }
 
-    fn set_head(&mut self, hash: &[u8; 32], block: &Block, now_ms: u64) -> Result<(), StoreError> {
-        self.head = Parent {
-            hash: *hash,
-            height: block.header.height,
-            timestamp_ms: block.header.timestamp_ms,
-            proof_hash: block.header.proof.hash(),
-        };
-        let next = Election::new(self.head, &self.chain_id, now_ms);
-        self.previous = Some(std::mem::replace(&mut self.election, next));
+    fn set_head(&mut self, hash: &[u8; 32]) -> Result<(), StoreError> {
+        self.head = self
+            .parent(hash)?
+            .ok_or(StoreError::Corrupt("the new head"))?;
         // Transactions the new chain holds, or made stale, leave the pool.
         let store = &self.store;
         self.mempool

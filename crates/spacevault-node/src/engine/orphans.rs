@@ -130,7 +130,11 @@ mod tests {
             k: 16,
             nonce: 1,
         };
-        let block = Block::produce(&producer, [3; 32], 2, parent, 5_000, proof, vec![]);
+        let stamp = spacevault_chain::Stamp {
+            slot: 5,
+            output: [5; spacevault_chain::time::FORM_BYTES],
+        };
+        let block = Block::produce(&producer, [3; 32], 2, parent, stamp, proof, vec![]);
         let hash = block.hash();
         (block, hash)
     }

@@ -8,11 +8,20 @@ use spacevault_node::{kit, Node, NodeConfig};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-/// A spec for tests: short slots, small plots, starting now.
+/// A spec for tests: short slots of a few hundred squarings in small
+/// groups (a timekeeper costs the test little), small plots, starting
+/// now, and a first target that admits every proof of a plot (each slot,
+/// every vault may produce, and the best proof's block wins): a test of a
+/// network waits for blocks a slot apart. Eligibility has its own tests.
 pub fn spec(slot_ms: u64, replication: u32) -> ChainSpec {
     let mut spec = ChainSpec::new("network-test", spacevault_node::now_ms(), slot_ms);
     spec.min_k = 16;
     spec.replication = replication;
+    spec.pot_iterations = 300;
+    spec.pot_era_slots = 16;
+    spec.pot_discriminant_bits = 512;
+    spec.initial_records = 1;
+    spec.block_interval_slots = 1;
     spec
 }
 
@@ -63,15 +72,28 @@ pub fn logs() {
         .try_init();
 }
 
-/// `n` vaults: the first listens, the others bootstrap from it.
+/// `n` vaults: the first listens and keeps time, the others bootstrap
+/// from it.
 pub async fn network(spec: &ChainSpec, files: &[VaultFiles], api: bool) -> Vec<Node> {
+    network_keeping_time(spec, files, api, &[0]).await
+}
+
+/// [`network`], with the vaults in `keepers` keeping time (a test that
+/// splits the network needs one on each side).
+pub async fn network_keeping_time(
+    spec: &ChainSpec,
+    files: &[VaultFiles],
+    api: bool,
+    keepers: &[usize],
+) -> Vec<Node> {
     logs();
-    let first = start(spec, &files[0], vec![], api).await;
+    let keeps = |i: usize| keepers.contains(&i);
+    let first = start_with(spec, &files[0], vec![], api, |c| c.timekeeper = keeps(0)).await;
     let addr = first.listen_addrs(Duration::from_secs(5)).await;
     assert!(!addr.is_empty(), "the first vault does not listen");
     let mut nodes = vec![first];
-    for f in &files[1..] {
-        nodes.push(start(spec, f, addr.clone(), api).await);
+    for (i, f) in files.iter().enumerate().skip(1) {
+        nodes.push(start_with(spec, f, addr.clone(), api, |c| c.timekeeper = keeps(i)).await);
     }
     nodes
 }
@@ -84,7 +106,18 @@ pub async fn network_at(
     api: bool,
     height: u64,
 ) -> Vec<Node> {
-    let nodes = network(spec, files, api).await;
+    network_keeping_time_at(spec, files, api, height, &[0]).await
+}
+
+/// [`network_keeping_time`], once every vault has reached `height`.
+pub async fn network_keeping_time_at(
+    spec: &ChainSpec,
+    files: &[VaultFiles],
+    api: bool,
+    height: u64,
+    keepers: &[usize],
+) -> Vec<Node> {
+    let nodes = network_keeping_time(spec, files, api, keepers).await;
     let reached = wait_for(Duration::from_secs(20), || {
         nodes.iter().all(|n| n.height() >= height)
     })
@@ -349,4 +382,76 @@ pub fn put_under_way(api: std::net::SocketAddr, blob: &[u8]) -> std::net::TcpStr
 pub fn client_of(node: &Node) -> spacevault_node::client::Client {
     let addr = node.api_addr().expect("the API listens");
     spacevault_node::client::Client::new(&format!("http://{addr}")).unwrap()
+}
+
+/// The stamp of `slot` as `node`'s line holds it (None before it reaches
+/// the slot).
+pub fn stamp_at(node: &Node, slot: u64) -> Option<spacevault_chain::Stamp> {
+    let out = node.engine().store().slot(slot).unwrap()?;
+    Some(spacevault_chain::Stamp {
+        slot,
+        output: out.output,
+    })
+}
+
+/// The first `n` slots of `spec`'s proof of time, computed here as a
+/// timekeeper computes them (every era's entropy the genesis hash): a
+/// test that needs a slot before the network's timekeeper reaches it runs
+/// ahead of the clock.
+pub fn slots_of(spec: &ChainSpec, n: u64) -> Vec<spacevault_chain::time::SlotOutput> {
+    let chain = spec.chain_id();
+    let entropy = spacevault_chain::genesis_hash(&chain);
+    let mut line = spacevault_chain::time::Timeline::new(chain, spec.time(), &entropy).unwrap();
+    (1..=n)
+        .map(|_| {
+            if line.needs_era() {
+                line.begin_era(&entropy);
+            }
+            let out = line.prove_next();
+            line.advance(&out).unwrap();
+            out
+        })
+        .collect()
+}
+
+/// A block by `key` on `head` (hash and height) in `out`'s slot, with a
+/// made-up proof (record `nonce` of a plot of seed [9; 32]) and no
+/// transactions: what a rogue with a slot's output sends.
+pub fn rogue_block(
+    key: &Keypair,
+    chain: [u8; 32],
+    head: ([u8; 32], u64),
+    out: &spacevault_chain::time::SlotOutput,
+    nonce: u64,
+) -> spacevault_chain::Block {
+    let proof = spacevault_chain::ChainProof {
+        farmer_key: key.public(),
+        seed: [9; 32],
+        k: 16,
+        nonce: nonce % (1 << 16),
+    };
+    let stamp = spacevault_chain::Stamp {
+        slot: out.slot,
+        output: out.output,
+    };
+    spacevault_chain::Block::produce(key, chain, head.1 + 1, head.0, stamp, proof, vec![])
+}
+
+/// A block by `key` at `height` on a parent nobody has (made of `nonce`,
+/// which makes each one new), in slot 1: kept as an orphan, if anything,
+/// by a vault whose line has reached slot 1.
+pub fn orphan_block(
+    key: &Keypair,
+    chain: [u8; 32],
+    height: u64,
+    nonce: u64,
+) -> spacevault_chain::Block {
+    let mut parent = [1; 32];
+    parent[..8].copy_from_slice(&nonce.to_le_bytes());
+    let out = spacevault_chain::time::SlotOutput {
+        slot: 1,
+        output: [1; spacevault_chain::time::FORM_BYTES],
+        proof: [1; spacevault_chain::time::FORM_BYTES],
+    };
+    rogue_block(key, chain, (parent, height - 1), &out, nonce)
 }

@@ -1,75 +1,62 @@
 //! What comes in: blocks refused with their reasons, transactions and
-//! their pool, writes whose block loses its place, orphans, proof
-//! messages, sync answers, and the signature cache.
+//! their pool, writes whose block loses its place, orphans, sync answers,
+//! and the signature cache.
 
 use super::*;
 
 #[tokio::test]
 async fn bad_blocks_are_refused_with_their_reason() {
     let mut a = vault(1);
-    let (height, parent, challenge) = a.engine.election();
-    let found = a.farmer.best(challenge).await.unwrap();
-    a.engine
-        .offer_own(height, parent, found.proof.clone(), found.rank, 0.0);
-    let t = spec().genesis_unix_ms + 1000;
-    let good = a.engine.produce(&a.key.clone(), t, false).unwrap();
+    let found = a.found(1).await;
+    let good = a.produce(1).await.unwrap();
     let mut b = vault(2);
+    let parent = b.engine.head().hash;
     // Signed by another key than the proof's.
     let forged = Block::produce(
         &b.key.clone(),
         spec().chain_id(),
         1,
         parent,
-        t,
+        stamp(1),
         found.proof.clone(),
         vec![],
     );
-    assert_eq!(b.engine.import(forged, t), Err(Rejection::BadSignature));
-    // Too early, and from another chain.
-    let early = Block::produce(
-        &a.key,
-        spec().chain_id(),
-        1,
-        parent,
-        t - 1,
-        found.proof.clone(),
-        vec![],
-    );
+    assert_eq!(b.engine.import(forged, at(1)), Err(Rejection::BadSignature));
+    // In a slot due later than the clock allows, and from another chain.
     assert!(matches!(
-        b.engine.import(early, t),
-        Err(Rejection::TooEarly { .. })
+        b.engine.import(good.clone(), at(1) - 10_000),
+        Err(Rejection::Future { .. })
     ));
     let mut other = good.clone();
     other.header.chain_id = [0; 32];
-    assert!(b.engine.import(other, t).is_err());
+    assert!(b.engine.import(other, at(1)).is_err());
     // A block whose parent is missing waits, then joins.
-    let (h2, p2) = (2, good.hash());
-    let ch2 = spacevault_chain::challenge(&spec().chain_id(), 2, &good.header.proof.hash());
-    let f2 = a.farmer.best(ch2).await.unwrap();
-    let child = Block::produce(
-        &a.key,
-        spec().chain_id(),
-        h2,
-        p2,
-        t + 1000,
-        f2.proof,
-        vec![],
-    );
+    let child = child_of(&good, &a.key, &a.farmer, 2).await;
+    assert_eq!(b.engine.import(child.clone(), at(2)), Ok(Imported::Orphan));
     assert_eq!(
-        b.engine.import(child.clone(), t + 1000),
-        Ok(Imported::Orphan)
-    );
-    assert_eq!(
-        b.engine.import(good.clone(), t),
+        b.engine.import(good.clone(), at(1)),
         Ok(Imported::NewHead { left: 0 })
     );
     let waiting = b.engine.take_orphans(&good.hash());
     assert_eq!(waiting, vec![child.clone()]);
     assert_eq!(
-        b.engine.import(child, t + 1000),
+        b.engine.import(child, at(2)),
         Ok(Imported::NewHead { left: 0 })
     );
-    assert_eq!(b.engine.import(good, t), Ok(Imported::Duplicate));
+    assert_eq!(b.engine.import(good, at(1)), Ok(Imported::Duplicate));
+}
+
+/// Each vault produces in `slot` and imports every vault's block.
+async fn round(vaults: &mut [Vault], slot: u64) {
+    let mut blocks = Vec::new();
+    for v in vaults.iter_mut() {
+        blocks.extend(v.produce(slot).await);
+    }
+    for v in vaults.iter_mut() {
+        for b in &blocks {
+            v.engine.import(b.clone(), at(slot)).unwrap();
+        }
+    }
 }
 
 #[tokio::test]
@@ -84,7 +71,7 @@ async fn transactions_go_into_blocks_once_and_in_order() {
         assert_eq!(v.engine.add_tx(tx(1)), Ok(true));
         assert_eq!(v.engine.add_tx(tx(1)), Ok(false));
     }
-    round(&mut vaults).await;
+    round(&mut vaults, 1).await;
     for v in &vaults {
         let r = v
             .engine
@@ -100,47 +87,21 @@ async fn transactions_go_into_blocks_once_and_in_order() {
         vaults[0].engine.add_tx(tx(1)),
         Err(Rejection::BadTxVersion { got: 1, current: 2 })
     ));
-    // Proofs for past and future heights are refused as such.
-    let (height, parent, _) = vaults[0].engine.election();
-    let proof = ChainProof {
-        farmer_key: [1; 32],
-        seed: [1; 32],
-        k: 16,
-        nonce: 0,
-    };
-    let stale = ProofMsg {
-        chain_id: chain,
-        height: height - 1,
-        parent,
-        proof: proof.clone(),
-    };
-    assert_eq!(
-        vaults[0].engine.offer_proof(&stale),
-        Err(Rejection::StaleHeight(height - 1))
-    );
-    let future = ProofMsg {
-        chain_id: chain,
-        height: height + 5,
-        parent,
-        proof,
-    };
-    assert_eq!(
-        vaults[0].engine.offer_proof(&future),
-        Err(Rejection::FutureHeight(height + 5))
-    );
 }
 
 #[tokio::test]
 async fn a_write_in_a_block_that_loses_its_place_goes_back_to_the_pool() {
-    let (mut a, mut b, a_better) = rivals().await;
+    let mut a = vault(1);
+    let mut b = vault(2);
+    let a_better = a.found(1).await.rank.beats(&b.found(1).await.rank);
     // The write goes into the better block, which a third vault takes first.
     let owner = Keypair::from_secret(&[9; 32]);
     let tx = RegisterTx::signed(&owner, &spec().chain_id(), b"r", 1, b"v");
     let holder = if a_better { &mut a } else { &mut b };
     assert!(holder.engine.add_tx(tx.clone()).unwrap());
-    let t = spec().genesis_unix_ms + 1000;
-    let block_a = a.engine.produce(&a.key.clone(), t, false).unwrap();
-    let block_b = b.engine.produce(&b.key.clone(), t, false).unwrap();
+    let t = at(1);
+    let block_a = a.produce(1).await.unwrap();
+    let block_b = b.produce(1).await.unwrap();
     let (better, worse) = if a_better {
         (&block_a, &block_b)
     } else {
@@ -158,9 +119,9 @@ async fn a_write_in_a_block_that_loses_its_place_goes_back_to_the_pool() {
     } else {
         (a.key.clone(), &a.farmer)
     };
-    let child = child_of(worse, &worse_key, worse_farmer, t + 1000).await;
+    let child = child_of(worse, &worse_key, worse_farmer, 2).await;
     assert!(matches!(
-        c.engine.import(child, t + 1000).unwrap(),
+        c.engine.import(child, at(2)).unwrap(),
         Imported::NewHead { left: 1 }
     ));
     assert_eq!(c.engine.mempool_len(), 1, "the write is pending again");
@@ -197,7 +158,7 @@ fn orphans_are_bounded_in_all_per_sender_and_in_time() {
             spec().chain_id(),
             2,
             parent,
-            5_000_000,
+            stamp(4),
             proof,
             vec![],
         )
@@ -289,56 +250,6 @@ fn the_pool_takes_versions_up_to_64_ahead_and_no_more_than_its_cap() {
 }
 
 #[tokio::test]
-async fn proof_messages_are_refused_for_their_chain_k_proof_and_rank() {
-    let mut a = vault(1);
-    let (height, parent, challenge) = a.engine.election();
-    let found = a.farmer.best(challenge).await.unwrap();
-    let chain = spec().chain_id();
-    let msg = |proof: ChainProof| ProofMsg {
-        chain_id: chain,
-        height,
-        parent,
-        proof,
-    };
-    let mut other = msg(found.proof.clone());
-    other.chain_id = [0; 32];
-    assert_eq!(a.engine.offer_proof(&other), Err(Rejection::WrongChain));
-    let mut small = found.proof.clone();
-    small.k = 12;
-    assert_eq!(a.engine.offer_proof(&msg(small)), Err(Rejection::BadK(12)));
-    let mut beyond = found.proof.clone();
-    beyond.nonce = 1 << 16;
-    assert!(matches!(
-        a.engine.offer_proof(&msg(beyond)),
-        Err(Rejection::BadProof(_))
-    ));
-    // The plot's best proof, then any worse one or the same again.
-    assert_eq!(a.engine.offer_proof(&msg(found.proof.clone())), Ok(()));
-    assert_eq!(
-        a.engine.offer_proof(&msg(found.proof.clone())),
-        Err(Rejection::NotBetter)
-    );
-    let mut worse = found.proof.clone();
-    let mut worse_rank = found.rank;
-    for nonce in 0..64 {
-        worse.nonce = nonce;
-        worse_rank = worse.verify(&challenge).unwrap();
-        if found.rank.beats(&worse_rank) {
-            break;
-        }
-    }
-    assert!(found.rank.beats(&worse_rank));
-    assert_eq!(a.engine.offer_proof(&msg(worse)), Err(Rejection::NotBetter));
-    // Another parent at this height: stale.
-    let mut elsewhere = msg(found.proof);
-    elsewhere.parent = [9; 32];
-    assert_eq!(
-        a.engine.offer_proof(&elsewhere),
-        Err(Rejection::StaleHeight(height))
-    );
-}
-
-#[tokio::test]
 async fn a_sync_answer_holds_the_blocks_that_fit_and_at_least_one() {
     let mut vaults: Vec<Vault> = (1..=2).map(vault).collect();
     let owner = Keypair::from_secret(&[42; 32]);
@@ -349,7 +260,7 @@ async fn a_sync_answer_holds_the_blocks_that_fit_and_at_least_one() {
             let tx = RegisterTx::signed(&owner, &chain, name.as_bytes(), 1, &[7; 600]);
             v.engine.add_tx(tx).unwrap();
         }
-        round(&mut vaults).await;
+        round(&mut vaults, r + 1).await;
     }
     let e = &vaults[0].engine;
     let all = e.blocks_from(1, 10, usize::MAX);
@@ -383,12 +294,11 @@ async fn a_block_s_transactions_seen_before_are_answered_from_the_cache_it_was_g
     assert!(cached.engine.add_tx(tx.clone()).unwrap());
     assert!(plain.engine.add_tx(tx.clone()).unwrap());
     assert_eq!((cache.len(), cache.hits(Op::VerifyTx)), (1, 0));
-    let t = spec().genesis_unix_ms + 1000;
-    let block = child_of_head(&mut producer, t).await;
+    let block = producer.produce(1).await.unwrap();
     assert_eq!(block.txs, vec![tx]);
     for v in [&mut cached, &mut plain] {
         assert!(matches!(
-            v.engine.import(block.clone(), t).unwrap(),
+            v.engine.import(block.clone(), at(1)).unwrap(),
             Imported::NewHead { .. }
         ));
     }

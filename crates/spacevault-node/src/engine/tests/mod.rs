@@ -1,17 +1,59 @@
-//! The engine on its own, without a network: election, production,
-//! contests and fork choice here; what comes in from peers and clients in
-//! [`intake`].
+//! The engine on its own, without a network: eligibility and production,
+//! fork choice by weight, targets from the chain's history and finality
+//! here; what comes in from peers and clients in [`intake`].
 
 use super::*;
-use crate::farmer::Farmer;
+use crate::farmer::{Farmer, Found};
 use spacevault::plot::NoProgress;
 use spacevault::PlotOptions;
+use spacevault_chain::time::{SlotOutput, FORM_BYTES};
+use spacevault_chain::Target;
 use spacevault_meter::Op;
 
+/// A spec whose first target admits every proof of a k = 16 plot (the best
+/// of 65,536 records lies far below 2^60): production is tested for what
+/// it does with an eligible proof, eligibility on its own.
 fn spec() -> ChainSpec {
     let mut spec = ChainSpec::new("engine-test", 1_000_000, 1000);
     spec.min_k = 16;
+    spec.initial_records = 16;
+    spec.block_interval_slots = 1;
     spec
+}
+
+/// Slots every test vault's line holds.
+const SLOTS: u64 = 64;
+
+/// The output tests give slot `slot` (the engine compares outputs with
+/// those its store holds; the proof of time's checks are `Time`'s).
+fn output(slot: u64) -> [u8; FORM_BYTES] {
+    let mut out = [0u8; FORM_BYTES];
+    out[..8].copy_from_slice(&slot.to_le_bytes());
+    out
+}
+
+fn stamp(slot: u64) -> Stamp {
+    Stamp {
+        slot,
+        output: output(slot),
+    }
+}
+
+/// When slot `slot` is due: the time a vault imports its blocks at.
+fn at(slot: u64) -> u64 {
+    spec().slot_due_ms(slot)
+}
+
+/// Gives `engine`'s store the slots 1..=SLOTS, as its line would.
+fn reach_slots(engine: &Engine) {
+    for slot in 1..=SLOTS {
+        let out = SlotOutput {
+            slot,
+            output: output(slot),
+            proof: [0; FORM_BYTES],
+        };
+        engine.store().put_slot(&out).unwrap();
+    }
 }
 
 /// A vault's key, a plot of it, and its engine.
@@ -23,6 +65,10 @@ struct Vault {
 }
 
 fn vault(i: u8) -> Vault {
+    vault_of(i, spec())
+}
+
+fn vault_of(i: u8, spec: ChainSpec) -> Vault {
     let dir = tempfile::tempdir().unwrap();
     let key = Keypair::from_secret(&[i; 32]);
     let plots = dir.path().join("plots");
@@ -33,247 +79,259 @@ fn vault(i: u8) -> Vault {
         &NoProgress,
     )
     .unwrap();
+    let engine = Engine::open(&dir.path().join("store.redb"), spec.clone()).unwrap();
+    reach_slots(&engine);
     Vault {
-        farmer: Farmer::open(&[plots], &key.public(), &spec()),
-        engine: Engine::open(&dir.path().join("store.redb"), spec()).unwrap(),
+        farmer: Farmer::open(&[plots], &key.public(), &spec),
+        engine,
         key,
         _dir: dir,
     }
 }
 
-/// A block on `parent` by the farmer of `key`, with its best proof for
-/// the parent's child challenge and no transactions.
-async fn child_of(parent: &Block, key: &Keypair, farmer: &Farmer, at: u64) -> Block {
-    let height = parent.header.height + 1;
-    let challenge =
-        spacevault_chain::challenge(&spec().chain_id(), height, &parent.header.proof.hash());
-    let found = farmer.best(challenge).await.unwrap();
+impl Vault {
+    /// This vault's best proof for `slot`'s challenge.
+    async fn found(&self, slot: u64) -> Found {
+        let challenge = stamp(slot).challenge(&self.engine.chain_id());
+        self.farmer.best(challenge).await.unwrap()
+    }
+
+    /// This vault's block on its head in `slot`, if its proof may make one.
+    async fn produce(&mut self, slot: u64) -> Option<Block> {
+        let found = self.found(slot).await;
+        let key = self.key.clone();
+        self.engine
+            .produce(&key, stamp(slot), found.proof, &found.rank)
+    }
+}
+
+/// A block on `parent` (and its chain) in `slot` by the farmer of `key`,
+/// with its best proof for the slot's challenge and no transactions.
+async fn child_of(parent: &Block, key: &Keypair, farmer: &Farmer, slot: u64) -> Block {
+    let chain_id = parent.header.chain_id;
+    let found = farmer.best(stamp(slot).challenge(&chain_id)).await.unwrap();
     Block::produce(
         key,
-        spec().chain_id(),
-        height,
+        chain_id,
+        parent.header.height + 1,
         parent.hash(),
-        at,
+        stamp(slot),
         found.proof,
         vec![],
     )
 }
 
-/// Every vault looks up its proof and hears everyone else's; the best one
-/// produces, and every vault imports its block.
-/// Vaults 1 and 2, each holding its own best proof for block 1, and
-/// whether vault 1's is the better.
-async fn rivals() -> (Vault, Vault, bool) {
+/// Vaults 1 and 2's blocks on the genesis in slot 1, and whether vault
+/// 1's proof is the better.
+async fn rivals() -> (Vault, Vault, Block, Block, bool) {
     let mut a = vault(1);
     let mut b = vault(2);
-    let (height, parent, challenge) = a.engine.election();
-    let fa = a.farmer.best(challenge).await.unwrap();
-    let fb = b.farmer.best(challenge).await.unwrap();
-    a.engine.offer_own(height, parent, fa.proof, fa.rank, 0.0);
-    b.engine.offer_own(height, parent, fb.proof, fb.rank, 0.0);
-    (a, b, fa.rank.beats(&fb.rank))
-}
-
-/// Returns the block and the farmer key of the best proof any vault held.
-async fn round(vaults: &mut [Vault]) -> (Block, [u8; 32]) {
-    let (height, parent, challenge) = vaults[0].engine.election();
-    let mut msgs = Vec::new();
-    let mut best: Option<(Ranked, [u8; 32])> = None;
-    for v in vaults.iter_mut() {
-        let found = v.farmer.best(challenge).await.unwrap();
-        if best.is_none_or(|(b, _)| found.rank.beats(&b)) {
-            best = Some((found.rank, v.key.public()));
-        }
-        if let Some(msg) = v
-            .engine
-            .offer_own(height, parent, found.proof, found.rank, 0.0)
-        {
-            msgs.push(msg);
-        }
-    }
-    for v in vaults.iter_mut() {
-        for m in &msgs {
-            let _ = v.engine.offer_proof(m);
-        }
-    }
-    // The holder of the best proof is due first.
-    let soonest = vaults
-        .iter()
-        .filter_map(|v| v.engine.production_due())
-        .min();
-    let first = vaults
-        .iter()
-        .position(|v| v.engine.production_due() == soonest)
-        .unwrap();
-    let due = vaults[first].engine.production_due().unwrap();
-    let block = vaults[first]
-        .engine
-        .produce(&vaults[first].key.clone(), due, false)
-        .unwrap();
-    for v in vaults.iter_mut() {
-        let got = v.engine.import(block.clone(), due).unwrap();
-        assert!(matches!(
-            got,
-            Imported::NewHead { .. } | Imported::Duplicate
-        ));
-    }
-    (block, best.unwrap().1)
+    let block_a = a.produce(1).await.unwrap();
+    let block_b = b.produce(1).await.unwrap();
+    let a_better = a.found(1).await.rank.beats(&b.found(1).await.rank);
+    (a, b, block_a, block_b, a_better)
 }
 
 #[tokio::test]
-async fn vaults_elect_the_best_proof_and_agree() {
+async fn every_eligible_vault_produces_and_all_settle_on_the_best_proof_of_each_slot() {
     let mut vaults: Vec<Vault> = (1..=4).map(vault).collect();
-    let mut producers = std::collections::HashSet::new();
-    for _ in 0..5 {
-        let (block, best) = round(&mut vaults).await;
-        assert_eq!(
-            block.header.proof.farmer_key, best,
-            "the best proof's holder produced"
-        );
-        producers.insert(best);
-        let heads: Vec<_> = vaults.iter().map(|v| v.engine.head().hash).collect();
-        assert!(heads.iter().all(|h| *h == heads[0]));
-        assert_eq!(heads[0], block.hash());
-        // The next election is for the next height, on the new head.
-        let (height, parent, _) = vaults[0].engine.election();
-        assert_eq!((height, parent), (block.header.height + 1, block.hash()));
+    for slot in 1..=5 {
+        let mut blocks = Vec::new();
+        for v in vaults.iter_mut() {
+            blocks.push(v.produce(slot).await.expect("every proof is eligible here"));
+        }
+        for v in vaults.iter_mut() {
+            for b in &blocks {
+                let _ = v.engine.import(b.clone(), at(slot)).unwrap();
+            }
+        }
+        let mut ranks = Vec::new();
+        for v in &vaults {
+            ranks.push((v.found(slot).await.rank, v.key.public()));
+        }
+        let best = ranks
+            .iter()
+            .copied()
+            .reduce(|a, b| if b.0.beats(&a.0) { b } else { a })
+            .unwrap();
+        let heads: Vec<_> = vaults.iter().map(|v| v.engine.head()).collect();
+        assert!(heads.iter().all(|h| h.hash == heads[0].hash), "one head");
+        let head = vaults[0].engine.block_at(slot).unwrap().unwrap();
+        assert_eq!(head.header.proof.farmer_key, best.1, "the best proof's");
+        assert_eq!((heads[0].height, heads[0].slot), (slot, slot));
     }
     let e = &vaults[0].engine;
-    assert_eq!(e.head().height, 5);
-    assert_eq!(e.chain_id(), spec().chain_id());
+    assert_eq!(e.head().weight, 5 * spec().initial_target().weight());
     let heights = |n| e.recent(n).iter().map(|b| b.height).collect::<Vec<_>>();
     assert_eq!(heights(3), vec![5, 4, 3]);
     assert_eq!(heights(10), vec![5, 4, 3, 2, 1], "no more than the chain");
     assert_eq!(e.recent(1)[0].hash, hex::encode(e.head().hash));
+    assert_eq!(e.recent(1)[0].timestamp_ms, at(5));
 }
 
 #[tokio::test]
-async fn own_proofs_count_only_for_their_election_and_stay_best_until_beaten() {
-    let (mut a, mut b, a_better) = rivals().await;
-    let (height, parent, _) = a.engine.election();
-    assert!(a.engine.own_is_best(height, &parent));
-    assert!(!a.engine.own_is_best(height + 1, &parent));
-    assert!(!a.engine.own_is_best(height, &[9; 32]));
-    // An offer for another height or parent changes nothing.
-    let (winner, loser) = if a_better {
-        (&mut a, &mut b)
-    } else {
-        (&mut b, &mut a)
-    };
-    let (_, _, challenge) = loser.engine.election();
-    let found = winner.farmer.best(challenge).await.unwrap();
-    let msg = ProofMsg {
-        chain_id: spec().chain_id(),
-        height,
-        parent,
-        proof: found.proof.clone(),
-    };
-    let due = loser.engine.production_due();
+async fn a_vault_signs_one_block_a_slot_and_only_with_its_own_key_after_the_heads_slot() {
+    let mut a = vault(1);
+    let block = a.produce(2).await.unwrap();
+    assert_eq!(block.header.stamp, stamp(2));
+    assert_eq!(a.engine.produced_slot(), 2);
+    // Not again in that slot, even on another head, nor in an earlier one.
+    assert_eq!(a.produce(2).await, None);
+    assert_eq!(a.produce(1).await, None);
+    a.engine.import(block.clone(), at(2)).unwrap();
+    // Not in a slot the head has passed, whatever this vault produced.
+    let mut b = vault(2);
+    let later = b.produce(4).await.unwrap();
+    a.engine.import(later, at(4)).unwrap();
+    assert!(!a.engine.may_produce(3, &a.found(3).await.rank));
+    assert_eq!(a.produce(3).await, None);
+    // Another farmer's proof is not this vault's to sign.
+    let theirs = b.found(5).await;
+    let key = a.key.clone();
     assert_eq!(
-        loser
-            .engine
-            .offer_own(height + 1, parent, found.proof.clone(), found.rank, 0.0),
+        a.engine.produce(&key, stamp(5), theirs.proof, &theirs.rank),
         None
     );
-    assert_eq!(
-        loser
-            .engine
-            .offer_own(height, [9; 32], found.proof.clone(), found.rank, 0.0),
-        None
+    assert!(a.produce(5).await.is_some());
+}
+
+#[tokio::test]
+async fn a_better_proof_of_the_slot_the_head_was_made_in_still_makes_a_block_on_its_parent() {
+    // Vaults 1..=3 ranked by their proofs for slot 1, best first.
+    let mut ranked = Vec::new();
+    for i in 1..=3u8 {
+        let v = vault(i);
+        let rank = v.found(1).await.rank;
+        ranked.push((rank, i));
+    }
+    ranked.sort_by(|a, b| {
+        if a.0.beats(&b.0) {
+            std::cmp::Ordering::Less
+        } else {
+            std::cmp::Ordering::Greater
+        }
+    });
+    let [best, mid, worst] = [ranked[0].1, ranked[1].1, ranked[2].1];
+    let mut worst_vault = vault(worst);
+    let first = worst_vault.produce(1).await.unwrap();
+    // The middle proof's vault hears the worst's block first, with a write
+    // pending that applies on it: its own block goes on the genesis, in the
+    // same slot, without the write, and wins.
+    let mut mid_vault = vault(mid);
+    mid_vault.engine.import(first.clone(), at(1)).unwrap();
+    let owner = Keypair::from_secret(&[9; 32]);
+    let tx = RegisterTx::signed(&owner, &spec().chain_id(), b"r", 1, b"v");
+    assert!(mid_vault.engine.add_tx(tx).unwrap());
+    let rival = mid_vault.produce(1).await.unwrap();
+    assert_eq!(rival.header.parent, first.header.parent);
+    assert!(rival.txs.is_empty());
+    assert!(matches!(
+        mid_vault.engine.import(rival.clone(), at(1)).unwrap(),
+        Imported::NewHead { left: 1 }
+    ));
+    // A vault whose proof loses to the head of the slot makes nothing.
+    let mut late = vault(worst);
+    late.engine.import(rival.clone(), at(1)).unwrap();
+    assert!(!late.engine.may_produce(1, &late.found(1).await.rank));
+    assert_eq!(late.produce(1).await, None);
+    // The best beats it again.
+    let mut best_vault = vault(best);
+    best_vault.engine.import(rival, at(1)).unwrap();
+    assert!(best_vault.produce(1).await.is_some());
+}
+
+#[tokio::test]
+async fn a_proof_that_misses_the_target_makes_no_block_and_a_block_made_with_it_is_refused() {
+    // A target no k = 16 plot's proof meets in most slots.
+    let mut hard = spec();
+    hard.initial_records = 1 << 40;
+    let mut a = vault_of(1, hard.clone());
+    let mut b = vault_of(2, hard);
+    let mut slot = 1;
+    while a.engine.may_produce(slot, &a.found(slot).await.rank) {
+        slot += 1;
+        assert!(slot <= SLOTS, "a slot where vault 1 is not eligible");
+    }
+    assert_eq!(a.produce(slot).await, None);
+    let found = a.found(slot).await;
+    let made = Block::produce(
+        &a.key,
+        b.engine.chain_id(),
+        1,
+        b.engine.head().hash,
+        stamp(slot),
+        found.proof,
+        vec![],
     );
-    assert_eq!(loser.engine.production_due(), due);
-    // The better proof heard, the loser's own is no longer the best, and
-    // it may not produce with another vault's key.
-    assert!(loser.engine.own_is_best(height, &parent));
-    loser.engine.offer_proof(&msg).unwrap();
-    assert!(!loser.engine.own_is_best(height, &parent));
-    let t = spec().genesis_unix_ms + 1000;
-    assert_eq!(loser.engine.produce(&winner.key.clone(), t, false), None);
+    assert_eq!(b.engine.import(made, at(slot)), Err(Rejection::NotEligible));
+    assert_eq!(b.engine.head().height, 0);
 }
 
 #[tokio::test]
-async fn a_head_with_a_better_proof_than_ones_own_is_not_contested() {
-    let (mut a, mut b, a_better) = rivals().await;
-    if !a_better {
-        std::mem::swap(&mut a, &mut b);
-    }
-    // a's proof is the better: b, hearing a's block, has nothing to contest.
-    let t = spec().genesis_unix_ms + 1000;
-    let better = a.engine.produce(&a.key.clone(), t, false).unwrap();
-    b.engine.import(better, t).unwrap();
-    assert!(!b.engine.should_contest(t + 10));
-}
-
-#[tokio::test]
-async fn a_contest_is_due_until_a_slot_after_the_head_and_not_after() {
-    let (mut a, mut b, a_better) = rivals().await;
-    if !a_better {
-        std::mem::swap(&mut a, &mut b);
-    }
-    let t = spec().genesis_unix_ms + 1000;
-    let worse = b.engine.produce(&b.key.clone(), t, false).unwrap();
-    a.engine.import(worse, t).unwrap();
-    let slot = spec().slot_ms;
-    assert!(a.engine.should_contest(t + slot), "a slot after: still");
-    assert!(!a.engine.should_contest(t + slot + 1), "past it: no more");
-}
-
-#[tokio::test]
-async fn the_block_delay_is_smoothed_over_the_samples() {
-    let (mut a, _b, _) = rivals().await;
-    let mut c = vault(3);
-    let made = spec().genesis_unix_ms + spec().slot_ms;
-    let first = a.engine.produce(&a.key.clone(), made, false).unwrap();
-    c.engine
-        .import_gossiped(first.clone(), made + 400, Origin::LOCAL)
-        .unwrap();
-    assert_eq!(c.engine.block_delay_ms(), 100.0);
-    a.engine.import(first, made).unwrap();
-    let second = child_of_head(&mut a, made + spec().slot_ms).await;
-    c.engine
-        .import_gossiped(second, made + spec().slot_ms + 800, Origin::LOCAL)
-        .unwrap();
-    assert_eq!(c.engine.block_delay_ms(), 100.0 + (800.0 - 100.0) / 4.0);
-}
-
-/// `v`'s block on its own head with its best proof, at `at`.
-async fn child_of_head(v: &mut Vault, at: u64) -> Block {
-    let (height, parent, challenge) = v.engine.election();
-    let found = v.farmer.best(challenge).await.unwrap();
-    v.engine
-        .offer_own(height, parent, found.proof, found.rank, 0.0);
-    v.engine.produce(&v.key.clone(), at, false).unwrap()
+async fn a_block_is_refused_for_a_slot_not_reached_another_output_or_no_later_slot() {
+    let mut a = vault(1);
+    let mut b = vault(2);
+    // Beyond the slots b's line holds.
+    let ahead = a.produce(SLOTS + 1).await;
+    let ahead = ahead.unwrap();
+    assert_eq!(
+        b.engine.import(ahead, at(SLOTS + 1)),
+        Err(Rejection::UnknownSlot(SLOTS + 1))
+    );
+    // A slot b holds, with another output.
+    let found = a.found(3).await;
+    let mut wrong = stamp(3);
+    wrong.output[50] ^= 1;
+    let made = Block::produce(
+        &a.key,
+        spec().chain_id(),
+        1,
+        b.engine.head().hash,
+        wrong,
+        found.proof,
+        vec![],
+    );
+    assert_eq!(
+        b.engine.import(made, at(3)),
+        Err(Rejection::WrongSlotOutput(3))
+    );
+    // A child in its parent's slot.
+    let first = b.produce(5).await.unwrap();
+    b.engine.import(first.clone(), at(5)).unwrap();
+    let same = child_of(&first, &a.key, &a.farmer, 5).await;
+    assert_eq!(
+        b.engine.import(same, at(5)),
+        Err(Rejection::SlotNotAfterParent {
+            slot: 5,
+            parent_slot: 5
+        })
+    );
 }
 
 #[tokio::test]
 async fn a_write_both_branches_hold_does_not_go_back_to_the_pool() {
-    let (mut a, mut b, a_better) = rivals().await;
+    let mut a = vault(1);
+    let mut b = vault(2);
     let owner = Keypair::from_secret(&[9; 32]);
     let tx = RegisterTx::signed(&owner, &spec().chain_id(), b"r", 1, b"v");
     assert!(a.engine.add_tx(tx.clone()).unwrap());
     assert!(b.engine.add_tx(tx.clone()).unwrap());
-    let t = spec().genesis_unix_ms + 1000;
-    let block_a = a.engine.produce(&a.key.clone(), t, false).unwrap();
-    let block_b = b.engine.produce(&b.key.clone(), t, false).unwrap();
+    let block_a = a.produce(1).await.unwrap();
+    let block_b = b.produce(1).await.unwrap();
     assert_eq!((&block_a.txs, &block_b.txs), (&vec![tx.clone()], &vec![tx]));
+    let a_better = a.found(1).await.rank.beats(&b.found(1).await.rank);
     let (better, worse, worse_vault) = if a_better {
         (block_a, block_b, &mut b)
     } else {
         (block_b, block_a, &mut a)
     };
     let mut c = vault(3);
-    c.engine.import(better, t).unwrap();
-    c.engine.import(worse.clone(), t).unwrap();
-    worse_vault.engine.import(worse.clone(), t).unwrap();
-    let child = child_of(
-        &worse,
-        &worse_vault.key.clone(),
-        &worse_vault.farmer,
-        t + 1000,
-    )
-    .await;
+    c.engine.import(better, at(1)).unwrap();
+    c.engine.import(worse.clone(), at(1)).unwrap();
+    worse_vault.engine.import(worse.clone(), at(1)).unwrap();
+    let child = child_of(&worse, &worse_vault.key.clone(), &worse_vault.farmer, 2).await;
     assert!(matches!(
-        c.engine.import(child, t + 1000).unwrap(),
+        c.engine.import(child, at(2)).unwrap(),
         Imported::NewHead { left: 1 }
     ));
     assert_eq!(c.engine.mempool_len(), 0, "the new branch holds the write");
@@ -281,10 +339,7 @@ async fn a_write_both_branches_hold_does_not_go_back_to_the_pool() {
 
 #[tokio::test]
 async fn two_blocks_for_one_height_settle_on_the_better_proof_in_any_order() {
-    let (mut a, mut b, a_better) = rivals().await;
-    let t = spec().genesis_unix_ms + 1000;
-    let block_a = a.engine.produce(&a.key.clone(), t, false).unwrap();
-    let block_b = b.engine.produce(&b.key.clone(), t, false).unwrap();
+    let (a, b, block_a, block_b, a_better) = rivals().await;
     let better = if a_better {
         block_a.hash()
     } else {
@@ -293,67 +348,36 @@ async fn two_blocks_for_one_height_settle_on_the_better_proof_in_any_order() {
     let mut c = vault(3);
     let mut d = vault(4);
     for blk in [&block_a, &block_b] {
-        c.engine.import(blk.clone(), t).unwrap();
+        c.engine.import(blk.clone(), at(1)).unwrap();
     }
     for blk in [&block_b, &block_a] {
-        d.engine.import(blk.clone(), t).unwrap();
+        d.engine.import(blk.clone(), at(1)).unwrap();
     }
     assert_eq!(c.engine.head().hash, better);
     assert_eq!(d.engine.head().hash, better);
-    // A longer chain on the worse block wins over both.
+    // A heavier chain on the worse block wins over both.
     let (worse, worse_key, worse_farmer) = if better == block_a.hash() {
         (&block_b, b.key.clone(), &b.farmer)
     } else {
         (&block_a, a.key.clone(), &a.farmer)
     };
-    let child = child_of(worse, &worse_key, worse_farmer, t + 1000).await;
+    let child = child_of(worse, &worse_key, worse_farmer, 2).await;
     assert!(matches!(
-        c.engine.import(child.clone(), t + 1000).unwrap(),
+        c.engine.import(child.clone(), at(2)).unwrap(),
         Imported::NewHead { left: 1 }
     ));
     assert_eq!(c.engine.head().hash, child.hash());
 }
 
 #[tokio::test]
-async fn a_worse_head_is_contested_in_its_slot_and_not_after() {
-    // a's proof beats b's, but b's block arrives before a's turn: a
-    // contests it at once, unless the block is old news (met while
-    // catching up), when a branch of a's would only be waste.
-    let (mut a, mut b) = (vault(1), vault(2));
-    let (height, parent, challenge) = a.engine.election();
-    let fa = a.farmer.best(challenge).await.unwrap();
-    let fb = b.farmer.best(challenge).await.unwrap();
-    if !fa.rank.beats(&fb.rank) {
-        std::mem::swap(&mut a, &mut b);
-    }
-    let (fa, fb) = if fa.rank.beats(&fb.rank) {
-        (fa, fb)
-    } else {
-        (fb, fa)
-    };
-    a.engine.offer_own(height, parent, fa.proof, fa.rank, 0.0);
-    b.engine.offer_own(height, parent, fb.proof, fb.rank, 0.0);
-    let t = spec().genesis_unix_ms + 1000;
-    let worse = b.engine.produce(&b.key.clone(), t, false).unwrap();
-    a.engine.import(worse, t).unwrap();
-    assert!(a.engine.should_contest(t + 10));
-    assert!(!a.engine.should_contest(t + 5 * spec().slot_ms));
-    let contest = a.engine.produce(&a.key.clone(), t + 10, true).unwrap();
-    assert_eq!(contest.header.height, 1);
-    assert!(!a.engine.should_contest(t + 10), "one contest a height");
-}
-
-#[tokio::test]
 async fn a_gossiped_block_beaten_by_the_canonical_sibling_is_refused_and_a_synced_one_kept() {
-    let (mut a, mut b, a_better) = rivals().await;
-    let t = spec().genesis_unix_ms + 1000;
-    let block_a = a.engine.produce(&a.key.clone(), t, false).unwrap();
-    let block_b = b.engine.produce(&b.key.clone(), t, false).unwrap();
+    let (_a, _b, block_a, block_b, a_better) = rivals().await;
     let (better, worse) = if a_better {
         (block_a, block_b)
     } else {
         (block_b, block_a)
     };
+    let t = at(1);
     let mut c = vault(3);
     c.engine
         .import_gossiped(better.clone(), t, Origin::LOCAL)
@@ -381,87 +405,91 @@ async fn a_gossiped_block_beaten_by_the_canonical_sibling_is_refused_and_a_synce
     assert_eq!(d.engine.head().hash, better.hash());
 }
 
-#[tokio::test]
-async fn a_parent_that_arrives_late_gives_proofs_a_window_before_anyone_produces() {
-    let mut a = vault(1);
-    let mut b = vault(2);
-    let (height, parent, challenge) = b.engine.election();
-    let fb = b.farmer.best(challenge).await.unwrap();
-    b.engine.offer_own(height, parent, fb.proof, fb.rank, 0.0);
-    let made = spec().genesis_unix_ms + spec().slot_ms;
-    let block = b.engine.produce(&b.key.clone(), made, false).unwrap();
-    // a hears of it three slots late: the next block's time has passed.
-    let late = made + 3 * spec().slot_ms;
-    a.engine.import(block.clone(), late).unwrap();
-    let (height, parent, challenge) = a.engine.election();
-    let fa = a.farmer.best(challenge).await.unwrap();
-    a.engine.offer_own(height, parent, fa.proof, fa.rank, 0.0);
-    assert_eq!(
-        a.engine.production_due(),
-        Some(late + spec().proof_window_ms),
-        "not at once, before any other vault's proof could come"
-    );
-    // On time, the slot rules.
-    let mut c = vault(3);
-    c.engine.import(block, made + 10).unwrap();
-    let (height, parent, challenge) = c.engine.election();
-    let fc = c.farmer.best(challenge).await.unwrap();
-    c.engine.offer_own(height, parent, fc.proof, fc.rank, 0.0);
-    assert_eq!(c.engine.production_due(), Some(made + spec().slot_ms));
+/// `v`'s chain of blocks in `slots`, each on the last, imported by `v`.
+async fn chain_in(v: &mut Vault, slots: &[u64]) -> Vec<Block> {
+    let mut blocks = Vec::new();
+    for &slot in slots {
+        let block = v.produce(slot).await.expect("eligible");
+        v.engine.import(block.clone(), at(slot)).unwrap();
+        blocks.push(block);
+    }
+    blocks
 }
 
 #[tokio::test]
-async fn a_vault_waits_a_place_for_each_expected_place_beyond_the_first_and_places_grow_with_the_block_delay(
-) {
-    let mut a = vault(1);
-    let (height, parent, challenge) = a.engine.election();
-    let found = a.farmer.best(challenge).await.unwrap();
-    let opens = spec().genesis_unix_ms + spec().slot_ms;
-    let timeout = spec().producer_timeout_ms as f64;
-    // The records that put this proof at expected place 3.5: it waits 2.5
-    // places, unheard of proofs or not.
-    let records = 3.5 / found.rank.expected_place(1.0);
-    a.engine
-        .offer_own(height, parent, found.proof.clone(), found.rank, records);
+async fn the_target_follows_the_eras_slots_and_the_heavier_chain_wins_not_the_longer() {
+    // Eras of two blocks, one block a slot wanted.
+    let mut quick = spec();
+    quick.era_blocks = 2;
+    let first = quick.initial_target();
+    let mut a = vault_of(1, quick.clone());
+    let mut b = vault_of(2, quick.clone());
+    // a's first era on time: its target stays. b's took eight slots: four
+    // times too slow, so its target is made four times easier (lighter).
+    let a_blocks = chain_in(&mut a, &[1, 2, 3]).await;
+    assert_eq!(a.engine.head().child_target, first);
+    let b_blocks = chain_in(&mut b, &[1, 8, 9, 10]).await;
+    let easier = Target(first.0 * 4);
+    assert_eq!(b.engine.head().child_target, easier);
     assert_eq!(
-        a.engine.production_due(),
-        Some(opens + (2.5 * timeout).round() as u64)
+        b.engine.head().weight,
+        2 * first.weight() + 2 * easier.weight()
     );
-    // With no estimate (or a likely winner's), no wait beyond the turn.
-    a.engine
-        .offer_own(height, parent, found.proof.clone(), found.rank, 0.0);
-    assert_eq!(a.engine.production_due(), Some(opens));
-    // However far back, at most 8 places.
-    a.engine
-        .offer_own(height, parent, found.proof, found.rank, records * 1000.0);
-    assert_eq!(
-        a.engine.production_due(),
-        Some(opens + (8.0 * timeout).round() as u64)
-    );
+    // b's four blocks weigh less than a's three: a vault that holds both
+    // follows a's, in whichever order they come.
+    let mut c = vault_of(3, quick.clone());
+    for block in b_blocks.iter().chain(&a_blocks) {
+        c.engine.import(block.clone(), at(10)).unwrap();
+    }
+    assert_eq!(c.engine.head().hash, a_blocks[2].hash());
+    let mut d = vault_of(4, quick);
+    for block in a_blocks.iter().chain(&b_blocks) {
+        d.engine.import(block.clone(), at(10)).unwrap();
+    }
+    assert_eq!(d.engine.head().hash, a_blocks[2].hash());
+    assert_eq!(d.engine.head().height, 3);
+}
 
-    // Blocks that came late make a place longer: twice the smoothed
-    // delay once that passes the producer timeout.
-    let mut b = vault(2);
-    let made = spec().genesis_unix_ms + spec().slot_ms;
-    let block = a.engine.produce(&a.key.clone(), made, false).unwrap();
-    let late = made + 2 * spec().slot_ms;
-    b.engine
-        .import_gossiped(block, late, Origin::LOCAL)
-        .unwrap();
-    let delay = b.engine.block_delay_ms();
-    assert_eq!(delay, (2 * spec().slot_ms) as f64 / 4.0);
-    let (height, parent, challenge) = b.engine.election();
-    let found = b.farmer.best(challenge).await.unwrap();
-    let records = 2.0 / found.rank.expected_place(1.0);
-    b.engine
-        .offer_own(height, parent, found.proof, found.rank, records);
-    let opens = late + spec().proof_window_ms;
-    let place = timeout.max(2.0 * delay);
-    assert!(place > timeout);
+#[tokio::test]
+async fn a_branch_from_below_the_finality_depth_is_refused_whatever_it_weighs() {
+    let mut deep = spec();
+    deep.finality_depth = 2;
+    let mut a = vault_of(1, deep.clone());
+    let mut b = vault_of(2, deep);
+    let canonical = chain_in(&mut a, &[1, 2, 3, 4]).await;
+    // b's branch from the genesis, heavier than a's chain: a refuses its
+    // first block, for it leaves four blocks, two past the depth.
+    let branch = chain_in(&mut b, &[5, 6, 7, 8, 9, 10]).await;
     assert_eq!(
-        b.engine.production_due(),
-        Some(opens + place.round() as u64)
+        a.engine.import(branch[0].clone(), at(10)),
+        Err(Rejection::BelowFinality {
+            ancestor: 0,
+            head: 4,
+            depth: 2
+        })
     );
+    // A branch that leaves two blocks is taken, and wins when heavier.
+    let fork = child_of(&canonical[1], &b.key, &b.farmer, 11).await;
+    assert_eq!(a.engine.import(fork.clone(), at(11)), Ok(Imported::Kept));
+    let mut tip = fork;
+    for slot in 12..=13 {
+        tip = child_of(&tip, &b.key, &b.farmer, slot).await;
+        a.engine.import(tip.clone(), at(slot)).unwrap();
+    }
+    assert_eq!(a.engine.head().hash, tip.hash());
+}
+
+#[tokio::test]
+async fn a_reopened_vault_never_produces_in_a_slot_its_line_had_reached() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.redb");
+    {
+        let engine = Engine::open(&path, spec()).unwrap();
+        reach_slots(&engine);
+        engine.store().flush().unwrap();
+    }
+    let engine = Engine::open(&path, spec()).unwrap();
+    assert_eq!(engine.produced_slot(), SLOTS);
 }
 
 /// An engine with no plots, for the caps.

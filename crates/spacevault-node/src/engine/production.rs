@@ -1,0 +1,81 @@
+//! Producing a block: in a slot after its parent's, with a proof for the
+//! slot's challenge that beats the target the parent sets for its child.
+//! Nothing waits on other vaults' proofs: a vault whose proof is eligible
+//! produces at once, and when several are, the fork choice settles between
+//! their blocks. A vault signs at most one block a slot.
+
+use super::*;
+
+impl Engine {
+    /// The block a proof of rank `rank` for `slot`'s challenge would make a
+    /// child of, if it may make one: the head, when the head's slot is
+    /// earlier; the head's parent, when the head was made in this very
+    /// slot and this proof beats the head's (the head is a rival in the
+    /// slot, whose block reached this vault first: a better proof must not
+    /// lose for arriving second). None when this vault produced in this
+    /// slot or a later one already, or the proof misses the parent's
+    /// target.
+    fn parent_for(&self, slot: u64, rank: &Ranked) -> Option<Parent> {
+        if slot <= self.produced_slot {
+            return None;
+        }
+        let parent = if self.head.slot < slot {
+            self.head
+        } else if self.head.slot == slot {
+            let head = self.store.info(&self.head.hash).ok()??;
+            if !rank.beats(&head.rank) {
+                return None;
+            }
+            self.parent(&head.parent).ok()??
+        } else {
+            return None;
+        };
+        parent.child_target.admits(rank).then_some(parent)
+    }
+
+    /// Whether a proof of rank `rank` for `slot`'s challenge would make a
+    /// block now (see [`parent_for`](Self::parent_for)).
+    pub fn may_produce(&self, slot: u64, rank: &Ranked) -> bool {
+        self.parent_for(slot, rank).is_some()
+    }
+
+    /// Produces a block in `stamp`'s slot from `proof` (of rank `rank`, for
+    /// the slot's challenge), if [`may_produce`](Self::may_produce) allows
+    /// it and the proof is `key`'s: on the head, with the pending
+    /// transactions that apply; or, against a worse rival of the same slot,
+    /// on the head's parent without transactions (those pending apply on
+    /// the head). The slot is then spent: no second block is signed in it.
+    pub fn produce(
+        &mut self,
+        key: &Keypair,
+        stamp: Stamp,
+        proof: ChainProof,
+        rank: &Ranked,
+    ) -> Option<Block> {
+        if proof.farmer_key != key.public() {
+            return None;
+        }
+        let parent = self.parent_for(stamp.slot, rank)?;
+        self.produced_slot = stamp.slot;
+        let txs = if parent.hash == self.head.hash {
+            self.pending_txs()
+        } else {
+            Vec::new()
+        };
+        Some(Block::produce(
+            key,
+            self.chain_id,
+            parent.height + 1,
+            parent.hash,
+            stamp,
+            proof,
+            txs,
+        ))
+    }
+
+    /// The last slot this vault produced a block in (or had reached when it
+    /// opened).
+    pub fn produced_slot(&self) -> u64 {
+        self.produced_slot
+    }
+}
