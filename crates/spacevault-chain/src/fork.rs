@@ -6,9 +6,15 @@
 //!    so a chain of many blocks under an easy target never outweighs the
 //!    network's blocks under the target its space has set;
 //! 2. of two chains of one weight, the one whose first block after their
-//!    common ancestor has the better proof wins (the smaller distance, then
-//!    the smaller nonce, then the smaller plot id, as [`Ranked::beats`]);
-//! 3. failing that (two blocks from one proof), the smaller block hash.
+//!    common ancestor was made in the earlier slot wins: a rival made in a
+//!    later slot on the same parent is one its producer built beside a
+//!    block it should have built on, and ranking proofs of two slots (two
+//!    challenges) would let any later eligible proof remove an honest
+//!    block half the time;
+//! 3. of two first blocks of one slot, the better proof wins (the smaller
+//!    distance, then the smaller nonce, then the smaller plot id, as
+//!    [`Ranked::beats`]);
+//! 4. failing that (two blocks from one proof), the smaller block hash.
 //!
 //! Whatever the weights, a branch whose common ancestor with the
 //! canonical chain lies more than the spec's finality depth below the
@@ -20,6 +26,8 @@ use crate::types::Ranked;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Fork {
     pub hash: [u8; 32],
+    /// The slot it was made in.
+    pub slot: u64,
     pub rank: Ranked,
     /// The block's own weight (its target's).
     pub weight: u128,
@@ -39,11 +47,19 @@ pub fn prefer(current: &[Fork], candidate: &[Fork]) -> bool {
         return then > now;
     }
     match (current.first(), candidate.first()) {
-        (Some(a), Some(b)) if a.hash != b.hash => {
-            b.rank.beats(&a.rank) || (b.rank == a.rank && b.hash < a.hash)
-        }
+        (Some(a), Some(b)) if a.hash != b.hash => rival_wins(a, b),
         _ => false,
     }
+}
+
+/// Whether block `b` wins over block `a`, a rival on the same parent (of
+/// the same weight): the earlier slot, then the better proof, then the
+/// smaller hash.
+pub fn rival_wins(a: &Fork, b: &Fork) -> bool {
+    if a.slot != b.slot {
+        return b.slot < a.slot;
+    }
+    b.rank.beats(&a.rank) || (b.rank == a.rank && b.hash < a.hash)
 }
 
 /// Whether a branch from the canonical block at `ancestor_height` may
@@ -65,6 +81,7 @@ mod tests {
     fn weighing(distance: u8, hash: u8, weight: u128) -> Fork {
         Fork {
             hash: [hash; 32],
+            slot: 1,
             rank: Ranked {
                 distance: [distance; 32],
                 nonce: 0,
@@ -85,6 +102,21 @@ mod tests {
         // Equal weight: the first block's proof, whatever the lengths.
         assert!(prefer(&light, &[weighing(0, 0, 30)]));
         assert!(!prefer(&[weighing(0, 0, 30)], &light));
+    }
+
+    #[test]
+    fn of_rivals_as_heavy_the_earlier_slot_wins_whatever_the_proofs() {
+        let early = Fork {
+            slot: 4,
+            ..fork(9, 1)
+        };
+        let late = Fork {
+            slot: 5,
+            ..fork(0, 2)
+        };
+        assert!(!prefer(&[early], &[late]));
+        assert!(prefer(&[late], &[early]));
+        assert!(rival_wins(&late, &early) && !rival_wins(&early, &late));
     }
 
     #[test]
@@ -124,6 +156,7 @@ mod tests {
     fn equal_distances_go_to_the_smaller_nonce_then_the_smaller_plot_id_then_the_smaller_hash() {
         let block = |rank: Ranked, hash: u8| Fork {
             hash: [hash; 32],
+            slot: 1,
             rank,
             weight: 1,
         };

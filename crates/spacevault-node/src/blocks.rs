@@ -19,12 +19,16 @@ use std::time::Duration;
 const STALE_HEAD_SLOTS: u64 = 3;
 
 /// Looks up the best proof of this vault's plots for `slot`'s challenge,
-/// and produces a block if it is eligible on the head. A slot the clock
-/// has left behind (a line catching up) is not farmed: its block would
-/// come late to every vault.
+/// and produces a block if it is eligible on the head. Only the line's
+/// newest slot is farmed, and none while the line catches up from a peer:
+/// a block in a slot the network has passed would come late to every
+/// vault. A line behind the clock is not that: when the timekeepers run
+/// slower than the slots' length (a loaded machine, squarings set too
+/// many), every vault's line lags alike, and the chain goes on at their
+/// pace.
 pub(crate) fn farm(shared: &Arc<Shared>, slot: u64, started_slot: u64) {
-    let spec = shared.chain.spec();
-    if shared.farmer.plots().is_empty() || spec.clock_slot(crate::now_ms()) > slot + 1 {
+    let catching_up = shared.catching_up_slots.load(Ordering::Acquire);
+    if shared.farmer.plots().is_empty() || catching_up || shared.time.slot() != slot {
         return;
     }
     if slot < started_slot + STALE_HEAD_SLOTS && shared.chain.head().slot + STALE_HEAD_SLOTS < slot
@@ -134,9 +138,47 @@ fn check_signatures_ahead(shared: &Shared, block: &Block, origin: Origin) -> Res
     validate::check_signatures(chain.spec(), &chain.chain_id(), block, cache)
 }
 
-/// Blocks held until this vault's line reaches their slot, at most: past
-/// it, such a block is ignored (a sync brings it later).
+/// Blocks held until this vault's line reaches their slot, at most, and
+/// from one sender: past them, such a block is ignored (a sync brings it
+/// later), and one sender cannot take the room of the others.
 pub const MAX_EARLY_BLOCKS: usize = 64;
+pub const MAX_EARLY_BLOCKS_PER_ORIGIN: usize = 8;
+
+/// The blocks held for their slots: each once, and a share a sender.
+#[derive(Default)]
+pub struct Held {
+    hashes: std::collections::HashSet<[u8; 32]>,
+    per_origin: std::collections::HashMap<Origin, usize>,
+}
+
+impl Held {
+    /// Takes a place for block `hash` from `origin`, or says why not.
+    fn take(&mut self, hash: [u8; 32], origin: Origin) -> Result<(), &'static str> {
+        if self.hashes.contains(&hash) {
+            return Err("held already");
+        }
+        if self.hashes.len() >= MAX_EARLY_BLOCKS {
+            return Err("early_full");
+        }
+        let share = self.per_origin.entry(origin).or_default();
+        if *share >= MAX_EARLY_BLOCKS_PER_ORIGIN {
+            return Err("early_full");
+        }
+        *share += 1;
+        self.hashes.insert(hash);
+        Ok(())
+    }
+
+    fn give_back(&mut self, hash: &[u8; 32], origin: Origin) {
+        self.hashes.remove(hash);
+        if let Some(share) = self.per_origin.get_mut(&origin) {
+            *share -= 1;
+            if *share == 0 {
+                self.per_origin.remove(&origin);
+            }
+        }
+    }
+}
 
 /// How long a block may wait for its slot past the slot's due time: the
 /// slot's output comes by gossip, or by a catch-up from a peer, within a
@@ -150,16 +192,33 @@ pub fn hold_window_ms(spec: &ChainSpec) -> u64 {
 /// [`hold_window_ms`] of the slot's due time), and relays it if it then
 /// makes the head. A block made in a slot whose output this vault has not
 /// checked yet is no fault of its sender: the slot's output and the block
-/// travel the network by different paths.
-pub(crate) fn hold_for_slot(shared: &Arc<Shared>, block: Block, origin: Origin) {
-    if shared.early_blocks.fetch_add(1, Ordering::Relaxed) >= MAX_EARLY_BLOCKS {
-        shared.early_blocks.fetch_sub(1, Ordering::Relaxed);
+/// travel the network by different paths. What can be checked without
+/// the slot is checked first (the orphan's checks: its size, transaction
+/// root, proof's range and signature), so that what waits is a block its
+/// producer signed; a fault found then is the sender's.
+pub(crate) fn hold_for_slot(
+    shared: &Arc<Shared>,
+    block: Block,
+    origin: Origin,
+) -> Result<(), Rejection> {
+    let chain = &shared.chain;
+    let now = crate::now_ms();
+    let hold_until = now + hold_window_ms(chain.spec());
+    validate::check_orphan(
+        chain.spec(),
+        &chain.chain_id(),
+        &block,
+        hold_until,
+        chain.sig_cache(),
+    )?;
+    let hash = block.hash();
+    if let Err(why) = shared.held.lock().unwrap().take(hash, origin) {
         let full = Rejection::Unable {
             what: "early_full",
-            why: format!("{MAX_EARLY_BLOCKS} blocks wait for their slots already"),
+            why: format!("not held: {why}"),
         };
         shared.metrics.refused(Topic::Blocks.name(), &full);
-        return;
+        return Ok(());
     }
     shared.metrics.blocks_held_early.inc();
     let task = shared.clone();
@@ -187,8 +246,9 @@ pub(crate) fn hold_for_slot(shared: &Arc<Shared>, block: Block, origin: Origin) 
             let late = Rejection::UnknownSlot(slot);
             shared.metrics.refused(Topic::Blocks.name(), &late);
         }
-        shared.early_blocks.fetch_sub(1, Ordering::Relaxed);
+        shared.held.lock().unwrap().give_back(&hash, origin);
     });
+    Ok(())
 }
 
 /// The sender of a block, as the orphan pool counts senders.

@@ -29,6 +29,10 @@ use mempool::Mempool;
 pub use mempool::{MAX_MEMPOOL, MAX_VERSIONS_AHEAD};
 pub use orphans::{Origin, MAX_ORPHANS, MAX_ORPHANS_PER_ORIGIN, ORPHAN_SLOTS};
 
+/// How long a vault's chain writes (slots among them) may wait to be made
+/// durable, with room to spare: the node flushes its store every 2 s.
+pub const UNFLUSHED_MS: u64 = 4_000;
+
 /// A canonical block, as the page and API list them.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct BlockSummary {
@@ -67,8 +71,12 @@ impl Engine {
         let chain_id = spec.chain_id();
         let head = stored_head(&store, &spec)?;
         // A vault that stopped in the middle of a slot may have produced
-        // in it: it produces again only in slots its line had not reached.
-        let produced_slot = store.last_slot()?.map_or(0, |s| s.slot);
+        // in it, and one that was killed may have lost the last slots it
+        // reached (chain writes are made durable every few seconds): it
+        // produces again only in slots past those its line had reached and
+        // those it may have lost.
+        let lost = UNFLUSHED_MS.div_ceil(spec.slot_ms) + 1;
+        let produced_slot = store.last_slot()?.map_or(0, |s| s.slot + lost);
         Ok(Engine {
             orphans: orphans::Orphans::new(spec.slot_ms),
             limits: Limits::of(&spec),

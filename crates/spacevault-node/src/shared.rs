@@ -60,8 +60,8 @@ pub struct Shared {
     pub(crate) blocks_budgets: Mutex<crate::budget::Budgets<net::Peer>>,
     /// Where the scrub of stored blobs stands.
     pub(crate) scrub: ScrubProgress,
-    /// Early blocks waiting for their time.
-    pub(crate) early_blocks: std::sync::atomic::AtomicUsize,
+    /// Blocks waiting for their slot.
+    pub(crate) held: std::sync::Mutex<crate::blocks::Held>,
     pub(crate) scrub_rate: u64,
 }
 

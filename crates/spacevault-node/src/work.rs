@@ -242,26 +242,23 @@ fn on_block(
         // Made in a slot this vault's line has not reached: the slot's
         // output is on its way (or its producer's clock runs a little
         // ahead of this one), which is no fault of the relayer's.
-        Err(Rejection::UnknownSlot(_)) => {
-            hold(shared, data, &source);
-            Ok(Verdict::Ignore)
-        }
+        Err(Rejection::UnknownSlot(_)) => hold(shared, data, &source),
         Err(Rejection::Future { due_ms, now_ms })
             if due_ms <= now_ms + hold_window_ms(shared.chain.spec()) =>
         {
-            hold(shared, data, &source);
-            Ok(Verdict::Ignore)
+            hold(shared, data, &source)
         }
         Err(r) => Err(r),
     }
 }
 
-/// Holds a gossiped block until its slot comes ([`hold_for_slot`]).
-fn hold(shared: &Arc<Shared>, data: &[u8], source: &net::Peer) {
+/// Holds a gossiped block until its slot comes ([`hold_for_slot`]):
+/// ignored for now, unless what can be checked of it already fails.
+fn hold(shared: &Arc<Shared>, data: &[u8], source: &net::Peer) -> Result<Verdict, Rejection> {
     let limits = spacevault_chain::types::Limits::of(shared.chain.spec());
-    if let Ok(block) = Block::decode(data, &limits) {
-        hold_for_slot(shared, block, origin_of(source));
-    }
+    let block = Block::decode(data, &limits).map_err(|e| Rejection::Malformed(e.to_string()))?;
+    hold_for_slot(shared, block, origin_of(source))?;
+    Ok(Verdict::Ignore)
 }
 
 /// A gossiped transaction: its signature checked before the engine's lock

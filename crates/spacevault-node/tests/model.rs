@@ -73,9 +73,9 @@ struct Stored {
     /// The target it met, and the one its child must meet.
     target: Target,
     child_target: Target,
-    /// What fork choice compares: the proof's distance, nonce and plot id,
-    /// then the block's hash.
-    key: (Hash, u64, Hash, Hash),
+    /// What fork choice compares of rivals as heavy: the slot, the
+    /// proof's distance, nonce and plot id, then the block's hash.
+    key: (u64, Hash, u64, Hash, Hash),
     txs: Vec<RegisterTx>,
 }
 
@@ -130,8 +130,8 @@ impl Model {
     }
 
     /// Fork choice: the heavier chain; of two as heavy, the one whose
-    /// block is better where they first differ (smaller distance, then
-    /// nonce, then plot id, then block hash).
+    /// block is better where they first differ (the earlier slot, then the
+    /// smaller distance, nonce and plot id, then block hash).
     fn better(&self, a: &[Hash], b: &[Hash]) -> bool {
         let (wa, wb) = (self.weight(a), self.weight(b));
         if wa != wb {
@@ -214,7 +214,7 @@ struct Delivery {
 /// A block of a tree, and what fork choice compares it by.
 struct Built {
     block: Block,
-    key: (Hash, u64, Hash, Hash),
+    key: (u64, Hash, u64, Hash, Hash),
     target: Target,
     child_target: Target,
 }
@@ -301,7 +301,7 @@ fn build(plans: &[Plan]) -> Vec<Built> {
             .collect();
         let block = Block::produce(key, chain_id, height, parent_hash, stamp(slot), proof, txs);
         blocks.push(Built {
-            key: (rank.distance, rank.nonce, rank.plot_id, block.hash()),
+            key: (slot, rank.distance, rank.nonce, rank.plot_id, block.hash()),
             block,
             target,
             child_target,
@@ -329,11 +329,11 @@ fn damaged(block: &Block, kind: u8) -> (Block, &'static str) {
 fn run(plans: Vec<Plan>, order: Vec<u32>, gossip: Vec<bool>, again: Vec<usize>) {
     let built = build(&plans);
     let blocks: Vec<&Block> = built.iter().map(|b| &b.block).collect();
-    let keys: HashMap<Hash, (Hash, u64, Hash, Hash)> =
-        built.iter().map(|b| (b.key.3, b.key)).collect();
+    let keys: HashMap<Hash, (u64, Hash, u64, Hash, Hash)> =
+        built.iter().map(|b| (b.key.4, b.key)).collect();
     let targets: HashMap<Hash, (Target, Target)> = built
         .iter()
-        .map(|b| (b.key.3, (b.target, b.child_target)))
+        .map(|b| (b.key.4, (b.target, b.child_target)))
         .collect();
     let mut deliveries = Vec::new();
     for (i, (b, p)) in blocks.iter().zip(&plans).enumerate() {
@@ -440,8 +440,7 @@ fn run(plans: Vec<Plan>, order: Vec<u32>, gossip: Vec<bool>, again: Vec<usize>) 
             let beaten = d.gossiped
                 && canonical.is_some_and(|c| {
                     let c = &model.blocks[c];
-                    let k = keys[&hash];
-                    c.parent == parent && (c.key.0, c.key.1, c.key.2) < (k.0, k.1, k.2)
+                    c.parent == parent && c.key < keys[&hash]
                 });
             if beaten && parent_valid {
                 assert_eq!(*first, Err(Rejection::NotBetter), "{context}");

@@ -42,8 +42,8 @@ impl Adoption {
 
 impl Engine {
     /// Checks and keeps a block, and follows it if it makes the better
-    /// chain. Errors are the block's fault (or a store failure, as
-    /// `Malformed`).
+    /// chain. Errors are the block's fault, or this vault's own trouble
+    /// (`Unable`: its store failed).
     pub fn import(&mut self, block: Block, now_ms: u64) -> Result<Imported, Rejection> {
         self.import_checked(block, now_ms, false, Origin::LOCAL)
     }
@@ -101,18 +101,23 @@ impl Engine {
         };
         // A branch from below the final blocks is refused before anything
         // costly is done for it, whatever it weighs; so is one that grows
-        // on an invalid block.
+        // on an invalid block. A parent below the final blocks is refused
+        // before its branch is walked: the walk is as long as the branch.
+        let depth = self.spec.finality_depth;
+        let below_finality = |ancestor| Rejection::BelowFinality {
+            ancestor,
+            head: self.head.height,
+            depth,
+        };
+        if !fork::within_finality(parent.height, self.head.height, depth) {
+            return Err(below_finality(parent.height));
+        }
         let Some((ancestor_height, mut branch)) = self.branch_to(&parent).map_err(store_err)?
         else {
             return Err(Rejection::UnknownParent);
         };
-        let depth = self.spec.finality_depth;
         if !fork::within_finality(ancestor_height, self.head.height, depth) {
-            return Err(Rejection::BelowFinality {
-                ancestor: ancestor_height,
-                head: self.head.height,
-                depth,
-            });
+            return Err(below_finality(ancestor_height));
         }
         let slot_output = self
             .store
@@ -138,6 +143,7 @@ impl Engine {
             .map_err(store_err)?;
         branch.push(Fork {
             hash,
+            slot: block.header.stamp.slot,
             rank,
             weight: own_weight,
         });
@@ -209,6 +215,7 @@ impl Engine {
                 .ok_or(StoreError::Corrupt("a block's parent"))?;
             branch.push(Fork {
                 hash: at,
+                slot: info.slot,
                 rank: info.rank,
                 weight: info.weight - below.weight,
             });
@@ -228,7 +235,19 @@ impl Engine {
         let Some(info) = self.store.info(&canonical)? else {
             return Ok(false);
         };
-        Ok(info.parent == h.parent && info.rank.beats(rank))
+        let ours = Fork {
+            hash: canonical,
+            slot: info.slot,
+            rank: info.rank,
+            weight: 0,
+        };
+        let theirs = Fork {
+            hash: block.hash(),
+            slot: h.stamp.slot,
+            rank: *rank,
+            weight: 0,
+        };
+        Ok(info.parent == h.parent && !fork::rival_wins(&ours, &theirs))
     }
 
     /// Blocks that waited for `parent`, now that it is known.
@@ -311,6 +330,7 @@ impl Engine {
                 .ok_or(StoreError::Corrupt("a block"))?;
             current.push(Fork {
                 hash,
+                slot: info.slot,
                 rank: info.rank,
                 weight: info.weight - below,
             });
