@@ -138,48 +138,6 @@ fn check_signatures_ahead(shared: &Shared, block: &Block, origin: Origin) -> Res
     validate::check_signatures(chain.spec(), &chain.chain_id(), block, cache)
 }
 
-/// Blocks held until this vault's line reaches their slot, at most, and
-/// from one sender: past them, such a block is ignored (a sync brings it
-/// later), and one sender cannot take the room of the others.
-pub const MAX_EARLY_BLOCKS: usize = 64;
-pub const MAX_EARLY_BLOCKS_PER_ORIGIN: usize = 8;
-
-/// The blocks held for their slots: each once, and a share a sender.
-#[derive(Default)]
-pub struct Held {
-    hashes: std::collections::HashSet<[u8; 32]>,
-    per_origin: std::collections::HashMap<Origin, usize>,
-}
-
-impl Held {
-    /// Takes a place for block `hash` from `origin`, or says why not.
-    fn take(&mut self, hash: [u8; 32], origin: Origin) -> Result<(), &'static str> {
-        if self.hashes.contains(&hash) {
-            return Err("held already");
-        }
-        if self.hashes.len() >= MAX_EARLY_BLOCKS {
-            return Err("early_full");
-        }
-        let share = self.per_origin.entry(origin).or_default();
-        if *share >= MAX_EARLY_BLOCKS_PER_ORIGIN {
-            return Err("early_full");
-        }
-        *share += 1;
-        self.hashes.insert(hash);
-        Ok(())
-    }
-
-    fn give_back(&mut self, hash: &[u8; 32], origin: Origin) {
-        self.hashes.remove(hash);
-        if let Some(share) = self.per_origin.get_mut(&origin) {
-            *share -= 1;
-            if *share == 0 {
-                self.per_origin.remove(&origin);
-            }
-        }
-    }
-}
-
 /// How long a block may wait for its slot past the slot's due time: the
 /// slot's output comes by gossip, or by a catch-up from a peer, within a
 /// slot or two; later than that, the block is dropped and a sync brings it

@@ -32,6 +32,7 @@ pub mod config;
 pub mod data;
 pub mod engine;
 pub mod farmer;
+pub mod held;
 pub mod identity;
 pub mod kit;
 pub mod links;

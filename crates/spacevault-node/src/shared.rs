@@ -61,7 +61,7 @@ pub struct Shared {
     /// Where the scrub of stored blobs stands.
     pub(crate) scrub: ScrubProgress,
     /// Blocks waiting for their slot.
-    pub(crate) held: std::sync::Mutex<crate::blocks::Held>,
+    pub(crate) held: std::sync::Mutex<crate::held::Held>,
     pub(crate) scrub_rate: u64,
 }
 
