@@ -31,6 +31,8 @@ pub struct LaunchOptions {
     pub vaults: usize,
     pub k: u8,
     pub slot_ms: u64,
+    /// The proof of time's squarings a slot, where not the spec's default.
+    pub pot_iterations: Option<u64>,
     pub replication: u32,
     pub mode: Mode,
     /// Where plots are made once and kept for later runs.
@@ -95,6 +97,9 @@ impl Network {
         );
         spec.min_k = options.k.clamp(spacevault::MIN_K, spacevault::MAX_K);
         spec.replication = options.replication;
+        if let Some(n) = options.pot_iterations {
+            spec.pot_iterations = n;
+        }
         // The first target for the space the network starts with, as a
         // network's founders would set it: blocks at the spec's interval
         // from the first era.

@@ -22,6 +22,8 @@ pub struct NetworkBenchOptions {
     pub vaults: usize,
     pub k: u8,
     pub slot_ms: u64,
+    /// The proof of time's squarings a slot, where not the spec's default.
+    pub pot_iterations: Option<u64>,
     pub replication: u32,
     /// How long the network runs once the vaults joined before anything
     /// is measured: a new network's first seconds are its vaults finding
@@ -136,6 +138,7 @@ async fn run_async(options: &NetworkBenchOptions) -> Result<NetworkBench, BenchE
         vaults: options.vaults,
         k: options.k,
         slot_ms: options.slot_ms,
+        pot_iterations: options.pot_iterations,
         replication: options.replication,
         mode: options.mode.clone(),
         plot_cache: options.dir.clone(),

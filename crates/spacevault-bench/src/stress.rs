@@ -38,6 +38,8 @@ pub struct StressOptions {
     pub in_flight: usize,
     pub k: u8,
     pub slot_ms: u64,
+    /// The proof of time's squarings a slot, where not the spec's default.
+    pub pot_iterations: Option<u64>,
     pub replication: u32,
     pub mode: Mode,
     /// Runs of each cell.
@@ -411,6 +413,7 @@ fn launch_options(
         vaults,
         k: options.k,
         slot_ms: options.slot_ms,
+        pot_iterations: options.pot_iterations,
         replication: options.replication,
         mode: options.mode.clone(),
         plot_cache: options.dir.clone(),
@@ -507,6 +510,7 @@ mod tests {
             in_flight: 1,
             k: 16,
             slot_ms: 500,
+            pot_iterations: None,
             replication: 4,
             mode: Mode::InProcess,
             repeats: 2,
