@@ -427,6 +427,7 @@ mod tests {
             in_flight: 8,
             k: 16,
             slot_ms: 500,
+            pot_iterations: None,
             replication: 4,
             mode: crate::launch::Mode::InProcess,
             repeats: 1,

@@ -297,8 +297,10 @@ impl Timeline {
         }
     }
 
-    /// Checks `out` as the next slot's output (a few milliseconds).
-    pub fn verify_next(&self, out: &SlotOutput) -> Result<(), TimeError> {
+    /// Checks `out` as the next slot's output (a few milliseconds): what
+    /// [`Timeline::advance_checked`] then moves the line to without
+    /// checking it again.
+    pub fn verify_next(&self, out: &SlotOutput) -> Result<Checked, TimeError> {
         assert!(!self.needs_era(), "begin the next era first");
         if out.slot != self.slot + 1 {
             return Err(TimeError::WrongSlot {
@@ -316,16 +318,37 @@ impl Timeline {
             .map_err(|why| TimeError::NotProved {
                 slot: out.slot,
                 why,
-            })
+            })?;
+        Ok(Checked {
+            slot: out.slot,
+            output: out.output,
+        })
     }
 
     /// Checks `out` and moves the line on to it.
     pub fn advance(&mut self, out: &SlotOutput) -> Result<(), TimeError> {
-        self.verify_next(out)?;
-        self.slot = out.slot;
-        self.last = out.output;
+        let checked = self.verify_next(out)?;
+        self.advance_checked(checked);
         Ok(())
     }
+
+    /// Moves the line on to a slot [`Timeline::verify_next`] checked: a
+    /// caller that keeps the slot between the check and the move (a
+    /// vault stores it first) checks it once, not twice.
+    pub fn advance_checked(&mut self, checked: Checked) {
+        debug_assert_eq!(checked.slot, self.slot + 1);
+        self.slot = checked.slot;
+        self.last = checked.output;
+    }
+}
+
+/// A slot's output that [`Timeline::verify_next`] checked, and only it
+/// makes.
+#[derive(Debug)]
+#[must_use = "a checked slot moves the line with `advance_checked`"]
+pub struct Checked {
+    slot: u64,
+    output: [u8; FORM_BYTES],
 }
 
 #[cfg(test)]

@@ -150,9 +150,11 @@ impl Time {
         if line.needs_era() {
             line.begin_era(&self.entropy);
         }
-        line.verify_next(out)?;
+        // Checked once: the store keeps only what was checked, and the line
+        // moves only once it is kept.
+        let checked = line.verify_next(out)?;
         self.store.put_slot(out)?;
-        line.advance(out)?;
+        line.advance_checked(checked);
         self.slot.send_replace(out.slot);
         Ok(Offered::Advanced)
     }
