@@ -182,6 +182,9 @@ fn bench_network_runs_a_small_network_and_reports_it() {
             "16",
             "--slot-ms",
             "500",
+            // A timekeeper a debug build keeps up with on a busy machine.
+            "--pot-iterations",
+            "500",
             "--settle-seconds",
             "1",
             "--idle-seconds",
@@ -203,7 +206,14 @@ fn bench_network_runs_a_small_network_and_reports_it() {
         assert!(r[op]["ok"].as_u64().unwrap() > 0, "{r}");
         assert_eq!(r[op]["errors"], 0, "{r}");
     }
-    assert!(r["propagation_idle_ms"]["p99"].as_f64().is_some(), "{r}");
+    // Blocks come at random (a block every two slots on average): an idle
+    // phase may have none, and then reports no propagation.
+    let idle_blocks = r["idle"]["blocks"].as_u64().unwrap();
+    assert_eq!(
+        r["propagation_idle_ms"]["p99"].as_f64().is_some(),
+        idle_blocks > 0,
+        "{r}"
+    );
     let by_height = r["propagation_by_height"].as_array().unwrap();
     let settled = r["settled_heights"].as_u64().unwrap();
     assert!(
