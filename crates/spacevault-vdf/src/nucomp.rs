@@ -50,7 +50,15 @@ pub fn xgcd_partial(
         let (mut rr2, mut rr1, bb) = (word(&r2), word(&r1), word(l));
         let (mut aa2, mut aa1, mut bb2, mut bb1) = (0i64, 1i64, 1i64, 0i64);
         let mut i = 0u32;
-        while rr1 != 0 && rr1 > bb {
+        // A step is taken only while r1 > L surely: rr1 is r1's leading
+        // word with an error below |aa1| + |bb1| + 1 (each leading word
+        // cut short by under one, times its cofactor), so a remainder
+        // within that of L's word is left to the exact steps below, which
+        // stop where Euclid's one quotient at a time does.
+        while rr1 != 0
+            && i128::from(rr1) - (i128::from(aa1).abs() + i128::from(bb1).abs() + 1)
+                > i128::from(bb)
+        {
             let qq = rr2 / rr1;
             let t1 = rr2.wrapping_sub(qq.wrapping_mul(rr1));
             let t2 = aa2.wrapping_sub(qq.wrapping_mul(aa1));
