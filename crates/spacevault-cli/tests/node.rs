@@ -185,10 +185,12 @@ fn bench_network_runs_a_small_network_and_reports_it() {
             // A timekeeper a debug build keeps up with on a busy machine.
             "--pot-iterations",
             "500",
+            // Long enough for a dozen blocks at one every two slots on
+            // average: three heights settle all but once in thousands.
             "--settle-seconds",
-            "1",
+            "4",
             "--idle-seconds",
-            "2",
+            "6",
             "--seconds",
             "1",
             "--clients",
