@@ -38,6 +38,7 @@ mod locate;
 mod records;
 mod slots;
 
+pub use locate::AtSlot;
 pub use records::{BlockInfo, RegisterEntry, Status};
 
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
@@ -216,6 +217,7 @@ impl Store {
             tx.open_table(UNDO)?;
             tx.open_table(BLOBS)?;
             tx.open_table(slots::SLOTS)?;
+            tx.open_table(slots::ERAS)?;
             let version = match meta.get("store_version")? {
                 Some(v) => u32::from_le_bytes(
                     v.value()
