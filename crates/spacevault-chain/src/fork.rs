@@ -1,20 +1,27 @@
-//! Fork choice: which of two chains a vault follows. Deterministic, so that
-//! vaults that hold the same blocks follow the same chain:
+//! Fork choice: which of two chains a vault follows, the chain it follows
+//! being one of them:
 //!
 //! 1. the chain of more weight wins: each block weighs the work its
 //!    target stands for ([`Target::weight`](crate::eligibility::Target::weight)),
 //!    so a chain of many blocks under an easy target never outweighs the
 //!    network's blocks under the target its space has set;
-//! 2. of two chains of one weight, the one whose first block after their
-//!    common ancestor was made in the earlier slot wins: a rival made in a
-//!    later slot on the same parent is one its producer built beside a
-//!    block it should have built on, and ranking proofs of two slots (two
-//!    challenges) would let any later eligible proof remove an honest
-//!    block half the time;
-//! 3. of two first blocks of one slot, the better proof wins (the smaller
+//! 2. of two chains of one weight whose first blocks after their common
+//!    ancestor were made in one slot, the better proof wins (the smaller
 //!    distance, then the smaller nonce, then the smaller plot id, as
-//!    [`Ranked::beats`]);
-//! 4. failing that (two blocks from one proof), the smaller block hash.
+//!    [`Ranked::beats`]), and failing that (two blocks from one proof) the
+//!    smaller block hash: every vault settles on one of a slot's blocks;
+//! 3. of two chains of one weight whose first blocks were made in
+//!    different slots, the one followed stays. Neither slot may win: if the
+//!    later won, any later eligible proof could replace an honest block
+//!    by building beside it; if the earlier won, a producer could withhold
+//!    its block and release it when an honest block came in a later slot,
+//!    replacing that block every time (selfish mining that always wins its
+//!    race, and pays with a share of the blocks above its share of the
+//!    space). Keeping the block seen first leaves a withheld block's race
+//!    to the honest blocks that build on the one seen.
+//!
+//! Rules 1 and 2 are the same for every vault; rule 3 depends on what a
+//! vault saw first, and the next block settles it.
 //!
 //! Whatever the weights, a branch whose common ancestor with the
 //! canonical chain lies more than the spec's finality depth below the
@@ -39,8 +46,8 @@ pub fn weight_of(blocks: &[Fork]) -> u128 {
 }
 
 /// Whether the chain that goes on with `candidate` after the common
-/// ancestor should replace the one that goes on with `current`: each list
-/// holds its chain's blocks after the ancestor, oldest first.
+/// ancestor should replace the one followed, `current`: each list holds
+/// its chain's blocks after the ancestor, oldest first.
 pub fn prefer(current: &[Fork], candidate: &[Fork]) -> bool {
     let (now, then) = (weight_of(current), weight_of(candidate));
     if now != then {
@@ -52,14 +59,11 @@ pub fn prefer(current: &[Fork], candidate: &[Fork]) -> bool {
     }
 }
 
-/// Whether block `b` wins over block `a`, a rival on the same parent (of
-/// the same weight): the earlier slot, then the better proof, then the
-/// smaller hash.
+/// Whether block `b` replaces block `a`, the one followed, a rival on the
+/// same parent (of the same weight): only in `a`'s slot, with the better
+/// proof, then the smaller hash.
 pub fn rival_wins(a: &Fork, b: &Fork) -> bool {
-    if a.slot != b.slot {
-        return b.slot < a.slot;
-    }
-    b.rank.beats(&a.rank) || (b.rank == a.rank && b.hash < a.hash)
+    a.slot == b.slot && (b.rank.beats(&a.rank) || (b.rank == a.rank && b.hash < a.hash))
 }
 
 /// Whether a branch from the canonical block at `ancestor_height` may
@@ -105,7 +109,7 @@ mod tests {
     }
 
     #[test]
-    fn of_rivals_as_heavy_the_earlier_slot_wins_whatever_the_proofs() {
+    fn of_rivals_as_heavy_from_two_slots_the_one_followed_stays_whatever_the_proofs() {
         let early = Fork {
             slot: 4,
             ..fork(9, 1)
@@ -114,9 +118,13 @@ mod tests {
             slot: 5,
             ..fork(0, 2)
         };
+        // A later rival with a better proof does not replace the block
+        // followed; nor does an earlier one, released late.
         assert!(!prefer(&[early], &[late]));
-        assert!(prefer(&[late], &[early]));
-        assert!(rival_wins(&late, &early) && !rival_wins(&early, &late));
+        assert!(!prefer(&[late], &[early]));
+        assert!(!rival_wins(&late, &early) && !rival_wins(&early, &late));
+        // One block more still wins.
+        assert!(prefer(&[late], &[early, fork(9, 3)]));
     }
 
     #[test]

@@ -6,8 +6,10 @@
 //! under real blocks' hashes) are delivered in any order, some by gossip,
 //! some twice, some never, through the real engine and redb store. After
 //! every delivery the canonical chain and every register must be what the
-//! model says: the best chain among the valid blocks stored, by the
-//! fork-choice rule written out plainly below.
+//! model says: each block the engine took, in the engine's order, replaces
+//! the chain followed when the fork-choice rule written out plainly below
+//! prefers its chain (rivals of two slots as heavy keep the one followed,
+//! so the chain depends on the order blocks came in, as the engine's does).
 //!
 //! This is where a new fork-choice rule is written first: change
 //! [`Model::better`], watch this test fail, then change the engine.
@@ -79,10 +81,13 @@ struct Stored {
     txs: Vec<RegisterTx>,
 }
 
-/// Every block the engine should hold, and the rule that picks a chain.
+/// Every block the engine should hold, the chain it should follow, and
+/// the rule that picks a chain.
 struct Model {
     genesis: Hash,
     blocks: HashMap<Hash, Stored>,
+    /// The chain followed, block 1 first.
+    head: Vec<Hash>,
 }
 
 impl Model {
@@ -129,31 +134,32 @@ impl Model {
         chain.iter().map(|h| self.blocks[h].target.weight()).sum()
     }
 
-    /// Fork choice: the heavier chain; of two as heavy, the one whose
-    /// block is better where they first differ (the earlier slot, then the
-    /// smaller distance, nonce and plot id, then block hash).
-    fn better(&self, a: &[Hash], b: &[Hash]) -> bool {
-        let (wa, wb) = (self.weight(a), self.weight(b));
-        if wa != wb {
-            return wa > wb;
+    /// Fork choice: whether `candidate` replaces `current`, the chain
+    /// followed: when it is heavier; of two as heavy, when the blocks where
+    /// they first differ are of one slot and the candidate's is better (the
+    /// smaller distance, nonce and plot id, then block hash). Rivals of two
+    /// slots keep the chain followed.
+    fn replaces(&self, current: &[Hash], candidate: &[Hash]) -> bool {
+        let (now, then) = (self.weight(current), self.weight(candidate));
+        if now != then {
+            return then > now;
         }
-        match a.iter().zip(b).find(|(x, y)| x != y) {
-            Some((x, y)) => self.blocks[x].key < self.blocks[y].key,
+        match current.iter().zip(candidate).find(|(x, y)| x != y) {
+            Some((x, y)) => {
+                let (x, y) = (&self.blocks[x].key, &self.blocks[y].key);
+                x.0 == y.0 && y < x
+            }
             None => false,
         }
     }
 
-    /// The best chain of valid blocks.
-    fn head(&self) -> Vec<Hash> {
-        let mut best = Vec::new();
-        for tip in self.blocks.keys() {
-            if let Some(chain) = self.chain(*tip).filter(|_| self.valid(*tip)) {
-                if self.better(&chain, &best) {
-                    best = chain;
-                }
+    /// A block stored: its chain is followed if the rule prefers it.
+    fn consider(&mut self, tip: Hash) {
+        if let Some(chain) = self.chain(tip).filter(|_| self.valid(tip)) {
+            if self.replaces(&self.head, &chain) {
+                self.head = chain;
             }
         }
-        best
     }
 }
 
@@ -376,10 +382,12 @@ fn run(plans: Vec<Plan>, order: Vec<u32>, gossip: Vec<bool>, again: Vec<usize>) 
     let mut model = Model {
         genesis,
         blocks: HashMap::new(),
+        head: Vec::new(),
     };
     // Every block of the tree, whether delivered or not: which are valid.
     let tree = Model {
         genesis,
+        head: Vec::new(),
         blocks: blocks
             .iter()
             .map(|b| {
@@ -405,7 +413,7 @@ fn run(plans: Vec<Plan>, order: Vec<u32>, gossip: Vec<bool>, again: Vec<usize>) 
         let hash = d.block.hash();
         let parent = d.block.header.parent;
         let context = format!("delivery {n} of {}", deliveries.len());
-        let head_before = model.head();
+        let head_before = model.head.clone();
         let outcomes = engine.import_with_orphans(d.block.clone(), NOW, d.gossiped);
         let (first_hash, first) = &outcomes[0];
         assert_eq!(*first_hash, hash);
@@ -437,10 +445,12 @@ fn run(plans: Vec<Plan>, order: Vec<u32>, gossip: Vec<bool>, again: Vec<usize>) 
             assert_eq!(outcomes.len(), 1, "{context}");
         } else {
             let canonical = head_before.get(d.block.header.height as usize - 1);
+            // A sibling of another slot, or of the same slot with a worse
+            // proof.
             let beaten = d.gossiped
                 && canonical.is_some_and(|c| {
-                    let c = &model.blocks[c];
-                    c.parent == parent && c.key < keys[&hash]
+                    let (c, ours) = (&model.blocks[c], &keys[&hash]);
+                    c.parent == parent && (c.key.0 != ours.0 || c.key < *ours)
                 });
             if beaten && parent_valid {
                 assert_eq!(*first, Err(Rejection::NotBetter), "{context}");
@@ -474,7 +484,7 @@ fn run(plans: Vec<Plan>, order: Vec<u32>, gossip: Vec<bool>, again: Vec<usize>) 
                     );
                 }
                 for (h, outcome) in &outcomes {
-                    let before = model.head();
+                    let before = model.head.clone();
                     if !model.blocks.contains_key(h) {
                         let b = &tree.blocks[h];
                         model.blocks.insert(
@@ -489,7 +499,8 @@ fn run(plans: Vec<Plan>, order: Vec<u32>, gossip: Vec<bool>, again: Vec<usize>) 
                             },
                         );
                     }
-                    let after = model.head();
+                    model.consider(*h);
+                    let after = model.head.clone();
                     if !tree.valid(model.blocks[h].parent) {
                         continue;
                     }
@@ -512,7 +523,7 @@ fn run(plans: Vec<Plan>, order: Vec<u32>, gossip: Vec<bool>, again: Vec<usize>) 
                         // Its transactions do not apply: refused if its
                         // chain would have won, else kept as a loser.
                         let chain = model.chain(*h).expect("its parent is stored");
-                        if model.better(&chain, &before) {
+                        if model.replaces(&before, &chain) {
                             assert!(
                                 matches!(outcome, Err(Rejection::BadTxVersion { .. })),
                                 "{context}: {outcome:?}"
@@ -535,7 +546,7 @@ fn run(plans: Vec<Plan>, order: Vec<u32>, gossip: Vec<bool>, again: Vec<usize>) 
 
 /// The engine's head, canonical table and registers are the model's.
 fn check(engine: &Engine, model: &Model, context: &str) {
-    let head = model.head();
+    let head = &model.head;
     let store = engine.store();
     assert_eq!(
         engine.head().hash,
@@ -543,7 +554,7 @@ fn check(engine: &Engine, model: &Model, context: &str) {
         "{context}: the head"
     );
     assert_eq!(engine.head().height, head.len() as u64, "{context}");
-    assert_eq!(engine.head().weight, model.weight(&head), "{context}");
+    assert_eq!(engine.head().weight, model.weight(head), "{context}");
     if let Some(tip) = head.last() {
         assert_eq!(
             engine.head().child_target,
@@ -563,7 +574,7 @@ fn check(engine: &Engine, model: &Model, context: &str) {
         None,
         "{context}"
     );
-    let regs = model.registers(&head).expect("the head is valid");
+    let regs = model.registers(head).expect("the head is valid");
     for r in 0..4u8 {
         let (owner, name) = register(r);
         let owner = owners()[owner].public();
