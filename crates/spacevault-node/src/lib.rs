@@ -28,6 +28,7 @@ mod blocks;
 pub mod budget;
 pub mod chain;
 pub mod client;
+pub mod clock;
 pub mod config;
 pub mod data;
 pub mod engine;

@@ -79,6 +79,9 @@ pub struct Metrics {
     pub slot_check_seconds: Histogram,
     /// Slots this vault computed as a timekeeper and was first to offer.
     pub slots_kept: Counter,
+    /// The median of the last slot outputs' arrival less their due time
+    /// (ms): this vault's clock against the timekeepers'.
+    pub clock_offset_ms: Gauge,
 }
 
 /// The proof of time's metrics.
@@ -92,6 +95,11 @@ fn register_time(registry: &mut Registry, m: &Metrics) {
         "slot_check_seconds",
         "Time to check a slot's output and keep it",
         m.slot_check_seconds.clone(),
+    );
+    registry.register(
+        "clock_offset_ms",
+        "The median of the last gossiped slot outputs' arrival less their due time, in ms (below zero: this vault's clock is behind)",
+        m.clock_offset_ms.clone(),
     );
     registry.register(
         "slots_kept",
@@ -108,6 +116,7 @@ impl Metrics {
             slot: Gauge::default(),
             slot_check_seconds: Histogram::new([1e-3, 2e-3, 4e-3, 8e-3, 1.6e-2, 3.2e-2, 0.1]),
             slots_kept: Counter::default(),
+            clock_offset_ms: Gauge::default(),
             peers: Gauge::default(),
             vaults: Gauge::default(),
             lookup_seconds: Histogram::new([

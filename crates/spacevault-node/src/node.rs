@@ -335,6 +335,7 @@ fn shared_state(config: &NodeConfig, parts: Parts) -> Shared {
         chain: parts.chain,
         time: parts.time,
         catching_up_slots: AtomicBool::new(false),
+        clock: Default::default(),
         timekeeper: config.timekeeper,
         store,
         tasks: parts.tasks,

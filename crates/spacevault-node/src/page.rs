@@ -30,6 +30,7 @@ code { font-size: 12px; }
 <div><code id="farmer">…</code></div>
 <div id="chain">…</div>
 <div id="error" class="warn"></div>
+<div id="clock" class="warn"></div>
 <div id="numbers">
 <p>
 <span class="stat"><b id="height">…</b>height</span>
@@ -90,6 +91,7 @@ async function refresh() {
     document.getElementById("slot").title = s.slot + 2 < s.clock_slot
       ? "the proof of time lags the clock: no timekeeper reaches this vault, or a slow one"
       : "the proof of time's last slot checked here, and the slot by this vault's clock";
+    document.getElementById("clock").textContent = s.clock_warning || "";
     document.getElementById("peers").textContent = s.peers.length;
     document.getElementById("vaults").textContent = s.vaults;
     document.getElementById("blobs").textContent = s.blobs;

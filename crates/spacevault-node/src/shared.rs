@@ -25,6 +25,8 @@ pub struct Shared {
     pub(crate) time: Arc<crate::time::Time>,
     /// Whether slots are being asked of a peer (one catch-up at a time).
     pub(crate) catching_up_slots: AtomicBool,
+    /// What the slots' arrival says of this vault's clock.
+    pub(crate) clock: crate::clock::ClockCheck,
     /// Whether this vault computes the slots.
     pub(crate) timekeeper: bool,
     /// The chain's store, reached without the chain: blobs are read and

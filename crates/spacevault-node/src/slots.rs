@@ -17,7 +17,13 @@ pub(crate) fn on_slot(shared: &Arc<Shared>, source: net::Peer, data: &[u8]) -> V
         shared.metrics.rejected(Topic::Time.name(), "malformed");
         return Verdict::Reject;
     };
-    match offer(shared, &out) {
+    let offered = offer(shared, &out);
+    if matches!(offered, Ok(Offered::Advanced | Offered::Early)) {
+        // Heard as it was gossiped, new or early: what its arrival says of
+        // this vault's clock.
+        clock_heard(shared, out.slot);
+    }
+    match offered {
         Ok(Offered::Advanced) => Verdict::Accept,
         Ok(Offered::Ahead) => {
             spawn_catch_up(shared, source);
@@ -26,6 +32,30 @@ pub(crate) fn on_slot(shared: &Arc<Shared>, source: net::Peer, data: &[u8]) -> V
         Ok(Offered::Known | Offered::Early | Offered::Unsettled) => Verdict::Ignore,
         Ok(Offered::Contradicts) | Err(OfferError::Wrong(_)) => Verdict::Reject,
         Err(OfferError::Store(_)) => Verdict::Ignore,
+    }
+}
+
+/// Notes when slot `slot`'s output arrived, and tells the log when what
+/// the arrivals say of this vault's clock changes.
+fn clock_heard(shared: &Shared, slot: u64) {
+    let slot_ms = shared.chain.spec().slot_ms;
+    let changed = shared
+        .clock
+        .observe(shared.time.due_ms(slot), crate::now_ms(), slot_ms);
+    if let Some(offset) = shared.clock.offset_ms() {
+        shared.metrics.clock_offset_ms.set(offset);
+    }
+    match changed.map(|v| (v, v.warning(slot_ms))) {
+        Some((_, Some(warning))) => {
+            tracing::warn!(offset_ms = shared.clock.offset_ms(), "{warning}")
+        }
+        Some((crate::clock::Verdict::Agrees, None)) => {
+            tracing::info!(
+                offset_ms = shared.clock.offset_ms(),
+                "this vault's clock agrees with the slots"
+            )
+        }
+        _ => {}
     }
 }
 

@@ -93,6 +93,8 @@ impl Report {
             chain_weight: chain.head.weight.to_string(),
             slot: s.time.slot(),
             clock_slot: s.time.clock_slot(crate::now_ms()),
+            clock_offset_ms: s.clock.offset_ms(),
+            clock_warning: s.clock.verdict(spec.slot_ms).warning(spec.slot_ms),
             timekeeper: s.timekeeper,
             recent_blocks: chain.recent.into_iter().map(recent_block_json).collect(),
             syncing: s.is_syncing(),

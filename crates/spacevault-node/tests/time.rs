@@ -5,7 +5,7 @@
 //! has the chain there; a wrong output is refused and its sender
 //! penalised, and a catch-up answered with old slots ends; without a
 //! timekeeper no slot comes and the chain waits, and it goes on once one
-//! starts.
+//! starts; a vault whose clock is behind the timekeeper's is told so.
 
 mod common;
 
@@ -117,7 +117,8 @@ async fn a_wrong_slot_output_is_refused_and_without_a_timekeeper_the_chain_waits
     junk.slot = 0;
     // An output for a slot past the next makes the vault ask its sender
     // (the catch-up it began when the rogue connected may have gone to
-    // the other vault).
+    // the other vault, and one may be under way when an output comes:
+    // each round sends another, a new message to gossip).
     let mut ahead = good.clone();
     ahead.slot = 3;
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
@@ -125,6 +126,7 @@ async fn a_wrong_slot_output_is_refused_and_without_a_timekeeper_the_chain_waits
     while !(refused && ended) && std::time::Instant::now() < deadline {
         rogue.publish(Topic::Time, wrong.encode());
         rogue.publish(Topic::Time, ahead.encode());
+        ahead.slot += 1;
         while let Ok(Some(ev)) =
             tokio::time::timeout(Duration::from_millis(20), events.recv()).await
         {
@@ -158,4 +160,48 @@ async fn a_wrong_slot_output_is_refused_and_without_a_timekeeper_the_chain_waits
     for n in nodes {
         n.stop().await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_vault_whose_clock_is_behind_the_timekeepers_is_told() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = time_spec(150);
+    let files = vault_files(dir.path(), 0);
+    // No timekeeper among the vaults: the rogue keeps time, with a clock
+    // 350 ms ahead of theirs, so that to them each output comes 350 ms
+    // early (within the 500 ms allowance, so taken).
+    let node = start(&spec, &files, vec![], true).await;
+    let boot = node.listen_addrs(Duration::from_secs(5)).await;
+    let (rogue, mut events) = joined_rogue(98, spec.chain_id(), boot, node.peer_id()).await;
+    let mut line = Timeline::new(
+        spec.chain_id(),
+        spec.time(),
+        &genesis_hash(&spec.chain_id()),
+    )
+    .unwrap();
+    let client = client_of(&node);
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let mut warning = None;
+    while warning.is_none() && std::time::Instant::now() < deadline {
+        if line.needs_era() {
+            line.begin_era(&genesis_hash(&spec.chain_id()));
+        }
+        let out = line.prove_next();
+        line.advance(&out).unwrap();
+        let due = spec.slot_due_ms(out.slot);
+        let send_at = due.saturating_sub(350);
+        let wait = send_at.saturating_sub(spacevault_node::now_ms());
+        tokio::time::sleep(Duration::from_millis(wait)).await;
+        rogue.publish(Topic::Time, out.encode());
+        drain(&rogue, &mut events).await;
+        warning = client.status().await.unwrap().clock_warning;
+    }
+    let status = client.status().await.unwrap();
+    let warning = warning.expect("the vault was never told its clock is behind");
+    assert!(warning.contains("behind"), "{warning}");
+    let offset = status.clock_offset_ms.expect("an offset");
+    assert!((-360..=-250).contains(&offset), "offset {offset} ms");
+    assert!(metric(&node, "spacevault_clock_offset_ms") <= -250.0);
+    assert!(node.slot() >= 8, "the early outputs were taken");
+    node.stop().await;
 }

@@ -76,6 +76,13 @@ pub struct Status {
     /// running, or a slow one.
     pub slot: u64,
     pub clock_slot: u64,
+    /// The median of the last gossiped slot outputs' arrival less their
+    /// due time by this vault's clock (ms; below zero, the clock is
+    /// behind), once enough have come.
+    pub clock_offset_ms: Option<i64>,
+    /// What that says, when the clock seems off: behind, or ahead (or the
+    /// timekeeper slow).
+    pub clock_warning: Option<String>,
     /// Whether this vault computes the slots.
     pub timekeeper: bool,
     pub recent_blocks: Vec<RecentBlock>,
