@@ -66,6 +66,47 @@ pub fn rival_wins(a: &Fork, b: &Fork) -> bool {
     a.slot == b.slot && (b.rank.beats(&a.rank) || (b.rank == a.rank && b.hash < a.hash))
 }
 
+/// A block the operator trusts to be on the network's chain (weak
+/// subjectivity): a vault given one never follows a chain without it, and
+/// until its chain holds it, finality does not hold the vault to the chain
+/// it has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Checkpoint {
+    pub height: u64,
+    pub hash: [u8; 32],
+}
+
+impl std::str::FromStr for Checkpoint {
+    type Err = String;
+
+    /// `HEIGHT:HASH`, the hash in hex: as the page and `GET /v1/blocks`
+    /// show a block.
+    fn from_str(s: &str) -> Result<Checkpoint, String> {
+        let (height, hash) = s
+            .split_once(':')
+            .ok_or_else(|| format!("{s:?} is not HEIGHT:HASH"))?;
+        let height: u64 = height
+            .parse()
+            .map_err(|_| format!("{height:?} is not a height"))?;
+        if height == 0 {
+            return Err("the genesis needs no checkpoint: give a block's height, 1 or more".into());
+        }
+        let mut bytes = [0u8; 32];
+        hex::decode_to_slice(hash, &mut bytes)
+            .map_err(|_| format!("{hash:?} is not a block hash (64 hex digits)"))?;
+        Ok(Checkpoint {
+            height,
+            hash: bytes,
+        })
+    }
+}
+
+impl std::fmt::Display for Checkpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.height, hex::encode(self.hash))
+    }
+}
+
 /// Whether a branch from the canonical block at `ancestor_height` may
 /// replace the chain above it, the head being at `head_height`: only when
 /// it leaves at most `finality_depth` blocks (the blocks below are
@@ -125,6 +166,30 @@ mod tests {
         assert!(!rival_wins(&late, &early) && !rival_wins(&early, &late));
         // One block more still wins.
         assert!(prefer(&[late], &[early, fork(9, 3)]));
+    }
+
+    #[test]
+    fn a_checkpoint_reads_as_height_colon_hash_and_says_what_is_wrong() {
+        let text = format!("42:{}", "ab".repeat(32));
+        let cp: Checkpoint = text.parse().unwrap();
+        assert_eq!(
+            cp,
+            Checkpoint {
+                height: 42,
+                hash: [0xab; 32]
+            }
+        );
+        assert_eq!(cp.to_string(), text);
+        for bad in [
+            "42",
+            "x:ab",
+            "0:00",
+            "42:abc",
+            &format!("42:{}", "g".repeat(64)),
+        ] {
+            let why = bad.parse::<Checkpoint>().unwrap_err();
+            assert!(!why.is_empty(), "{bad}");
+        }
     }
 
     #[test]

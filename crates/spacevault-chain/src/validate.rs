@@ -38,6 +38,8 @@ pub enum Rejection {
         head: u64,
         depth: u64,
     },
+    #[error("another block than the checkpoint's at its height {height}")]
+    OffCheckpoint { height: u64 },
     #[error("{got} transactions, more than the {max} a block holds")]
     TooManyTxs { got: usize, max: usize },
     #[error("the transaction root does not match the transactions")]
@@ -83,6 +85,7 @@ impl Rejection {
             Rejection::WrongSlotOutput(_) => "wrong_slot_output",
             Rejection::NotEligible => "not_eligible",
             Rejection::BelowFinality { .. } => "below_finality",
+            Rejection::OffCheckpoint { .. } => "off_checkpoint",
             Rejection::TooManyTxs { .. } => "too_many_txs",
             Rejection::BadTxRoot => "bad_tx_root",
             Rejection::BadProof(_) => "bad_proof",
@@ -107,6 +110,7 @@ impl Rejection {
             Rejection::UnknownParent
                 | Rejection::UnknownSlot(_)
                 | Rejection::BelowFinality { .. }
+                | Rejection::OffCheckpoint { .. }
                 | Rejection::NotBetter
                 | Rejection::BadTxVersion { .. }
                 | Rejection::Stale { .. }

@@ -608,3 +608,21 @@ fn inputs_that_are_not_regular_files_are_refused_before_they_are_read() {
             "the file /dev/zero is not a regular file (a character device)",
         ));
 }
+
+#[test]
+fn a_checkpoint_that_is_not_height_and_hash_is_refused_with_what_is_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    for (bad, why) in [
+        ("12", "is not HEIGHT:HASH"),
+        ("12:abcd", "is not a block hash (64 hex digits)"),
+        ("0:00", "the genesis needs no checkpoint"),
+    ] {
+        sv(dir.path())
+            .args(["node", "--data"])
+            .arg(dir.path().join("data"))
+            .args(["--chain", "/nonexistent.json", "--checkpoint", bad])
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(why));
+    }
+}

@@ -49,6 +49,9 @@ pub struct NodeConfig {
     pub connection_limits: net::ConnectionLimits,
     /// Compute the proof of time's slots and gossip them.
     pub timekeeper: bool,
+    /// A block the operator trusts to be on the network's chain: the vault
+    /// follows no chain without it.
+    pub checkpoint: Option<spacevault_chain::fork::Checkpoint>,
 }
 
 /// Requests the API works on at once by default; past it, 503 at once.
@@ -90,6 +93,7 @@ impl NodeConfig {
             scrub: Default::default(),
             connection_limits: Default::default(),
             timekeeper: false,
+            checkpoint: None,
         }
     }
 }

@@ -62,6 +62,8 @@ pub struct Engine {
     /// Signatures verified before, if the vault keeps them: a block's
     /// transactions were mostly verified as they arrived.
     sig_cache: Option<std::sync::Arc<SigCache>>,
+    /// The block the operator trusts to be on the network's chain.
+    checkpoint: Option<spacevault_chain::fork::Checkpoint>,
 }
 
 impl Engine {
@@ -87,7 +89,24 @@ impl Engine {
             head,
             mempool: Mempool::default(),
             sig_cache: None,
+            checkpoint: None,
         })
+    }
+
+    /// Follows only chains through `checkpoint` from now on; until the
+    /// canonical chain holds it, no branch is refused for its depth, and a
+    /// branch through it replaces one that is not, whatever they weigh.
+    pub fn set_checkpoint(&mut self, checkpoint: spacevault_chain::fork::Checkpoint) {
+        self.checkpoint = Some(checkpoint);
+    }
+
+    /// Whether the canonical chain holds the checkpoint (it does when there
+    /// is none).
+    pub fn holds_checkpoint(&self) -> Result<bool, StoreError> {
+        match self.checkpoint {
+            None => Ok(true),
+            Some(cp) => Ok(self.store.canonical(cp.height)? == Some(cp.hash)),
+        }
     }
 
     /// Checks transactions' signatures against `cache` first from now on.

@@ -54,7 +54,19 @@ impl Node {
             path: config.data_dir.clone(),
             cause,
         })?;
-        let engine = Engine::open(&config.data_dir.join("vault.redb"), config.spec.clone())?;
+        let mut engine = Engine::open(&config.data_dir.join("vault.redb"), config.spec.clone())?;
+        if let Some(cp) = config.checkpoint {
+            engine.set_checkpoint(cp);
+            match engine.store().canonical(cp.height)? {
+                Some(hash) if hash != cp.hash => tracing::warn!(
+                    %cp,
+                    held = %hex::encode(hash),
+                    "this vault's chain holds another block at the checkpoint's height: \
+                     it follows the checkpoint's chain once a peer gives it"
+                ),
+                _ => tracing::info!(%cp, "following only the chain through the checkpoint"),
+            }
+        }
         // Before the network: a vault whose API cannot listen starts
         // nothing.
         let listener = match config.api {

@@ -67,6 +67,13 @@ pub struct NodeArgs {
     /// one timekeeper at least; without one no new slot comes).
     #[arg(long)]
     pub timekeeper: bool,
+    /// Follow only the chain through this block, HEIGHT:HASH (a recent
+    /// block from a source you trust, as its page or `GET /v1/blocks`
+    /// shows it): a vault new to the network, or away longer than the
+    /// finality depth, is otherwise shown whatever chain its first peers
+    /// hold.
+    #[arg(long, value_name = "HEIGHT:HASH")]
+    pub checkpoint: Option<spacevault_chain::fork::Checkpoint>,
     /// Print one JSON line at start (peer id, farmer key, chain id,
     /// addresses, API) instead of the lines for people.
     #[arg(long)]
@@ -139,6 +146,7 @@ pub fn run(args: NodeArgs) -> Result<()> {
         config.links = links;
         config.trace_crypto = args.trace_crypto;
         config.timekeeper = args.timekeeper;
+        config.checkpoint = args.checkpoint;
         let node = Node::start(config).await?;
         let peer = node.peer_id();
         let listening: Vec<String> = node

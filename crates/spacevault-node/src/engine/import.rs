@@ -87,6 +87,11 @@ impl Engine {
         if self.store.info(&hash).map_err(store_err)?.is_some() {
             return Ok(Imported::Duplicate);
         }
+        if let Some(cp) = self.checkpoint {
+            if block.header.height == cp.height && hash != cp.hash {
+                return Err(Rejection::OffCheckpoint { height: cp.height });
+            }
+        }
         let parent_hash = block.header.parent;
         let Some(parent) = self.parent(&parent_hash).map_err(store_err)? else {
             // What can be checked without the parent is checked before the
@@ -103,7 +108,11 @@ impl Engine {
         // costly is done for it, whatever it weighs; so is one that grows
         // on an invalid block. A parent below the final blocks is refused
         // before its branch is walked: the walk is as long as the branch.
-        let depth = self.spec.finality_depth;
+        // A chain that does not hold the checkpoint has no final blocks.
+        let depth = match self.holds_checkpoint().map_err(store_err)? {
+            true => self.spec.finality_depth,
+            false => u64::MAX,
+        };
         let below_finality = |ancestor| Rejection::BelowFinality {
             ancestor,
             head: self.head.height,
@@ -336,7 +345,7 @@ impl Engine {
             });
             below = info.weight;
         }
-        if !fork::prefer(&current, &branch) {
+        if !self.prefer(ancestor_height, &current, &branch)? {
             return Ok(Ok(Imported::Kept));
         }
         let hashes: Vec<[u8; 32]> = branch.iter().map(|f| f.hash).collect();
@@ -351,6 +360,28 @@ impl Engine {
         self.set_head(tip)?;
         self.put_back_txs(&current);
         Ok(Ok(Imported::NewHead { left }))
+    }
+
+    /// Fork choice between the canonical chain above `ancestor_height`
+    /// and a branch from there: a chain through the checkpoint wins over
+    /// one that is not, whatever they weigh; else [`fork::prefer`].
+    fn prefer(
+        &self,
+        ancestor_height: u64,
+        current: &[Fork],
+        branch: &[Fork],
+    ) -> Result<bool, StoreError> {
+        if let Some(cp) = self.checkpoint {
+            let holds = self.holds_checkpoint()?;
+            let branch_holds = match cp.height.checked_sub(ancestor_height + 1) {
+                None => holds,
+                Some(i) => branch.get(i as usize).is_some_and(|f| f.hash == cp.hash),
+            };
+            if holds != branch_holds {
+                return Ok(branch_holds);
+            }
+        }
+        Ok(fork::prefer(current, branch))
     }
 
     /// The chain's weight through the canonical block at `height`.

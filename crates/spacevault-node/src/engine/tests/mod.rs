@@ -482,6 +482,89 @@ async fn a_branch_from_below_the_finality_depth_is_refused_whatever_it_weighs() 
 }
 
 #[tokio::test]
+async fn a_checkpoint_holds_a_vault_to_its_chain_whatever_weighs_more_or_was_final() {
+    let mut deep = spec();
+    deep.finality_depth = 2;
+    let mut a = vault_of(1, deep.clone());
+    let mut b = vault_of(2, deep.clone());
+    // a's chain of six blocks outweighs b's of three, from the genesis.
+    let heavy = chain_in(&mut a, &[1, 2, 3, 4, 5, 6]).await;
+    let light = chain_in(&mut b, &[7, 8, 9]).await;
+    let checkpoint = spacevault_chain::fork::Checkpoint {
+        height: 2,
+        hash: light[1].hash(),
+    };
+    // Given the checkpoint first: a's block at its height is refused, the
+    // blocks above it wait for a parent that never comes, and b's chain
+    // is followed once it reaches the checkpoint.
+    let mut c = vault_of(3, deep.clone());
+    c.engine.set_checkpoint(checkpoint);
+    assert_eq!(
+        c.engine.import(heavy[0].clone(), at(9)),
+        Ok(Imported::NewHead { left: 0 })
+    );
+    assert_eq!(
+        c.engine.import(heavy[1].clone(), at(9)),
+        Err(Rejection::OffCheckpoint { height: 2 })
+    );
+    assert_eq!(
+        c.engine.import(heavy[2].clone(), at(9)),
+        Ok(Imported::Orphan)
+    );
+    assert_eq!(c.engine.import(light[0].clone(), at(9)), Ok(Imported::Kept));
+    assert_eq!(
+        c.engine.import(light[1].clone(), at(9)),
+        Ok(Imported::NewHead { left: 1 })
+    );
+    c.engine.import(light[2].clone(), at(9)).unwrap();
+    assert_eq!(c.engine.head().hash, light[2].hash());
+    assert!(c.engine.holds_checkpoint().unwrap());
+    // A vault that followed a's chain past the finality depth, restarted
+    // with the checkpoint: finality no longer holds it there, and b's
+    // lighter chain through the checkpoint replaces a's.
+    let mut d = vault_of(4, deep);
+    for block in &heavy {
+        d.engine.import(block.clone(), at(9)).unwrap();
+    }
+    assert_eq!(
+        d.engine.import(light[0].clone(), at(9)),
+        Err(Rejection::BelowFinality {
+            ancestor: 0,
+            head: 6,
+            depth: 2
+        })
+    );
+    d.engine.set_checkpoint(checkpoint);
+    assert!(!d.engine.holds_checkpoint().unwrap());
+    assert_eq!(d.engine.import(light[0].clone(), at(9)), Ok(Imported::Kept));
+    assert_eq!(
+        d.engine.import(light[1].clone(), at(9)),
+        Ok(Imported::NewHead { left: 6 })
+    );
+    // Once it holds the checkpoint, the heavier chain without it never
+    // comes back, however it grows.
+    let tip = child_of(&heavy[5], &a.key, &a.farmer, 10).await;
+    assert_eq!(d.engine.import(tip, at(10)), Ok(Imported::Kept));
+    assert_eq!(d.engine.head().hash, light[1].hash());
+    // And finality holds again: b's chain grown by three blocks makes a
+    // branch from the checkpoint leave three, past the depth.
+    let mut grown = light[1].clone();
+    for slot in 11..=13 {
+        grown = child_of(&grown, &b.key, &b.farmer, slot).await;
+        d.engine.import(grown.clone(), at(slot)).unwrap();
+    }
+    let fork = child_of(&light[1], &a.key, &a.farmer, 14).await;
+    assert_eq!(
+        d.engine.import(fork, at(14)),
+        Err(Rejection::BelowFinality {
+            ancestor: 2,
+            head: 5,
+            depth: 2
+        })
+    );
+}
+
+#[tokio::test]
 async fn a_reopened_vault_never_produces_in_a_slot_its_line_had_reached() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store.redb");
