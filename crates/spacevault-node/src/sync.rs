@@ -170,7 +170,23 @@ async fn catch_up(shared: &Arc<Shared>, peer: net::Peer, height: u64) -> Option<
         if let Some(reason) = refused {
             match reason {
                 Ok(reason) => shared.metrics.rejected("sync", reason),
-                Err(r) => shared.metrics.refused("sync", &r),
+                Err(r) => {
+                    if let Rejection::BelowFinality { ancestor, .. } = r {
+                        // Its chain is longer; whether it is heavier, only
+                        // the branch would tell, and finality refuses to
+                        // walk it. Either side may be the wrong one.
+                        tracing::warn!(
+                            %peer,
+                            peer_height = height,
+                            branches_from = ancestor,
+                            "a peer's longer chain branches from below this vault's final \
+                             blocks and is refused; if this vault was away longer than the \
+                             finality depth, its own chain may be the wrong one: restart it \
+                             with --checkpoint HEIGHT:HASH from a source you trust"
+                        );
+                    }
+                    shared.metrics.refused("sync", &r)
+                }
             }
             return Some(progressed);
         }
