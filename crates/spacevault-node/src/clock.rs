@@ -3,8 +3,9 @@
 //! time, so an output that reaches this vault *before* its due time by
 //! this vault's clock says the clock is behind (by that much, less the
 //! delay on the way). Past the allowance ([`SLOT_SKEW_MS`]) outputs are
-//! refused as early and the vault falls out of the line of slots; the
-//! operator is told before then. Outputs that arrive long after their due
+//! refused as early, unchecked (anyone could send one, so they count for
+//! nothing here), and the vault falls out of the line of slots; the
+//! operator is told before then, from the outputs it checked. Outputs that arrive long after their due
 //! time say this clock is ahead, or the timekeeper slow: both are told,
 //! as what they are.
 //!

@@ -18,9 +18,10 @@ pub(crate) fn on_slot(shared: &Arc<Shared>, source: net::Peer, data: &[u8]) -> V
         return Verdict::Reject;
     };
     let offered = offer(shared, &out);
-    if matches!(offered, Ok(Offered::Advanced | Offered::Early)) {
-        // Heard as it was gossiped, new or early: what its arrival says of
-        // this vault's clock.
+    if matches!(offered, Ok(Offered::Advanced)) {
+        // Heard as it was gossiped, new and checked: what its arrival says
+        // of this vault's clock. An early output is not checked, so anyone
+        // could send one: it says nothing.
         clock_heard(shared, out.slot);
     }
     match offered {

@@ -100,8 +100,8 @@ impl Time {
                     }
                 };
                 let era = spec.time().era_of(last.slot);
-                // Kept with the era's first slot; a store that has not kept
-                // it (its era is the genesis's) reads it from the chain.
+                // Kept with the era's first slot; a store written before
+                // entropies were kept reads it from the chain.
                 let entropy = match store.era_entropy(era)? {
                     Some(kept) => kept,
                     None => entropy_of(&store, spec, &genesis, era)?.bytes,
