@@ -1,7 +1,9 @@
 //! Benchmarks for spacevault, each reported against the machine's own
 //! limits measured in the same run: how fast this machine hashes records on
-//! every core, and how fast it writes and reads the output disk.
+//! every core, and how fast it writes and reads the output disk; and the
+//! chain's rules measured against what the spec wants ([`chain`]).
 
+pub mod chain;
 pub mod crypto_trace;
 pub mod heatmap;
 pub mod launch;

@@ -310,3 +310,61 @@ fn bench_lookup_times_lookups_of_one_read_each() {
         .code(1)
         .stderr(predicate::str::contains("not a spacevault plot"));
 }
+
+#[test]
+fn bench_chain_reports_its_runs_and_the_proof_of_times_costs() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = sv(dir.path());
+    cmd.args([
+        "bench",
+        "chain",
+        "--slots",
+        "300",
+        "--discriminant-bits",
+        "512",
+    ])
+    .args(["--json", "--dir"])
+    .arg(dir.path());
+    let r = json(&mut cmd);
+    assert_eq!(r["wanted_blocks_per_slot"], 0.5);
+    assert!((r["attacker_space"].as_f64().unwrap() - 0.3).abs() < 1e-9);
+    for run in ["honest", "selfish"] {
+        let run = &r[run];
+        assert_eq!(run["slots"], 300);
+        let blocks = run["blocks"].as_u64().unwrap();
+        // 150 wanted: far outside this range only if the target is wrong.
+        assert!((90..=210).contains(&blocks), "{run}");
+        assert!(run["produced"].as_u64().unwrap() >= blocks);
+        let share = run["attacker_share"].as_f64().unwrap();
+        assert!(share > 0.05 && share < 0.6, "{run}");
+    }
+    assert!(r["private"]["weight_ratio"].as_f64().unwrap() < 1.0);
+    let costs = &r["slot_costs"];
+    assert_eq!(costs["discriminant_bits"], 512);
+    assert!(costs["squarings_per_second"].as_f64().unwrap() > 0.0);
+    assert!(costs["check_ms"].as_f64().unwrap() > 0.0);
+    // Without --json: a table on stdout.
+    sv(dir.path())
+        .args([
+            "bench",
+            "chain",
+            "--slots",
+            "50",
+            "--discriminant-bits",
+            "512",
+            "--dir",
+        ])
+        .arg(dir.path())
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("withholding"))
+        .stdout(predicate::str::contains("squarings/s"));
+    // Nonsense refused in one line.
+    sv(dir.path())
+        .args(["bench", "chain", "--farmers", "3", "--attackers", "3"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "--attackers must be fewer than --farmers",
+        ));
+}

@@ -19,6 +19,11 @@ pub enum BenchCommand {
     /// A network of vaults on this machine: start-up, agreement, block
     /// propagation, memory and CPU per vault, clients' PUT and GET.
     Network(super::network::BenchNetworkArgs),
+    /// The chain's rules on their own: blocks a slot against the spec's
+    /// interval, rivals and reorgs, an attacker's share of the blocks
+    /// producing honestly, withholding and on a private chain, and what
+    /// the proof of time costs.
+    Chain(super::bench_chain::BenchChainArgs),
     /// One process of a `bench hash --processes` run (internal).
     #[command(hide = true)]
     HashWorker(super::hash::HashWorkerArgs),
@@ -32,6 +37,7 @@ impl BenchCommand {
             BenchCommand::Lookup(a) => a.json,
             BenchCommand::Hash(a) => a.json,
             BenchCommand::Network(a) => a.json,
+            BenchCommand::Chain(a) => a.json,
             BenchCommand::HashWorker(_) => false,
         }
     }
@@ -102,6 +108,7 @@ pub fn run(command: BenchCommand) -> Result<()> {
         BenchCommand::Lookup(a) => bench_lookup(a),
         BenchCommand::Hash(a) => super::hash::run(a),
         BenchCommand::Network(a) => super::network::run(a),
+        BenchCommand::Chain(a) => super::bench_chain::run(a),
         BenchCommand::HashWorker(a) => super::hash::worker(a),
     }
 }
