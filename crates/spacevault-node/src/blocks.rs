@@ -119,6 +119,10 @@ pub(crate) fn import(
         }
         first.get_or_insert(outcome);
     }
+    for orphan in std::mem::take(&mut adoption.waiting_for_slot) {
+        // Held as a gossiped block would be; its sender is not known here.
+        let _ = hold_for_slot(shared, orphan, Origin::LOCAL, None);
+    }
     first.expect("one block at least")
 }
 
@@ -147,18 +151,25 @@ pub fn hold_window_ms(spec: &ChainSpec) -> u64 {
 }
 
 /// Imports `block` once this vault's line of slots reaches its slot (within
-/// [`hold_window_ms`] of the slot's due time), and relays it if it then
-/// makes the head. A block made in a slot whose output this vault has not
-/// checked yet is no fault of its sender: the slot's output and the block
-/// travel the network by different paths. What can be checked without
-/// the slot is checked first (the orphan's checks: its size, transaction
-/// root, proof's range and signature), so that what waits is a block its
-/// producer signed; a fault found then is the sender's.
+/// [`hold_window_ms`] of the slot's due time). A block made in a slot whose
+/// output this vault has not checked yet is no fault of its sender: the
+/// slot's output and the block travel the network by different paths.
+/// What can be checked without the slot is checked first (the orphan's
+/// checks: its size, transaction root, proof's range and signature), so
+/// that what waits is a block its producer signed; a fault found then is
+/// the sender's.
+///
+/// A gossiped block's verdict is reported once it is imported: accepted
+/// (gossip relays it) if it then makes the head, as a block that came in
+/// its slot would be; gossip keeps the message meanwhile, and a block
+/// published again would be a duplicate to it. Returns whether the block
+/// is held (a full hold is not).
 pub(crate) fn hold_for_slot(
     shared: &Arc<Shared>,
     block: Block,
     origin: Origin,
-) -> Result<(), Rejection> {
+    gossip: Option<crate::work::Gossiped>,
+) -> Result<bool, Rejection> {
     let chain = &shared.chain;
     let now = crate::now_ms();
     let hold_until = now + hold_window_ms(chain.spec());
@@ -176,7 +187,7 @@ pub(crate) fn hold_for_slot(
             why: format!("not held: {why}"),
         };
         shared.metrics.refused(Topic::Blocks.name(), &full);
-        return Ok(());
+        return Ok(false);
     }
     shared.metrics.blocks_held_early.inc();
     let task = shared.clone();
@@ -190,23 +201,29 @@ pub(crate) fn hold_for_slot(
         let reached = tokio::time::timeout(wait, slots.wait_for(|&s| s >= slot))
             .await
             .is_ok_and(|r| r.is_ok());
-        if reached {
-            let bytes = block.encode();
+        let verdict = if reached {
             let imported = shared
                 .blocking(move |s| import(s, block, true, origin))
                 .await;
             match imported {
-                Some(Ok(Imported::NewHead { .. })) => shared.net.publish(Topic::Blocks, bytes),
-                Some(Ok(_)) | None => {}
-                Some(Err(r)) => shared.metrics.refused(Topic::Blocks.name(), &r),
+                Some(Ok(Imported::NewHead { .. })) => net::Verdict::Accept,
+                Some(Ok(_)) | None => net::Verdict::Ignore,
+                Some(Err(r)) => {
+                    shared.metrics.refused(Topic::Blocks.name(), &r);
+                    crate::work::verdict(&r)
+                }
             }
         } else {
             let late = Rejection::UnknownSlot(slot);
             shared.metrics.refused(Topic::Blocks.name(), &late);
+            net::Verdict::Ignore
+        };
+        if let Some(g) = gossip {
+            shared.net.validate(g.id, g.source, verdict);
         }
         shared.held.lock().unwrap().give_back(&hash, origin);
     });
-    Ok(())
+    Ok(true)
 }
 
 /// The sender of a block, as the orphan pool counts senders.

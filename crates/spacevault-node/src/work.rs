@@ -125,8 +125,10 @@ pub(crate) fn processor(
                     topic,
                     data,
                 } => {
-                    let v = on_gossip(shared, &internal, source, topic, &data);
-                    shared.net.validate(id, source, v);
+                    let gossip = Gossiped { id, source };
+                    if let Some(v) = on_gossip(shared, &internal, &gossip, topic, &data) {
+                        shared.net.validate(gossip.id, source, v);
+                    }
                     // A block may move the head; transactions and
                     // announcements do not, and under load would wake its
                     // waiters hundreds of times a second.
@@ -180,7 +182,7 @@ pub(crate) fn submit(shared: &Arc<Shared>, processor: &Processor<Work>, work: Wo
     }
 }
 
-fn verdict(r: &Rejection) -> Verdict {
+pub(crate) fn verdict(r: &Rejection) -> Verdict {
     if r.is_fault() {
         Verdict::Reject
     } else {
@@ -188,31 +190,41 @@ fn verdict(r: &Rejection) -> Verdict {
     }
 }
 
+/// A gossiped message, as its verdict is reported.
+#[derive(Clone)]
+pub(crate) struct Gossiped {
+    pub(crate) id: net::MessageId,
+    pub(crate) source: net::Peer,
+}
+
+/// Checks a gossiped message; its verdict, or none when it is reported
+/// later (a block held for its slot).
 pub(crate) fn on_gossip(
     shared: &Arc<Shared>,
     internal: &mpsc::UnboundedSender<Internal>,
-    source: net::Peer,
+    gossip: &Gossiped,
     topic: Topic,
     data: &[u8],
-) -> Verdict {
+) -> Option<Verdict> {
+    let source = gossip.source;
     let outcome = match topic {
-        Topic::Blocks => on_block(shared, internal, source, data),
-        Topic::Txs => on_tx(shared, data),
-        Topic::Time => return crate::slots::on_slot(shared, source, data),
+        Topic::Blocks => on_block(shared, internal, gossip, data),
+        Topic::Txs => on_tx(shared, data).map(Some),
+        Topic::Time => return Some(crate::slots::on_slot(shared, source, data)),
         Topic::Vaults => match data::on_announce(shared, data) {
-            Ok(()) => Ok(Verdict::Accept),
+            Ok(()) => Ok(Some(Verdict::Accept)),
             // A clock ahead of this one's, the announcer's or a relayer's,
             // is no fault of the peer that relayed it: counted, ignored.
             Err(r @ Rejection::Future { .. }) => {
                 shared.metrics.refused(topic.name(), &r);
-                return Verdict::Ignore;
+                return Some(Verdict::Ignore);
             }
             Err(r) => Err(r),
         },
     };
     outcome.unwrap_or_else(|r| {
         shared.metrics.refused(topic.name(), &r);
-        verdict(&r)
+        Some(verdict(&r))
     })
 }
 
@@ -220,13 +232,14 @@ pub(crate) fn on_gossip(
 fn on_block(
     shared: &Arc<Shared>,
     internal: &mpsc::UnboundedSender<Internal>,
-    source: net::Peer,
+    gossip: &Gossiped,
     data: &[u8],
-) -> Result<Verdict, Rejection> {
+) -> Result<Option<Verdict>, Rejection> {
+    let source = gossip.source;
     let limits = spacevault_chain::types::Limits::of(shared.chain.spec());
     let block = Block::decode(data, &limits).map_err(|e| Rejection::Malformed(e.to_string()))?;
     match import(shared, block, true, origin_of(&source)) {
-        Ok(Imported::NewHead { .. }) => Ok(Verdict::Accept),
+        Ok(Imported::NewHead { .. }) => Ok(Some(Verdict::Accept)),
         // Kept but not followed: it loses here to a chain this vault has,
         // and relaying it would only spread a block that loses wherever
         // that chain has reached (Bitcoin Core relays only blocks that
@@ -234,31 +247,41 @@ fn on_block(
         // head relays it. Under load, every vault whose block came late
         // made one, and every vault relayed every one of them to every
         // other.
-        Ok(Imported::Kept) | Ok(Imported::Duplicate) => Ok(Verdict::Ignore),
+        Ok(Imported::Kept) | Ok(Imported::Duplicate) => Ok(Some(Verdict::Ignore)),
         Ok(Imported::Orphan) => {
             spawn_sync(shared, internal, Some(source));
-            Ok(Verdict::Ignore)
+            Ok(Some(Verdict::Ignore))
         }
         // Made in a slot this vault's line has not reached: the slot's
         // output is on its way (or its producer's clock runs a little
         // ahead of this one), which is no fault of the relayer's.
-        Err(Rejection::UnknownSlot(_)) => hold(shared, data, &source),
+        Err(Rejection::UnknownSlot(_)) => hold(shared, data, gossip),
         Err(Rejection::Future { due_ms, now_ms })
             if due_ms <= now_ms + hold_window_ms(shared.chain.spec()) =>
         {
-            hold(shared, data, &source)
+            hold(shared, data, gossip)
         }
         Err(r) => Err(r),
     }
 }
 
-/// Holds a gossiped block until its slot comes ([`hold_for_slot`]):
-/// ignored for now, unless what can be checked of it already fails.
-fn hold(shared: &Arc<Shared>, data: &[u8], source: &net::Peer) -> Result<Verdict, Rejection> {
+/// Holds a gossiped block until its slot comes ([`hold_for_slot`]), its
+/// verdict reported then (none now), unless what can be checked of it
+/// already fails or it cannot be held.
+fn hold(
+    shared: &Arc<Shared>,
+    data: &[u8],
+    gossip: &Gossiped,
+) -> Result<Option<Verdict>, Rejection> {
     let limits = spacevault_chain::types::Limits::of(shared.chain.spec());
     let block = Block::decode(data, &limits).map_err(|e| Rejection::Malformed(e.to_string()))?;
-    hold_for_slot(shared, block, origin_of(source))?;
-    Ok(Verdict::Ignore)
+    let held = hold_for_slot(
+        shared,
+        block,
+        origin_of(&gossip.source),
+        Some(gossip.clone()),
+    )?;
+    Ok((!held).then_some(Verdict::Ignore))
 }
 
 /// A gossiped transaction: its signature checked before the engine's lock

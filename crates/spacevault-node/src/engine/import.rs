@@ -28,6 +28,12 @@ pub struct Adoption {
     gossiped: bool,
     /// Who sent the first block (the orphans waited for a known one).
     origin: Origin,
+    /// Whether the next block is the first.
+    first: bool,
+    /// Orphans whose parent came but whose slot this vault's line has not
+    /// reached: refused as `UnknownSlot`, and kept here for the caller to
+    /// hold until it does.
+    pub waiting_for_slot: Vec<Block>,
 }
 
 impl Adoption {
@@ -36,6 +42,8 @@ impl Adoption {
             queue: vec![block],
             gossiped,
             origin,
+            first: true,
+            waiting_for_slot: Vec::new(),
         }
     }
 }
@@ -292,6 +300,14 @@ impl Engine {
     ) -> Option<([u8; 32], Result<Imported, Rejection>)> {
         let block = adoption.queue.pop()?;
         let hash = block.hash();
+        let first = std::mem::take(&mut adoption.first);
+        let slot = block.header.stamp.slot;
+        if !first && matches!(self.store.slot(slot), Ok(None)) {
+            // An orphan made in a slot not reached here: its parent came
+            // before its slot did.
+            adoption.waiting_for_slot.push(block);
+            return Some((hash, Err(Rejection::UnknownSlot(slot))));
+        }
         let origin = std::mem::replace(&mut adoption.origin, Origin::LOCAL);
         let outcome = if std::mem::take(&mut adoption.gossiped) {
             self.import_gossiped(block, now_ms, origin)

@@ -304,3 +304,38 @@ async fn a_block_s_transactions_seen_before_are_answered_from_the_cache_it_was_g
     }
     assert_eq!(cache.hits(Op::VerifyTx), 1, "verified once, on arrival");
 }
+
+#[tokio::test]
+async fn an_orphan_whose_parent_comes_before_its_slot_is_given_back_to_be_held() {
+    let mut a = vault(1);
+    let b = vault(2);
+    let parent = a.produce(5).await.unwrap();
+    // Its child in slot 70, past the slots b's line holds.
+    let child = child_of(&parent, &a.key, &a.farmer, 70).await;
+    let mut b = b;
+    assert_eq!(b.engine.import(child.clone(), at(70)), Ok(Imported::Orphan));
+    let mut adoption = Adoption::new(parent.clone(), false, Origin::LOCAL);
+    let mut outcomes = Vec::new();
+    while let Some(step) = b.engine.import_next(&mut adoption, at(70)) {
+        outcomes.push(step);
+    }
+    assert_eq!(
+        outcomes,
+        [
+            (parent.hash(), Ok(Imported::NewHead { left: 0 })),
+            (child.hash(), Err(Rejection::UnknownSlot(70)))
+        ]
+    );
+    assert_eq!(adoption.waiting_for_slot, [child.clone()]);
+    // Once the slot is reached, it is taken.
+    let out = SlotOutput {
+        slot: 70,
+        output: output(70),
+        proof: [0; FORM_BYTES],
+    };
+    b.engine.store().put_slot(&out).unwrap();
+    assert_eq!(
+        b.engine.import(child.clone(), at(70)),
+        Ok(Imported::NewHead { left: 0 })
+    );
+}
