@@ -308,11 +308,10 @@ async fn a_block_s_transactions_seen_before_are_answered_from_the_cache_it_was_g
 #[tokio::test]
 async fn an_orphan_whose_parent_comes_before_its_slot_is_given_back_to_be_held() {
     let mut a = vault(1);
-    let b = vault(2);
+    let mut b = vault(2);
     let parent = a.produce(5).await.unwrap();
     // Its child in slot 70, past the slots b's line holds.
     let child = child_of(&parent, &a.key, &a.farmer, 70).await;
-    let mut b = b;
     assert_eq!(b.engine.import(child.clone(), at(70)), Ok(Imported::Orphan));
     let mut adoption = Adoption::new(parent.clone(), false, Origin::LOCAL);
     let mut outcomes = Vec::new();
@@ -326,7 +325,7 @@ async fn an_orphan_whose_parent_comes_before_its_slot_is_given_back_to_be_held()
             (child.hash(), Err(Rejection::UnknownSlot(70)))
         ]
     );
-    assert_eq!(adoption.waiting_for_slot, [child.clone()]);
+    assert_eq!(adoption.waiting_for_slot, std::slice::from_ref(&child));
     // Once the slot is reached, it is taken.
     let out = SlotOutput {
         slot: 70,
