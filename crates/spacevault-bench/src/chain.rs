@@ -10,7 +10,8 @@
 //! withholding (Eyal and Sirer's selfish mining: it releases its blocks
 //! when the honest chain comes within one of its own), and the attacker on
 //! a private chain from the genesis (whether, and when, it ever weighed
-//! more than the honest chain). Beside them, the proof of time's speed and
+//! more than the honest chain; released any later, finality refuses it
+//! whatever it weighs). Beside them, the proof of time's speed and
 //! what a slot costs a vault: its plot's lookup and the slot's check.
 
 use crate::machine::Machine;
@@ -361,8 +362,6 @@ pub struct Private {
     /// chain weighed more than an honest chain of at least one block:
     /// released then, it would have replaced that many.
     pub heavier_after: Vec<(u64, u64)>,
-    /// Whether, released at the end, it moved the honest head.
-    pub released_at_end_took_the_head: bool,
 }
 
 pub fn private(options: &ChainOptions, farmers: &[Farmer]) -> Result<Private, BenchError> {
@@ -386,23 +385,11 @@ pub fn private(options: &ChainOptions, farmers: &[Farmer]) -> Result<Private, Be
     }
     let head = public.engine.head();
     let weight_ratio = private.engine.head().weight as f64 / head.weight.max(1) as f64;
-    // Released at the end: refused (it branches from below the final
-    // blocks) or kept as a loser, unless it outweighs.
-    let mut height = 1;
-    while let Some(block) = private
-        .engine
-        .block_at(height)
-        .map_err(|e| BenchError::Invalid(e.to_string()))?
-    {
-        let _ = public.import(&block);
-        height += 1;
-    }
     Ok(Private {
         honest_blocks: head.height,
         private_blocks: private.engine.head().height,
         weight_ratio,
         heavier_after,
-        released_at_end_took_the_head: public.engine.head().hash != head.hash,
     })
 }
 

@@ -271,28 +271,6 @@ impl ChainSpec {
         now_ms.saturating_sub(self.genesis_unix_ms) / self.slot_ms
     }
 
-    /// How many slots before an era's first slot its entropy is read:
-    /// twice the slots `finality_depth` blocks take on average, and an era
-    /// at least. Forks that honest vaults resolve (shallower than the
-    /// finality depth) lie after that point, so every vault that follows
-    /// the chain reads the same block there.
-    pub fn entropy_lag_slots(&self) -> u64 {
-        self.finality_depth
-            .saturating_mul(self.block_interval_slots)
-            .saturating_mul(2)
-            .max(self.pot_era_slots)
-    }
-
-    /// The slot whose canonical block (the last at or before it) gives era
-    /// `era` of the proof of time its entropy: `entropy_lag_slots` before
-    /// the last slot of the era before. None for the first eras, whose
-    /// entropy is the genesis hash.
-    pub fn entropy_slot(&self, era: u64) -> Option<u64> {
-        era.checked_mul(self.pot_era_slots)?
-            .checked_sub(self.entropy_lag_slots())
-            .filter(|&slot| slot > 0)
-    }
-
     /// How the chain's target moves.
     pub fn eras(&self) -> crate::eligibility::Eras {
         crate::eligibility::Eras {
@@ -310,24 +288,6 @@ impl ChainSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn an_eras_entropy_is_read_twice_the_finality_depth_back_and_an_era_at_least() {
-        let mut spec = ChainSpec::new("test", 0, 1000);
-        // 128 blocks of 2 slots, twice: 512 slots, eight eras of 64.
-        assert_eq!(spec.entropy_lag_slots(), 512);
-        assert!((0..=8).all(|era| spec.entropy_slot(era).is_none()));
-        assert_eq!(spec.entropy_slot(9), Some(64));
-        assert_eq!(spec.entropy_slot(10), Some(128));
-        assert_eq!(spec.entropy_slot(u64::MAX), None);
-        spec.finality_depth = 1;
-        spec.block_interval_slots = 1;
-        spec.pot_era_slots = 16;
-        // Never less than an era: the block lies in an era before the last.
-        assert_eq!(spec.entropy_lag_slots(), 16);
-        assert_eq!(spec.entropy_slot(1), None);
-        assert_eq!(spec.entropy_slot(2), Some(16));
-    }
 
     #[test]
     fn the_chain_id_covers_every_field_and_survives_json() {

@@ -190,6 +190,9 @@ pub(crate) fn hold_for_slot(
         return Ok(false);
     }
     shared.metrics.blocks_held_early.inc();
+    // A gossiped block is refused if a better sibling is canonical, as one
+    // that came in its slot would be; an orphan handed back was asked for.
+    let gossiped = gossip.is_some();
     let task = shared.clone();
     shared.spawn(async move {
         let shared = task;
@@ -203,7 +206,7 @@ pub(crate) fn hold_for_slot(
             .is_ok_and(|r| r.is_ok());
         let verdict = if reached {
             let imported = shared
-                .blocking(move |s| import(s, block, true, origin))
+                .blocking(move |s| import(s, block, gossiped, origin))
                 .await;
             match imported {
                 Some(Ok(Imported::NewHead { .. })) => net::Verdict::Accept,

@@ -30,7 +30,7 @@ pub(crate) fn on_slot(shared: &Arc<Shared>, source: net::Peer, data: &[u8]) -> V
             spawn_catch_up(shared, source);
             Verdict::Ignore
         }
-        Ok(Offered::Known | Offered::Early | Offered::Unsettled) => Verdict::Ignore,
+        Ok(Offered::Known | Offered::Early) => Verdict::Ignore,
         Ok(Offered::Contradicts) | Err(OfferError::Wrong(_)) => Verdict::Reject,
         Err(OfferError::Store(_)) => Verdict::Ignore,
     }
@@ -75,7 +75,6 @@ fn offer(shared: &Shared, out: &SlotOutput) -> Result<Offered, OfferError> {
         }
         Ok(Offered::Early) => shared.metrics.rejected(topic, "early"),
         Ok(Offered::Contradicts) => shared.metrics.rejected(topic, "contradicts"),
-        Ok(Offered::Unsettled) => shared.metrics.rejected(topic, "unsettled"),
         Ok(_) => {}
         Err(OfferError::Wrong(_)) => shared.metrics.rejected(topic, "not_proved"),
         Err(OfferError::Store(e)) => {
@@ -182,17 +181,8 @@ pub(crate) async fn keep_time(shared: Arc<Shared>) {
     loop {
         // The line's lock, a new era's group and the squarings: all off
         // the runtime's threads.
-        let next = shared
-            .blocking(|s| s.time.next_line().map(|line| line.prove_next()))
-            .await;
-        let out = match next {
-            Some(Ok(out)) => out,
-            Some(Err(e)) => {
-                tracing::error!(%e, "the next era's entropy could not be read");
-                tokio::time::sleep(Duration::from_secs(1)).await;
-                continue;
-            }
-            None => return,
+        let Some(out) = shared.blocking(|s| s.time.next_line().prove_next()).await else {
+            return;
         };
         let wait = shared.time.due_ms(out.slot).saturating_sub(crate::now_ms());
         tokio::time::sleep(Duration::from_millis(wait)).await;

@@ -5,16 +5,10 @@
 //! from a copy of the line, outside the lock, and offers it as any peer's
 //! output is offered.
 //!
-//! Each era begins with an entropy read from the chain this vault follows:
-//! the hash of the last canonical block at or before the spec's
-//! [`entropy_slot`](ChainSpec::entropy_slot), the genesis hash for the
-//! first eras. That block lies twice the finality depth back, so vaults
-//! that follow one chain agree on it; once the head has passed that slot
-//! the chain has settled it, and an era's first output that fails under it
-//! is wrong. Before then (the chain has stalled there, or this vault is
-//! still syncing) the head stands in for it, and an output that fails is
-//! only *unsettled*: not its sender's fault. The entropy an era began with
-//! is kept with its first slot, so a vault resumes with what it checked.
+//! Every era's entropy is the chain's genesis hash: each era's group
+//! still differs (its seed holds the era before's last output), but no
+//! block's hash is mixed in yet (docs/DESIGN.md says what that leaves
+//! open).
 
 use spacevault_chain::time::{SlotOutput, TimeError, Timeline};
 use spacevault_chain::{genesis_hash, ChainSpec};
@@ -42,9 +36,6 @@ pub enum Offered {
     Ahead,
     /// Due later than this vault's clock allows.
     Early,
-    /// The first slot of an era that does not check under the entropy this
-    /// vault's chain gives it, which the chain has not settled yet.
-    Unsettled,
 }
 
 /// Why an offered output was not taken.
@@ -60,35 +51,21 @@ pub enum OfferError {
 
 /// The line of slots one vault follows.
 pub struct Time {
-    line: Mutex<Line>,
+    line: Mutex<Timeline>,
     store: Arc<Store>,
     spec: ChainSpec,
-    genesis: [u8; 32],
+    entropy: [u8; 32],
     slot: watch::Sender<u64>,
-}
-
-/// The line and the entropy its current era was begun with.
-struct Line {
-    timeline: Timeline,
-    began_with: [u8; 32],
-}
-
-/// The entropy an era begins with, as this vault's chain stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Entropy {
-    bytes: [u8; 32],
-    /// Whether the chain has moved past the slot it is read at.
-    settled: bool,
 }
 
 impl Time {
     /// The line as the store left it: from its last slot, or the genesis.
     pub fn open(store: Arc<Store>, spec: &ChainSpec) -> Result<Time, OpenError> {
         let chain_id = spec.chain_id();
-        let genesis = genesis_hash(&chain_id);
+        let entropy = genesis_hash(&chain_id);
         spec.time().check()?;
-        let (timeline, began_with) = match store.last_slot()? {
-            None => (Timeline::new(chain_id, spec.time(), &genesis)?, genesis),
+        let line = match store.last_slot()? {
+            None => Timeline::new(chain_id, spec.time(), &entropy)?,
             Some(last) => {
                 let opening = match spec.time().era_opening_slot(last.slot) {
                     0 => [0; spacevault_chain::time::FORM_BYTES],
@@ -99,26 +76,15 @@ impl Time {
                             .output
                     }
                 };
-                let era = spec.time().era_of(last.slot);
-                // Kept with the era's first slot; a store written before
-                // entropies were kept reads it from the chain.
-                let entropy = match store.era_entropy(era)? {
-                    Some(kept) => kept,
-                    None => entropy_of(&store, spec, &genesis, era)?.bytes,
-                };
-                let timeline = Timeline::resume(chain_id, spec.time(), &last, &opening, &entropy)?;
-                (timeline, entropy)
+                Timeline::resume(chain_id, spec.time(), &last, &opening, &entropy)?
             }
         };
-        let (slot, _) = watch::channel(timeline.slot());
+        let (slot, _) = watch::channel(line.slot());
         Ok(Time {
-            line: Mutex::new(Line {
-                timeline,
-                began_with,
-            }),
+            line: Mutex::new(line),
             store,
             spec: spec.clone(),
-            genesis,
+            entropy,
             slot,
         })
     }
@@ -126,7 +92,7 @@ impl Time {
     /// The line, locked. The line moves only at the end of a check that
     /// passed, so a panic elsewhere under the lock leaves it whole: a
     /// poisoned lock is taken as it is.
-    fn lock(&self) -> std::sync::MutexGuard<'_, Line> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Timeline> {
         self.line
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -155,30 +121,14 @@ impl Time {
             .saturating_add(slot.saturating_mul(self.spec.slot_ms))
     }
 
-    /// If the line's next slot opens an era: that era and its entropy as
-    /// the chain stands, the era begun with it (drawing its group, some
-    /// 20 ms, only when the entropy differs from the one it was begun with).
-    fn begin_next_era(&self, line: &mut Line) -> Result<Option<(u64, Entropy)>, StoreError> {
-        let next = line.timeline.slot() + 1;
-        let params = line.timeline.params();
-        if params.era_opening_slot(next) != line.timeline.slot() {
-            return Ok(None);
-        }
-        let era = params.era_of(next);
-        let entropy = entropy_of(&self.store, &self.spec, &self.genesis, era)?;
-        if line.timeline.needs_era() || line.began_with != entropy.bytes {
-            line.timeline.begin_era(&entropy.bytes);
-            line.began_with = entropy.bytes;
-        }
-        Ok(Some((era, entropy)))
-    }
-
     /// The line as it stands, with the next slot's era begun: what a
     /// timekeeper computes the next slot from, outside the lock.
-    pub fn next_line(&self) -> Result<Timeline, StoreError> {
+    pub fn next_line(&self) -> Timeline {
         let mut line = self.lock();
-        self.begin_next_era(&mut line)?;
-        Ok(line.timeline.clone())
+        if line.needs_era() {
+            line.begin_era(&self.entropy);
+        }
+        line.clone()
     }
 
     /// Checks `out` (a few milliseconds, under the line's lock: call it
@@ -188,56 +138,26 @@ impl Time {
             return Ok(Offered::Early);
         }
         let mut line = self.lock();
-        if out.slot <= line.timeline.slot() {
+        if out.slot <= line.slot() {
             return Ok(match self.store.slot(out.slot)? {
                 Some(kept) if kept != *out => Offered::Contradicts,
                 _ => Offered::Known,
             });
         }
-        if out.slot > line.timeline.slot() + 1 {
+        if out.slot > line.slot() + 1 {
             return Ok(Offered::Ahead);
         }
-        let opens = self.begin_next_era(&mut line)?;
+        if line.needs_era() {
+            line.begin_era(&self.entropy);
+        }
         // Checked once: the store keeps only what was checked, and the line
         // moves only once it is kept.
-        let checked = match line.timeline.verify_next(out) {
-            Ok(checked) => checked,
-            Err(_) if opens.is_some_and(|(_, entropy)| !entropy.settled) => {
-                return Ok(Offered::Unsettled)
-            }
-            Err(wrong) => return Err(wrong.into()),
-        };
-        match opens {
-            Some((era, entropy)) => self.store.put_era_opening(out, era, &entropy.bytes)?,
-            None => self.store.put_slot(out)?,
-        }
-        line.timeline.advance_checked(checked);
+        let checked = line.verify_next(out)?;
+        self.store.put_slot(out)?;
+        line.advance_checked(checked);
         self.slot.send_replace(out.slot);
         Ok(Offered::Advanced)
     }
-}
-
-/// Era `era`'s entropy as `store`'s chain stands: the hash of the last
-/// canonical block at or before the spec's entropy slot (the genesis's
-/// when none is, and for the first eras), settled once the head is past
-/// that slot.
-fn entropy_of(
-    store: &Store,
-    spec: &ChainSpec,
-    genesis: &[u8; 32],
-    era: u64,
-) -> Result<Entropy, StoreError> {
-    let Some(slot) = spec.entropy_slot(era) else {
-        return Ok(Entropy {
-            bytes: *genesis,
-            settled: true,
-        });
-    };
-    let at = store.canonical_at_slot(slot)?;
-    Ok(Entropy {
-        bytes: at.block.unwrap_or(*genesis),
-        settled: at.head_slot > slot,
-    })
 }
 
 /// Why the line could not be opened.
@@ -276,7 +196,7 @@ mod tests {
             let time = time_at(&path, &spec);
             let outs: Vec<SlotOutput> = (0..3)
                 .map(|_| {
-                    let out = time.next_line().unwrap().prove_next();
+                    let out = time.next_line().prove_next();
                     assert_eq!(time.offer(&out, LATER).unwrap(), Offered::Advanced);
                     out
                 })
@@ -294,112 +214,9 @@ mod tests {
         for out in &outs {
             unstopped.offer(out, LATER).unwrap();
         }
-        let next = unstopped.next_line().unwrap().prove_next();
+        let next = unstopped.next_line().prove_next();
         assert_eq!(reopened.offer(&next, LATER).unwrap(), Offered::Advanced);
         assert_eq!(reopened.slot(), 4);
-    }
-
-    /// Keeps a chain of blocks in these slots in `time`'s store, canonical:
-    /// the store checks nothing of them, which is all an era's entropy
-    /// reads.
-    fn keep_chain(time: &Time, slots: &[u64]) -> Vec<[u8; 32]> {
-        use spacevault_chain::{Block, ChainProof, Keypair, Ranked, Stamp, Target};
-        let key = Keypair::from_secret(&[9; 32]);
-        let mut parent = time.genesis;
-        let mut hashes = Vec::new();
-        for (height, &slot) in (1..).zip(slots) {
-            let proof = ChainProof {
-                farmer_key: key.public(),
-                seed: [1; 32],
-                k: 16,
-                nonce: height,
-            };
-            let stamp = Stamp {
-                slot,
-                output: [0; spacevault_chain::time::FORM_BYTES],
-            };
-            let block = Block::produce(
-                &key,
-                time.spec.chain_id(),
-                height,
-                parent,
-                stamp,
-                proof,
-                vec![],
-            );
-            let rank = Ranked {
-                distance: [0; 32],
-                nonce: height,
-                plot_id: [0; 32],
-                quality: 0,
-            };
-            time.store.insert_block(&block, rank, 1, Target(1)).unwrap();
-            parent = block.hash();
-            hashes.push(parent);
-        }
-        time.store.make_canonical(&hashes).unwrap().unwrap();
-        hashes
-    }
-
-    #[test]
-    fn an_era_begins_with_a_settled_blocks_hash_and_an_unsettled_one_costs_no_fault() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut spec = spec(0);
-        // The entropy lag is one era (two slots): era 2 (slots 5 and 6)
-        // reads the chain at slot 2.
-        spec.finality_depth = 1;
-        spec.block_interval_slots = 1;
-        assert_eq!(spec.entropy_slot(2), Some(2));
-        // A timekeeper whose chain has a block in slot 1 and its head in
-        // slot 3: its era 2 begins with the block of slot 1.
-        let keeper = time_at(&dir.path().join("keeper"), &spec);
-        let chain = keep_chain(&keeper, &[1, 3]);
-        let outs: Vec<SlotOutput> = (0..6)
-            .map(|_| {
-                let out = keeper.next_line().unwrap().prove_next();
-                assert_eq!(keeper.offer(&out, LATER).unwrap(), Offered::Advanced);
-                out
-            })
-            .collect();
-        assert_eq!(keeper.store.era_entropy(2).unwrap(), Some(chain[0]));
-        assert_eq!(keeper.store.era_entropy(1).unwrap(), Some(keeper.genesis));
-        // Another entropy makes another era: what a line that mixed no
-        // block in makes of slot 5 is not the keeper's.
-        let plain = time_at(&dir.path().join("plain"), &spec);
-        for out in &outs[..4] {
-            assert_eq!(plain.offer(out, LATER).unwrap(), Offered::Advanced);
-        }
-        let unmixed = plain.next_line().unwrap().prove_next();
-        assert_ne!(unmixed, outs[4]);
-        // A vault that has not synced the chain: the keeper's slot 5 does
-        // not check, but the chain has not settled its entropy, so it is
-        // no one's fault; once the blocks are in, it checks.
-        let follower = time_at(&dir.path().join("follower"), &spec);
-        for out in &outs[..4] {
-            assert_eq!(follower.offer(out, LATER).unwrap(), Offered::Advanced);
-        }
-        assert_eq!(follower.offer(&outs[4], LATER).unwrap(), Offered::Unsettled);
-        assert_eq!(follower.slot(), 4);
-        keep_chain(&follower, &[1, 3]);
-        assert_eq!(follower.offer(&outs[4], LATER).unwrap(), Offered::Advanced);
-        // With the chain settled, an output made without the block's
-        // entropy is wrong.
-        let settled = time_at(&dir.path().join("settled"), &spec);
-        keep_chain(&settled, &[1, 3]);
-        for out in &outs[..4] {
-            settled.offer(out, LATER).unwrap();
-        }
-        assert!(matches!(
-            settled.offer(&unmixed, LATER),
-            Err(OfferError::Wrong(_))
-        ));
-        // Reopened, the follower resumes era 2 with the entropy it kept,
-        // and checks slot 6.
-        follower.store.flush().unwrap();
-        let path = dir.path().join("follower");
-        drop(follower);
-        let reopened = time_at(&path, &spec);
-        assert_eq!(reopened.offer(&outs[5], LATER).unwrap(), Offered::Advanced);
     }
 
     #[test]
@@ -408,7 +225,7 @@ mod tests {
         // Slot 1 is due at 10.1 s.
         let spec = spec(10_000);
         let time = time_at(&dir.path().join("db"), &spec);
-        let out = time.next_line().unwrap().prove_next();
+        let out = time.next_line().prove_next();
         assert_eq!(time.offer(&out, 9_000).unwrap(), Offered::Early);
         let mut ahead = out.clone();
         ahead.slot = 3;

@@ -38,7 +38,6 @@ mod locate;
 mod records;
 mod slots;
 
-pub use locate::AtSlot;
 pub use records::{BlockInfo, RegisterEntry, Status};
 
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
@@ -217,7 +216,6 @@ impl Store {
             tx.open_table(UNDO)?;
             tx.open_table(BLOBS)?;
             tx.open_table(slots::SLOTS)?;
-            tx.open_table(slots::ERAS)?;
             let version = match meta.get("store_version")? {
                 Some(v) => u32::from_le_bytes(
                     v.value()

@@ -6,66 +6,7 @@ use crate::{head_in, BlockInfo, Store, StoreError, CANONICAL, INFO};
 use redb::ReadableDatabase as _;
 use spacevault_chain::locator::{locator_heights, MAX_LOCATOR};
 
-/// What the canonical chain holds at a slot, as an era's entropy reads it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AtSlot {
-    /// The last canonical block at or before the slot; none when only the
-    /// genesis is.
-    pub block: Option<[u8; 32]>,
-    /// The slot of the canonical head (0 at the genesis): past the slot
-    /// asked, the chain has moved on from it and its block is settled.
-    pub head_slot: u64,
-}
-
 impl Store {
-    /// The last canonical block at or before `slot`, and the head's slot,
-    /// read at once. Slots rise along the chain, so heights are searched
-    /// by halves.
-    pub fn canonical_at_slot(&self, slot: u64) -> Result<AtSlot, StoreError> {
-        let tx = self.db.begin_read()?;
-        let Some((head, height)) = head_in(&tx)? else {
-            return Ok(AtSlot {
-                block: None,
-                head_slot: 0,
-            });
-        };
-        let canonical = tx.open_table(CANONICAL)?;
-        let info = tx.open_table(INFO)?;
-        let at = |h: u64| -> Result<([u8; 32], u64), StoreError> {
-            let hash: [u8; 32] = canonical
-                .get(h)?
-                .ok_or(StoreError::Corrupt("a canonical height"))?
-                .value()
-                .try_into()
-                .map_err(|_| StoreError::Corrupt("a canonical hash"))?;
-            let found = info
-                .get(hash.as_slice())?
-                .ok_or(StoreError::Corrupt("a canonical block's info"))?;
-            Ok((hash, BlockInfo::decode(found.value())?.slot))
-        };
-        let head_slot = match info.get(head.as_slice())? {
-            Some(v) => BlockInfo::decode(v.value())?.slot,
-            None => return Err(StoreError::Corrupt("the head's block")),
-        };
-        // The greatest height in 1..=height whose slot is at most `slot`:
-        // `low` always qualifies (0 standing for the genesis), `high + 1`
-        // never does.
-        let (mut low, mut high) = (0u64, height);
-        while low < high {
-            let mid = low + (high - low).div_ceil(2);
-            if at(mid)?.1 <= slot {
-                low = mid;
-            } else {
-                high = mid - 1;
-            }
-        }
-        let block = match low {
-            0 => None,
-            h => Some(at(h)?.0),
-        };
-        Ok(AtSlot { block, head_slot })
-    }
-
     /// The locator of this store's canonical chain, as of its head.
     pub fn locator(&self) -> Result<Vec<[u8; 32]>, StoreError> {
         let tx = self.db.begin_read()?;

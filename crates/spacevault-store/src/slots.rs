@@ -2,17 +2,13 @@
 //! resumes its line of slots from after a restart, and what it sends a
 //! peer that is catching up. Written as chain data is (atomic, durable
 //! with the next flush): a vault killed before then checks the last few
-//! slots again. With each era's first slot the store keeps the entropy
-//! the era began with, so that a vault resumes its line with the entropy
-//! it checked, whatever its chain has become since.
+//! slots again.
 
 use crate::{Store, StoreError};
 use redb::{ReadableDatabase as _, ReadableTable, TableDefinition};
 use spacevault_chain::time::SlotOutput;
 
 pub(crate) const SLOTS: TableDefinition<u64, &[u8]> = TableDefinition::new("slots");
-/// Era number to the 32-byte entropy its first slot was checked with.
-pub(crate) const ERAS: TableDefinition<u64, &[u8]> = TableDefinition::new("era_entropy");
 
 impl Store {
     /// Keeps a checked slot's output.
@@ -22,36 +18,6 @@ impl Store {
             .insert(out.slot, out.encode().as_slice())?;
         tx.commit()?;
         Ok(())
-    }
-
-    /// Keeps the checked output of era `era`'s first slot and the entropy
-    /// the era began with, at once.
-    pub fn put_era_opening(
-        &self,
-        out: &SlotOutput,
-        era: u64,
-        entropy: &[u8; 32],
-    ) -> Result<(), StoreError> {
-        let tx = self.begin_chain_write()?;
-        tx.open_table(SLOTS)?
-            .insert(out.slot, out.encode().as_slice())?;
-        tx.open_table(ERAS)?.insert(era, entropy.as_slice())?;
-        tx.commit()?;
-        Ok(())
-    }
-
-    /// The entropy era `era` began with here, if the store kept it.
-    pub fn era_entropy(&self, era: u64) -> Result<Option<[u8; 32]>, StoreError> {
-        let tx = self.db.begin_read()?;
-        let t = tx.open_table(ERAS)?;
-        let found = t.get(era)?;
-        found
-            .map(|v| {
-                v.value()
-                    .try_into()
-                    .map_err(|_| StoreError::Corrupt("an era's entropy"))
-            })
-            .transpose()
     }
 
     /// The output of slot `slot`, if this store has it.
@@ -125,17 +91,5 @@ mod tests {
         drop(store);
         let store = Store::open(&dir.path().join("db"), &spec).unwrap();
         assert_eq!(store.last_slot().unwrap(), Some(out(5)));
-    }
-
-    #[test]
-    fn an_eras_entropy_is_kept_with_its_first_slot() {
-        let dir = tempfile::tempdir().unwrap();
-        let spec = ChainSpec::new("slots", 0, 1000);
-        let store = Store::open(&dir.path().join("db"), &spec).unwrap();
-        assert_eq!(store.era_entropy(1).unwrap(), None);
-        store.put_era_opening(&out(65), 1, &[7; 32]).unwrap();
-        assert_eq!(store.era_entropy(1).unwrap(), Some([7; 32]));
-        assert_eq!(store.era_entropy(2).unwrap(), None);
-        assert_eq!(store.last_slot().unwrap(), Some(out(65)));
     }
 }

@@ -17,11 +17,6 @@ fn rank(d: u8) -> Ranked {
 /// A block on `parent` at `height` with these transactions (the store does
 /// not check proofs, so any proof will do).
 fn block(parent: [u8; 32], height: u64, salt: u8, txs: Vec<RegisterTx>) -> Block {
-    block_in(parent, height, height, salt, txs)
-}
-
-/// A block as [`block`] makes one, in slot `slot`.
-fn block_in(parent: [u8; 32], height: u64, slot: u64, salt: u8, txs: Vec<RegisterTx>) -> Block {
     let producer = Keypair::from_secret(&[salt; 32]);
     let proof = ChainProof {
         farmer_key: producer.public(),
@@ -35,7 +30,7 @@ fn block_in(parent: [u8; 32], height: u64, slot: u64, salt: u8, txs: Vec<Registe
         height,
         parent,
         spacevault_chain::Stamp {
-            slot,
+            slot: height,
             output: [salt; spacevault_chain::time::FORM_BYTES],
         },
         proof,
@@ -491,35 +486,4 @@ fn a_locator_finds_where_two_branches_meet_in_one_answer() {
     // An empty store's locator is empty.
     let empty = Store::open(&dir.path().join("empty.redb"), &spec()).unwrap();
     assert!(empty.locator().unwrap().is_empty());
-}
-
-#[test]
-fn the_block_at_a_slot_is_the_last_canonical_one_at_or_before_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let g = spacevault_chain::genesis_hash(&spec().chain_id());
-    let empty = Store::open(&dir.path().join("empty.redb"), &spec()).unwrap();
-    let nothing = AtSlot {
-        block: None,
-        head_slot: 0,
-    };
-    assert_eq!(empty.canonical_at_slot(5).unwrap(), nothing);
-    // Heights 1 to 9 in slots 3, 6, ..., 27.
-    let mut chain: Vec<Block> = Vec::new();
-    for h in 1..=9 {
-        let parent = chain.last().map_or(g, Block::hash);
-        chain.push(block_in(parent, h, 3 * h, 1, vec![]));
-    }
-    let store = store_of(dir.path(), "gaps.redb", &chain);
-    // The slow twin: walk every height.
-    for slot in 0..=30 {
-        let expected = chain.iter().rev().find(|b| b.header.stamp.slot <= slot);
-        assert_eq!(
-            store.canonical_at_slot(slot).unwrap(),
-            AtSlot {
-                block: expected.map(Block::hash),
-                head_slot: 27,
-            },
-            "slot {slot}"
-        );
-    }
 }

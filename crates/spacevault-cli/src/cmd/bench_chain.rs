@@ -133,14 +133,13 @@ fn print_report(r: &ChainReport) -> Result<()> {
     run_line("withholding", &r.selfish)?;
     let p = &r.private;
     outln!(
-        "{:<12} {:>7} blocks against {}: {:.2} of the honest chain's weight; heavier after {} slots (last behind by {} blocks); released at the end it {} the head",
+        "{:<12} {:>7} blocks against {}: {:.2} of the honest chain's weight; heavier after {} slots (the honest chain then {} blocks long at most)",
         "private",
         p.private_blocks,
         p.honest_blocks,
         p.weight_ratio,
         p.heavier_after.len(),
-        p.heavier_after.last().map_or(0, |&(_, b)| b),
-        if p.released_at_end_took_the_head { "took" } else { "did not take" }
+        p.heavier_after.iter().map(|&(_, b)| b).max().unwrap_or(0)
     );
     outln!();
     let c = &r.slot_costs;
