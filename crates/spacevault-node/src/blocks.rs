@@ -5,7 +5,7 @@
 use crate::chain::Step;
 use crate::engine::{Adoption, Imported, Origin};
 use crate::farmer::Found;
-use crate::shared::Shared;
+use crate::shared::{verdict, Gossiped, Shared};
 use spacevault_chain::{validate, Block, ChainSpec, Rejection, Stamp};
 use spacevault_meter::Op;
 use spacevault_network::{self as net, Topic};
@@ -168,7 +168,7 @@ pub(crate) fn hold_for_slot(
     shared: &Arc<Shared>,
     block: Block,
     origin: Origin,
-    gossip: Option<crate::work::Gossiped>,
+    gossip: Option<Gossiped>,
 ) -> Result<bool, Rejection> {
     let chain = &shared.chain;
     let now = crate::now_ms();
@@ -213,7 +213,7 @@ pub(crate) fn hold_for_slot(
                 Some(Ok(_)) | None => net::Verdict::Ignore,
                 Some(Err(r)) => {
                     shared.metrics.refused(Topic::Blocks.name(), &r);
-                    crate::work::verdict(&r)
+                    verdict(&r)
                 }
             }
         } else {

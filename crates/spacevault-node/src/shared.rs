@@ -7,7 +7,7 @@ use crate::chain::Chain;
 use crate::farmer::Farmer;
 use crate::metrics::Metrics;
 use crate::vaults::Vaults;
-use spacevault_chain::Keypair;
+use spacevault_chain::{Keypair, Rejection};
 use spacevault_meter::Meter;
 use spacevault_network as net;
 use std::net::SocketAddr;
@@ -142,4 +142,23 @@ pub struct ScrubProgress {
 /// What the vault's own tasks (syncs) tell its main task.
 pub(crate) enum Internal {
     Synced,
+}
+
+/// A gossiped message, as its verdict is reported: at once by the worker
+/// that checked it, or later by whatever holds it (a block held for its
+/// slot).
+#[derive(Clone)]
+pub(crate) struct Gossiped {
+    pub(crate) id: net::MessageId,
+    pub(crate) source: net::Peer,
+}
+
+/// The gossip verdict of a refusal: rejected (the sender penalised) for a
+/// fault, ignored otherwise.
+pub(crate) fn verdict(r: &Rejection) -> net::Verdict {
+    if r.is_fault() {
+        net::Verdict::Reject
+    } else {
+        net::Verdict::Ignore
+    }
 }

@@ -43,18 +43,14 @@ fn clock_heard(shared: &Shared, slot: u64) {
     let changed = shared
         .clock
         .observe(shared.time.due_ms(slot), crate::now_ms(), slot_ms);
-    if let Some(offset) = shared.clock.offset_ms() {
+    let offset_ms = shared.clock.offset_ms();
+    if let Some(offset) = offset_ms {
         shared.metrics.clock_offset_ms.set(offset);
     }
     match changed.map(|v| (v, v.warning(slot_ms))) {
-        Some((_, Some(warning))) => {
-            tracing::warn!(offset_ms = shared.clock.offset_ms(), "{warning}")
-        }
+        Some((_, Some(warning))) => tracing::warn!(offset_ms, "{warning}"),
         Some((crate::clock::Verdict::Agrees, None)) => {
-            tracing::info!(
-                offset_ms = shared.clock.offset_ms(),
-                "this vault's clock agrees with the slots"
-            )
+            tracing::info!(offset_ms, "this vault's clock agrees with the slots")
         }
         _ => {}
     }

@@ -7,7 +7,7 @@ use crate::budget::BLOCKS_MIN_ANSWER;
 use crate::data;
 use crate::engine::Imported;
 use crate::processor::{Processor, Queue, Shed};
-use crate::shared::{Internal, Shared};
+use crate::shared::{verdict, Gossiped, Internal, Shared};
 use crate::sync::spawn_sync;
 use spacevault_chain::validate::check_tx;
 use spacevault_chain::{Block, RegisterTx, Rejection};
@@ -180,21 +180,6 @@ pub(crate) fn submit(shared: &Arc<Shared>, processor: &Processor<Work>, work: Wo
             }
         }
     }
-}
-
-pub(crate) fn verdict(r: &Rejection) -> Verdict {
-    if r.is_fault() {
-        Verdict::Reject
-    } else {
-        Verdict::Ignore
-    }
-}
-
-/// A gossiped message, as its verdict is reported.
-#[derive(Clone)]
-pub(crate) struct Gossiped {
-    pub(crate) id: net::MessageId,
-    pub(crate) source: net::Peer,
 }
 
 /// Checks a gossiped message; its verdict, or none when it is reported
