@@ -69,6 +69,14 @@ fn parts(group: &Group, xb: &[u8], yb: &[u8], t: u64) {
         spacevault_vdf::nucomp::pow2(&y, &b, &x, &r, group.ctx());
     }
     println!("pow2 {:.3} ms", s.elapsed().as_secs_f64() * 1e3 / n as f64);
+    let s = Instant::now();
+    for _ in 0..n {
+        spacevault_vdf::nucomp::pow2_binary(&y, &b, &x, &r, group.ctx());
+    }
+    println!(
+        "pow2 a bit at a time {:.3} ms",
+        s.elapsed().as_secs_f64() * 1e3 / n as f64
+    );
 }
 
 /// How long a discriminant takes to draw from a seed.
