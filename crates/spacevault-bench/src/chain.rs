@@ -20,7 +20,7 @@ use crate::BenchError;
 use serde::Serialize;
 use spacevault::PlotFile;
 use spacevault_chain::time::{SlotOutput, Timeline, FORM_BYTES};
-use spacevault_chain::{Block, ChainProof, ChainSpec, Keypair, Ranked, Stamp};
+use spacevault_chain::{Block, ChainProof, ChainSpec, Keypair, ProofKind, Ranked, Stamp};
 use spacevault_node::engine::{Engine, Imported};
 use spacevault_node::kit;
 use std::path::{Path, PathBuf};
@@ -78,12 +78,7 @@ impl Farmer {
             .prove(&challenge)
             .map_err(|e| BenchError::Invalid(format!("a lookup failed: {e}")))?;
         let h = self.plot.header();
-        let proof = ChainProof {
-            farmer_key: h.farmer_key,
-            seed: h.seed,
-            k: h.k(),
-            nonce: answer.nonce,
-        };
+        let proof = ChainProof::plain(h.farmer_key, h.seed, h.k(), answer.nonce);
         let rank = proof
             .verify(&challenge)
             .map_err(|e| BenchError::Invalid(format!("a plot's own proof: {e}")))?;
@@ -116,8 +111,11 @@ pub fn farmers(options: &ChainOptions) -> Result<Vec<Farmer>, BenchError> {
 /// The chain the runs share.
 pub fn spec(options: &ChainOptions) -> ChainSpec {
     let mut spec = ChainSpec::new("bench-chain", 1_000_000, 1000);
-    spec.min_k = options.k;
-    spec.max_k = spec.max_k.max(options.k);
+    spec.set_sizes(
+        ProofKind::Plain,
+        options.k,
+        spacevault::MAX_K.max(options.k),
+    );
     let records = (options.farmers as f64) * (1u64 << options.k) as f64;
     spec.initial_records = ((records * options.initial_records_factor) as u64).max(1);
     spec.block_interval_slots = options.block_interval_slots;

@@ -95,7 +95,11 @@ impl Network {
             spacevault_node::now_ms() + 1000 + 40 * options.vaults as u64,
             options.slot_ms,
         );
-        spec.min_k = options.k.clamp(spacevault::MIN_K, spacevault::MAX_K);
+        spec.set_sizes(
+            spacevault_chain::ProofKind::Plain,
+            options.k.clamp(spacevault::MIN_K, spacevault::MAX_K),
+            spacevault::MAX_K,
+        );
         spec.replication = options.replication;
         if let Some(n) = options.pot_iterations {
             spec.pot_iterations = n;

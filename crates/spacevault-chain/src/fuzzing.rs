@@ -102,6 +102,7 @@ mod tests {
         // block, so nothing is claimed of them.
         let producer = crate::Keypair::from_secret(&[1; 32]);
         let proof = crate::ChainProof {
+            kind: crate::ProofKind::Plain,
             farmer_key: producer.public(),
             seed: [2; 32],
             k: 16,

@@ -12,6 +12,7 @@ pub mod fork;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod keys;
+pub mod kind;
 pub mod locator;
 pub mod sig_cache;
 pub mod spec;
@@ -22,8 +23,9 @@ pub mod validate;
 pub use codec::DecodeError;
 pub use eligibility::Target;
 pub use keys::Keypair;
+pub use kind::ProofKind;
 pub use sig_cache::SigCache;
-pub use spec::{ChainSpec, SpecError};
+pub use spec::{ChainSpec, ProofRule, SpecError};
 pub use types::{
     blob_address, challenge, genesis_hash, Announce, Block, BlockHeader, ChainProof, Limits,
     Ranked, Receipt, RegisterTx, Stamp,

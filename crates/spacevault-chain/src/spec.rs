@@ -3,10 +3,11 @@
 //! encoding, so two nodes share a chain exactly when they share every field.
 
 use crate::codec::{DecodeError, Reader, Writer};
+use crate::kind::ProofKind;
 use serde::{Deserialize, Serialize};
 
 /// The spec's encoding version.
-pub const SPEC_VERSION: u16 = 3;
+pub const SPEC_VERSION: u16 = 4;
 
 /// A chain's parameters, as `spacevault chain init` writes them (JSON).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -43,9 +44,9 @@ pub struct ChainSpec {
     /// Bytes a register's name and value hold at most.
     pub max_register_name_bytes: u32,
     pub max_register_value_bytes: u32,
-    /// Plot sizes a proof may come from.
-    pub min_k: u8,
-    pub max_k: u8,
+    /// The proof-of-space schemes a block's proof may come from, each
+    /// with the plot sizes it is taken from (one rule a kind).
+    pub proofs: Vec<ProofRule>,
     /// The proof of time: squarings of the VDF a slot (`chain init`
     /// proposes a number from this machine's speed and the slot's length).
     pub pot_iterations: u64,
@@ -53,6 +54,41 @@ pub struct ChainSpec {
     pub pot_era_slots: u64,
     /// Bits of each era's discriminant (512 to 1024, whole bytes).
     pub pot_discriminant_bits: u32,
+}
+
+/// A proof-of-space scheme a chain accepts, by its kind number, and the
+/// plot sizes it takes proofs of that scheme from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProofRule {
+    pub kind: u8,
+    pub min_k: u8,
+    pub max_k: u8,
+}
+
+/// Rules a spec holds at most: one a scheme, and few schemes.
+pub const MAX_PROOF_RULES: usize = 8;
+
+/// A spec's proof rules as [`ChainSpec::encode`] writes them: a u8 count,
+/// then kind, min_k and max_k a rule.
+fn decode_proof_rules(r: &mut Reader) -> Result<Vec<ProofRule>, DecodeError> {
+    let count = r.u8("proof rules")?;
+    if usize::from(count) > MAX_PROOF_RULES {
+        return Err(DecodeError::TooLong {
+            what: "the spec's proof rules",
+            len: u64::from(count),
+            max: MAX_PROOF_RULES as u64,
+        });
+    }
+    (0..count)
+        .map(|_| {
+            Ok(ProofRule {
+                kind: r.u8("proof rule's kind")?,
+                min_k: r.u8("proof rule's min k")?,
+                max_k: r.u8("proof rule's max k")?,
+            })
+        })
+        .collect()
 }
 
 /// Squarings of the VDF a millisecond of slot that [`ChainSpec::new`]
@@ -102,8 +138,11 @@ impl ChainSpec {
             max_blob_bytes: 1 << 20,
             max_register_name_bytes: 64,
             max_register_value_bytes: 1024,
-            min_k: spacevault::MIN_K,
-            max_k: spacevault::MAX_K,
+            proofs: vec![ProofRule {
+                kind: ProofKind::Plain.number(),
+                min_k: spacevault::MIN_K,
+                max_k: spacevault::MAX_K,
+            }],
             pot_iterations: slot_ms * DEFAULT_POT_ITERATIONS_PER_MS,
             pot_era_slots: 64,
             pot_discriminant_bits: 1024,
@@ -161,18 +200,7 @@ impl ChainSpec {
         if self.max_block_txs > 1 << 16 {
             return bad("max_block_txs must be at most 65536".into());
         }
-        if self.min_k < spacevault::MIN_K
-            || self.max_k > spacevault::MAX_K
-            || self.min_k > self.max_k
-        {
-            return bad(format!(
-                "k range {}..={} is not within {}..={}",
-                self.min_k,
-                self.max_k,
-                spacevault::MIN_K,
-                spacevault::MAX_K
-            ));
-        }
+        self.check_proofs().map_err(SpecError::Invalid)?;
         if let Err(e) = self.time().check() {
             return bad(format!("pot_* fields: {e}"));
         }
@@ -180,6 +208,68 @@ impl ChainSpec {
             return bad("pot_iterations must be at most 2^40".into());
         }
         Ok(())
+    }
+
+    /// The rules of `proofs`: at least one, at most [`MAX_PROOF_RULES`],
+    /// one a kind, each a kind this build knows with a size range its
+    /// scheme supports.
+    fn check_proofs(&self) -> Result<(), String> {
+        if self.proofs.is_empty() || self.proofs.len() > MAX_PROOF_RULES {
+            return Err(format!(
+                "proofs holds {} rules: use 1 to {MAX_PROOF_RULES}",
+                self.proofs.len()
+            ));
+        }
+        for (i, rule) in self.proofs.iter().enumerate() {
+            let Some(kind) = ProofKind::from_number(rule.kind) else {
+                return Err(format!(
+                    "proof kind {} is not one this build knows",
+                    rule.kind
+                ));
+            };
+            if self.proofs[..i].iter().any(|r| r.kind == rule.kind) {
+                return Err(format!("proof kind {} has two rules", rule.kind));
+            }
+            let sizes = kind.sizes();
+            if !sizes.contains(&rule.min_k)
+                || !sizes.contains(&rule.max_k)
+                || rule.min_k > rule.max_k
+            {
+                return Err(format!(
+                    "proof kind {} ({}): k range {}..={} is not within {}..={}",
+                    rule.kind,
+                    kind.name(),
+                    rule.min_k,
+                    rule.max_k,
+                    sizes.start(),
+                    sizes.end()
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The plot sizes the chain takes proofs of `kind` from, or None when
+    /// it does not accept that kind.
+    pub fn sizes(&self, kind: ProofKind) -> Option<std::ops::RangeInclusive<u8>> {
+        self.proofs
+            .iter()
+            .find(|r| r.kind == kind.number())
+            .map(|r| r.min_k..=r.max_k)
+    }
+
+    /// Accepts proofs of `kind` from plots of `min_k` to `max_k`, in place
+    /// of any rule the spec had for it.
+    pub fn set_sizes(&mut self, kind: ProofKind, min_k: u8, max_k: u8) {
+        let rule = ProofRule {
+            kind: kind.number(),
+            min_k,
+            max_k,
+        };
+        match self.proofs.iter_mut().find(|r| r.kind == rule.kind) {
+            Some(r) => *r = rule,
+            None => self.proofs.push(rule),
+        }
     }
 
     /// Parses and checks a spec file's JSON.
@@ -210,9 +300,11 @@ impl ChainSpec {
             .u32(self.max_blob_bytes)
             .u32(self.max_register_name_bytes)
             .u32(self.max_register_value_bytes)
-            .u8(self.min_k)
-            .u8(self.max_k)
-            .u64(self.pot_iterations)
+            .u8(u8::try_from(self.proofs.len()).unwrap_or(u8::MAX));
+        for rule in &self.proofs {
+            w.u8(rule.kind).u8(rule.min_k).u8(rule.max_k);
+        }
+        w.u64(self.pot_iterations)
             .u64(self.pot_era_slots)
             .u32(self.pot_discriminant_bits);
         w.finish()
@@ -244,8 +336,7 @@ impl ChainSpec {
             max_blob_bytes: r.u32("max blob bytes")?,
             max_register_name_bytes: r.u32("max register name")?,
             max_register_value_bytes: r.u32("max register value")?,
-            min_k: r.u8("min k")?,
-            max_k: r.u8("max k")?,
+            proofs: decode_proof_rules(&mut r)?,
             pot_iterations: r.u64("pot iterations")?,
             pot_era_slots: r.u64("pot era slots")?,
             pot_discriminant_bits: r.u32("pot discriminant bits")?,
@@ -321,7 +412,7 @@ mod tests {
             Err(SpecError::Json(_))
         ));
         let mut spec = ChainSpec::new("t", 0, 1000);
-        spec.min_k = 12;
+        spec.set_sizes(ProofKind::Plain, 12, 20);
         assert!(spec.validate().is_err());
     }
 
@@ -370,17 +461,18 @@ mod tests {
         assert!(!ok(&|s| s.slot_ms = 3_600_001));
         assert!(!ok(&|s| s.replication = 0));
         // Each end of the k range on its own, and the two crossed.
-        assert!(ok(
-            &|s| (s.min_k, s.max_k) = (spacevault::MIN_K, spacevault::MIN_K)
-        ));
-        assert!(ok(
-            &|s| (s.min_k, s.max_k) = (spacevault::MAX_K, spacevault::MAX_K)
-        ));
-        assert!(!ok(&|s| s.min_k = spacevault::MIN_K - 1));
-        assert!(!ok(&|s| s.max_k = spacevault::MAX_K + 1));
-        assert!(!ok(
-            &|s| (s.min_k, s.max_k) = (spacevault::MIN_K + 1, spacevault::MIN_K)
-        ));
+        let (min, max) = (spacevault::MIN_K, spacevault::MAX_K);
+        assert!(ok(&|s| s.set_sizes(ProofKind::Plain, min, min)));
+        assert!(ok(&|s| s.set_sizes(ProofKind::Plain, max, max)));
+        assert!(!ok(&|s| s.set_sizes(ProofKind::Plain, min - 1, max)));
+        assert!(!ok(&|s| s.set_sizes(ProofKind::Plain, min, max + 1)));
+        assert!(!ok(&|s| s.set_sizes(ProofKind::Plain, min + 1, min)));
+        // Proof rules: none, too many, an unknown kind, a kind twice.
+        assert!(!ok(&|s| s.proofs.clear()));
+        assert!(!ok(&|s| s.proofs = vec![s.proofs[0]; MAX_PROOF_RULES + 1]));
+        assert!(!ok(&|s| s.proofs[0].kind = 0));
+        assert!(!ok(&|s| s.proofs[0].kind = 2));
+        assert!(!ok(&|s| s.proofs.push(s.proofs[0])));
         let mut spec = ChainSpec::new("t", 0, 1000);
         spec.version = SPEC_VERSION + 1;
         assert!(spec.validate().unwrap_err().to_string().contains("version"));

@@ -4,12 +4,14 @@
 
 use crate::codec::{DecodeError, Reader, Writer};
 use crate::keys::{self, Keypair};
+use crate::kind::ProofKind;
 use crate::sig_cache::SigCache;
 use crate::time::FORM_BYTES;
+use spacevault::ProofScheme;
 use spacevault_meter::{self as meter, Op};
 
 /// The encoding version of blocks and messages.
-pub const PROTOCOL_VERSION: u16 = 2;
+pub const PROTOCOL_VERSION: u16 = 3;
 
 /// Context strings of BLAKE3's `derive_key`, one per kind of hash, so that
 /// no hash of one kind can stand for another.
@@ -26,9 +28,11 @@ fn derive(context: &str, bytes: &[u8]) -> [u8; 32] {
     blake3::derive_key(context, bytes)
 }
 
-/// A proof of space: which record of which plot answers a challenge.
+/// A proof of space: which record of which plot answers a challenge, and
+/// the scheme that says so.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ChainProof {
+    pub kind: ProofKind,
     pub farmer_key: [u8; 32],
     pub seed: [u8; 32],
     pub k: u8,
@@ -36,15 +40,33 @@ pub struct ChainProof {
 }
 
 impl ChainProof {
+    /// A proof of the plain scheme (kind 1).
+    pub fn plain(farmer_key: [u8; 32], seed: [u8; 32], k: u8, nonce: u64) -> ChainProof {
+        ChainProof {
+            kind: ProofKind::Plain,
+            farmer_key,
+            seed,
+            k,
+            nonce,
+        }
+    }
+
     pub fn encode_into(&self, w: &mut Writer) {
-        w.fixed(&self.farmer_key)
+        w.u8(self.kind.number())
+            .fixed(&self.farmer_key)
             .fixed(&self.seed)
             .u8(self.k)
             .u64(self.nonce);
     }
 
     pub fn decode_from(r: &mut Reader) -> Result<ChainProof, DecodeError> {
+        let number = r.u8("proof's kind")?;
+        let kind = ProofKind::from_number(number).ok_or(DecodeError::UnknownKind {
+            what: "proof",
+            kind: number,
+        })?;
         Ok(ChainProof {
+            kind,
             farmer_key: r.array("proof's farmer key")?,
             seed: r.array("proof's seed")?,
             k: r.u8("proof's k")?,
@@ -61,11 +83,12 @@ impl ChainProof {
         }
     }
 
-    /// Verifies the proof for `challenge`: one derive_key and one record
-    /// hash.
+    /// Verifies the proof for `challenge` by its scheme (the plain one:
+    /// one derive_key and one record hash). The rank's distance is the
+    /// proof's score on the scale every scheme shares.
     pub fn verify(&self, challenge: &[u8; 32]) -> Result<Ranked, spacevault::VerifyError> {
-        let v = meter::timed(Op::HashProof, || {
-            spacevault::verify(&self.as_proof(), challenge)
+        let v = meter::timed(Op::HashProof, || match self.kind {
+            ProofKind::Plain => spacevault::Plain::verify(&self.as_proof(), challenge),
         })?;
         Ok(Ranked {
             distance: v.distance,
@@ -551,6 +574,7 @@ mod tests {
             RegisterTx::signed(&owner, &chain, b"other", 1, b""),
         ];
         let proof = ChainProof {
+            kind: crate::ProofKind::Plain,
             farmer_key: producer.public(),
             seed: [5; 32],
             k: 16,
@@ -645,6 +669,7 @@ mod tests {
         };
         assert_eq!(tx.encode().len(), 2 + TX_MIN_BYTES);
         let proof = ChainProof {
+            kind: crate::ProofKind::Plain,
             farmer_key: producer.public(),
             seed: [5; 32],
             k: 16,

@@ -48,6 +48,8 @@ pub enum Rejection {
     BadProof(String),
     #[error("k = {0} is outside the chain's range")]
     BadK(u8),
+    #[error("proofs of kind {0} are not among the chain's")]
+    KindRefused(u8),
     #[error("the block is not signed by its proof's farmer key")]
     BadSignature,
     #[error("a transaction's signature does not verify")]
@@ -90,6 +92,7 @@ impl Rejection {
             Rejection::BadTxRoot => "bad_tx_root",
             Rejection::BadProof(_) => "bad_proof",
             Rejection::BadK(_) => "bad_k",
+            Rejection::KindRefused(_) => "kind_refused",
             Rejection::BadSignature => "bad_signature",
             Rejection::BadTxSignature => "bad_tx_signature",
             Rejection::TxTooLarge => "tx_too_large",
@@ -161,9 +164,7 @@ pub fn check_proof(
     target: Target,
     proof: &ChainProof,
 ) -> Result<Ranked, Rejection> {
-    if !(spec.min_k..=spec.max_k).contains(&proof.k) {
-        return Err(Rejection::BadK(proof.k));
-    }
+    check_kind_and_size(spec, proof)?;
     let rank = proof
         .verify(&stamp.challenge(chain_id))
         .map_err(|e| Rejection::BadProof(e.to_string()))?;
@@ -171,6 +172,18 @@ pub fn check_proof(
         return Err(Rejection::NotEligible);
     }
     Ok(rank)
+}
+
+/// Refuses a proof of a scheme the spec does not name, or from a plot
+/// size outside the spec's range for it.
+fn check_kind_and_size(spec: &ChainSpec, proof: &ChainProof) -> Result<(), Rejection> {
+    let sizes = spec
+        .sizes(proof.kind)
+        .ok_or(Rejection::KindRefused(proof.kind.number()))?;
+    if !sizes.contains(&proof.k) {
+        return Err(Rejection::BadK(proof.k));
+    }
+    Ok(())
 }
 
 /// Refuses a slot due later than the clock's allowance past `now_ms`.
@@ -308,9 +321,7 @@ pub fn check_orphan(
     }
     check_not_future(spec, h.stamp.slot, now_ms)?;
     check_size_and_root(spec, chain_id, block)?;
-    if !(spec.min_k..=spec.max_k).contains(&h.proof.k) {
-        return Err(Rejection::BadK(h.proof.k));
-    }
+    check_kind_and_size(spec, &h.proof)?;
     if h.proof.k >= 64 || h.proof.nonce >> h.proof.k != 0 {
         return Err(Rejection::BadProof(format!(
             "nonce {} is out of range for k = {}",

@@ -12,6 +12,7 @@ fn valid_messages() -> Vec<Vec<u8>> {
     let chain = [9; 32];
     let tx = RegisterTx::signed(&owner, &chain, b"name", 1, b"value");
     let proof = ChainProof {
+        kind: spacevault_chain::ProofKind::Plain,
         farmer_key: producer.public(),
         seed: [5; 32],
         k: 16,
@@ -87,7 +88,7 @@ fn the_valid_messages_decode() {
     let m = valid_messages();
     assert!(Block::decode(&m[0], &limits).is_ok());
     assert!(RegisterTx::decode(&m[1], &limits).is_ok());
-    assert_eq!(m[2].len(), 32 + 32 + 1 + 8);
+    assert_eq!(m[2].len(), 1 + 32 + 32 + 1 + 8);
     assert!(Announce::decode(&m[3]).is_ok());
     assert!(ChainSpec::decode(&m[4]).is_ok());
     assert!(ChainSpec::from_json(std::str::from_utf8(&m[5]).unwrap()).is_ok());

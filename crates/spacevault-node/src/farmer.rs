@@ -3,7 +3,7 @@
 //! read (the plot's region checksums and `PlotFile::prove`'s rehash).
 
 use spacevault::PlotFile;
-use spacevault_chain::{ChainProof, ChainSpec, Ranked};
+use spacevault_chain::{ChainProof, ChainSpec, ProofKind, Ranked};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -67,6 +67,8 @@ impl Farmer {
     /// Opens the plots in `dirs` that belong to `farmer_key` and whose size
     /// the chain takes; the others are skipped with the reason.
     pub fn open(dirs: &[PathBuf], farmer_key: &[u8; 32], spec: &ChainSpec) -> Farmer {
+        // Plot files hold the plain scheme's records.
+        let plain_sizes = spec.sizes(ProofKind::Plain);
         let (mut plots, mut info, mut skipped) = (Vec::new(), Vec::new(), Vec::new());
         for dir in dirs {
             let files = match plot_files(dir) {
@@ -86,12 +88,21 @@ impl Farmer {
                         "made for farmer key {}, not this node's",
                         hex::encode(p.header().farmer_key)
                     ),
-                    Ok(p) if !(spec.min_k..=spec.max_k).contains(&p.header().k()) => format!(
-                        "k = {} is outside the chain's {}..={}",
-                        p.header().k(),
-                        spec.min_k,
-                        spec.max_k
-                    ),
+                    Ok(p)
+                        if !plain_sizes
+                            .as_ref()
+                            .is_some_and(|s| s.contains(&p.header().k())) =>
+                    {
+                        match &plain_sizes {
+                            Some(sizes) => format!(
+                                "k = {} is outside the chain's {}..={}",
+                                p.header().k(),
+                                sizes.start(),
+                                sizes.end()
+                            ),
+                            None => "the chain takes no proofs of the plain scheme".into(),
+                        }
+                    }
                     Ok(p) => {
                         info.push(PlotInfo {
                             path: path.clone(),
@@ -169,12 +180,7 @@ impl Farmer {
             };
             answers += 1;
             let h = self.plots[i].header();
-            let proof = ChainProof {
-                farmer_key: h.farmer_key,
-                seed: h.seed,
-                k: h.k(),
-                nonce: answer.nonce,
-            };
+            let proof = ChainProof::plain(h.farmer_key, h.seed, h.k(), answer.nonce);
             let rank = Ranked {
                 distance: answer.distance,
                 nonce: answer.nonce,

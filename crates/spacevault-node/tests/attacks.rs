@@ -20,6 +20,7 @@ fn made_up(key: &Keypair, chain: &[u8; 32], stamp: &Stamp, tries: u64) -> (Chain
             seed[..8].copy_from_slice(&i.to_le_bytes());
             seed[8..16].copy_from_slice(&stamp.slot.to_le_bytes());
             let proof = ChainProof {
+                kind: spacevault_chain::ProofKind::Plain,
                 farmer_key: key.public(),
                 seed,
                 k: 16,

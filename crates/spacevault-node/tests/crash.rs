@@ -20,7 +20,7 @@ use std::time::Duration;
 /// Every proof is eligible (the test is of the store, not of farming).
 fn spec() -> ChainSpec {
     let mut spec = ChainSpec::new("crash", 1_000_000, 1000);
-    spec.min_k = 16;
+    spec.set_sizes(spacevault_chain::ProofKind::Plain, 16, spacevault::MAX_K);
     spec.initial_records = 1;
     spec.block_interval_slots = 1;
     spec
@@ -87,6 +87,7 @@ fn child_of(known: &Known, producer: &Keypair, rng: &mut Rng) -> (Block, Known) 
     let chain = spec().chain_id();
     let height = known.parent.height + 1;
     let proof = ChainProof {
+        kind: spacevault_chain::ProofKind::Plain,
         farmer_key: producer.public(),
         seed: [3; 32],
         k: 16,

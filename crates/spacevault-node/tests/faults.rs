@@ -150,6 +150,7 @@ fn branch(spec: &spacevault_chain::ChainSpec, files: &VaultFiles, n: u64) -> Vec
         };
         let answer = plot.prove(&stamp.challenge(&chain)).unwrap();
         let proof = ChainProof {
+            kind: spacevault_chain::ProofKind::Plain,
             farmer_key: files.key.public(),
             seed: plot.header().seed,
             k: 16,

@@ -34,7 +34,7 @@ type Entry = (u64, Vec<u8>, u64, [u8; 64]);
 /// and branches of one length weigh differently.
 fn spec() -> ChainSpec {
     let mut spec = ChainSpec::new("model", 1_000_000, 1000);
-    spec.min_k = 16;
+    spec.set_sizes(spacevault_chain::ProofKind::Plain, 16, spacevault::MAX_K);
     spec.era_blocks = 2;
     spec.block_interval_slots = 2;
     spec.initial_records = 2;
@@ -276,6 +276,7 @@ fn build(plans: &[Plan]) -> Vec<Built> {
         let (proof, rank) = (p.nonce as u64..1 << 16)
             .map(|nonce| {
                 let proof = ChainProof {
+                    kind: spacevault_chain::ProofKind::Plain,
                     farmer_key: key.public(),
                     seed: [p.seed; 32],
                     k: 16,

@@ -49,6 +49,7 @@ async fn an_orphan_flood_keeps_no_more_than_its_senders_share_and_the_chain_goes
     for i in 0..3 * MAX_ORPHANS_PER_ORIGIN as u64 {
         let head = nodes[0].engine().head();
         let proof = ChainProof {
+            kind: spacevault_chain::ProofKind::Plain,
             farmer_key: key.public(),
             seed: [9; 32],
             k: 16,
@@ -117,6 +118,7 @@ async fn every_bad_message_is_refused_counted_and_not_relayed() {
     let (rogue, _rogue_events) = start_rogue(99).await;
     let rogue_key = Keypair::from_secret(&[99; 32]);
     let proof = ChainProof {
+        kind: spacevault_chain::ProofKind::Plain,
         farmer_key: rogue_key.public(),
         seed: [9; 32],
         k: 16,
@@ -496,6 +498,7 @@ async fn a_block_in_a_slot_not_reached_yet_waits_for_it_and_costs_its_sender_not
             output: last.output,
         },
         ChainProof {
+            kind: spacevault_chain::ProofKind::Plain,
             farmer_key: key.public(),
             seed: [9; 32],
             k: 16,

@@ -91,6 +91,7 @@ async fn rogue_vault_counted(
             };
             let block_at = |height: u64| {
                 let proof = ChainProof {
+                    kind: spacevault_chain::ProofKind::Plain,
                     farmer_key: key.public(),
                     seed: [secret; 32],
                     k: 16,

@@ -19,6 +19,7 @@ fn rank(d: u8) -> Ranked {
 fn block(parent: [u8; 32], height: u64, salt: u8, txs: Vec<RegisterTx>) -> Block {
     let producer = Keypair::from_secret(&[salt; 32]);
     let proof = ChainProof {
+        kind: spacevault_chain::ProofKind::Plain,
         farmer_key: producer.public(),
         seed: [salt; 32],
         k: 16,

@@ -48,6 +48,7 @@ pub mod plot;
 mod prefetch;
 pub mod prove;
 pub mod reader;
+pub mod scheme;
 #[doc(hidden)]
 pub mod units;
 pub mod verify;
@@ -58,4 +59,5 @@ pub use construction::{
 pub use plot::{plot, PlotError, PlotOptions, PlotSummary, Plotter};
 pub use prove::{Answer, ProveError};
 pub use reader::{PlotFile, ReadError, ReadMode};
+pub use scheme::{Plain, ProofScheme};
 pub use verify::{verify, Proof, Verified, VerifyError};

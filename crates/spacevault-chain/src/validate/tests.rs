@@ -69,6 +69,7 @@ fn a_block_is_checked_field_by_field() {
     let producer = Keypair::from_secret(&[7; 32]);
     // Any plot's record is a proof; under this target, an eligible one.
     let proof = ChainProof {
+        kind: crate::ProofKind::Plain,
         farmer_key: producer.public(),
         seed: [1; 32],
         k: 16,
@@ -203,6 +204,7 @@ fn block_with(spec: &ChainSpec, producer: &Keypair, txs: Vec<RegisterTx>) -> Blo
     let chain = spec.chain_id();
     let parent = Parent::genesis(spec);
     let proof = ChainProof {
+        kind: crate::ProofKind::Plain,
         farmer_key: producer.public(),
         seed: [1; 32],
         k: 16,
@@ -310,17 +312,26 @@ fn an_orphan_is_checked_for_what_needs_no_parent() {
         check_orphan(&spec, &chain, &unsigned, now, None),
         Err(Rejection::BadSignature)
     );
+    let sizes = spec.sizes(crate::ProofKind::Plain).unwrap();
     let mut small = good.clone();
-    small.header.proof.k = spec.min_k - 1;
+    small.header.proof.k = sizes.start() - 1;
     assert_eq!(
         check_orphan(&spec, &chain, &small, now, None),
-        Err(Rejection::BadK(spec.min_k - 1))
+        Err(Rejection::BadK(sizes.start() - 1))
     );
     let mut large = good.clone();
-    large.header.proof.k = spec.max_k + 1;
+    large.header.proof.k = sizes.end() + 1;
     assert_eq!(
         check_orphan(&spec, &chain, &large, now, None),
-        Err(Rejection::BadK(spec.max_k + 1))
+        Err(Rejection::BadK(sizes.end() + 1))
+    );
+    // A scheme the spec does not name (a spec no check let through: this
+    // build knows one scheme, and a valid spec names at least one).
+    let mut other = spec.clone();
+    other.proofs[0].kind = 2;
+    assert_eq!(
+        check_orphan(&other, &chain, &good, now, None),
+        Err(Rejection::KindRefused(1))
     );
     // Signed, but naming no record of its plot.
     let k = good.header.proof.k;

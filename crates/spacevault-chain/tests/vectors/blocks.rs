@@ -14,8 +14,8 @@ fn a_chain_proof() {
     proof().encode_into(&mut w);
     let c = Vector::new(
         "chain_proof",
-        "ChainProof { farmer_key: the public key of secret [3; 32], seed [5; 32],\n\
-         k 16, nonce 77 }: its encoding",
+        "ChainProof { kind 1 (plain), farmer_key: the public key of secret [3; 32],\n\
+         seed [5; 32], k 16, nonce 77 }: its encoding",
     )
     .field("encoding", w.finish())
     .check();

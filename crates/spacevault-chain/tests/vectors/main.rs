@@ -45,6 +45,7 @@ pub fn vault() -> Keypair {
 /// The producer's proof: its own key's plot of seed [5; 32], k 16, nonce 77.
 pub fn proof() -> ChainProof {
     ChainProof {
+        kind: spacevault_chain::ProofKind::Plain,
         farmer_key: producer().public(),
         seed: [5; 32],
         k: 16,

@@ -39,7 +39,8 @@ pub struct InitArgs {
     /// Vaults that keep each blob.
     #[arg(long, default_value_t = 4)]
     pub replication: u32,
-    /// The smallest plot a proof may come from.
+    /// The smallest plot a proof of the plain scheme (kind 1, the only one
+    /// today) may come from.
     #[arg(long, value_name = "K", default_value_t = spacevault::MIN_K)]
     pub min_k: u8,
     /// Squarings of the proof of time a slot (default: what this machine
@@ -76,7 +77,11 @@ fn init(a: InitArgs) -> Result<()> {
         a.slot_ms,
     );
     spec.replication = a.replication;
-    spec.min_k = a.min_k;
+    spec.set_sizes(
+        spacevault_chain::ProofKind::Plain,
+        a.min_k,
+        spacevault::MAX_K.max(a.min_k),
+    );
     spec.block_interval_slots = a.block_interval_slots;
     spec.initial_records = a.initial_records;
     spec.finality_depth = a.finality_depth;

@@ -125,6 +125,7 @@ mod tests {
         let mut parent = [0xee; 32];
         parent[..4].copy_from_slice(&parent_n.to_le_bytes());
         let proof = ChainProof {
+            kind: spacevault_chain::ProofKind::Plain,
             farmer_key: producer.public(),
             seed: [1; 32],
             k: 16,

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 /// network waits for blocks a slot apart. Eligibility has its own tests.
 pub fn spec(slot_ms: u64, replication: u32) -> ChainSpec {
     let mut spec = ChainSpec::new("network-test", spacevault_node::now_ms(), slot_ms);
-    spec.min_k = 16;
+    spec.set_sizes(spacevault_chain::ProofKind::Plain, 16, spacevault::MAX_K);
     spec.replication = replication;
     spec.pot_iterations = 300;
     spec.pot_era_slots = 16;
@@ -425,6 +425,7 @@ pub fn rogue_block(
     nonce: u64,
 ) -> spacevault_chain::Block {
     let proof = spacevault_chain::ChainProof {
+        kind: spacevault_chain::ProofKind::Plain,
         farmer_key: key.public(),
         seed: [9; 32],
         k: 16,

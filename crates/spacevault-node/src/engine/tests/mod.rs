@@ -15,7 +15,7 @@ use spacevault_meter::Op;
 /// it does with an eligible proof, eligibility on its own.
 fn spec() -> ChainSpec {
     let mut spec = ChainSpec::new("engine-test", 1_000_000, 1000);
-    spec.min_k = 16;
+    spec.set_sizes(spacevault_chain::ProofKind::Plain, 16, spacevault::MAX_K);
     spec.initial_records = 16;
     spec.block_interval_slots = 1;
     spec

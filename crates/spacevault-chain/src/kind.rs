@@ -1,0 +1,91 @@
+//! The proof-of-space schemes a chain may name: each a kind number that
+//! blocks carry before a proof's own fields, and that specs list with the
+//! plot sizes they accept.
+
+use spacevault::ProofScheme;
+
+/// The proof-of-space scheme a proof comes from, as blocks carry it: the
+/// scheme's [`ProofScheme::KIND`] number. A kind this build does not know
+/// cannot be decoded (its proof's fields are the scheme's own); a kind
+/// the chain's spec does not accept is refused by validation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ProofKind {
+    /// [`spacevault::Plain`]: a record of one table of BLAKE3 hashes.
+    Plain,
+}
+
+impl ProofKind {
+    /// The kind's number in blocks and specs.
+    pub fn number(self) -> u8 {
+        match self {
+            ProofKind::Plain => spacevault::Plain::KIND,
+        }
+    }
+
+    /// The kind numbered `n`, if this build knows it.
+    pub fn from_number(n: u8) -> Option<ProofKind> {
+        (n == spacevault::Plain::KIND).then_some(ProofKind::Plain)
+    }
+
+    /// The scheme's name for people.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProofKind::Plain => spacevault::Plain::NAME,
+        }
+    }
+
+    /// The plot sizes the scheme supports.
+    pub fn sizes(self) -> std::ops::RangeInclusive<u8> {
+        match self {
+            ProofKind::Plain => spacevault::Plain::MIN_K..=spacevault::Plain::MAX_K,
+        }
+    }
+
+    /// Records of the shared scale a plot of size `k` stands for
+    /// ([`ProofScheme::records`]).
+    pub fn records(self, k: u8) -> u64 {
+        match self {
+            ProofKind::Plain => spacevault::Plain::records(k),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::{DecodeError, Reader, Writer};
+    use crate::types::ChainProof;
+
+    #[test]
+    fn a_proof_begins_with_its_kind_and_an_unknown_kind_is_refused() {
+        let proof = ChainProof::plain([1; 32], [2; 32], 16, 3);
+        let mut w = Writer::new();
+        proof.encode_into(&mut w);
+        let mut bytes = w.finish();
+        assert_eq!(bytes.len(), 74);
+        assert_eq!(bytes[0], 1);
+        assert_eq!(ProofKind::from_number(1), Some(ProofKind::Plain));
+        for unknown in [0u8, 2, 255] {
+            assert_eq!(ProofKind::from_number(unknown), None);
+            bytes[0] = unknown;
+            assert_eq!(
+                ChainProof::decode_from(&mut Reader::new(&bytes)),
+                Err(DecodeError::UnknownKind {
+                    what: "proof",
+                    kind: unknown
+                })
+            );
+        }
+    }
+
+    #[test]
+    fn the_plain_kind_is_the_plot_librarys_scheme() {
+        assert_eq!(ProofKind::Plain.number(), spacevault::Plain::KIND);
+        assert_eq!(ProofKind::Plain.name(), "plain");
+        assert_eq!(
+            ProofKind::Plain.sizes(),
+            spacevault::MIN_K..=spacevault::MAX_K
+        );
+        assert_eq!(ProofKind::Plain.records(20), 1 << 20);
+    }
+}
