@@ -51,6 +51,9 @@ pub enum Op {
     VerifyTx,
     VerifyReceipt,
     VerifyAnnouncement,
+    /// A slot's proof-of-time output checked (the VDF's proof): once a
+    /// slot a vault, the costliest check a vault makes while idle.
+    VerifySlot,
 }
 
 /// The three kinds the profiling study tallies.
@@ -62,7 +65,7 @@ pub enum Kind {
 }
 
 impl Op {
-    pub const ALL: [Op; 17] = [
+    pub const ALL: [Op; 18] = [
         Op::HashLookup,
         Op::HashProof,
         Op::HashBlock,
@@ -80,6 +83,7 @@ impl Op {
         Op::VerifyTx,
         Op::VerifyReceipt,
         Op::VerifyAnnouncement,
+        Op::VerifySlot,
     ];
 
     pub fn kind(self) -> Kind {
@@ -88,7 +92,9 @@ impl Op {
             HashLookup | HashProof | HashBlock | HashChallenge | HashTx | HashData | HashReread
             | HashMessageId | HashMessage => Kind::Hash,
             SignBlock | SignReceipt | SignAnnouncement | SignTx => Kind::Sign,
-            VerifyBlock | VerifyTx | VerifyReceipt | VerifyAnnouncement => Kind::Verify,
+            VerifyBlock | VerifyTx | VerifyReceipt | VerifyAnnouncement | VerifySlot => {
+                Kind::Verify
+            }
         }
     }
 
@@ -109,6 +115,7 @@ impl Op {
             SignReceipt | VerifyReceipt => "receipt",
             SignAnnouncement | VerifyAnnouncement => "announcement",
             SignTx | VerifyTx => "tx",
+            VerifySlot => "slot_output",
         }
     }
 

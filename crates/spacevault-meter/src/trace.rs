@@ -1,11 +1,15 @@
 //! Crypto traces: every hash, signature and verification one vault
 //! performed in a window of time, with when and on what, as the small
-//! binary format (SVTRACE1, docs/PROFILING.md) that a vault serves and
+//! binary format (SVTRACE2, docs/PROFILING.md) that a vault serves and
 //! `spacevault report` reads.
 
 use crate::{Op, Span};
 
-pub const MAGIC: &[u8; 8] = b"SVTRACE1";
+pub const MAGIC: &[u8; 8] = b"SVTRACE2";
+/// The format before the slot check was counted: the same records, with
+/// operations 0 to 16 only. Still read, so that traces kept from it stay
+/// readable.
+const MAGIC_V1: &[u8; 8] = b"SVTRACE1";
 /// Header: magic, vault index (u32), cores (u32), window start and end
 /// (u64 Unix ns each).
 const HEADER_BYTES: usize = 8 + 4 + 4 + 8 + 8;
@@ -90,9 +94,13 @@ impl Trace {
     }
 
     pub fn decode(bytes: &[u8]) -> Result<Trace, String> {
-        if bytes.len() < HEADER_BYTES || &bytes[..8] != MAGIC {
-            return Err("not a spacevault crypto trace (no SVTRACE1 header)".into());
-        }
+        let known_ops = match bytes.get(..8) {
+            Some(m) if bytes.len() >= HEADER_BYTES && m == MAGIC => Op::ALL.len(),
+            Some(m) if bytes.len() >= HEADER_BYTES && m == MAGIC_V1 => 17,
+            _ => {
+                return Err("not a spacevault crypto trace (no SVTRACE2 or SVTRACE1 header)".into())
+            }
+        };
         let body = &bytes[HEADER_BYTES..];
         if !body.len().is_multiple_of(RECORD_BYTES) {
             return Err(format!(
@@ -108,7 +116,7 @@ impl Trace {
         }
         let mut ops = Vec::with_capacity(body.len() / RECORD_BYTES);
         for (i, r) in body.chunks_exact(RECORD_BYTES).enumerate() {
-            let op = *Op::ALL
+            let op = *Op::ALL[..known_ops]
                 .get(r[0] as usize)
                 .ok_or_else(|| format!("record {i}: no operation {}", r[0]))?;
             ops.push(TracedOp {
@@ -149,12 +157,32 @@ mod tests {
         assert!(Trace::decode(&bytes[..bytes.len() - 1])
             .unwrap_err()
             .contains("cut short"));
-        assert!(Trace::decode(b"hello").unwrap_err().contains("SVTRACE1"));
+        assert!(Trace::decode(b"hello").unwrap_err().contains("SVTRACE2"));
         let mut bad = bytes.clone();
         bad[HEADER_BYTES] = 200;
         assert!(Trace::decode(&bad)
             .unwrap_err()
             .contains("no operation 200"));
+    }
+
+    #[test]
+    fn a_trace_of_the_format_before_reads_without_the_slot_check() {
+        let t = Trace {
+            vault: 1,
+            cores: 2,
+            window_start_ns: 10,
+            window_end_ns: 20,
+            ops: vec![TracedOp::new(Op::VerifyAnnouncement, 11, 1, 1)],
+        };
+        let mut old = t.encode();
+        old[..8].copy_from_slice(MAGIC_V1);
+        assert_eq!(Trace::decode(&old).unwrap(), t);
+        // Operation 17, the slot check, came with SVTRACE2.
+        old[HEADER_BYTES] = Op::VerifySlot.index() as u8;
+        assert!(Trace::decode(&old).unwrap_err().contains("no operation 17"));
+        let mut new = t.encode();
+        new[HEADER_BYTES] = Op::VerifySlot.index() as u8;
+        assert_eq!(Trace::decode(&new).unwrap().ops[0].op, Op::VerifySlot);
     }
 
     #[test]

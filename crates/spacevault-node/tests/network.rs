@@ -32,7 +32,8 @@ async fn vaults_agree_on_every_settled_block() {
         .collect();
     assert!(producers.len() > 1, "one producer made every block");
     // Every vault counted its own cryptographic work: the blocks it
-    // checked, its lookups, the gossip ids it hashed; and a blob put and
+    // checked, its lookups, the gossip ids it hashed, the slot outputs it
+    // checked (the timekeeper its own too); and a blob put and
     // read back is hashed as it arrives and again off the disk.
     use spacevault_meter::Op;
     for n in &nodes {
@@ -43,10 +44,12 @@ async fn vaults_agree_on_every_settled_block() {
             Op::HashLookup,
             Op::HashMessageId,
             Op::HashProof,
+            Op::VerifySlot,
         ] {
             assert!(m.count(op) > 0, "{op:?} not counted: {m:?}");
         }
         assert!(m.nanos(Op::VerifyBlock) > 0);
+        assert!(m.nanos(Op::VerifySlot) > 0);
     }
     // Each block of another vault had its signature verified before the
     // engine's lock was taken: the check under the lock was a cache hit.
