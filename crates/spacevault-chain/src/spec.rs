@@ -469,12 +469,35 @@ mod tests {
         assert!(!ok(&|s| s.set_sizes(ProofKind::Plain, min + 1, min)));
         // Proof rules: none, too many, an unknown kind, a kind twice.
         assert!(!ok(&|s| s.proofs.clear()));
-        assert!(!ok(&|s| s.proofs = vec![s.proofs[0]; MAX_PROOF_RULES + 1]));
+        let mut many = ChainSpec::new("t", 0, 1000);
+        many.proofs = vec![many.proofs[0]; MAX_PROOF_RULES + 1];
+        assert!(many
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("proofs holds 9 rules"));
         assert!(!ok(&|s| s.proofs[0].kind = 0));
         assert!(!ok(&|s| s.proofs[0].kind = 2));
         assert!(!ok(&|s| s.proofs.push(s.proofs[0])));
         let mut spec = ChainSpec::new("t", 0, 1000);
         spec.version = SPEC_VERSION + 1;
         assert!(spec.validate().unwrap_err().to_string().contains("version"));
+    }
+
+    #[test]
+    fn a_spec_with_more_proof_rules_than_allowed_does_not_decode() {
+        let spec = ChainSpec::new("t", 0, 1000);
+        let mut bytes = spec.encode();
+        let rule = [1u8, 1, spacevault::MIN_K, spacevault::MAX_K];
+        let at = bytes
+            .windows(4)
+            .position(|w| w == rule)
+            .expect("the one rule, after its count");
+        assert_eq!(ChainSpec::decode(&bytes).unwrap(), spec);
+        bytes[at] = MAX_PROOF_RULES as u8 + 1;
+        assert!(matches!(
+            ChainSpec::decode(&bytes),
+            Err(DecodeError::TooLong { len: 9, max: 8, .. })
+        ));
     }
 }

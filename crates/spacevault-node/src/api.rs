@@ -332,7 +332,7 @@ struct TraceQuery {
 }
 
 /// The crypto operations this vault performed since the last call that
-/// started in the window, as an SVTRACE1 trace (docs/PROFILING.md): what
+/// started in the window, as an SVTRACE2 trace (docs/PROFILING.md): what
 /// `spacevault stress --trace-crypto` collects from vaults that run as
 /// processes of their own. A vault started without `--trace-crypto` keeps
 /// no spans: 404.
@@ -395,6 +395,7 @@ async fn block(State(s): S, Path(height): Path<String>) -> Result<Json<BlockJson
         slot_output: hex::encode(h.stamp.output),
         producer: hex::encode(h.proof.farmer_key),
         proof: ProofJson {
+            kind: h.proof.kind.number(),
             farmer_key: hex::encode(h.proof.farmer_key),
             seed: hex::encode(h.proof.seed),
             k: h.proof.k,

@@ -255,7 +255,8 @@ pub fn pow(f: &Form, e: &Integer, ctx: &Ctx) -> Form {
     out
 }
 
-/// f1^e1 · f2^e2 (e1, e2 ≥ 0), what a Wesolowski check computes: the
+/// f1^e1 · f2^e2 (e1, e2 ≥ 0; f1 and f2 reduced, as deserialized forms
+/// are), what a Wesolowski check computes: the
 /// squarings shared between the two (Shamir's trick), each exponent in
 /// signed digits of width [`WINDOW`] (wNAF), so that about one bit in
 /// `WINDOW + 1` costs a composition instead of three in four. A form's

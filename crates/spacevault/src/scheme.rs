@@ -67,9 +67,6 @@ impl ProofScheme for Plain {
     }
 }
 
-/// The kinds this build knows, by number: what a chain spec may name.
-pub const KNOWN_KINDS: &[(u8, &str)] = &[(Plain::KIND, Plain::NAME)];
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -412,6 +412,7 @@ fn every_reason_has_its_own_name_and_only_the_sender_s_faults_are_faults() {
         (Rejection::BadTxRoot, "bad_tx_root", true),
         (Rejection::BadProof("x".into()), "bad_proof", true),
         (Rejection::BadK(1), "bad_k", true),
+        (Rejection::KindRefused(2), "kind_refused", true),
         (Rejection::BadSignature, "bad_signature", true),
         (Rejection::BadTxSignature, "bad_tx_signature", true),
         (Rejection::TxTooLarge, "tx_too_large", true),

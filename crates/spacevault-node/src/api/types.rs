@@ -180,6 +180,8 @@ pub struct BlockJson {
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct ProofJson {
+    /// The proof's scheme by its kind number (1: the plain scheme).
+    pub kind: u8,
     pub farmer_key: String,
     pub seed: String,
     pub k: u8,
