@@ -116,7 +116,7 @@ pub fn spec(options: &ChainOptions) -> ChainSpec {
         options.k,
         spacevault::MAX_K.max(options.k),
     );
-    let records = (options.farmers as f64) * (1u64 << options.k) as f64;
+    let records = (options.farmers as f64) * ProofKind::Plain.records(options.k) as f64;
     spec.initial_records = ((records * options.initial_records_factor) as u64).max(1);
     spec.block_interval_slots = options.block_interval_slots;
     spec.era_blocks = options.era_blocks;
