@@ -86,7 +86,7 @@ async fn a_split_network_heals_into_one_chain() {
     let nodes = network_keeping_time_at(&spec, &files, false, 3, &[0, 3]).await;
     let (left, right): (Vec<&_>, Vec<&_>) =
         (nodes[..3].iter().collect(), nodes[3..].iter().collect());
-    split(&left, &right);
+    split(&left, &right).await;
     let split_at = nodes.iter().map(|n| n.height()).max().unwrap();
     // Both halves go on, each on a branch of its own.
     let went_on = wait_for(Duration::from_secs(20), || {
@@ -478,7 +478,7 @@ async fn a_healed_split_follows_the_branch_fork_choice_prefers() {
     let nodes = network_keeping_time_at(&spec, &files, false, 2, &[0, 2]).await;
     let (left, right): (Vec<&_>, Vec<&_>) =
         (nodes[..2].iter().collect(), nodes[2..].iter().collect());
-    split(&left, &right);
+    split(&left, &right).await;
     let split_at = nodes.iter().map(|n| n.height()).max().unwrap();
     assert!(
         wait_for(Duration::from_secs(20), || nodes

@@ -164,8 +164,16 @@ pub fn agree_up_to(nodes: &[&Node], height: u64) -> bool {
     })
 }
 
-/// Blocks every peer of `a` from every peer of `b`, both ways.
-pub fn split(a: &[&Node], b: &[&Node]) {
+/// Blocks every peer of `a` from every peer of `b`, both ways, once each
+/// side is connected within itself: every vault dialled the first one at
+/// start, and a side whose vaults reached each other only through the
+/// other side would be cut into pieces with no timekeeper.
+pub async fn split(a: &[&Node], b: &[&Node]) {
+    for side in [a, b] {
+        for (i, to) in side.iter().enumerate() {
+            reconnect(&side[i + 1..], to).await;
+        }
+    }
     for x in a {
         for y in b {
             x.network().block(y.peer_id());
