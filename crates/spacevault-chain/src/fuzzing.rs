@@ -3,7 +3,8 @@
 //! canonical form (it encodes back to exactly the bytes it came from), so
 //! that its hash and signature mean one thing.
 
-use crate::types::{Announce, Block, ChainProof, RegisterTx};
+use crate::block::Block;
+use crate::types::{Announce, ChainProof, RegisterTx};
 use crate::{ChainSpec, Limits};
 
 /// Limits small enough that a fuzzer reaches them.
@@ -12,6 +13,7 @@ pub fn limits() -> Limits {
         max_block_txs: 8,
         max_register_name_bytes: 64,
         max_register_value_bytes: 256,
+        max_block_evidence: 2,
     }
 }
 
@@ -36,7 +38,12 @@ pub fn decode_everything(data: &[u8]) {
     if let Ok(block) = Block::decode(data, &limits) {
         assert_eq!(block.encode(), data, "a block in a non-canonical form");
         assert!(block.txs.len() <= limits.max_block_txs);
+        assert!(block.evidence.len() <= limits.max_block_evidence);
         let _ = block.hash();
+    }
+    if let Ok(e) = crate::block::Equivocation::decode(data) {
+        assert_eq!(e.encode(), data, "evidence in a non-canonical form");
+        let _ = crate::validate::check_equivocation(&[0; 32], &e);
     }
     if let Ok(tx) = RegisterTx::decode(data, &limits) {
         assert_eq!(tx.encode(), data, "a transaction in a non-canonical form");

@@ -6,6 +6,7 @@
 //! `docs/PROTOCOL.md` is its specification; the node
 //! (`spacevault-node`) runs it.
 
+pub mod block;
 pub mod codec;
 pub mod eligibility;
 pub mod fork;
@@ -20,6 +21,7 @@ pub mod time;
 pub mod types;
 pub mod validate;
 
+pub use block::{Block, BlockHeader, Equivocation, SignedHeader};
 pub use codec::DecodeError;
 pub use eligibility::Target;
 pub use keys::Keypair;
@@ -27,7 +29,7 @@ pub use kind::ProofKind;
 pub use sig_cache::SigCache;
 pub use spec::{ChainSpec, ProofRule, SpecError};
 pub use types::{
-    blob_address, challenge, genesis_hash, Announce, Block, BlockHeader, ChainProof, Limits,
-    Ranked, Receipt, RegisterTx, Stamp,
+    blob_address, challenge, genesis_hash, Announce, ChainProof, Limits, Ranked, Receipt,
+    RegisterTx, Stamp,
 };
 pub use validate::{Parent, Rejection};

@@ -7,7 +7,7 @@ use crate::kind::ProofKind;
 use serde::{Deserialize, Serialize};
 
 /// The spec's encoding version.
-pub const SPEC_VERSION: u16 = 4;
+pub const SPEC_VERSION: u16 = 5;
 
 /// A chain's parameters, as `spacevault chain init` writes them (JSON).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -44,6 +44,8 @@ pub struct ChainSpec {
     /// Bytes a register's name and value hold at most.
     pub max_register_name_bytes: u32,
     pub max_register_value_bytes: u32,
+    /// Pieces of evidence of equivocation a block carries at most.
+    pub max_block_evidence: u32,
     /// The proof-of-space schemes a block's proof may come from, each
     /// with the plot sizes it is taken from (one rule a kind).
     pub proofs: Vec<ProofRule>,
@@ -138,6 +140,7 @@ impl ChainSpec {
             max_blob_bytes: 1 << 20,
             max_register_name_bytes: 64,
             max_register_value_bytes: 1024,
+            max_block_evidence: 4,
             proofs: vec![ProofRule {
                 kind: ProofKind::Plain.number(),
                 min_k: spacevault::MIN_K,
@@ -199,6 +202,9 @@ impl ChainSpec {
         }
         if self.max_block_txs > 1 << 16 {
             return bad("max_block_txs must be at most 65536".into());
+        }
+        if self.max_block_evidence > 64 {
+            return bad("max_block_evidence must be at most 64".into());
         }
         self.check_proofs().map_err(SpecError::Invalid)?;
         if let Err(e) = self.time().check() {
@@ -300,6 +306,7 @@ impl ChainSpec {
             .u32(self.max_blob_bytes)
             .u32(self.max_register_name_bytes)
             .u32(self.max_register_value_bytes)
+            .u32(self.max_block_evidence)
             .u8(u8::try_from(self.proofs.len()).unwrap_or(u8::MAX));
         for rule in &self.proofs {
             w.u8(rule.kind).u8(rule.min_k).u8(rule.max_k);
@@ -336,6 +343,7 @@ impl ChainSpec {
             max_blob_bytes: r.u32("max blob bytes")?,
             max_register_name_bytes: r.u32("max register name")?,
             max_register_value_bytes: r.u32("max register value")?,
+            max_block_evidence: r.u32("max block evidence")?,
             proofs: decode_proof_rules(&mut r)?,
             pot_iterations: r.u64("pot iterations")?,
             pot_era_slots: r.u64("pot era slots")?,

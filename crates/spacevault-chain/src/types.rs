@@ -11,7 +11,7 @@ use spacevault::ProofScheme;
 use spacevault_meter::{self as meter, Op};
 
 /// The encoding version of blocks and messages.
-pub const PROTOCOL_VERSION: u16 = 3;
+pub const PROTOCOL_VERSION: u16 = 4;
 
 /// Context strings of BLAKE3's `derive_key`, one per kind of hash, so that
 /// no hash of one kind can stand for another.
@@ -19,12 +19,13 @@ pub mod context {
     pub const BLOCK: &str = "spacevault 2026-11 chain block v1";
     pub const GENESIS: &str = "spacevault 2026-11 chain genesis v1";
     pub const REGISTER_TX: &str = "spacevault 2026-11 chain register tx v1";
-    pub const TX_ROOT: &str = "spacevault 2026-11 chain tx root v1";
+    pub const BODY_ROOT: &str = "spacevault 2026-11 chain body root v1";
+    pub const EQUIVOCATION: &str = "spacevault 2026-11 chain equivocation v1";
     pub const RECEIPT: &str = "spacevault 2026-11 storage receipt v1";
     pub const ANNOUNCE: &str = "spacevault 2026-11 vault announcement v1";
 }
 
-fn derive(context: &str, bytes: &[u8]) -> [u8; 32] {
+pub(crate) fn derive(context: &str, bytes: &[u8]) -> [u8; 32] {
     blake3::derive_key(context, bytes)
 }
 
@@ -252,6 +253,7 @@ pub struct Limits {
     pub max_block_txs: usize,
     pub max_register_name_bytes: usize,
     pub max_register_value_bytes: usize,
+    pub max_block_evidence: usize,
 }
 
 impl Limits {
@@ -260,148 +262,15 @@ impl Limits {
             max_block_txs: spec.max_block_txs as usize,
             max_register_name_bytes: spec.max_register_name_bytes as usize,
             max_register_value_bytes: spec.max_register_value_bytes as usize,
+            max_block_evidence: spec.max_block_evidence as usize,
         }
     }
 }
 
-fn check_version(r: &mut Reader, what: &'static str) -> Result<(), DecodeError> {
+pub(crate) fn check_version(r: &mut Reader, what: &'static str) -> Result<(), DecodeError> {
     match r.u16("version")? {
         PROTOCOL_VERSION => Ok(()),
         version => Err(DecodeError::UnknownVersion { what, version }),
-    }
-}
-
-/// The root of a block's transactions: a hash of their ids in order.
-pub fn tx_root(chain_id: &[u8; 32], txs: &[RegisterTx]) -> [u8; 32] {
-    let mut w = Writer::new();
-    w.u32(txs.len() as u32);
-    for tx in txs {
-        w.fixed(&tx.id(chain_id));
-    }
-    meter::timed(Op::HashBlock, || derive(context::TX_ROOT, &w.finish()))
-}
-
-/// What a block's producer signs.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct BlockHeader {
-    pub chain_id: [u8; 32],
-    pub height: u64,
-    pub parent: [u8; 32],
-    /// The slot the block is made in, and that slot's output: the proof
-    /// answers the slot's challenge.
-    pub stamp: Stamp,
-    pub proof: ChainProof,
-    pub tx_root: [u8; 32],
-}
-
-impl BlockHeader {
-    fn encode_into(&self, w: &mut Writer) {
-        w.fixed(&self.chain_id)
-            .u64(self.height)
-            .fixed(&self.parent)
-            .u64(self.stamp.slot)
-            .fixed(&self.stamp.output);
-        self.proof.encode_into(w);
-        w.fixed(&self.tx_root);
-    }
-
-    fn decode_from(r: &mut Reader) -> Result<BlockHeader, DecodeError> {
-        Ok(BlockHeader {
-            chain_id: r.array("block's chain id")?,
-            height: r.u64("block's height")?,
-            parent: r.array("block's parent")?,
-            stamp: Stamp {
-                slot: r.u64("block's slot")?,
-                output: r.array("block's slot output")?,
-            },
-            proof: ChainProof::decode_from(r)?,
-            tx_root: r.array("block's transaction root")?,
-        })
-    }
-
-    /// The block's hash: what its producer signs, and what its child names
-    /// as its parent.
-    pub fn hash(&self) -> [u8; 32] {
-        let mut w = Writer::new();
-        w.u16(PROTOCOL_VERSION);
-        self.encode_into(&mut w);
-        meter::timed(Op::HashBlock, || derive(context::BLOCK, &w.finish()))
-    }
-}
-
-/// A block: its header, its transactions, and the producer's signature of
-/// the header's hash by the proof's farmer key.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Block {
-    pub header: BlockHeader,
-    pub txs: Vec<RegisterTx>,
-    pub signature: [u8; 64],
-}
-
-impl Block {
-    /// A block `producer` signs; its proof's farmer key must be the
-    /// producer's public key for the block to be valid.
-    pub fn produce(
-        producer: &Keypair,
-        chain_id: [u8; 32],
-        height: u64,
-        parent: [u8; 32],
-        stamp: Stamp,
-        proof: ChainProof,
-        txs: Vec<RegisterTx>,
-    ) -> Block {
-        let header = BlockHeader {
-            chain_id,
-            height,
-            parent,
-            stamp,
-            proof,
-            tx_root: tx_root(&chain_id, &txs),
-        };
-        let hash = header.hash();
-        let signature = meter::timed(Op::SignBlock, || producer.sign(&hash));
-        Block {
-            header,
-            txs,
-            signature,
-        }
-    }
-
-    pub fn hash(&self) -> [u8; 32] {
-        self.header.hash()
-    }
-
-    pub fn encode(&self) -> Vec<u8> {
-        let mut w = Writer::new();
-        w.u16(PROTOCOL_VERSION);
-        self.header.encode_into(&mut w);
-        w.u32(self.txs.len() as u32);
-        for tx in &self.txs {
-            tx.encode_into(&mut w);
-        }
-        w.fixed(&self.signature);
-        w.finish()
-    }
-
-    pub fn decode(bytes: &[u8], limits: &Limits) -> Result<Block, DecodeError> {
-        let mut r = Reader::new(bytes);
-        let block = Block::decode_from(&mut r, limits)?;
-        r.finish()?;
-        Ok(block)
-    }
-
-    pub fn decode_from(r: &mut Reader, limits: &Limits) -> Result<Block, DecodeError> {
-        check_version(r, "block")?;
-        let header = BlockHeader::decode_from(r)?;
-        let n = r.count("block's transactions", limits.max_block_txs, TX_MIN_BYTES)?;
-        let txs = (0..n)
-            .map(|_| RegisterTx::decode_from(r, limits))
-            .collect::<Result<_, _>>()?;
-        Ok(Block {
-            header,
-            txs,
-            signature: r.array("block's signature")?,
-        })
     }
 }
 
@@ -544,138 +413,4 @@ impl Announce {
 /// A blob's address: the BLAKE3 hash of its bytes.
 pub fn blob_address(blob: &[u8]) -> [u8; 32] {
     *blake3::hash(blob).as_bytes()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn limits() -> Limits {
-        Limits {
-            max_block_txs: 16,
-            max_register_name_bytes: 64,
-            max_register_value_bytes: 1024,
-        }
-    }
-
-    fn stamp() -> Stamp {
-        Stamp {
-            slot: 3,
-            output: [0x21; FORM_BYTES],
-        }
-    }
-
-    fn sample_block() -> Block {
-        let producer = Keypair::from_secret(&[3; 32]);
-        let owner = Keypair::from_secret(&[4; 32]);
-        let chain = [9; 32];
-        let txs = vec![
-            RegisterTx::signed(&owner, &chain, b"name", 1, b"value"),
-            RegisterTx::signed(&owner, &chain, b"other", 1, b""),
-        ];
-        let proof = ChainProof {
-            kind: crate::ProofKind::Plain,
-            farmer_key: producer.public(),
-            seed: [5; 32],
-            k: 16,
-            nonce: 77,
-        };
-        Block::produce(
-            &producer,
-            chain,
-            1,
-            genesis_hash(&chain),
-            stamp(),
-            proof,
-            txs,
-        )
-    }
-
-    #[test]
-    fn blocks_and_messages_round_trip_exactly() {
-        let block = sample_block();
-        let bytes = block.encode();
-        assert_eq!(Block::decode(&bytes, &limits()).unwrap(), block);
-        for cut in 0..bytes.len() {
-            assert!(
-                Block::decode(&bytes[..cut], &limits()).is_err(),
-                "cut {cut}"
-            );
-        }
-        let tx = &block.txs[0];
-        assert_eq!(&RegisterTx::decode(&tx.encode(), &limits()).unwrap(), tx);
-        let vault = Keypair::from_secret(&[7; 32]);
-        let a = Announce::signed(&vault, &[1; 32], 99, vec![vec![4, 127, 0, 0, 1]]);
-        let bytes = a.encode();
-        assert_eq!(Announce::decode(&bytes).unwrap(), a);
-        assert!(a.signature_ok(&[1; 32]) && !a.signature_ok(&[2; 32]));
-        for cut in 0..bytes.len() {
-            assert!(Announce::decode(&bytes[..cut]).is_err());
-        }
-    }
-
-    #[test]
-    fn signatures_cover_what_they_should() {
-        let block = sample_block();
-        let chain = block.header.chain_id;
-        assert!(keys::verify(
-            &block.header.proof.farmer_key,
-            &block.hash(),
-            &block.signature
-        ));
-        assert!(block.txs[0].signature_ok(&chain));
-        // Another chain, version or value: the signature no longer fits.
-        assert!(!block.txs[0].signature_ok(&[8; 32]));
-        let mut tx = block.txs[0].clone();
-        tx.version = 2;
-        assert!(!tx.signature_ok(&chain));
-        let mut header = block.header.clone();
-        header.stamp.slot += 1;
-        assert_ne!(header.hash(), block.hash());
-        let receipt = Receipt::sign(&Keypair::from_secret(&[6; 32]), &chain, &[1; 32]);
-        assert!(receipt.verify(&chain) && !receipt.verify(&[0; 32]));
-    }
-
-    #[test]
-    fn a_blocks_challenge_is_its_slots_whatever_its_parent_and_transactions() {
-        let block = sample_block();
-        let chain = block.header.chain_id;
-        let c = block.header.stamp.challenge(&chain);
-        let mut other = block.clone();
-        other.txs.pop();
-        other.header.parent = [0x44; 32];
-        assert_eq!(c, other.header.stamp.challenge(&chain));
-        let mut later = block.header.stamp;
-        later.slot += 1;
-        assert_ne!(c, later.challenge(&chain));
-        let mut another = block.header.stamp;
-        another.output[0] ^= 1;
-        assert_ne!(c, another.challenge(&chain));
-        assert_ne!(c, block.header.stamp.challenge(&[2; 32]));
-    }
-
-    #[test]
-    fn a_block_full_of_the_smallest_transactions_decodes() {
-        // Each transaction as small as one can be: the count's check
-        // against what is left must let every one through.
-        let producer = Keypair::from_secret(&[3; 32]);
-        let chain = [9; 32];
-        let tx = RegisterTx {
-            owner: [1; 32],
-            name: vec![],
-            version: 1,
-            value: vec![],
-            signature: [0; 64],
-        };
-        assert_eq!(tx.encode().len(), 2 + TX_MIN_BYTES);
-        let proof = ChainProof {
-            kind: crate::ProofKind::Plain,
-            farmer_key: producer.public(),
-            seed: [5; 32],
-            k: 16,
-            nonce: 77,
-        };
-        let block = Block::produce(&producer, chain, 1, [0; 32], stamp(), proof, vec![tx; 16]);
-        assert_eq!(Block::decode(&block.encode(), &limits()).unwrap(), block);
-    }
 }

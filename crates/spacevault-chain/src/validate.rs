@@ -2,12 +2,13 @@
 //! one is not: every rejection has a reason with a name, which the node
 //! counts in its metrics.
 
+use crate::block::{Block, Equivocation};
 use crate::eligibility::Target;
 use crate::keys;
 use crate::sig_cache::SigCache;
 use crate::spec::ChainSpec;
 use crate::time::FORM_BYTES;
-use crate::types::{Block, ChainProof, Ranked, RegisterTx, Stamp};
+use crate::types::{ChainProof, Ranked, RegisterTx, Stamp};
 use spacevault_meter::{self as meter, Op};
 
 /// Why a message was refused.
@@ -42,8 +43,16 @@ pub enum Rejection {
     OffCheckpoint { height: u64 },
     #[error("{got} transactions, more than the {max} a block holds")]
     TooManyTxs { got: usize, max: usize },
-    #[error("the transaction root does not match the transactions")]
-    BadTxRoot,
+    #[error("the body root does not match the transactions and evidence")]
+    BadBodyRoot,
+    #[error("{got} pieces of evidence, more than the {max} a block holds")]
+    TooMuchEvidence { got: usize, max: usize },
+    #[error("evidence of equivocation that shows none: {0}")]
+    BadEvidence(&'static str),
+    #[error("evidence against a farmer key its chain has banned already")]
+    EvidenceKnown,
+    #[error("its farmer key is banned on its chain for equivocation")]
+    Banned,
     #[error("the proof of space does not verify: {0}")]
     BadProof(String),
     #[error("k = {0} is outside the chain's range")]
@@ -89,7 +98,11 @@ impl Rejection {
             Rejection::BelowFinality { .. } => "below_finality",
             Rejection::OffCheckpoint { .. } => "off_checkpoint",
             Rejection::TooManyTxs { .. } => "too_many_txs",
-            Rejection::BadTxRoot => "bad_tx_root",
+            Rejection::BadBodyRoot => "bad_body_root",
+            Rejection::TooMuchEvidence { .. } => "too_much_evidence",
+            Rejection::BadEvidence(_) => "bad_evidence",
+            Rejection::EvidenceKnown => "evidence_known",
+            Rejection::Banned => "banned",
             Rejection::BadProof(_) => "bad_proof",
             Rejection::BadK(_) => "bad_k",
             Rejection::KindRefused(_) => "kind_refused",
@@ -342,8 +355,50 @@ fn check_size_and_root(
             max: spec.max_block_txs as usize,
         });
     }
-    if crate::types::tx_root(chain_id, &block.txs) != block.header.tx_root {
-        return Err(Rejection::BadTxRoot);
+    if block.evidence.len() > spec.max_block_evidence as usize {
+        return Err(Rejection::TooMuchEvidence {
+            got: block.evidence.len(),
+            max: spec.max_block_evidence as usize,
+        });
+    }
+    let root = crate::block::body_root(chain_id, &block.txs, &block.evidence);
+    if root != block.header.body_root {
+        return Err(Rejection::BadBodyRoot);
+    }
+    for (i, e) in block.evidence.iter().enumerate() {
+        if block.evidence[..i]
+            .iter()
+            .any(|o| o.farmer_key() == e.farmer_key())
+        {
+            return Err(Rejection::BadEvidence("two pieces against one key"));
+        }
+        check_equivocation(chain_id, e)?;
+    }
+    Ok(())
+}
+
+/// Checks that `e` shows its farmer key equivocating: two different
+/// headers of this chain, of that key and one slot, the smaller hash
+/// first, each signed by the key. What a vault checks of evidence gossiped
+/// to it, and of each piece a block carries.
+pub fn check_equivocation(chain_id: &[u8; 32], e: &Equivocation) -> Result<(), Rejection> {
+    let (a, b) = (&e.first.header, &e.second.header);
+    if a.chain_id != *chain_id || b.chain_id != *chain_id {
+        return Err(Rejection::WrongChain);
+    }
+    if a.proof.farmer_key != b.proof.farmer_key {
+        return Err(Rejection::BadEvidence("two farmer keys"));
+    }
+    if a.stamp.slot != b.stamp.slot {
+        return Err(Rejection::BadEvidence("two slots"));
+    }
+    if e.first.hash() >= e.second.hash() {
+        return Err(Rejection::BadEvidence(
+            "the headers are one, or not in the order of their hashes",
+        ));
+    }
+    if !e.first.signature_ok() || !e.second.signature_ok() {
+        return Err(Rejection::BadEvidence("a header its key did not sign"));
     }
     Ok(())
 }

@@ -103,10 +103,18 @@ pub enum Topic {
     Vaults,
     /// The proof of time's slot outputs, from timekeepers.
     Time,
+    /// Evidence that a farmer key signed two blocks for one slot.
+    Evidence,
 }
 
 impl Topic {
-    pub const ALL: [Topic; 4] = [Topic::Blocks, Topic::Txs, Topic::Vaults, Topic::Time];
+    pub const ALL: [Topic; 5] = [
+        Topic::Blocks,
+        Topic::Txs,
+        Topic::Vaults,
+        Topic::Time,
+        Topic::Evidence,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -114,6 +122,7 @@ impl Topic {
             Topic::Txs => "txs",
             Topic::Vaults => "vaults",
             Topic::Time => "time",
+            Topic::Evidence => "evidence",
         }
     }
 

@@ -100,9 +100,17 @@ pub(crate) fn import(
     let mut adoption = Adoption::new(block, gossiped, origin);
     let mut first = None;
     while let Some(Step {
-        outcome, height, ..
+        outcome,
+        height,
+        caught,
+        ..
     }) = shared.chain.import_step(&mut adoption, crate::now_ms())
     {
+        for e in caught {
+            shared.metrics.equivocations_caught.inc();
+            shared.metrics.evidence_kept.inc();
+            shared.net.publish(Topic::Evidence, e.encode());
+        }
         match &outcome {
             Ok(Imported::NewHead { left }) => {
                 shared.metrics.blocks_accepted.inc();

@@ -50,6 +50,9 @@ pub struct Step {
     pub hash: [u8; 32],
     pub outcome: Result<Imported, Rejection>,
     pub height: u64,
+    /// Equivocation the block showed (its key's second block for its
+    /// slot), for the vault to gossip.
+    pub caught: Vec<spacevault_chain::Equivocation>,
 }
 
 /// The chain as the status shows it.
@@ -180,6 +183,12 @@ impl Chain {
         self.engine().add_checked_tx(tx)
     }
 
+    /// Takes evidence of equivocation for a block (see
+    /// [`Engine::add_evidence`]).
+    pub fn add_evidence(&self, e: spacevault_chain::Equivocation) -> Result<bool, Rejection> {
+        self.engine().add_evidence(e)
+    }
+
     /// Lets go of orphans kept past their time.
     pub fn expire_orphans(&self, now_ms: u64) {
         self.engine().expire_orphans(now_ms)
@@ -192,6 +201,7 @@ impl Chain {
         let mut engine = self.engine();
         let (hash, outcome) = engine.import_next(adoption, now_ms)?;
         let height = engine.head().height;
+        let caught = engine.take_caught();
         Self::send_head(&self.head, &engine);
         drop(engine);
         if let Ok(Imported::NewHead { left }) = &outcome {
@@ -205,6 +215,7 @@ impl Chain {
             hash,
             outcome,
             height,
+            caught,
         })
     }
 

@@ -7,22 +7,26 @@
 //!
 //! One module a concern: `import` (checks, orphans, fork choice),
 //! `production` (eligibility, the block), `mempool` (pending
-//! transactions) and `orphans` (blocks waiting for their parents); this
-//! file holds the engine's state and what reads it.
+//! transactions), `orphans` (blocks waiting for their parents) and
+//! `evidence` (equivocation caught, and evidence waiting for a block);
+//! this file holds the engine's state and what reads it.
 
 use spacevault_chain::fork::{self, Fork};
 use spacevault_chain::validate::{self, check_tx, Parent};
 use spacevault_chain::SigCache;
 use spacevault_chain::{
-    Block, ChainProof, ChainSpec, Keypair, Limits, Ranked, RegisterTx, Rejection, Stamp,
+    Block, ChainProof, ChainSpec, Equivocation, Keypair, Limits, Ranked, RegisterTx, Rejection,
+    Stamp,
 };
 use spacevault_store::{Status, Store, StoreError};
 use std::path::Path;
 
+mod evidence;
 mod import;
 mod mempool;
 mod orphans;
 mod production;
+pub use evidence::{MAX_PENDING_EVIDENCE, MAX_SEEN, SEEN_SLOTS};
 use import::unable_to_store;
 pub use import::{Adoption, Imported};
 use mempool::Mempool;
@@ -59,6 +63,7 @@ pub struct Engine {
     produced_slot: u64,
     mempool: Mempool,
     orphans: orphans::Orphans,
+    watch: evidence::Watch,
     /// Signatures verified before, if the vault keeps them: a block's
     /// transactions were mostly verified as they arrived.
     sig_cache: Option<std::sync::Arc<SigCache>>,
@@ -88,6 +93,7 @@ impl Engine {
             store: std::sync::Arc::new(store),
             head,
             mempool: Mempool::default(),
+            watch: evidence::Watch::default(),
             sig_cache: None,
             checkpoint: None,
         })
@@ -175,6 +181,44 @@ impl Engine {
             .map_err(unable_to_store)?;
         let id = tx.id(&self.chain_id);
         self.mempool.add(id, tx, current)
+    }
+
+    /// Evidence of equivocation for a block of this vault's: checked, and
+    /// kept unless the canonical chain bans its key already or evidence
+    /// against the key waits (Ok(false)).
+    pub fn add_evidence(&mut self, e: Equivocation) -> Result<bool, Rejection> {
+        validate::check_equivocation(&self.chain_id, &e)?;
+        if self
+            .store
+            .ban_of(&e.farmer_key())
+            .map_err(unable_to_store)?
+            .is_some()
+        {
+            return Ok(false);
+        }
+        Ok(self.watch.keep(e))
+    }
+
+    /// Whether evidence against `key` waits for a block here.
+    pub fn evidence_pending(&self, key: &[u8; 32]) -> bool {
+        self.watch.is_pending(key)
+    }
+
+    /// Equivocation caught in the blocks imported since the last call,
+    /// for the vault to gossip (each is also waiting for a block).
+    pub fn take_caught(&mut self) -> Vec<Equivocation> {
+        self.watch.take_caught()
+    }
+
+    /// Pending evidence whose key the canonical chain does not ban yet,
+    /// within the block's limit.
+    fn pending_evidence(&self) -> Vec<Equivocation> {
+        self.watch
+            .pending()
+            .filter(|e| matches!(self.store.ban_of(&e.farmer_key()), Ok(None)))
+            .take(self.spec.max_block_evidence as usize)
+            .cloned()
+            .collect()
     }
 
     /// Whether a write of `version` to the register is pending here.

@@ -45,6 +45,11 @@ pub struct Metrics {
     /// Messages this vault could not take for trouble of its own.
     pub messages_unable: Family<TopicReason, Counter>,
     pub reorgs: Counter,
+    /// Equivocations this vault caught in the blocks it checked.
+    pub equivocations_caught: Counter,
+    /// Pieces of evidence this vault took for its blocks (caught, or
+    /// gossiped to it).
+    pub evidence_kept: Counter,
     pub reorg_depth: Histogram,
     pub blobs_stored: Gauge,
     pub blob_bytes_stored: Gauge,
@@ -131,6 +136,8 @@ impl Metrics {
             messages_rejected: Family::default(),
             messages_unable: Family::default(),
             reorgs: Counter::default(),
+            equivocations_caught: Counter::default(),
+            evidence_kept: Counter::default(),
             reorg_depth: Histogram::new([1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 16.0, 32.0]),
             blobs_stored: Gauge::default(),
             blob_bytes_stored: Gauge::default(),
@@ -223,6 +230,16 @@ impl Metrics {
             "blocks_accepted",
             "Valid blocks imported",
             m.blocks_accepted.clone(),
+        );
+        registry.register(
+            "equivocations_caught",
+            "Farmer keys this vault saw sign two blocks for one slot (the evidence is gossiped, and goes into a block)",
+            m.equivocations_caught.clone(),
+        );
+        registry.register(
+            "evidence_kept",
+            "Pieces of evidence of equivocation this vault took for its blocks, caught or gossiped to it",
+            m.evidence_kept.clone(),
         );
         registry.register(
             "blocks_rejected",

@@ -10,7 +10,7 @@ use crate::processor::{Processor, Queue, Shed};
 use crate::shared::{verdict, Gossiped, Internal, Shared};
 use crate::sync::spawn_sync;
 use spacevault_chain::validate::check_tx;
-use spacevault_chain::{Block, RegisterTx, Rejection};
+use spacevault_chain::{Block, Equivocation, RegisterTx, Rejection};
 use spacevault_meter as meter;
 use spacevault_network::{self as net, Request, Response, Topic, Verdict};
 use std::sync::Arc;
@@ -38,11 +38,12 @@ pub(crate) enum Work {
 /// (each is checked from the one before); then answers to peers that sync
 /// from this vault (their status, blocks and slots); proofs, which the
 /// election waits for; copies of blobs other vaults fetch, which a
-/// client's GET waits for; transactions and announcements last. Blocks are worked one at a time, in order: a
+/// client's GET waits for; transactions, announcements and evidence of
+/// equivocation last. Blocks are worked one at a time, in order: a
 /// block's parent comes first. Transactions need no order (the pool takes
 /// versions up to 64 ahead), and their signatures are checked outside the
 /// engine's lock, so two workers check them side by side.
-pub const QUEUES: [Queue; 6] = [
+pub const QUEUES: [Queue; 7] = [
     Queue {
         name: "blocks",
         capacity: 64,
@@ -73,6 +74,11 @@ pub const QUEUES: [Queue; 6] = [
         capacity: 1024,
         serial: false,
     },
+    Queue {
+        name: "evidence",
+        capacity: 64,
+        serial: false,
+    },
 ];
 
 /// Workers a vault runs at most: most work takes the engine's lock, so
@@ -89,6 +95,7 @@ fn queue_of(work: &Work) -> Option<usize> {
             Topic::Txs => "txs",
             Topic::Vaults => "announcements",
             Topic::Time => "time",
+            Topic::Evidence => "evidence",
         },
         Work::Request { request, .. } => match request {
             Request::Status
@@ -195,6 +202,7 @@ pub(crate) fn on_gossip(
     let outcome = match topic {
         Topic::Blocks => on_block(shared, internal, gossip, data),
         Topic::Txs => on_tx(shared, data).map(Some),
+        Topic::Evidence => on_evidence(shared, data).map(Some),
         Topic::Time => return Some(crate::slots::on_slot(shared, source, data)),
         Topic::Vaults => match data::on_announce(shared, data) {
             Ok(()) => Ok(Some(Verdict::Accept)),
@@ -282,6 +290,17 @@ fn on_tx(shared: &Arc<Shared>, data: &[u8]) -> Result<Verdict, Rejection> {
     } else {
         Verdict::Ignore
     })
+}
+
+/// Gossiped evidence of equivocation: checked, kept for a block, and
+/// relayed when it is news here.
+fn on_evidence(shared: &Arc<Shared>, data: &[u8]) -> Result<Verdict, Rejection> {
+    let e = Equivocation::decode(data).map_err(|e| Rejection::Malformed(e.to_string()))?;
+    if shared.chain.add_evidence(e)? {
+        shared.metrics.evidence_kept.inc();
+        return Ok(Verdict::Accept);
+    }
+    Ok(Verdict::Ignore)
 }
 
 pub(crate) fn on_request(

@@ -329,7 +329,7 @@ fn damaged(block: &Block, kind: u8) -> (Block, &'static str) {
         let owner = &owners()[0];
         copy.txs
             .push(RegisterTx::signed(owner, &spec().chain_id(), b"x", 1, b"x"));
-        (copy, "bad_tx_root")
+        (copy, "bad_body_root")
     }
 }
 

@@ -47,9 +47,10 @@ use spacevault_chain::{Block, ChainSpec, Limits, Rejection, Target};
 use std::path::{Path, PathBuf};
 
 /// The store's version: 2, blob bytes in files; 3, blocks' slots, weights
-/// and targets in their info (a store of version 2 belongs to a chain of an
-/// older spec, whose id no spec of this build has).
-pub const STORE_VERSION: u32 = 3;
+/// and targets in their info; 4, the farmer keys the canonical chain bans
+/// (a store of an older version belongs to a chain of an older spec, whose
+/// id no spec of this build has).
+pub const STORE_VERSION: u32 = 4;
 
 const BLOCKS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("blocks");
 const INFO: TableDefinition<&[u8], &[u8]> = TableDefinition::new("block_info");
@@ -58,6 +59,9 @@ const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 const REGISTERS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("registers");
 const UNDO: TableDefinition<&[u8], &[u8]> = TableDefinition::new("undo");
 const BLOBS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("blobs");
+/// Farmer keys the canonical chain bans for equivocation, each to the hash
+/// of the block that carried the evidence.
+const BANS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("bans");
 
 /// The page cache redb keeps for a store.
 const CACHE_BYTES: usize = 16 << 20;
@@ -215,6 +219,7 @@ impl Store {
             tx.open_table(REGISTERS)?;
             tx.open_table(UNDO)?;
             tx.open_table(BLOBS)?;
+            tx.open_table(BANS)?;
             tx.open_table(slots::SLOTS)?;
             let version = match meta.get("store_version")? {
                 Some(v) => u32::from_le_bytes(
@@ -424,10 +429,11 @@ impl Store {
     }
 
     /// Makes the chain ending at `tip` canonical, in one transaction: rolls
-    /// the registers back over the blocks of the old chain above the
-    /// common ancestor, applies the new ones' transactions (checking their
-    /// versions), and moves the head. When a new block's transactions do
-    /// not apply, nothing changes and that block is named.
+    /// the registers and bans back over the blocks of the old chain above
+    /// the common ancestor, applies the new ones' transactions (checking
+    /// their versions) and evidence (refusing a block of a banned farmer
+    /// key, or evidence against one), and moves the head. When a new block
+    /// does not apply, nothing changes and that block is named.
     pub fn make_canonical(&self, branch: &[[u8; 32]]) -> Result<Result<(), Refused>, StoreError> {
         let Some(first) = branch.first() else {
             return Ok(Ok(()));
@@ -444,11 +450,26 @@ impl Store {
             let mut undo = tx.open_table(UNDO)?;
             let blocks = tx.open_table(BLOCKS)?;
             let mut infos = tx.open_table(INFO)?;
+            let mut bans = tx.open_table(BANS)?;
+            let read_block = |blocks: &redb::Table<&[u8], &[u8]>, hash: &[u8]| {
+                let bytes = blocks
+                    .get(hash)?
+                    .map(|b| b.value().to_vec())
+                    .ok_or_else(|| StoreError::MissingBlock(hex::encode(hash)))?;
+                Block::decode(&bytes, &self.limits).map_err(|_| StoreError::Corrupt("a block"))
+            };
             // Roll back, newest first.
             for height in (first_height..=head_height).rev() {
                 let Some(hash) = canonical.remove(height)?.map(|h| h.value().to_vec()) else {
                     continue;
                 };
+                // A key is banned by one block of a chain at most (a second
+                // piece of evidence against it is refused), so the bans a
+                // block made are its evidence's keys.
+                let old = read_block(&blocks, &hash)?;
+                for e in &old.evidence {
+                    bans.remove(e.farmer_key().as_slice())?;
+                }
                 let records = undo.remove(hash.as_slice())?.map(|v| v.value().to_vec());
                 for (key, previous) in records::decode_undo(records.as_deref().unwrap_or(&[]))? {
                     match previous {
@@ -459,12 +480,19 @@ impl Store {
             }
             // Apply, oldest first.
             for hash in branch {
-                let bytes = blocks
-                    .get(hash.as_slice())?
-                    .map(|b| b.value().to_vec())
-                    .ok_or_else(|| StoreError::MissingBlock(hex::encode(hash)))?;
-                let block = Block::decode(&bytes, &self.limits)
-                    .map_err(|_| StoreError::Corrupt("a block"))?;
+                let block = read_block(&blocks, hash)?;
+                let refused = |why| Ok(Err(Refused { block: *hash, why }));
+                if bans
+                    .get(block.header.proof.farmer_key.as_slice())?
+                    .is_some()
+                {
+                    return refused(Rejection::Banned);
+                }
+                for e in &block.evidence {
+                    if bans.get(e.farmer_key().as_slice())?.is_some() {
+                        return refused(Rejection::EvidenceKnown);
+                    }
+                }
                 let mut current = std::collections::HashMap::new();
                 for t in &block.txs {
                     if let std::collections::hash_map::Entry::Vacant(slot) =
@@ -497,6 +525,9 @@ impl Store {
                     registers.insert(key.as_slice(), entry.encode().as_slice())?;
                 }
                 undo.insert(hash.as_slice(), records::encode_undo(&records).as_slice())?;
+                for e in &block.evidence {
+                    bans.insert(e.farmer_key().as_slice(), hash.as_slice())?;
+                }
                 canonical.insert(block.header.height, hash.as_slice())?;
                 let info_bytes = infos.get(hash.as_slice())?.map(|v| v.value().to_vec());
                 if let Some(info_bytes) = info_bytes {
@@ -512,6 +543,20 @@ impl Store {
         }
         tx.commit()?;
         Ok(Ok(()))
+    }
+
+    /// The block of the canonical chain whose evidence banned `farmer_key`
+    /// for equivocation; None when the chain does not ban it.
+    pub fn ban_of(&self, farmer_key: &[u8; 32]) -> Result<Option<[u8; 32]>, StoreError> {
+        let tx = self.db.begin_read()?;
+        let t = tx.open_table(BANS)?;
+        let v = t.get(farmer_key.as_slice())?;
+        v.map(|v| {
+            v.value()
+                .try_into()
+                .map_err(|_| StoreError::Corrupt("a ban"))
+        })
+        .transpose()
     }
 
     /// The register's latest entry on the canonical chain.

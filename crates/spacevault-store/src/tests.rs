@@ -139,6 +139,70 @@ fn a_block_whose_versions_do_not_follow_is_refused_and_nothing_changes() {
     );
 }
 
+/// `block`, carrying `evidence`, signed again.
+fn with_evidence(b: Block, salt: u8, evidence: Vec<spacevault_chain::Equivocation>) -> Block {
+    Block::sign(
+        &Keypair::from_secret(&[salt; 32]),
+        b.header,
+        b.txs,
+        evidence,
+    )
+}
+
+/// Evidence that farmer `salt` (as [`block`] makes its blocks) signed two
+/// blocks for slot 1.
+fn equivocation(salt: u8) -> spacevault_chain::Equivocation {
+    let g = spacevault_chain::genesis_hash(&spec().chain_id());
+    let one = block(g, 1, salt, vec![]);
+    let other = block([7; 32], 1, salt, vec![]);
+    spacevault_chain::Equivocation::of(one.signed_header(), other.signed_header()).unwrap()
+}
+
+#[test]
+fn evidence_bans_its_key_on_its_chain_until_a_reorg_drops_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("s.redb"), &spec()).unwrap();
+    let g = spacevault_chain::genesis_hash(&spec().chain_id());
+    let cheat = Keypair::from_secret(&[5; 32]).public();
+    // Chain A: block 1 carries the evidence against farmer 5; farmer 5's
+    // block 2 on it, and a second piece against it, are refused.
+    let a1 = with_evidence(block(g, 1, 1, vec![]), 1, vec![equivocation(5)]);
+    let a2_by_cheat = block(a1.hash(), 2, 5, vec![]);
+    let a2_again = with_evidence(block(a1.hash(), 2, 2, vec![]), 2, vec![equivocation(5)]);
+    // Chain B: no evidence; farmer 5 produces on it.
+    let b1 = block(g, 1, 3, vec![]);
+    let b2_by_cheat = block(b1.hash(), 2, 5, vec![]);
+    for b in [&a1, &a2_by_cheat, &a2_again, &b1, &b2_by_cheat] {
+        store.insert_block(b, rank(1), 1, Target(1)).unwrap();
+    }
+    assert_eq!(store.ban_of(&cheat).unwrap(), None);
+    store.make_canonical(&[a1.hash()]).unwrap().unwrap();
+    assert_eq!(store.ban_of(&cheat).unwrap(), Some(a1.hash()));
+    let refused = store
+        .make_canonical(&[a2_by_cheat.hash()])
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(
+        (refused.block, refused.why.name()),
+        (a2_by_cheat.hash(), "banned")
+    );
+    let refused = store
+        .make_canonical(&[a2_again.hash()])
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(refused.why.name(), "evidence_known");
+    assert_eq!(store.head().unwrap(), Some((a1.hash(), 1)));
+    // The reorg to B lifts the ban there: the cheat's block applies.
+    store
+        .make_canonical(&[b1.hash(), b2_by_cheat.hash()])
+        .unwrap()
+        .unwrap();
+    assert_eq!(store.ban_of(&cheat).unwrap(), None);
+    // And back to A: banned again.
+    store.make_canonical(&[a1.hash()]).unwrap().unwrap();
+    assert_eq!(store.ban_of(&cheat).unwrap(), Some(a1.hash()));
+}
+
 #[test]
 fn blobs_are_kept_as_given() {
     let dir = tempfile::tempdir().unwrap();

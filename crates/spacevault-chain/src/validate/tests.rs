@@ -1,6 +1,6 @@
 use super::*;
+use crate::block::Block;
 use crate::keys::Keypair;
-use crate::types::Block;
 use std::collections::HashMap;
 
 struct Map(HashMap<([u8; 32], Vec<u8>), u64>);
@@ -247,14 +247,14 @@ fn a_blocks_transactions_are_checked_for_count_root_size_name_and_signature() {
     // Transactions that are not the ones the header's root names.
     let mut swapped = block_with(&spec, &producer, vec![tx(b"a", b"v")]);
     swapped.txs[0] = tx(b"b", b"v");
-    assert_eq!(check(&swapped), Err(Rejection::BadTxRoot));
+    assert_eq!(check(&swapped), Err(Rejection::BadBodyRoot));
     assert_eq!(
         check_orphan(&spec, &chain, &swapped, now, None),
-        Err(Rejection::BadTxRoot)
+        Err(Rejection::BadBodyRoot)
     );
     let mut dropped = block_with(&spec, &producer, vec![tx(b"a", b"v")]);
     dropped.txs.clear();
-    assert_eq!(check(&dropped), Err(Rejection::BadTxRoot));
+    assert_eq!(check(&dropped), Err(Rejection::BadBodyRoot));
 
     for (txs, why) in [
         (vec![tx(b"long!", b"v")], Rejection::TxTooLarge),
@@ -409,7 +409,15 @@ fn every_reason_has_its_own_name_and_only_the_sender_s_faults_are_faults() {
             "too_many_txs",
             true,
         ),
-        (Rejection::BadTxRoot, "bad_tx_root", true),
+        (Rejection::BadBodyRoot, "bad_body_root", true),
+        (
+            Rejection::TooMuchEvidence { got: 2, max: 1 },
+            "too_much_evidence",
+            true,
+        ),
+        (Rejection::BadEvidence("x"), "bad_evidence", true),
+        (Rejection::EvidenceKnown, "evidence_known", true),
+        (Rejection::Banned, "banned", true),
         (Rejection::BadProof("x".into()), "bad_proof", true),
         (Rejection::BadK(1), "bad_k", true),
         (Rejection::KindRefused(2), "kind_refused", true),
@@ -459,4 +467,130 @@ fn a_slot_may_be_due_ahead_of_the_clock_by_the_allowance_and_no_more() {
             now_ms: due - allowed - 1
         })
     );
+}
+
+/// A header of `key`'s for `slot` on `parent`, signed.
+fn signed_header(
+    key: &Keypair,
+    chain: [u8; 32],
+    slot: u64,
+    parent: u8,
+) -> crate::block::SignedHeader {
+    let proof = ChainProof::plain(key.public(), [1; 32], 16, 5);
+    Block::produce(key, chain, 1, [parent; 32], stamp(slot), proof, vec![]).signed_header()
+}
+
+#[test]
+fn evidence_shows_one_key_signing_two_headers_for_one_slot_or_is_refused() {
+    use crate::block::Equivocation;
+    let chain = [3; 32];
+    let (a, b) = (
+        Keypair::from_secret(&[1; 32]),
+        Keypair::from_secret(&[2; 32]),
+    );
+    let good = Equivocation::of(
+        signed_header(&a, chain, 4, 0),
+        signed_header(&a, chain, 4, 1),
+    )
+    .expect("an equivocation");
+    assert_eq!(check_equivocation(&chain, &good), Ok(()));
+    assert_eq!(
+        check_equivocation(&[9; 32], &good),
+        Err(Rejection::WrongChain)
+    );
+    // `of` refuses what is no equivocation; built by hand, the check does.
+    let h = |key, slot, parent| signed_header(key, chain, slot, parent);
+    assert!(Equivocation::of(h(&a, 4, 0), h(&a, 4, 0)).is_none());
+    assert!(Equivocation::of(h(&a, 4, 0), h(&b, 4, 1)).is_none());
+    assert!(Equivocation::of(h(&a, 4, 0), h(&a, 5, 1)).is_none());
+    let pair = |first, second| Equivocation { first, second };
+    let bad = |e: &Equivocation| match check_equivocation(&chain, e) {
+        Err(Rejection::BadEvidence(_)) => true,
+        other => panic!("{other:?}"),
+    };
+    assert!(bad(&pair(h(&a, 4, 0), h(&b, 4, 1))));
+    assert!(bad(&pair(h(&a, 4, 0), h(&a, 5, 1))));
+    assert!(bad(&pair(h(&a, 4, 0), h(&a, 4, 0))));
+    assert!(bad(&pair(good.second.clone(), good.first.clone())));
+    // A header the key did not sign: another key's signature on it.
+    let mut forged = good.clone();
+    forged.second.signature = b.sign(&forged.second.hash());
+    assert!(bad(&forged));
+    let mut forged = good.clone();
+    forged.first.signature[0] ^= 1;
+    assert!(bad(&forged));
+}
+
+#[test]
+fn a_blocks_evidence_is_counted_rooted_and_checked() {
+    use crate::block::{BlockHeader, Equivocation};
+    let mut spec = open_spec();
+    spec.max_block_evidence = 1;
+    let chain = spec.chain_id();
+    let now = spec.slot_due_ms(1);
+    let producer = Keypair::from_secret(&[7; 32]);
+    let (a, b) = (
+        Keypair::from_secret(&[1; 32]),
+        Keypair::from_secret(&[2; 32]),
+    );
+    let caught = |key: &Keypair| {
+        Equivocation::of(
+            signed_header(key, chain, 4, 0),
+            signed_header(key, chain, 4, 1),
+        )
+        .unwrap()
+    };
+    let block = |evidence: Vec<Equivocation>| {
+        let header = BlockHeader {
+            chain_id: chain,
+            height: 1,
+            parent: Parent::genesis(&spec).hash,
+            stamp: stamp(1),
+            proof: ChainProof::plain(producer.public(), [1; 32], 16, 5),
+            body_root: [0; 32],
+        };
+        Block::sign(&producer, header, vec![], evidence)
+    };
+    let check = |b: &Block| check_orphan(&spec, &chain, b, now, None);
+    assert_eq!(check(&block(vec![caught(&a)])), Ok(()));
+    assert_eq!(
+        check(&block(vec![caught(&a), caught(&b)])),
+        Err(Rejection::TooMuchEvidence { got: 2, max: 1 })
+    );
+    // Evidence swapped after signing: the body root no longer matches.
+    let mut swapped = block(vec![caught(&a)]);
+    swapped.evidence[0] = caught(&b);
+    assert_eq!(
+        check_orphan(&open_spec_with(1), &chain, &swapped, now, None),
+        Err(Rejection::BadBodyRoot)
+    );
+    // Evidence that shows nothing, committed to by the root all the same.
+    let mut wrong = caught(&a);
+    wrong.second = signed_header(&b, chain, 4, 1);
+    assert!(matches!(
+        check_orphan(&open_spec_with(1), &chain, &block(vec![wrong]), now, None),
+        Err(Rejection::BadEvidence(_))
+    ));
+    // Two pieces against one key.
+    let mut other = caught(&a);
+    other.second = signed_header(&a, chain, 4, 2);
+    if other.first.hash() > other.second.hash() {
+        std::mem::swap(&mut other.first, &mut other.second);
+    }
+    assert_eq!(
+        check_orphan(
+            &open_spec_with(2),
+            &chain,
+            &block(vec![caught(&a), other]),
+            now,
+            None
+        ),
+        Err(Rejection::BadEvidence("two pieces against one key"))
+    );
+}
+
+fn open_spec_with(max_block_evidence: u32) -> ChainSpec {
+    let mut spec = open_spec();
+    spec.max_block_evidence = max_block_evidence;
+    spec
 }

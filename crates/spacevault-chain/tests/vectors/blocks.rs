@@ -3,10 +3,10 @@
 
 use crate::file::Vector;
 use crate::{chain_id, limits, owner, producer, proof};
+use spacevault_chain::block::body_root;
 use spacevault_chain::codec::{Reader, Writer};
 use spacevault_chain::keys::verify;
-use spacevault_chain::types::tx_root;
-use spacevault_chain::{genesis_hash, Block, ChainProof, RegisterTx, Stamp};
+use spacevault_chain::{genesis_hash, Block, ChainProof, Equivocation, RegisterTx, Stamp};
 
 #[test]
 fn a_chain_proof() {
@@ -60,13 +60,13 @@ fn a_register_transaction() {
     assert!(verify(&decoded.owner, c.get("id"), &decoded.signature));
 }
 
-/// Checks a block vector: the block's encoding, hash, transaction root and
+/// Checks a block vector: the block's encoding, hash, body root and
 /// signature.
 fn check_block(name: &'static str, about: &str, block: Block) {
     let c = Vector::new(name, about)
         .field("encoding", block.encode())
         .field("hash", block.hash())
-        .field("tx_root", block.header.tx_root)
+        .field("body_root", block.header.body_root)
         .field("signature", block.signature)
         .check();
     let committed = c.get("encoding");
@@ -74,7 +74,10 @@ fn check_block(name: &'static str, about: &str, block: Block) {
     assert_eq!(decoded, block);
     assert_eq!(decoded.encode(), committed);
     assert_eq!(decoded.hash(), c.array::<32>("hash"));
-    assert_eq!(tx_root(&chain_id(), &decoded.txs), c.array::<32>("tx_root"));
+    assert_eq!(
+        body_root(&chain_id(), &decoded.txs, &decoded.evidence),
+        c.array::<32>("body_root")
+    );
     let producer = &decoded.header.proof.farmer_key;
     assert!(verify(producer, c.get("hash"), &c.array::<64>("signature")));
 }
@@ -122,6 +125,81 @@ fn a_block_without_transactions() {
         "block 2 of the chain_spec vector's chain, produced by the key of secret\n\
          [3; 32] with the chain_proof vector's proof in slot 2 (output [0x22; 100]),\n\
          parent [0x11; 32], without transactions",
+        block,
+    );
+}
+
+/// The evidence vector's: the key of secret [4; 32] signs two headers for
+/// slot 5 of the chain_spec vector's chain, with the chain_proof vector's
+/// proof under its own key, on parents [0x31; 32] and [0x32; 32].
+fn equivocation() -> Equivocation {
+    let cheat = crate::owner();
+    let mut proof = proof();
+    proof.farmer_key = cheat.public();
+    let header = |parent| {
+        Block::produce(
+            &cheat,
+            chain_id(),
+            3,
+            [parent; 32],
+            Stamp {
+                slot: 5,
+                output: [0x25; 100],
+            },
+            proof.clone(),
+            Vec::new(),
+        )
+        .signed_header()
+    };
+    Equivocation::of(header(0x31), header(0x32)).expect("an equivocation")
+}
+
+#[test]
+fn evidence_of_equivocation() {
+    let e = equivocation();
+    let c = Vector::new(
+        "equivocation",
+        "the key of secret [4; 32] signs two blocks at height 3 for slot 5 (output\n\
+         [0x25; 100]) of the chain_spec vector's chain, with the chain_proof vector's\n\
+         proof under its own key, no transactions, parents [0x31; 32] and [0x32; 32]:\n\
+         the evidence as the evidence topic carries it (the EvidenceMsg), the header of\n\
+         smaller hash first, and its id",
+    )
+    .field("encoding", e.encode())
+    .field("id", e.id())
+    .check();
+    let committed = c.get("encoding");
+    let decoded = Equivocation::decode(committed).expect("the committed evidence decodes");
+    assert_eq!(decoded, e);
+    assert_eq!(decoded.encode(), committed);
+    assert_eq!(decoded.id(), c.array::<32>("id"));
+    assert_eq!(
+        spacevault_chain::validate::check_equivocation(&chain_id(), &decoded),
+        Ok(())
+    );
+}
+
+#[test]
+fn a_block_with_evidence() {
+    let b = Block::produce(
+        &producer(),
+        chain_id(),
+        4,
+        [0x12; 32],
+        Stamp {
+            slot: 6,
+            output: [0x26; 100],
+        },
+        proof(),
+        Vec::new(),
+    );
+    let block = Block::sign(&producer(), b.header, Vec::new(), vec![equivocation()]);
+    check_block(
+        "block_evidence",
+        "block 4 of the chain_spec vector's chain, produced by the key of secret\n\
+         [3; 32] with the chain_proof vector's proof in slot 6 (output [0x26; 100]),\n\
+         parent [0x12; 32], without transactions, carrying the equivocation vector's\n\
+         evidence",
         block,
     );
 }

@@ -149,6 +149,16 @@ impl Engine {
             now_ms,
             self.sig_cache(),
         )?;
+        // Checked, signature and all: a second header of its key for its
+        // slot is evidence of equivocation, refused or not.
+        if let Some(e) = self.watch.note(block.signed_header()) {
+            tracing::warn!(
+                farmer = %hex::encode(&e.farmer_key()[..8]),
+                slot = e.slot(),
+                "a farmer key signed two blocks for one slot: evidence kept for a block"
+            );
+            self.watch.keep(e);
+        }
         if refuse_beaten && self.beaten(&block, &rank).map_err(store_err)? {
             return Err(Rejection::NotBetter);
         }
@@ -418,7 +428,8 @@ impl Engine {
 
     /// The transactions of the blocks that left the canonical chain go
     /// back to the pool, unless the new chain holds them: a write that a
-    /// client was told had succeeded must not vanish with its block. The
+    /// client was told had succeeded must not vanish with its block. So
+    /// does their evidence, unless the new chain bans its key too. The
     /// head has moved by then: a store that fails a read here costs the
     /// pool that transaction (logged), not the import its outcome.
     fn put_back_txs(&mut self, left: &[Fork]) {
@@ -431,6 +442,11 @@ impl Engine {
                     continue;
                 }
             };
+            for e in old.evidence {
+                if matches!(self.store.ban_of(&e.farmer_key()), Ok(None)) {
+                    self.watch.keep(e);
+                }
+            }
             for tx in old.txs {
                 match self.store.register_version(&tx.owner, &tx.name) {
                     Ok(applied) if tx.version > applied => {
@@ -453,6 +469,9 @@ impl Engine {
         let store = &self.store;
         self.mempool
             .retain_ahead(|owner, name| store.register_version(owner, name).ok());
+        // Evidence the chain now carries leaves the pool.
+        self.watch
+            .retain(|key| matches!(store.ban_of(key), Ok(None)));
         Ok(())
     }
 }

@@ -41,10 +41,12 @@ impl Engine {
 
     /// Produces a block in `stamp`'s slot from `proof` (of rank `rank`, for
     /// the slot's challenge), if [`may_produce`](Self::may_produce) allows
-    /// it and the proof is `key`'s: on the head, with the pending
-    /// transactions that apply; or, against a worse rival of the same slot,
-    /// on the head's parent without transactions (those pending apply on
-    /// the head). The slot is then spent: no second block is signed in it.
+    /// it, the proof is `key`'s and the chain does not ban the key: on the
+    /// head, with the pending transactions that apply and the evidence
+    /// whose keys the chain does not ban yet; or, against a worse rival of
+    /// the same slot, on the head's parent with neither (those pending
+    /// apply on the head). The slot is then spent: no second block is
+    /// signed in it.
     pub fn produce(
         &mut self,
         key: &Keypair,
@@ -55,22 +57,26 @@ impl Engine {
         if proof.farmer_key != key.public() {
             return None;
         }
+        // A banned key's block would be refused by every vault.
+        if !matches!(self.store.ban_of(&proof.farmer_key), Ok(None)) {
+            return None;
+        }
         let parent = self.parent_for(stamp.slot, rank)?;
         self.produced_slot = stamp.slot;
-        let txs = if parent.hash == self.head.hash {
-            self.pending_txs()
+        let (txs, evidence) = if parent.hash == self.head.hash {
+            (self.pending_txs(), self.pending_evidence())
         } else {
-            Vec::new()
+            (Vec::new(), Vec::new())
         };
-        Some(Block::produce(
-            key,
-            self.chain_id,
-            parent.height + 1,
-            parent.hash,
+        let header = spacevault_chain::BlockHeader {
+            chain_id: self.chain_id,
+            height: parent.height + 1,
+            parent: parent.hash,
             stamp,
             proof,
-            txs,
-        ))
+            body_root: [0; 32],
+        };
+        Some(Block::sign(key, header, txs, evidence))
     }
 
     /// The last slot this vault produced a block in (or had reached when it

@@ -339,3 +339,77 @@ async fn an_orphan_whose_parent_comes_before_its_slot_is_given_back_to_be_held()
         Ok(Imported::NewHead { left: 0 })
     );
 }
+
+#[tokio::test]
+async fn a_key_that_signs_two_blocks_for_one_slot_is_caught_and_banned_by_the_next_block() {
+    let mut honest = vault(1);
+    let mut other = vault(2);
+    let cheat = vault(3);
+    let chain = spec().chain_id();
+    let genesis = honest.engine.head().hash;
+    // The cheat signs two blocks for slot 1: one empty, one with a write.
+    let found = cheat.found(1).await;
+    let owner = Keypair::from_secret(&[9; 32]);
+    let two = [
+        vec![],
+        vec![RegisterTx::signed(&owner, &chain, b"r", 1, b"v")],
+    ]
+    .map(|txs| {
+        Block::produce(
+            &cheat.key,
+            chain,
+            1,
+            genesis,
+            stamp(1),
+            found.proof.clone(),
+            txs,
+        )
+    });
+    assert_ne!(two[0].hash(), two[1].hash());
+    // Both are valid blocks: the honest vault takes both, and catches it.
+    for b in &two {
+        assert!(honest.engine.import(b.clone(), at(1)).is_ok());
+    }
+    let caught = honest.engine.take_caught();
+    assert_eq!(caught.len(), 1);
+    assert_eq!(caught[0].farmer_key(), cheat.key.public());
+    assert!(honest.engine.take_caught().is_empty());
+    // Another vault takes the evidence as gossip, once.
+    assert_eq!(other.engine.add_evidence(caught[0].clone()), Ok(true));
+    assert_eq!(other.engine.add_evidence(caught[0].clone()), Ok(false));
+    let mut forged = caught[0].clone();
+    forged.second.signature = honest.key.sign(&forged.second.hash());
+    assert!(matches!(
+        other.engine.add_evidence(forged),
+        Err(Rejection::BadEvidence(_))
+    ));
+    // The honest vault's next block carries the evidence and bans the key.
+    let next = honest.produce(2).await.expect("eligible");
+    assert_eq!(next.evidence, caught);
+    assert_eq!(
+        honest.engine.import(next.clone(), at(2)),
+        Ok(Imported::NewHead { left: 0 })
+    );
+    assert!(honest
+        .engine
+        .store()
+        .ban_of(&cheat.key.public())
+        .unwrap()
+        .is_some());
+    assert!(!honest.engine.evidence_pending(&cheat.key.public()));
+    // From then on the cheat's blocks on that chain are refused, and the
+    // evidence is no news.
+    let after = child_of(&next, &cheat.key, &cheat.farmer, 3).await;
+    assert_eq!(honest.engine.import(after, at(3)), Err(Rejection::Banned));
+    assert_eq!(honest.engine.add_evidence(caught[0].clone()), Ok(false));
+    // A vault that takes the chain bans the key too, and drops what it
+    // held against it.
+    for b in [&two[0], &two[1], &next] {
+        let _ = other.engine.import(b.clone(), at(2));
+    }
+    assert_eq!(other.engine.head().hash, next.hash());
+    assert!(!other.engine.evidence_pending(&cheat.key.public()));
+    // And the next block does not carry it a second time.
+    let third = other.produce(3).await.expect("eligible");
+    assert!(third.evidence.is_empty());
+}
