@@ -517,3 +517,113 @@ async fn a_block_in_a_slot_not_reached_yet_waits_for_it_and_costs_its_sender_not
         n.stop().await;
     }
 }
+
+/// Polls `done` until it holds or `limit` passes, answering what comes to
+/// the rogue meanwhile (a rogue whose events wait unread stops sending).
+async fn until(
+    rogue: &net::Handle,
+    events: &mut tokio::sync::mpsc::Receiver<Event>,
+    limit: Duration,
+    mut done: impl FnMut() -> bool,
+) -> bool {
+    let deadline = std::time::Instant::now() + limit;
+    while std::time::Instant::now() < deadline {
+        if done() {
+            return true;
+        }
+        drain(rogue, events).await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    done()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_that_signs_two_blocks_for_one_slot_is_caught_gossiped_and_banned_everywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let files: Vec<_> = (0..3).map(|i| vault_files(dir.path(), i)).collect();
+    let spec = spec(300, 2);
+    let chain = spec.chain_id();
+    let nodes = network_at(&spec, &files, false, 2).await;
+    let boot = nodes[0].listen_addrs(Duration::from_secs(1)).await;
+    let (rogue, mut events) = joined_rogue(98, chain, boot, nodes[0].peer_id()).await;
+    let key = Keypair::from_secret(&[98; 32]);
+    let mut n = 0;
+    let before = marker(&rogue, &nodes[0], &mut n);
+    while rejected(&nodes[0], "vaults", "stale") <= before {
+        assert!(n < 400, "the rogue's gossip never reached the vault");
+        drain(&rogue, &mut events).await;
+        marker(&rogue, &nodes[0], &mut n);
+    }
+    // Two blocks of the rogue's key for one slot, on vault 0's head, sent
+    // to vault 0 alone: a slot it has reached, later than its head's.
+    let mut sent = None;
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while sent.is_none() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no slot after the head came"
+        );
+        let head = nodes[0].engine().head();
+        let slot = nodes[0].slot();
+        if slot > head.slot {
+            if let Some(out) = nodes[0].engine().store().slot(slot).unwrap() {
+                let two = [1, 2]
+                    .map(|nonce| rogue_block(&key, chain, (head.hash, head.height), &out, nonce));
+                for b in &two {
+                    rogue.publish(Topic::Blocks, b.encode());
+                }
+                sent = Some(slot);
+            }
+        }
+        drain(&rogue, &mut events).await;
+    }
+    // Every vault comes to hold the evidence, and the chain they follow
+    // bans the key: vault 0 caught it, the others had it by gossip or
+    // from the block that carries it.
+    let banned =
+        |n: &spacevault_node::Node| n.engine().store().ban_of(&key.public()).unwrap().is_some();
+    let everywhere = until(&rogue, &mut events, Duration::from_secs(30), || {
+        nodes.iter().all(banned)
+    })
+    .await;
+    assert!(
+        everywhere,
+        "banned {:?}, caught {:?}, kept {:?}",
+        nodes.iter().map(banned).collect::<Vec<_>>(),
+        nodes
+            .iter()
+            .map(|n| metric(n, "spacevault_equivocations_caught_total"))
+            .collect::<Vec<_>>(),
+        nodes
+            .iter()
+            .map(|n| metric(n, "spacevault_evidence_kept_total"))
+            .collect::<Vec<_>>()
+    );
+    assert!(metric(&nodes[0], "spacevault_equivocations_caught_total") >= 1.0);
+    assert!(nodes
+        .iter()
+        .all(|n| metric(n, "spacevault_evidence_kept_total") >= 1.0));
+    // The key's next block, on the head that bans it, is refused.
+    let head = nodes[0].engine().head();
+    let later = wait_for(Duration::from_secs(10), || nodes[0].slot() > head.slot).await;
+    assert!(later);
+    let out = nodes[0]
+        .engine()
+        .store()
+        .slot(nodes[0].slot())
+        .unwrap()
+        .unwrap();
+    let next = rogue_block(&key, chain, (head.hash, head.height), &out, 3);
+    rogue.publish(Topic::Blocks, next.encode());
+    let refused = until(&rogue, &mut events, Duration::from_secs(20), || {
+        rejected(&nodes[0], "blocks", "banned") >= 1.0
+    })
+    .await;
+    assert!(refused, "the banned key's block was not refused as banned");
+    assert!(nodes
+        .iter()
+        .all(|n| hash_at(n, next.header.height) != Some(next.hash())));
+    for n in nodes {
+        n.stop().await;
+    }
+}

@@ -136,6 +136,12 @@ impl Engine {
         if !fork::within_finality(ancestor_height, self.head.height, depth) {
             return Err(below_finality(ancestor_height));
         }
+        if self
+            .banned_below(&block, ancestor_height)
+            .map_err(store_err)?
+        {
+            return Err(Rejection::Banned);
+        }
         let slot_output = self
             .store
             .slot(block.header.stamp.slot)
@@ -178,6 +184,19 @@ impl Engine {
             .choose(ancestor_height, branch, &hash)
             .map_err(store_err)??;
         Ok(outcome)
+    }
+
+    /// Whether the canonical chain bans `block`'s key by a block at or
+    /// below `ancestor_height`, where the block's branch leaves it: then
+    /// its branch bans the key too, and the block is refused before its
+    /// proof is checked or it is kept. (A ban the block's own branch makes
+    /// above that is found when the branch becomes canonical.)
+    fn banned_below(&self, block: &Block, ancestor_height: u64) -> Result<bool, StoreError> {
+        let Some(by) = self.store.ban_of(&block.header.proof.farmer_key)? else {
+            return Ok(false);
+        };
+        let info = self.store.info(&by)?.ok_or(StoreError::Corrupt("a ban"))?;
+        Ok(info.height <= ancestor_height)
     }
 
     /// The target the child of `block` (on `parent`) must meet: the
