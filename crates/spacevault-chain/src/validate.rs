@@ -292,6 +292,7 @@ pub fn check_header(
     check_size_and_root(spec, chain_id, block)?;
     let ranked = check_proof(spec, chain_id, &h.stamp, parent.child_target, &h.proof)?;
     check_signature(block, cache)?;
+    check_evidence(chain_id, block)?;
     Ok(ranked)
 }
 
@@ -312,6 +313,7 @@ pub fn check_signatures(
     }
     check_size_and_root(spec, chain_id, block)?;
     check_signature(block, Some(cache))?;
+    check_evidence(chain_id, block)?;
     check_txs(spec, chain_id, block, Some(cache))
 }
 
@@ -341,7 +343,8 @@ pub fn check_orphan(
             h.proof.nonce, h.proof.k
         )));
     }
-    check_signature(block, cache)
+    check_signature(block, cache)?;
+    check_evidence(chain_id, block)
 }
 
 fn check_size_and_root(
@@ -365,6 +368,13 @@ fn check_size_and_root(
     if root != block.header.body_root {
         return Err(Rejection::BadBodyRoot);
     }
+    Ok(())
+}
+
+/// Each piece of a block's evidence valid, no two against one key. Run
+/// after the block's own signature is checked, so that a block nobody
+/// signed costs no more than that one verification.
+fn check_evidence(chain_id: &[u8; 32], block: &Block) -> Result<(), Rejection> {
     for (i, e) in block.evidence.iter().enumerate() {
         if block.evidence[..i]
             .iter()

@@ -183,10 +183,13 @@ impl Chain {
         self.engine().add_checked_tx(tx)
     }
 
-    /// Takes evidence of equivocation for a block (see
-    /// [`Engine::add_evidence`]).
-    pub fn add_evidence(&self, e: spacevault_chain::Equivocation) -> Result<bool, Rejection> {
-        self.engine().add_evidence(e)
+    /// Takes evidence of equivocation whose signatures were checked before
+    /// the lock (see [`Engine::add_checked_evidence`]).
+    pub fn add_checked_evidence(
+        &self,
+        e: spacevault_chain::Equivocation,
+    ) -> Result<bool, Rejection> {
+        self.engine().add_checked_evidence(e)
     }
 
     /// Lets go of orphans kept past their time.

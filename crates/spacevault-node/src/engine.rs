@@ -184,16 +184,23 @@ impl Engine {
     }
 
     /// Evidence of equivocation for a block of this vault's: checked, and
-    /// kept unless the canonical chain bans its key already or evidence
-    /// against the key waits (Ok(false)).
+    /// kept (see [`add_checked_evidence`](Self::add_checked_evidence)).
     pub fn add_evidence(&mut self, e: Equivocation) -> Result<bool, Rejection> {
         validate::check_equivocation(&self.chain_id, &e)?;
-        if self
-            .store
-            .ban_of(&e.farmer_key())
-            .map_err(unable_to_store)?
-            .is_some()
-        {
+        self.add_checked_evidence(e)
+    }
+
+    /// Evidence `check_equivocation` passed (before the engine's lock was
+    /// taken), kept for a block unless the canonical chain bans its key
+    /// already, evidence against the key waits, the pool is full, or the
+    /// key signed no header this vault checked lately (Ok(false) for
+    /// each: none is the sender's fault).
+    pub fn add_checked_evidence(&mut self, e: Equivocation) -> Result<bool, Rejection> {
+        let key = e.farmer_key();
+        if !self.watch.knows(&key) || self.watch.is_pending(&key) {
+            return Ok(false);
+        }
+        if self.store.ban_of(&key).map_err(unable_to_store)?.is_some() {
             return Ok(false);
         }
         Ok(self.watch.keep(e))

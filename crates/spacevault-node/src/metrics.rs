@@ -233,7 +233,7 @@ impl Metrics {
         );
         registry.register(
             "equivocations_caught",
-            "Farmer keys this vault saw sign two blocks for one slot (the evidence is gossiped, and goes into a block)",
+            "Pieces of evidence this vault made from two blocks one farmer key signed for one slot (one a key while it waits for a block; each is gossiped, and goes into a block)",
             m.equivocations_caught.clone(),
         );
         registry.register(

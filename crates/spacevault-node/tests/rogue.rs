@@ -577,9 +577,7 @@ async fn a_key_that_signs_two_blocks_for_one_slot_is_caught_gossiped_and_banned_
         }
         drain(&rogue, &mut events).await;
     }
-    // Every vault comes to hold the evidence, and the chain they follow
-    // bans the key: vault 0 caught it, the others had it by gossip or
-    // from the block that carries it.
+    // The chain every vault follows comes to ban the key.
     let banned =
         |n: &spacevault_node::Node| n.engine().store().ban_of(&key.public()).unwrap().is_some();
     let everywhere = until(&rogue, &mut events, Duration::from_secs(30), || {
@@ -599,10 +597,11 @@ async fn a_key_that_signs_two_blocks_for_one_slot_is_caught_gossiped_and_banned_
             .map(|n| metric(n, "spacevault_evidence_kept_total"))
             .collect::<Vec<_>>()
     );
+    // Vault 0 caught it. The others take the gossiped evidence only if
+    // they checked a block of the key's (vault 0 relays the rogue's block
+    // only if it made its head), else the block carrying it brings it.
     assert!(metric(&nodes[0], "spacevault_equivocations_caught_total") >= 1.0);
-    assert!(nodes
-        .iter()
-        .all(|n| metric(n, "spacevault_evidence_kept_total") >= 1.0));
+    assert!(metric(&nodes[0], "spacevault_evidence_kept_total") >= 1.0);
     // The key's next block, on the head that bans it, is refused.
     let head = nodes[0].engine().head();
     let later = wait_for(Duration::from_secs(10), || nodes[0].slot() > head.slot).await;
@@ -614,9 +613,10 @@ async fn a_key_that_signs_two_blocks_for_one_slot_is_caught_gossiped_and_banned_
         .unwrap()
         .unwrap();
     let next = rogue_block(&key, chain, (head.hash, head.height), &out, 3);
+    let before = rejected(&nodes[0], "blocks", "banned");
     rogue.publish(Topic::Blocks, next.encode());
     let refused = until(&rogue, &mut events, Duration::from_secs(20), || {
-        rejected(&nodes[0], "blocks", "banned") >= 1.0
+        rejected(&nodes[0], "blocks", "banned") > before
     })
     .await;
     assert!(refused, "the banned key's block was not refused as banned");

@@ -201,6 +201,44 @@ fn evidence_bans_its_key_on_its_chain_until_a_reorg_drops_it() {
     // And back to A: banned again.
     store.make_canonical(&[a1.hash()]).unwrap().unwrap();
     assert_eq!(store.ban_of(&cheat).unwrap(), Some(a1.hash()));
+    // A reorg above the block that banned the key keeps the ban.
+    let a2 = block(a1.hash(), 2, 1, vec![]);
+    let a2_rival = block(a1.hash(), 2, 2, vec![]);
+    for b in [&a2, &a2_rival] {
+        store.insert_block(b, rank(1), 1, Target(1)).unwrap();
+    }
+    store.make_canonical(&[a2.hash()]).unwrap().unwrap();
+    store.make_canonical(&[a2_rival.hash()]).unwrap().unwrap();
+    assert_eq!(store.ban_of(&cheat).unwrap(), Some(a1.hash()));
+}
+
+#[test]
+fn a_branch_refused_partway_leaves_no_ban_and_a_block_may_carry_evidence_against_its_producer() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("s.redb"), &spec()).unwrap();
+    let g = spacevault_chain::genesis_hash(&spec().chain_id());
+    let owner = Keypair::from_secret(&[9; 32]);
+    let cheat = Keypair::from_secret(&[5; 32]).public();
+    // Block 1 bans farmer 5; block 2 writes version 2 of a register that
+    // has none: the branch is refused at block 2, and block 1's ban with it.
+    let c1 = with_evidence(block(g, 1, 1, vec![]), 1, vec![equivocation(5)]);
+    let c2 = block(c1.hash(), 2, 1, vec![set(&owner, b"r", 2, b"x")]);
+    for b in [&c1, &c2] {
+        store.insert_block(b, rank(1), 1, Target(1)).unwrap();
+    }
+    let refused = store
+        .make_canonical(&[c1.hash(), c2.hash()])
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(refused.block, c2.hash());
+    assert_eq!(store.ban_of(&cheat).unwrap(), None);
+    assert_eq!(store.head().unwrap(), None);
+    // Farmer 5's own block carrying the evidence against it applies: the
+    // ban starts at its child.
+    let own = with_evidence(block(g, 1, 5, vec![]), 5, vec![equivocation(5)]);
+    store.insert_block(&own, rank(1), 1, Target(1)).unwrap();
+    store.make_canonical(&[own.hash()]).unwrap().unwrap();
+    assert_eq!(store.ban_of(&cheat).unwrap(), Some(own.hash()));
 }
 
 #[test]

@@ -163,7 +163,6 @@ impl Engine {
                 slot = e.slot(),
                 "a farmer key signed two blocks for one slot: evidence kept for a block"
             );
-            self.watch.keep(e);
         }
         if refuse_beaten && self.beaten(&block, &rank).map_err(store_err)? {
             return Err(Rejection::NotBetter);

@@ -344,7 +344,8 @@ async fn an_orphan_whose_parent_comes_before_its_slot_is_given_back_to_be_held()
 async fn a_key_that_signs_two_blocks_for_one_slot_is_caught_and_banned_by_the_next_block() {
     let mut honest = vault(1);
     let mut other = vault(2);
-    let cheat = vault(3);
+    let mut cheat = vault(3);
+    let mut stranger = vault(4);
     let chain = spec().chain_id();
     let genesis = honest.engine.head().hash;
     // The cheat signs two blocks for slot 1: one empty, one with a write.
@@ -374,7 +375,12 @@ async fn a_key_that_signs_two_blocks_for_one_slot_is_caught_and_banned_by_the_ne
     assert_eq!(caught.len(), 1);
     assert_eq!(caught[0].farmer_key(), cheat.key.public());
     assert!(honest.engine.take_caught().is_empty());
-    // Another vault takes the evidence as gossip, once.
+    // A vault that never saw the key make a block ignores the evidence
+    // (or anyone could fill its pool with evidence against keys made up
+    // for it); one that saw one of the two blocks takes it, once.
+    assert_eq!(stranger.engine.add_evidence(caught[0].clone()), Ok(false));
+    assert!(!stranger.engine.evidence_pending(&cheat.key.public()));
+    other.engine.import(two[0].clone(), at(1)).unwrap();
     assert_eq!(other.engine.add_evidence(caught[0].clone()), Ok(true));
     assert_eq!(other.engine.add_evidence(caught[0].clone()), Ok(false));
     let mut forged = caught[0].clone();
@@ -412,4 +418,10 @@ async fn a_key_that_signs_two_blocks_for_one_slot_is_caught_and_banned_by_the_ne
     // And the next block does not carry it a second time.
     let third = other.produce(3).await.expect("eligible");
     assert!(third.evidence.is_empty());
+    // The cheat itself, on that chain, produces nothing.
+    for b in [&two[0], &two[1], &next] {
+        let _ = cheat.engine.import(b.clone(), at(2));
+    }
+    assert_eq!(cheat.engine.head().hash, next.hash());
+    assert!(cheat.produce(3).await.is_none());
 }
