@@ -327,13 +327,7 @@ mod tests {
             RegisterTx::signed(&owner, &chain, b"name", 1, b"value"),
             RegisterTx::signed(&owner, &chain, b"other", 1, b""),
         ];
-        let proof = ChainProof {
-            kind: crate::ProofKind::Plain,
-            farmer_key: producer.public(),
-            seed: [5; 32],
-            k: 16,
-            nonce: 77,
-        };
+        let proof = ChainProof::plain(producer.public(), [5; 32], 16, 77);
         Block::produce(
             &producer,
             chain,
@@ -422,13 +416,7 @@ mod tests {
             signature: [0; 64],
         };
         assert_eq!(tx.encode().len(), 2 + TX_MIN_BYTES);
-        let proof = ChainProof {
-            kind: crate::ProofKind::Plain,
-            farmer_key: producer.public(),
-            seed: [5; 32],
-            k: 16,
-            nonce: 77,
-        };
+        let proof = ChainProof::plain(producer.public(), [5; 32], 16, 77);
         let block = Block::produce(&producer, chain, 1, [0; 32], stamp(), proof, vec![tx; 16]);
         assert_eq!(Block::decode(&block.encode(), &limits()).unwrap(), block);
     }

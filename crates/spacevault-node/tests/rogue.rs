@@ -26,6 +26,22 @@ fn marker(rogue: &net::Handle, vault: &spacevault_node::Node, n: &mut u64) -> f6
     before
 }
 
+/// Sends markers until the rogue's gossip reaches `vault` at all (its
+/// mesh forms first); `n` counts the markers sent.
+async fn until_heard(
+    rogue: &net::Handle,
+    events: &mut tokio::sync::mpsc::Receiver<Event>,
+    vault: &spacevault_node::Node,
+    n: &mut u64,
+) {
+    let before = marker(rogue, vault, n);
+    while rejected(vault, "vaults", "stale") <= before {
+        assert!(*n < 400, "the rogue's gossip never reached the vault");
+        drain(rogue, events).await;
+        marker(rogue, vault, n);
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_orphan_flood_keeps_no_more_than_its_senders_share_and_the_chain_goes_on() {
     let dir = tempfile::tempdir().unwrap();
@@ -36,14 +52,8 @@ async fn an_orphan_flood_keeps_no_more_than_its_senders_share_and_the_chain_goes
     let boot = nodes[0].listen_addrs(Duration::from_secs(1)).await;
     let (rogue, mut events) = joined_rogue(99, chain, boot, nodes[0].peer_id()).await;
     let key = Keypair::from_secret(&[99; 32]);
-    // Markers until the rogue's gossip reaches the vault at all.
     let mut n = 0;
-    let before = marker(&rogue, &nodes[0], &mut n);
-    while rejected(&nodes[0], "vaults", "stale") <= before {
-        assert!(n < 400, "the rogue's gossip never reached the vault");
-        drain(&rogue, &mut events).await;
-        marker(&rogue, &nodes[0], &mut n);
-    }
+    until_heard(&rogue, &mut events, &nodes[0], &mut n).await;
     let height_before = nodes[0].height();
     let mut most = 0;
     for i in 0..3 * MAX_ORPHANS_PER_ORIGIN as u64 {
@@ -547,13 +557,7 @@ async fn a_key_that_signs_two_blocks_for_one_slot_is_caught_gossiped_and_banned_
     let boot = nodes[0].listen_addrs(Duration::from_secs(1)).await;
     let (rogue, mut events) = joined_rogue(98, chain, boot, nodes[0].peer_id()).await;
     let key = Keypair::from_secret(&[98; 32]);
-    let mut n = 0;
-    let before = marker(&rogue, &nodes[0], &mut n);
-    while rejected(&nodes[0], "vaults", "stale") <= before {
-        assert!(n < 400, "the rogue's gossip never reached the vault");
-        drain(&rogue, &mut events).await;
-        marker(&rogue, &nodes[0], &mut n);
-    }
+    until_heard(&rogue, &mut events, &nodes[0], &mut 0).await;
     // Two blocks of the rogue's key for one slot, on vault 0's head, sent
     // to vault 0 alone: a slot it has reached, later than its head's.
     let mut sent = None;
