@@ -66,9 +66,23 @@ pub(crate) fn farm(shared: &Arc<Shared>, slot: u64, started_slot: u64) {
 /// gossips it.
 pub(crate) fn produce(shared: &Arc<Shared>, stamp: Stamp, found: Found) {
     let Found { proof, rank, .. } = found;
+    if stamp.slot <= shared.signed.last() {
+        // Signed in an earlier run, whose store this one does not have.
+        return;
+    }
     let Some(block) = shared.chain.produce(&shared.key, stamp, proof, &rank) else {
         return;
     };
+    // Recorded, durably, before the block can leave: a second block of
+    // this key for this slot would ban the key for good.
+    match shared.signed.claim(stamp.slot) {
+        Ok(true) => {}
+        Ok(false) => return,
+        Err(e) => {
+            tracing::error!(%e, slot = stamp.slot, "the signed slot could not be recorded: block withheld");
+            return;
+        }
+    }
     shared.metrics.blocks_produced.inc();
     tracing::info!(
         height = block.header.height,

@@ -52,6 +52,10 @@ pub struct NodeConfig {
     /// A block the operator trusts to be on the network's chain: the vault
     /// follows no chain without it.
     pub checkpoint: Option<spacevault_chain::fork::Checkpoint>,
+    /// Where the record of the slots the farmer key signed is kept
+    /// ([`crate::signed`]): beside the key, so that it outlives the store.
+    /// None: `signed-slots` in the data directory.
+    pub signed_slots: Option<PathBuf>,
 }
 
 /// Requests the API works on at once by default; past it, 503 at once.
@@ -94,6 +98,7 @@ impl NodeConfig {
             connection_limits: Default::default(),
             timekeeper: false,
             checkpoint: None,
+            signed_slots: None,
         }
     }
 }
@@ -108,6 +113,8 @@ pub enum StartError {
     Network(#[from] net::StartError),
     #[error("{0}")]
     Time(#[from] crate::time::OpenError),
+    #[error("{0}")]
+    Signed(#[from] crate::signed::SignedError),
     #[error("creating the data directory {path}: {cause}")]
     DataDir {
         path: PathBuf,

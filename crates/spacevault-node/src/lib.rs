@@ -44,6 +44,7 @@ pub mod processor;
 mod replication;
 pub mod scrub;
 pub mod shared;
+pub mod signed;
 mod slots;
 pub mod status;
 mod sync;

@@ -89,6 +89,19 @@ impl Node {
             engine.shared_store(),
             &config.spec,
         )?);
+        let signed_dir = match &config.signed_slots {
+            Some(dir) => dir.clone(),
+            None => config.data_dir.join("signed-slots"),
+        };
+        let signed = crate::signed::SignedSlots::open(&signed_dir, &config.spec.chain_id())?;
+        if signed.last() > time.slot() {
+            tracing::info!(
+                signed = signed.last(),
+                slot = time.slot(),
+                "this farmer key signed a block in a later slot than this store reached: \
+                 it signs none until its line passes that slot"
+            );
+        }
         let chain = Arc::new(Chain::new(engine, sig_cache));
         let (net, events, network) = net::start(network_config(&config, &meter))?;
         let parts = Parts {
@@ -98,6 +111,7 @@ impl Node {
             net,
             meter,
             tasks,
+            signed,
         };
         let shared = Arc::new(shared_state(&config, parts));
         data::refresh_blob_metrics(&shared);
@@ -336,6 +350,7 @@ struct Parts {
     net: net::Handle,
     meter: Arc<Meter>,
     tasks: TaskTracker,
+    signed: crate::signed::SignedSlots,
 }
 
 fn shared_state(config: &NodeConfig, parts: Parts) -> Shared {
@@ -357,6 +372,7 @@ fn shared_state(config: &NodeConfig, parts: Parts) -> Shared {
         farmer: parts.farmer,
         vaults: Mutex::new(Vaults::new(config.key.public())),
         key: config.key.clone(),
+        signed: parts.signed,
         metrics,
         net: parts.net,
         api_addr: Mutex::new(None),

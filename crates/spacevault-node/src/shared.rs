@@ -46,6 +46,8 @@ pub struct Shared {
     pub(crate) shutdown: CancellationToken,
     pub(crate) farmer: Farmer,
     pub(crate) key: Keypair,
+    /// The last slot the key signed a block in, kept beside the key.
+    pub(crate) signed: crate::signed::SignedSlots,
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) vaults: Mutex<Vaults>,
     pub(crate) net: net::Handle,

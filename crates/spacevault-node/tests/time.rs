@@ -3,7 +3,8 @@
 //! peer for the slots it missed; a wrong output is refused and its sender
 //! penalised, and a catch-up answered with old slots ends; without a
 //! timekeeper no slot comes and the chain waits, and it goes on once one
-//! starts; a vault whose clock is behind the timekeeper's is told so.
+//! starts; a vault whose clock is behind the timekeeper's is told so; a
+//! vault whose store was lost signs no slot its key signed before.
 
 mod common;
 
@@ -179,5 +180,60 @@ async fn a_vault_whose_clock_is_behind_the_timekeepers_is_told() {
     assert!((-360..=-250).contains(&offset), "offset {offset} ms");
     assert!(metric(&node, "spacevault_clock_offset_ms") <= -250.0);
     assert!(node.slot() >= 8, "the early outputs were taken");
+    node.stop().await;
+}
+
+/// The slots of the blocks of `node`'s canonical chain.
+fn block_slots(node: &Node) -> Vec<u64> {
+    let height = node.height();
+    let engine = node.engine();
+    let store = engine.store();
+    (1..=height)
+        .filter_map(|h| store.canonical(h).unwrap())
+        .map(|hash| store.block(&hash).unwrap().unwrap().header.stamp.slot)
+        .collect()
+}
+
+/// A vault that keeps time alone and loses its store, its key's record
+/// of signed slots kept: it computes the slots it missed as fast as it
+/// can and farms each in turn, and without the record would sign blocks
+/// again in slots its key signed before, each pair evidence that bans the
+/// key for good. It signs none of them, and goes on past them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_vault_whose_store_was_lost_signs_no_slot_its_key_signed_before() {
+    logs();
+    let dir = tempfile::tempdir().unwrap();
+    let spec = spec(100, 1);
+    let files = vault_files(dir.path(), 0);
+    let record = dir.path().join("signed-slots");
+    let keeper = |c: &mut spacevault_node::NodeConfig| {
+        c.timekeeper = true;
+        c.signed_slots = Some(record.clone());
+    };
+    let node = start_with(&spec, &files, vec![], false, keeper).await;
+    let produced = wait_for(Duration::from_secs(20), || node.height() >= 8).await;
+    assert!(produced, "the vault produced {} blocks", node.height());
+    let signed = block_slots(&node);
+    node.stop().await;
+    let last = *signed.iter().max().unwrap();
+    std::fs::remove_dir_all(&files.data).unwrap();
+
+    let node = start_with(&spec, &files, vec![], false, keeper).await;
+    let passed = wait_for(Duration::from_secs(30), || {
+        block_slots(&node).iter().any(|&s| s > last)
+    })
+    .await;
+    let again = block_slots(&node);
+    assert!(passed, "no block past slot {last}: {again:?}");
+    let twice: Vec<u64> = again
+        .iter()
+        .filter(|&s| signed.contains(s))
+        .copied()
+        .collect();
+    assert!(twice.is_empty(), "slots signed twice: {twice:?}");
+    assert!(
+        again.iter().all(|&s| s > last),
+        "{again:?} after {signed:?}"
+    );
     node.stop().await;
 }

@@ -147,6 +147,7 @@ pub fn run(args: NodeArgs) -> Result<()> {
         config.trace_crypto = args.trace_crypto;
         config.timekeeper = args.timekeeper;
         config.checkpoint = args.checkpoint;
+        config.signed_slots = Some(crate::keys::config_dir()?.join("signed-slots"));
         let node = Node::start(config).await?;
         let peer = node.peer_id();
         let listening: Vec<String> = node
