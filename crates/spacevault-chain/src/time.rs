@@ -168,12 +168,36 @@ pub fn squarings_per_second(discriminant_bits: u32, for_ms: u64) -> f64 {
     done as f64 / started.elapsed().as_secs_f64()
 }
 
+/// What a timekeeper's proof of a slot of `iterations` squarings costs,
+/// in squarings: from checkpoints, a composition for each checkpoint and
+/// two for each digit value, each taken as 1.25 squarings (about 1.05
+/// measured at 1024 bits); by long division, as many as the evaluation.
+pub fn proof_squarings(iterations: u64) -> u64 {
+    match spacevault_vdf::wesolowski::checkpoint_spacing(iterations) {
+        Some(k) => (iterations.div_ceil(u64::from(k)) + (2u64 << k)) * 5 / 4,
+        None => iterations,
+    }
+}
+
 /// The squarings a slot of `slot_ms` that a timekeeper doing
-/// `squarings_per_second` evaluates and proves (twice the squarings) in
-/// 80% of the slot: what `chain init` proposes.
+/// `squarings_per_second` evaluates and proves in 80% of the slot: what
+/// `chain init` proposes.
 pub fn proposed_iterations(squarings_per_second: f64, slot_ms: u64) -> u64 {
     let slot_s = slot_ms as f64 / 1000.0;
-    ((squarings_per_second * slot_s * 0.8 / 2.0) as u64).max(1)
+    let budget = (squarings_per_second * slot_s * 0.8) as u64;
+    let fits = |t: u64| t.saturating_add(proof_squarings(t)) <= budget;
+    // The most that fits: the proof's share only shrinks as t grows,
+    // so what fits is a range from 1.
+    let (mut lo, mut hi) = (1u64, budget.max(1));
+    while lo < hi {
+        let mid = lo + (hi - lo).div_ceil(2);
+        if fits(mid) {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    lo
 }
 
 /// Where the line of slots stands: the last slot proved, its output, and
@@ -281,8 +305,8 @@ impl Timeline {
     }
 
     /// Computes the next slot's output and proof: what a timekeeper does,
-    /// `iterations` squarings one after another, then as many again for
-    /// the proof.
+    /// `iterations` squarings one after another, then the proof from the
+    /// checkpoints kept on the way ([`proof_squarings`]).
     pub fn prove_next(&self) -> SlotOutput {
         assert!(!self.needs_era(), "begin the next era first");
         let input = self
@@ -507,9 +531,14 @@ mod tests {
 
     #[test]
     fn the_proposal_leaves_a_fifth_of_the_slot_spare() {
-        // 100,000 squarings/s and 1 s slots: 40,000 a slot, evaluated and
-        // proved in 0.8 s.
-        assert_eq!(proposed_iterations(100_000.0, 1000), 40_000);
+        // 100,000 squarings/s and 1 s slots: evaluated and proved in 0.8
+        // s, the proof from checkpoints a small share.
+        let t = proposed_iterations(100_000.0, 1000);
+        assert!(t + proof_squarings(t) <= 80_000);
+        assert!(t + 1 + proof_squarings(t + 1) > 80_000);
+        assert!(t > 64_000, "{t}: the proof takes more than a fifth");
+        // By long division the proof would cost the evaluation again.
+        assert_eq!(proof_squarings(10), 10);
         assert_eq!(proposed_iterations(0.0, 1000), 1);
         assert!(squarings_per_second(512, 20) > 0.0);
     }

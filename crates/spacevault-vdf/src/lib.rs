@@ -76,10 +76,24 @@ impl Group {
         bqfc::deserialize(bytes, &self.ctx.d)
     }
 
-    /// x^(2^t) and its proof, serialized.
+    /// x^(2^t) and its proof, serialized: the proof from checkpoints kept
+    /// while evaluating where they pay (a fraction of t compositions),
+    /// else by long division (t squarings more).
     pub fn prove(&self, x: &Form, t: u64) -> Proved {
-        let y = wesolowski::evaluate(x, t, &self.ctx);
-        let proof = wesolowski::prove(x, &y, t, &self.ctx).expect("the group's discriminant fits");
+        let fits = "the group's discriminant fits";
+        let (y, proof) = match wesolowski::checkpoint_spacing(t) {
+            Some(k) => {
+                let (y, kept) = wesolowski::evaluate_keeping(x, t, k, &self.ctx);
+                let proof =
+                    wesolowski::prove_from_checkpoints(x, &y, t, k, &kept, &self.ctx).expect(fits);
+                (y, proof)
+            }
+            None => {
+                let y = wesolowski::evaluate(x, t, &self.ctx);
+                let proof = wesolowski::prove(x, &y, t, &self.ctx).expect(fits);
+                (y, proof)
+            }
+        };
         Proved {
             y: self.serialize(&y),
             proof: self.serialize(&proof),

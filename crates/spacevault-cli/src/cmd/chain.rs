@@ -122,7 +122,8 @@ fn init(a: InitArgs) -> Result<()> {
                 "proof of time: {} squarings a slot (this machine does {:.0} a second: a timekeeper here evaluates and proves a slot in {:.0} ms; --pot-iterations sets another number)",
                 spec.pot_iterations,
                 rate,
-                2.0 * spec.pot_iterations as f64 / rate * 1000.0
+                (spec.pot_iterations + time::proof_squarings(spec.pot_iterations)) as f64 / rate
+                    * 1000.0
             ),
             None => errln!("proof of time: {} squarings a slot", spec.pot_iterations),
         }
