@@ -420,4 +420,50 @@ mod tests {
         let block = Block::produce(&producer, chain, 1, [0; 32], stamp(), proof, vec![tx; 16]);
         assert_eq!(Block::decode(&block.encode(), &limits()).unwrap(), block);
     }
+
+    #[test]
+    fn evidence_names_its_key_and_slot_and_has_one_order() {
+        let block = sample_block();
+        let mut other = block.clone();
+        other.header.parent = [0x44; 32];
+        let (a, b) = (block.signed_header(), other.signed_header());
+        let e = Equivocation::of(a.clone(), b.clone()).unwrap();
+        assert_eq!(e, Equivocation::of(b.clone(), a.clone()).unwrap());
+        assert!(e.first.hash() < e.second.hash());
+        assert_eq!(e.farmer_key(), block.header.proof.farmer_key);
+        assert_eq!(e.slot(), block.header.stamp.slot);
+        assert_eq!(Equivocation::decode(&e.encode()).unwrap(), e);
+        // One header twice, two slots or two keys: no evidence.
+        assert!(Equivocation::of(a.clone(), a.clone()).is_none());
+        let mut later = b.clone();
+        later.header.stamp.slot += 1;
+        assert!(Equivocation::of(a.clone(), later).is_none());
+        let mut another = b;
+        another.header.proof.farmer_key = [0x55; 32];
+        assert!(Equivocation::of(a, another).is_none());
+    }
+
+    #[test]
+    fn a_block_decodes_with_as_much_evidence_as_the_limit_and_no_more() {
+        let block = sample_block();
+        let mut other = block.clone();
+        other.header.parent = [0x44; 32];
+        let piece = Equivocation::of(block.signed_header(), other.signed_header()).unwrap();
+        let producer = Keypair::from_secret(&[3; 32]);
+        let with = |n: usize| {
+            Block::sign(
+                &producer,
+                block.header.clone(),
+                vec![],
+                vec![piece.clone(); n],
+            )
+        };
+        let full = with(limits().max_block_evidence);
+        assert_eq!(Block::decode(&full.encode(), &limits()).unwrap(), full);
+        let over = with(limits().max_block_evidence + 1);
+        assert!(matches!(
+            Block::decode(&over.encode(), &limits()),
+            Err(DecodeError::TooLong { len: 5, max: 4, .. })
+        ));
+    }
 }

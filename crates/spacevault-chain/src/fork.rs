@@ -211,9 +211,11 @@ mod tests {
         assert!(!prefer(&[fork(4, 9)], &[fork(5, 1)]));
         assert!(prefer(&[fork(4, 9)], &[fork(4, 8)]));
         assert!(!prefer(&[fork(4, 8)], &[fork(4, 9)]));
-        // The same chain is never preferred over itself.
+        // The same chain is never preferred over itself, nor a block
+        // over itself as its own rival.
         assert!(!prefer(&a, &a));
         assert!(!prefer(&[], &[]));
+        assert!(!rival_wins(&a[0], &a[0]));
     }
 
     fn ranked(distance: u8, nonce: u64, plot: u8) -> Ranked {

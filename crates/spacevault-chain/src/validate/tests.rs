@@ -498,6 +498,23 @@ fn evidence_shows_one_key_signing_two_headers_for_one_slot_or_is_refused() {
         check_equivocation(&[9; 32], &good),
         Err(Rejection::WrongChain)
     );
+    // One header of another chain, signed and in order: still refused.
+    for (x, y) in [
+        (
+            signed_header(&a, chain, 4, 0),
+            signed_header(&a, [9; 32], 4, 0),
+        ),
+        (
+            signed_header(&a, [9; 32], 4, 0),
+            signed_header(&a, chain, 4, 0),
+        ),
+    ] {
+        let half = Equivocation::of(x, y).expect("two headers of one key and slot");
+        assert_eq!(
+            check_equivocation(&chain, &half),
+            Err(Rejection::WrongChain)
+        );
+    }
     // `of` refuses what is no equivocation; built by hand, the check does.
     let h = |key, slot, parent| signed_header(key, chain, slot, parent);
     assert!(Equivocation::of(h(&a, 4, 0), h(&a, 4, 0)).is_none());
