@@ -23,28 +23,34 @@
 //!
 //! Blob bytes are files of their own beside the database ([`blobs`]); the
 //! database indexes them (address and length) and counts them in the same
-//! transaction. Whoever reads a blob hashes it again before trusting it
+//! transaction (`blob_index.rs`). Whoever reads a blob hashes it again before trusting it
 //! (the store never remembers that a blob was valid).
 //!
-//! The store has a version, in its `meta` table: 1 (no version recorded)
-//! kept blob bytes in the database and is moved to files when opened; 2
-//! keeps them in files. A store of a later version is refused. A database
+//! The store has a version, in its `meta` table ([`STORE_VERSION`]): 1
+//! (no version recorded) kept blob bytes in the database and is moved to
+//! files when opened; later ones keep them in files. A store of an older
+//! version than this build's holds the chain of an older spec, whose id no
+//! spec of this build has, and is refused as another chain's; one of a
+//! later version is refused as newer. A database
 //! that cannot be opened can be moved aside: the vault then starts a new
 //! one, indexes the blob files it finds, and syncs the chain from its
 //! peers.
 
+mod blob_index;
 pub mod blobs;
 mod locate;
 mod records;
 mod slots;
 
+pub use blob_index::blob_dir_of;
+use blob_index::index_blobs;
 pub use records::{BlockInfo, RegisterEntry, Status};
 
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use spacevault_chain::types::Ranked;
 use spacevault_chain::validate::{check_versions, Versions};
 use spacevault_chain::{Block, ChainSpec, Limits, Rejection, Target};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The store's version: 2, blob bytes in files; 3, blocks' slots, weights
 /// and targets in their info; 4, the farmer keys the canonical chain bans
@@ -575,174 +581,6 @@ impl Store {
     pub fn register_version(&self, owner: &[u8; 32], name: &[u8]) -> Result<u64, StoreError> {
         Ok(self.register(owner, name)?.map_or(0, |e| e.version))
     }
-
-    /// Keeps a blob's bytes under its address, durably: its file first,
-    /// then its place in the index and the counts.
-    pub fn put_blob(&self, address: &[u8; 32], bytes: &[u8]) -> Result<(), StoreError> {
-        self.blobs.write(address, bytes)?;
-        let tx = self.begin_durable_write()?;
-        {
-            let mut index = tx.open_table(BLOBS)?;
-            let len = bytes.len() as u64;
-            let before = index
-                .insert(address.as_slice(), len.to_le_bytes().as_slice())?
-                .map(|v| blob_len(v.value()))
-                .transpose()?;
-            drop(index);
-            let mut meta = tx.open_table(META)?;
-            let (count, total) = counts(&meta)?;
-            let (count, total) = match before {
-                None => (count + 1, total + len),
-                Some(old) => (count, total - old.min(total) + len),
-            };
-            set_counts(&mut meta, count, total)?;
-        }
-        tx.commit()?;
-        Ok(())
-    }
-
-    /// A blob's bytes as its file holds them: the caller hashes them
-    /// before trusting them. [`StoreError::BlobLost`] when the index has
-    /// the blob and its file is gone.
-    pub fn get_blob(&self, address: &[u8; 32]) -> Result<Option<Vec<u8>>, StoreError> {
-        if !self.has_blob(address)? {
-            return Ok(None);
-        }
-        match self.blobs.read(address)? {
-            Some(bytes) => Ok(Some(bytes)),
-            None => Err(StoreError::BlobLost(hex::encode(address))),
-        }
-    }
-
-    pub fn has_blob(&self, address: &[u8; 32]) -> Result<bool, StoreError> {
-        let tx = self.db.begin_read()?;
-        Ok(tx.open_table(BLOBS)?.get(address.as_slice())?.is_some())
-    }
-
-    pub fn delete_blob(&self, address: &[u8; 32]) -> Result<(), StoreError> {
-        let tx = self.begin_durable_write()?;
-        {
-            let removed = tx
-                .open_table(BLOBS)?
-                .remove(address.as_slice())?
-                .map(|v| blob_len(v.value()))
-                .transpose()?;
-            if let Some(len) = removed {
-                let mut meta = tx.open_table(META)?;
-                let (count, total) = counts(&meta)?;
-                set_counts(
-                    &mut meta,
-                    count.saturating_sub(1),
-                    total.saturating_sub(len),
-                )?;
-            }
-        }
-        tx.commit()?;
-        self.blobs.remove(address)?;
-        Ok(())
-    }
-
-    /// The addresses of every blob kept.
-    pub fn blob_addresses(&self) -> Result<Vec<[u8; 32]>, StoreError> {
-        let tx = self.db.begin_read()?;
-        let t = tx.open_table(BLOBS)?;
-        let mut out = Vec::new();
-        for entry in t.iter()? {
-            let (k, _) = entry?;
-            out.push(
-                k.value()
-                    .try_into()
-                    .map_err(|_| StoreError::Corrupt("a blob's address"))?,
-            );
-        }
-        Ok(out)
-    }
-
-    /// Blobs kept and their bytes, from the counts the index keeps.
-    pub fn blob_stats(&self) -> Result<(u64, u64), StoreError> {
-        let tx = self.db.begin_read()?;
-        let meta = tx.open_table(META)?;
-        counts(&meta)
-    }
-
-    /// Where the blob of `address` is kept (a file, whether or not the
-    /// store holds the blob).
-    pub fn blob_path(&self, address: &[u8; 32]) -> PathBuf {
-        self.blobs.path_of(address)
-    }
-}
-
-/// The directory of the blob files of the database at `db`: beside it,
-/// named after it (`vault.redb`: `vault.blobs`).
-pub fn blob_dir_of(db: &Path) -> PathBuf {
-    db.with_extension("blobs")
-}
-
-/// A blob's length as the index keeps it.
-fn blob_len(value: &[u8]) -> Result<u64, StoreError> {
-    Ok(u64::from_le_bytes(
-        value
-            .try_into()
-            .map_err(|_| StoreError::Corrupt("a blob's length"))?,
-    ))
-}
-
-/// The index's counts: blobs and their bytes.
-fn counts(
-    meta: &impl ReadableTable<&'static str, &'static [u8]>,
-) -> Result<(u64, u64), StoreError> {
-    let read = |key: &str| -> Result<u64, StoreError> {
-        match meta.get(key)? {
-            None => Ok(0),
-            Some(v) => blob_len(v.value()).map_err(|_| StoreError::Corrupt("the blob counts")),
-        }
-    };
-    Ok((read("blob_count")?, read("blob_bytes")?))
-}
-
-fn set_counts(
-    meta: &mut redb::Table<&'static str, &'static [u8]>,
-    count: u64,
-    bytes: u64,
-) -> Result<(), StoreError> {
-    meta.insert("blob_count", count.to_le_bytes().as_slice())?;
-    meta.insert("blob_bytes", bytes.to_le_bytes().as_slice())?;
-    Ok(())
-}
-
-/// Brings a store of version 1 to files: each blob's bytes in the index
-/// become a file and the index keeps its length. Blob files already there
-/// with no entry (a database moved aside and begun anew) are indexed.
-fn index_blobs(tx: &redb::WriteTransaction, files: &blobs::BlobFiles) -> Result<(), StoreError> {
-    let mut index = tx.open_table(BLOBS)?;
-    let mut inline: Vec<([u8; 32], Vec<u8>)> = Vec::new();
-    for entry in index.iter()? {
-        let (k, v) = entry?;
-        let address: [u8; 32] = k
-            .value()
-            .try_into()
-            .map_err(|_| StoreError::Corrupt("a blob's address"))?;
-        inline.push((address, v.value().to_vec()));
-    }
-    for (address, bytes) in &inline {
-        files.write(address, bytes)?;
-        index.insert(
-            address.as_slice(),
-            (bytes.len() as u64).to_le_bytes().as_slice(),
-        )?;
-    }
-    for (address, len) in files.list()? {
-        if index.get(address.as_slice())?.is_none() {
-            index.insert(address.as_slice(), len.to_le_bytes().as_slice())?;
-        }
-    }
-    let (mut count, mut bytes) = (0u64, 0u64);
-    for entry in index.iter()? {
-        count += 1;
-        bytes += blob_len(entry?.1.value())?;
-    }
-    drop(index);
-    set_counts(&mut tx.open_table(META)?, count, bytes)
 }
 
 /// The versions of a block's registers before it, read from the store.
