@@ -188,6 +188,22 @@ impl Block {
     }
 }
 
+/// Whether `signature` is `key`'s of a header's `hash`: the one check of
+/// a block's signature and of each header in evidence, counted as a block
+/// verification, through `cache` where one is given.
+pub(crate) fn producer_signed(
+    key: &[u8; 32],
+    hash: &[u8; 32],
+    signature: &[u8; 64],
+    cache: Option<&crate::SigCache>,
+) -> bool {
+    let verify = || keys::verify(key, hash, signature);
+    match cache {
+        Some(cache) => cache.verify(Op::VerifyBlock, key, hash, signature, verify),
+        None => meter::timed_on(Op::VerifyBlock, meter::fingerprint_of(signature), verify),
+    }
+}
+
 /// A block's header and its producer's signature of the header's hash.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SignedHeader {
@@ -202,11 +218,18 @@ impl SignedHeader {
 
     /// Whether the header's farmer key signed it.
     pub fn signature_ok(&self) -> bool {
-        let hash = self.hash();
-        meter::timed_on(
-            Op::VerifyBlock,
-            meter::fingerprint_of(&self.signature),
-            || keys::verify(&self.header.proof.farmer_key, &hash, &self.signature),
+        self.signed(None)
+    }
+
+    /// Whether the header's farmer key signed it, through `cache` where
+    /// one is given: a header whose block was checked is not verified
+    /// again.
+    pub fn signed(&self, cache: Option<&crate::SigCache>) -> bool {
+        producer_signed(
+            &self.header.proof.farmer_key,
+            &self.hash(),
+            &self.signature,
+            cache,
         )
     }
 

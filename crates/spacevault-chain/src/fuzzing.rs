@@ -43,7 +43,7 @@ pub fn decode_everything(data: &[u8]) {
     }
     if let Ok(e) = crate::block::Equivocation::decode(data) {
         assert_eq!(e.encode(), data, "evidence in a non-canonical form");
-        let _ = crate::validate::check_equivocation(&[0; 32], &e);
+        let _ = crate::validate::check_equivocation(&[0; 32], &e, None);
     }
     if let Ok(tx) = RegisterTx::decode(data, &limits) {
         assert_eq!(tx.encode(), data, "a transaction in a non-canonical form");

@@ -4,12 +4,10 @@
 
 use crate::block::{Block, Equivocation};
 use crate::eligibility::Target;
-use crate::keys;
 use crate::sig_cache::SigCache;
 use crate::spec::ChainSpec;
 use crate::time::FORM_BYTES;
 use crate::types::{ChainProof, Ranked, RegisterTx, Stamp};
-use spacevault_meter::{self as meter, Op};
 
 /// Why a message was refused.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -292,7 +290,7 @@ pub fn check_header(
     check_size_and_root(spec, chain_id, block)?;
     let ranked = check_proof(spec, chain_id, &h.stamp, parent.child_target, &h.proof)?;
     check_signature(block, cache)?;
-    check_evidence(chain_id, block)?;
+    check_evidence(chain_id, block, cache)?;
     Ok(ranked)
 }
 
@@ -313,7 +311,7 @@ pub fn check_signatures(
     }
     check_size_and_root(spec, chain_id, block)?;
     check_signature(block, Some(cache))?;
-    check_evidence(chain_id, block)?;
+    check_evidence(chain_id, block, Some(cache))?;
     check_txs(spec, chain_id, block, Some(cache))
 }
 
@@ -344,7 +342,7 @@ pub fn check_orphan(
         )));
     }
     check_signature(block, cache)?;
-    check_evidence(chain_id, block)
+    check_evidence(chain_id, block, cache)
 }
 
 fn check_size_and_root(
@@ -374,7 +372,11 @@ fn check_size_and_root(
 /// Each piece of a block's evidence valid, no two against one key. Run
 /// after the block's own signature is checked, so that a block nobody
 /// signed costs no more than that one verification.
-fn check_evidence(chain_id: &[u8; 32], block: &Block) -> Result<(), Rejection> {
+fn check_evidence(
+    chain_id: &[u8; 32],
+    block: &Block,
+    cache: Option<&SigCache>,
+) -> Result<(), Rejection> {
     for (i, e) in block.evidence.iter().enumerate() {
         if block.evidence[..i]
             .iter()
@@ -382,7 +384,7 @@ fn check_evidence(chain_id: &[u8; 32], block: &Block) -> Result<(), Rejection> {
         {
             return Err(Rejection::BadEvidence("two pieces against one key"));
         }
-        check_equivocation(chain_id, e)?;
+        check_equivocation(chain_id, e, cache)?;
     }
     Ok(())
 }
@@ -390,8 +392,13 @@ fn check_evidence(chain_id: &[u8; 32], block: &Block) -> Result<(), Rejection> {
 /// Checks that `e` shows its farmer key equivocating: two different
 /// headers of this chain, of that key and one slot, the smaller hash
 /// first, each signed by the key. What a vault checks of evidence gossiped
-/// to it, and of each piece a block carries.
-pub fn check_equivocation(chain_id: &[u8; 32], e: &Equivocation) -> Result<(), Rejection> {
+/// to it, and of each piece a block carries; a header whose signature
+/// `cache` holds (its block was checked here) is not verified again.
+pub fn check_equivocation(
+    chain_id: &[u8; 32],
+    e: &Equivocation,
+    cache: Option<&SigCache>,
+) -> Result<(), Rejection> {
     let (a, b) = (&e.first.header, &e.second.header);
     if a.chain_id != *chain_id || b.chain_id != *chain_id {
         return Err(Rejection::WrongChain);
@@ -407,24 +414,19 @@ pub fn check_equivocation(chain_id: &[u8; 32], e: &Equivocation) -> Result<(), R
             "the headers are one, or not in the order of their hashes",
         ));
     }
-    if !e.first.signature_ok() || !e.second.signature_ok() {
+    if !e.first.signed(cache) || !e.second.signed(cache) {
         return Err(Rejection::BadEvidence("a header its key did not sign"));
     }
     Ok(())
 }
 
 fn check_signature(block: &Block, cache: Option<&SigCache>) -> Result<(), Rejection> {
-    let hash = block.hash();
-    let key = &block.header.proof.farmer_key;
-    let verify = || keys::verify(key, &hash, &block.signature);
-    let signed = match cache {
-        Some(cache) => cache.verify(Op::VerifyBlock, key, &hash, &block.signature, verify),
-        None => meter::timed_on(
-            Op::VerifyBlock,
-            meter::fingerprint_of(&block.signature),
-            verify,
-        ),
-    };
+    let signed = crate::block::producer_signed(
+        &block.header.proof.farmer_key,
+        &block.hash(),
+        &block.signature,
+        cache,
+    );
     if !signed {
         return Err(Rejection::BadSignature);
     }

@@ -186,7 +186,7 @@ impl Engine {
     /// Evidence of equivocation for a block of this vault's: checked, and
     /// kept (see [`add_checked_evidence`](Self::add_checked_evidence)).
     pub fn add_evidence(&mut self, e: Equivocation) -> Result<bool, Rejection> {
-        validate::check_equivocation(&self.chain_id, &e)?;
+        validate::check_equivocation(&self.chain_id, &e, self.sig_cache())?;
         self.add_checked_evidence(e)
     }
 

@@ -296,7 +296,11 @@ fn on_tx(shared: &Arc<Shared>, data: &[u8]) -> Result<Verdict, Rejection> {
 /// relayed when it is news here.
 fn on_evidence(shared: &Arc<Shared>, data: &[u8]) -> Result<Verdict, Rejection> {
     let e = Equivocation::decode(data).map_err(|e| Rejection::Malformed(e.to_string()))?;
-    spacevault_chain::validate::check_equivocation(&shared.chain.chain_id(), &e)?;
+    spacevault_chain::validate::check_equivocation(
+        &shared.chain.chain_id(),
+        &e,
+        shared.chain.sig_cache(),
+    )?;
     if shared.chain.add_checked_evidence(e)? {
         shared.metrics.evidence_kept.inc();
         return Ok(Verdict::Accept);

@@ -1,6 +1,7 @@
 use super::*;
 use crate::block::Block;
 use crate::keys::Keypair;
+use spacevault_meter::Op;
 use std::collections::HashMap;
 
 struct Map(HashMap<([u8; 32], Vec<u8>), u64>);
@@ -493,9 +494,9 @@ fn evidence_shows_one_key_signing_two_headers_for_one_slot_or_is_refused() {
         signed_header(&a, chain, 4, 1),
     )
     .expect("an equivocation");
-    assert_eq!(check_equivocation(&chain, &good), Ok(()));
+    assert_eq!(check_equivocation(&chain, &good, None), Ok(()));
     assert_eq!(
-        check_equivocation(&[9; 32], &good),
+        check_equivocation(&[9; 32], &good, None),
         Err(Rejection::WrongChain)
     );
     // One header of another chain, signed and in order: still refused.
@@ -511,7 +512,7 @@ fn evidence_shows_one_key_signing_two_headers_for_one_slot_or_is_refused() {
     ] {
         let half = Equivocation::of(x, y).expect("two headers of one key and slot");
         assert_eq!(
-            check_equivocation(&chain, &half),
+            check_equivocation(&chain, &half, None),
             Err(Rejection::WrongChain)
         );
     }
@@ -521,7 +522,7 @@ fn evidence_shows_one_key_signing_two_headers_for_one_slot_or_is_refused() {
     assert!(Equivocation::of(h(&a, 4, 0), h(&b, 4, 1)).is_none());
     assert!(Equivocation::of(h(&a, 4, 0), h(&a, 5, 1)).is_none());
     let pair = |first, second| Equivocation { first, second };
-    let bad = |e: &Equivocation| match check_equivocation(&chain, e) {
+    let bad = |e: &Equivocation| match check_equivocation(&chain, e, None) {
         Err(Rejection::BadEvidence(_)) => true,
         other => panic!("{other:?}"),
     };
@@ -610,4 +611,29 @@ fn open_spec_with(max_block_evidence: u32) -> ChainSpec {
     let mut spec = open_spec();
     spec.max_block_evidence = max_block_evidence;
     spec
+}
+
+#[test]
+fn a_header_whose_block_was_checked_is_not_verified_again_in_evidence() {
+    use crate::block::Equivocation;
+    let chain = [3; 32];
+    let key = Keypair::from_secret(&[1; 32]);
+    let (a, b) = (
+        signed_header(&key, chain, 4, 0),
+        signed_header(&key, chain, 4, 1),
+    );
+    let e = Equivocation::of(a.clone(), b).unwrap();
+    let cache = SigCache::default();
+    assert!(a.signed(Some(&cache)));
+    assert_eq!(cache.hits(Op::VerifyBlock), 0);
+    assert_eq!(check_equivocation(&chain, &e, Some(&cache)), Ok(()));
+    // The header checked before was found; the other was verified, and is
+    // found the next time.
+    assert_eq!(cache.hits(Op::VerifyBlock), 1);
+    assert_eq!(check_equivocation(&chain, &e, Some(&cache)), Ok(()));
+    assert_eq!(cache.hits(Op::VerifyBlock), 3);
+    // A forged signature is not taken from the cache of the real one.
+    let mut forged = e.clone();
+    forged.second.signature[0] ^= 1;
+    assert!(check_equivocation(&chain, &forged, Some(&cache)).is_err());
 }

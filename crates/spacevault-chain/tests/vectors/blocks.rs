@@ -174,7 +174,7 @@ fn evidence_of_equivocation() {
     assert_eq!(decoded.encode(), committed);
     assert_eq!(decoded.id(), c.array::<32>("id"));
     assert_eq!(
-        spacevault_chain::validate::check_equivocation(&chain_id(), &decoded),
+        spacevault_chain::validate::check_equivocation(&chain_id(), &decoded, None),
         Ok(())
     );
 }

@@ -139,7 +139,7 @@ mod tests {
         assert!(watch.note(header(&a, 6, 1)).is_none());
         let e = watch.note(header(&a, 5, 1)).expect("caught");
         assert_eq!((e.farmer_key(), e.slot()), (a.public(), 5));
-        assert!(spacevault_chain::validate::check_equivocation(&[1; 32], &e).is_ok());
+        assert!(spacevault_chain::validate::check_equivocation(&[1; 32], &e, None).is_ok());
         assert_eq!(watch.take_caught(), vec![e.clone()]);
         assert!(watch.take_caught().is_empty());
         // Kept already; a third header of the key's for the slot makes
