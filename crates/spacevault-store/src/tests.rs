@@ -590,3 +590,40 @@ fn a_locator_finds_where_two_branches_meet_in_one_answer() {
     let empty = Store::open(&dir.path().join("empty.redb"), &spec()).unwrap();
     assert!(empty.locator().unwrap().is_empty());
 }
+
+#[test]
+fn canonical_blocks_come_in_order_up_to_the_count_and_the_bytes_and_one_at_least() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = spacevault_chain::genesis_hash(&spec().chain_id());
+    let chain = chain_on(g, 1, 10, 1);
+    let store = store_of(dir.path(), "db", &chain);
+    let encoded: Vec<Vec<u8>> = chain.iter().map(Block::encode).collect();
+    // Each block costs its bytes and 4 for its length in an answer.
+    let size = encoded[0].len() + 4;
+    assert!(encoded.iter().all(|e| e.len() + 4 == size));
+    assert_eq!(
+        store.canonical_blocks(3, 4, usize::MAX).unwrap(),
+        encoded[2..6]
+    );
+    // Height 0 is the genesis, which no answer holds: from 1.
+    assert_eq!(
+        store.canonical_blocks(0, 2, usize::MAX).unwrap(),
+        encoded[..2]
+    );
+    // As many as the bytes hold, exactly at the bound and one short of it.
+    assert_eq!(
+        store.canonical_blocks(1, 10, 3 * size).unwrap(),
+        encoded[..3]
+    );
+    assert_eq!(
+        store.canonical_blocks(1, 10, 3 * size - 1).unwrap(),
+        encoded[..2]
+    );
+    // One block, however small the bound, so that a sync goes on.
+    assert_eq!(store.canonical_blocks(5, 10, 1).unwrap(), encoded[4..5]);
+    // Past the head, nothing.
+    assert!(store
+        .canonical_blocks(11, 10, usize::MAX)
+        .unwrap()
+        .is_empty());
+}
