@@ -84,6 +84,14 @@ impl ChainProof {
         }
     }
 
+    /// What its scheme checks of it without hashing (k's range, the
+    /// nonce's): all a vault checks of an orphan's proof.
+    pub fn well_formed(&self) -> Result<(), spacevault::VerifyError> {
+        match self.kind {
+            ProofKind::Plain => spacevault::Plain::well_formed(&self.as_proof()),
+        }
+    }
+
     /// Verifies the proof for `challenge` by its scheme (the plain one:
     /// one derive_key and one record hash). The rank's distance is the
     /// proof's score on the scale every scheme shares.

@@ -335,12 +335,9 @@ pub fn check_orphan(
     check_not_future(spec, h.stamp.slot, now_ms)?;
     check_size_and_root(spec, chain_id, block)?;
     check_kind_and_size(spec, &h.proof)?;
-    if h.proof.k >= 64 || h.proof.nonce >> h.proof.k != 0 {
-        return Err(Rejection::BadProof(format!(
-            "nonce {} is out of range for k = {}",
-            h.proof.nonce, h.proof.k
-        )));
-    }
+    h.proof
+        .well_formed()
+        .map_err(|e| Rejection::BadProof(e.to_string()))?;
     check_signature(block, cache)?;
     check_evidence(chain_id, block, cache)
 }

@@ -29,6 +29,11 @@ pub trait ProofScheme {
     /// The plot `proof` comes from.
     fn plot_id(proof: &Self::Proof) -> [u8; 32];
 
+    /// What can be checked of `proof` without hashing: its size and its
+    /// fields' ranges. A vault checks this much of a block it cannot yet
+    /// check in full (an orphan); [`ProofScheme::verify`] checks it too.
+    fn well_formed(proof: &Self::Proof) -> Result<(), VerifyError>;
+
     /// Checks `proof` for `challenge`; its [`Verified::distance`] is the
     /// proof's score on the shared scale.
     fn verify(proof: &Self::Proof, challenge: &[u8; 32]) -> Result<Verified, VerifyError>;
@@ -56,6 +61,10 @@ impl ProofScheme for Plain {
 
     fn plot_id(proof: &Proof) -> [u8; 32] {
         crate::construction::plot_id(&proof.farmer_key, &proof.seed, proof.k)
+    }
+
+    fn well_formed(proof: &Proof) -> Result<(), VerifyError> {
+        crate::verify::well_formed(proof)
     }
 
     fn verify(proof: &Proof, challenge: &[u8; 32]) -> Result<Verified, VerifyError> {

@@ -29,8 +29,9 @@ pub enum VerifyError {
     NonceOutOfRange { nonce: u64, k: u8 },
 }
 
-/// Verifies a proof against a challenge: one `derive_key` and one hash.
-pub fn verify(proof: &Proof, challenge: &[u8; 32]) -> Result<Verified, VerifyError> {
+/// Whether a proof's k is supported and its nonce names a record of a
+/// plot of that size: what can be checked without hashing.
+pub fn well_formed(proof: &Proof) -> Result<(), VerifyError> {
     if !k_is_supported(proof.k) {
         return Err(VerifyError::UnsupportedK(proof.k));
     }
@@ -40,6 +41,12 @@ pub fn verify(proof: &Proof, challenge: &[u8; 32]) -> Result<Verified, VerifyErr
             k: proof.k,
         });
     }
+    Ok(())
+}
+
+/// Verifies a proof against a challenge: one `derive_key` and one hash.
+pub fn verify(proof: &Proof, challenge: &[u8; 32]) -> Result<Verified, VerifyError> {
+    well_formed(proof)?;
     let id = plot_id(&proof.farmer_key, &proof.seed, proof.k);
     let hash = record_hash(&id, proof.nonce);
     let d = distance(&hash, challenge);
