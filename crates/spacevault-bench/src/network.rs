@@ -47,16 +47,22 @@ pub struct NetworkBenchOptions {
 pub struct Phase {
     pub seconds: f64,
     pub blocks: u64,
+    /// The first vault's height when the phase began and when it ended:
+    /// the phase's blocks are the heights after the one and up to the
+    /// other.
+    pub heights: (u64, u64),
     pub cpu_seconds: Option<f64>,
     /// CPU of every vault together for each block made.
     pub cpu_ms_per_block: Option<f64>,
 }
 
 impl Phase {
-    fn of(seconds: f64, blocks: u64, cpu_seconds: Option<f64>) -> Phase {
+    fn of(seconds: f64, heights: (u64, u64), cpu_seconds: Option<f64>) -> Phase {
+        let blocks = heights.1.saturating_sub(heights.0);
         Phase {
             seconds,
             blocks,
+            heights,
             cpu_seconds,
             cpu_ms_per_block: cpu_seconds
                 .filter(|_| blocks > 0)
@@ -179,9 +185,9 @@ async fn run_async(options: &NetworkBenchOptions) -> Result<NetworkBench, BenchE
     let cpu2 = cpu_now();
     let h2 = head().await?;
     let cpu = |a: Option<f64>, b: Option<f64>| a.zip(b).map(|(a, b)| b - a);
-    let settling = Phase::of(settle_took, h0.saturating_sub(hs), cpu(cpu_s, cpu0));
-    let idle = Phase::of(idle_took, h1.saturating_sub(h0), cpu(cpu0, cpu1));
-    let load = Phase::of(load_took, h2.saturating_sub(h1), cpu(cpu1, cpu2));
+    let settling = Phase::of(settle_took, (hs, h0), cpu(cpu_s, cpu0));
+    let idle = Phase::of(idle_took, (h0, h1), cpu(cpu0, cpu1));
+    let load = Phase::of(load_took, (h1, h2), cpu(cpu1, cpu2));
     // Two slots for the last blocks to settle, then compare.
     tokio::time::sleep(Duration::from_millis(2 * options.slot_ms)).await;
     let (heights, settled, disagreements, propagation, missing) = agreement(&clients).await;

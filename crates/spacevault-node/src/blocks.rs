@@ -31,6 +31,10 @@ pub(crate) fn farm(shared: &Arc<Shared>, slot: u64, started_slot: u64) {
     if shared.farmer.plots().is_empty() || catching_up || shared.time.slot() != slot {
         return;
     }
+    // Signed in an earlier run: no lookup for a block that cannot be made.
+    if slot <= shared.signed.last() {
+        return;
+    }
     if slot < started_slot + STALE_HEAD_SLOTS && shared.chain.head().slot + STALE_HEAD_SLOTS < slot
     {
         return;

@@ -53,8 +53,11 @@ pub struct NodeConfig {
     /// follows no chain without it.
     pub checkpoint: Option<spacevault_chain::fork::Checkpoint>,
     /// Where the record of the slots the farmer key signed is kept
-    /// ([`crate::signed`]): beside the key, so that it outlives the store.
-    /// None: `signed-slots` in the data directory.
+    /// ([`crate::signed`]): beside the key, so that it outlives the store
+    /// (the CLI's config directory). None: `signed-slots` in the data
+    /// directory, which guards a restart and a store put back from a copy
+    /// but is lost with the directory: vaults many to a machine, in tests
+    /// and benchmarks, whose keys live nowhere else.
     pub signed_slots: Option<PathBuf>,
 }
 

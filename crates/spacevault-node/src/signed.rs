@@ -13,7 +13,10 @@
 //! every slot signed before, durably.
 //!
 //! One file per chain (slots are numbered per chain), named by the chain
-//! id in hex: `spacevault signed slot v1`, then the slot in decimal.
+//! id in hex: `spacevault signed slot v1`, then the slot in decimal. A
+//! vault holds an exclusive lock on `<chain id>.lock` beside it while it
+//! runs: a second vault of the same key and directory would keep its own
+//! count of the slots signed, and sign the same slots.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -35,6 +38,11 @@ pub enum SignedError {
          only if no other vault ever farmed with this key on this chain"
     )]
     Malformed { path: PathBuf, why: &'static str },
+    #[error(
+        "another vault holds {path}: one farmer key runs in one vault (two would sign two \
+         blocks for one slot, and every vault would ban the key for good)"
+    )]
+    Held { path: PathBuf },
 }
 
 /// The record of one chain's signed slots.
@@ -42,12 +50,47 @@ pub enum SignedError {
 pub struct SignedSlots {
     path: PathBuf,
     last: Mutex<u64>,
+    /// Locked for as long as the record is open.
+    _lock: std::fs::File,
 }
 
 impl SignedSlots {
-    /// The record of chain `chain_id` in `dir` (none yet: slot 0).
+    /// The record of chain `chain_id` in `dir` (none yet: slot 0), locked
+    /// against every other vault until it is dropped.
     pub fn open(dir: &Path, chain_id: &[u8; 32]) -> Result<SignedSlots, SignedError> {
         let path = dir.join(hex::encode(chain_id));
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |cause| SignedError::Io { path, cause }
+        };
+        if !dir.exists() {
+            std::fs::create_dir_all(dir).map_err(io(dir))?;
+            // The new directory's name, durable in its parent.
+            if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+                std::fs::File::open(parent)
+                    .and_then(|d| d.sync_all())
+                    .map_err(io(parent))?;
+            }
+        }
+        let lock_path = path.with_extension("lock");
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(io(&lock_path))?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(SignedError::Held { path: lock_path })
+            }
+            Err(std::fs::TryLockError::Error(cause)) => {
+                return Err(SignedError::Io {
+                    path: lock_path,
+                    cause,
+                })
+            }
+        }
         let last = match std::fs::read_to_string(&path) {
             Ok(text) => parse(&text).map_err(|why| SignedError::Malformed {
                 path: path.clone(),
@@ -59,6 +102,7 @@ impl SignedSlots {
         Ok(SignedSlots {
             path,
             last: Mutex::new(last),
+            _lock: lock,
         })
     }
 
@@ -95,7 +139,7 @@ impl SignedSlots {
     /// the old one: a crash leaves the old record or the new, never half.
     fn write(&self, slot: u64) -> std::io::Result<()> {
         let dir = self.path.parent().unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir)?;
+        // The lock held keeps any other vault from writing the draft.
         let draft = self.path.with_extension("new");
         let mut f = std::fs::File::create(&draft)?;
         f.write_all(format!("{HEADER}\n{slot}\n").as_bytes())?;
@@ -143,6 +187,14 @@ mod tests {
         // Another chain's slots are its own.
         let other = SignedSlots::open(dir.path(), &[8; 32]).unwrap();
         assert!(other.claim(1).unwrap());
+        // A second vault of the key and directory is refused while the
+        // first runs, and may open the record once it has stopped.
+        assert!(matches!(
+            SignedSlots::open(dir.path(), &CHAIN),
+            Err(SignedError::Held { .. })
+        ));
+        drop(reopened);
+        assert_eq!(SignedSlots::open(dir.path(), &CHAIN).unwrap().last(), 9);
         let text = std::fs::read_to_string(dir.path().join(hex::encode(CHAIN))).unwrap();
         assert_eq!(text, format!("{HEADER}\n9\n"));
     }

@@ -52,17 +52,22 @@ pub fn prove(x: &Form, y: &Form, t: u64, ctx: &Ctx) -> Option<Form> {
 /// proof is made by long division ([`prove`]).
 pub const MAX_CHECKPOINTS: u64 = 1 << 18;
 
+/// The widest spacing: [`prove_from_checkpoints`] keeps a slot for each of
+/// the 2^κ digit values (2^20 of them, some 60 MiB).
+pub const MAX_SPACING: u32 = 20;
+
 /// The spacing κ of checkpoints that makes the cheapest proof of `t`
 /// iterations from them: one composition a checkpoint (t/κ) and two for
 /// each of the 2^κ digit values, the least of t/κ + 2^(κ+1). None when
-/// even that spacing keeps more than [`MAX_CHECKPOINTS`], or t is too
-/// small for checkpoints to pay.
+/// no spacing up to [`MAX_SPACING`] keeps at most [`MAX_CHECKPOINTS`], or
+/// the proof would cost more than half the long division's t squarings
+/// (a composition costs about a squaring): checkpoints do not pay.
 pub fn checkpoint_spacing(t: u64) -> Option<u32> {
     let cost = |k: u32| t.div_ceil(u64::from(k)) + (2u64 << k);
-    let k = (1..=24)
+    let k = (1..=MAX_SPACING)
         .filter(|&k| t.div_ceil(u64::from(k)) <= MAX_CHECKPOINTS)
         .min_by_key(|&k| cost(k))?;
-    (cost(k) < t).then_some(k)
+    (cost(k).saturating_mul(2) <= t).then_some(k)
 }
 
 /// y = x^(2^t), keeping x^(2^(κ·i)) for every i with κ·i < t: what
@@ -97,9 +102,12 @@ pub fn prove_from_checkpoints(
     checkpoints: &[Form],
     ctx: &Ctx,
 ) -> Option<Form> {
+    if !(1..=MAX_SPACING).contains(&spacing) {
+        return None;
+    }
     let b = challenge_prime(x, y, &ctx.d)?;
-    let k = u64::from(spacing.max(1));
-    if checkpoints.len() as u64 != t.div_ceil(k) || spacing > 24 {
+    let k = u64::from(spacing);
+    if checkpoints.len() as u64 != t.div_ceil(k) {
         return None;
     }
     let identity = Form::identity(&ctx.d);
@@ -194,9 +202,10 @@ mod tests {
                 let from = prove_from_checkpoints(&x, &y, t, k, &kept, ctx).unwrap();
                 assert_eq!(from, long, "t = {t}, spacing {k}");
                 assert!(verify(&x, &y, &from, t, ctx));
-                // Checkpoints missing make no proof.
+                // Checkpoints missing, or a spacing of none, make no proof.
                 let short = &kept[..kept.len() - 1];
                 assert!(prove_from_checkpoints(&x, &y, t, k, short, ctx).is_none());
+                assert!(prove_from_checkpoints(&x, &y, t, 0, &kept, ctx).is_none());
             }
         }
     }
@@ -215,5 +224,8 @@ mod tests {
         }
         // Beyond the memory the checkpoints may take: long division.
         assert_eq!(checkpoint_spacing(MAX_CHECKPOINTS * 30), None);
+        assert_eq!(checkpoint_spacing(MAX_CHECKPOINTS * 21), None);
+        // Where the proof would cost more than half the evaluation.
+        assert_eq!(checkpoint_spacing(40), None);
     }
 }
