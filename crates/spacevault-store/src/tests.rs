@@ -39,6 +39,13 @@ fn block(parent: [u8; 32], height: u64, salt: u8, txs: Vec<RegisterTx>) -> Block
     )
 }
 
+/// Keeps `blocks`, each of rank 1, weight 1 and child target 1.
+fn keep<'a>(store: &Store, blocks: impl IntoIterator<Item = &'a Block>) {
+    for b in blocks {
+        store.insert_block(b, rank(1), 1, Target(1)).unwrap();
+    }
+}
+
 fn set(owner: &Keypair, name: &[u8], version: u64, value: &[u8]) -> RegisterTx {
     RegisterTx::signed(owner, &spec().chain_id(), name, version, value)
 }
@@ -74,9 +81,7 @@ fn reorgs_roll_registers_back_and_forward() {
         vec![set(&owner, b"r", 2, b"bb"), set(&owner, b"r", 3, b"bbb")],
     );
     let b3 = block(b2.hash(), 3, 2, vec![set(&owner, b"s", 1, b"x")]);
-    for b in [&a1, &a2, &b1, &b2, &b3] {
-        store.insert_block(b, rank(1), 1, Target(1)).unwrap();
-    }
+    keep(&store, [&a1, &a2, &b1, &b2, &b3]);
     store
         .make_canonical(&[a1.hash(), a2.hash()])
         .unwrap()
@@ -125,8 +130,7 @@ fn a_block_whose_versions_do_not_follow_is_refused_and_nothing_changes() {
     let g = spacevault_chain::genesis_hash(&spec().chain_id());
     let b1 = block(g, 1, 1, vec![set(&owner, b"r", 1, b"a")]);
     let replay = block(b1.hash(), 2, 1, vec![set(&owner, b"r", 1, b"a")]);
-    store.insert_block(&b1, rank(1), 1, Target(1)).unwrap();
-    store.insert_block(&replay, rank(1), 1, Target(1)).unwrap();
+    keep(&store, [&b1, &replay]);
     store.make_canonical(&[b1.hash()]).unwrap().unwrap();
     let refused = store.make_canonical(&[replay.hash()]).unwrap().unwrap_err();
     assert_eq!(refused.block, replay.hash());
@@ -172,9 +176,7 @@ fn evidence_bans_its_key_on_its_chain_until_a_reorg_drops_it() {
     // Chain B: no evidence; farmer 5 produces on it.
     let b1 = block(g, 1, 3, vec![]);
     let b2_by_cheat = block(b1.hash(), 2, 5, vec![]);
-    for b in [&a1, &a2_by_cheat, &a2_again, &b1, &b2_by_cheat] {
-        store.insert_block(b, rank(1), 1, Target(1)).unwrap();
-    }
+    keep(&store, [&a1, &a2_by_cheat, &a2_again, &b1, &b2_by_cheat]);
     assert_eq!(store.ban_of(&cheat).unwrap(), None);
     store.make_canonical(&[a1.hash()]).unwrap().unwrap();
     assert_eq!(store.ban_of(&cheat).unwrap(), Some(a1.hash()));
@@ -204,9 +206,7 @@ fn evidence_bans_its_key_on_its_chain_until_a_reorg_drops_it() {
     // A reorg above the block that banned the key keeps the ban.
     let a2 = block(a1.hash(), 2, 1, vec![]);
     let a2_rival = block(a1.hash(), 2, 2, vec![]);
-    for b in [&a2, &a2_rival] {
-        store.insert_block(b, rank(1), 1, Target(1)).unwrap();
-    }
+    keep(&store, [&a2, &a2_rival]);
     store.make_canonical(&[a2.hash()]).unwrap().unwrap();
     store.make_canonical(&[a2_rival.hash()]).unwrap().unwrap();
     assert_eq!(store.ban_of(&cheat).unwrap(), Some(a1.hash()));
@@ -223,9 +223,7 @@ fn a_branch_refused_partway_leaves_no_ban_and_a_block_may_carry_evidence_against
     // has none: the branch is refused at block 2, and block 1's ban with it.
     let c1 = with_evidence(block(g, 1, 1, vec![]), 1, vec![equivocation(5)]);
     let c2 = block(c1.hash(), 2, 1, vec![set(&owner, b"r", 2, b"x")]);
-    for b in [&c1, &c2] {
-        store.insert_block(b, rank(1), 1, Target(1)).unwrap();
-    }
+    keep(&store, [&c1, &c2]);
     let refused = store
         .make_canonical(&[c1.hash(), c2.hash()])
         .unwrap()
@@ -236,7 +234,7 @@ fn a_branch_refused_partway_leaves_no_ban_and_a_block_may_carry_evidence_against
     // Farmer 5's own block carrying the evidence against it applies: the
     // ban starts at its child.
     let own = with_evidence(block(g, 1, 5, vec![]), 5, vec![equivocation(5)]);
-    store.insert_block(&own, rank(1), 1, Target(1)).unwrap();
+    keep(&store, [&own]);
     store.make_canonical(&[own.hash()]).unwrap().unwrap();
     assert_eq!(store.ban_of(&cheat).unwrap(), Some(own.hash()));
 }
@@ -391,7 +389,7 @@ fn store_writer_child() {
             1,
             vec![set(&owner, b"counter", version + 1, &height.to_le_bytes())],
         );
-        store.insert_block(&b, rank(1), 1, Target(1)).unwrap();
+        keep(&store, [&b]);
         store.make_canonical(&[b.hash()]).unwrap().unwrap();
         parent = b.hash();
         // Chain writes become durable with a blob, a flush, or neither yet.
@@ -495,9 +493,7 @@ fn a_rollback_short_of_genesis_restores_what_a_block_that_wrote_one_register_twi
     );
     let b2 = block(a1.hash(), 2, 2, vec![set(&owner, b"r", 2, b"other two")]);
     let b3 = block(b2.hash(), 3, 2, vec![]);
-    for b in [&a1, &a2, &b2, &b3] {
-        store.insert_block(b, rank(1), 1, Target(1)).unwrap();
-    }
+    keep(&store, [&a1, &a2, &b2, &b3]);
     store
         .make_canonical(&[a1.hash(), a2.hash()])
         .unwrap()
@@ -531,9 +527,7 @@ fn chain_on(parent: [u8; 32], height: u64, n: u64, salt: u8) -> Vec<Block> {
 
 fn store_of(dir: &std::path::Path, name: &str, chain: &[Block]) -> Store {
     let store = Store::open(&dir.join(name), &spec()).unwrap();
-    for b in chain {
-        store.insert_block(b, rank(1), 1, Target(1)).unwrap();
-    }
+    keep(&store, chain);
     let hashes: Vec<[u8; 32]> = chain.iter().map(Block::hash).collect();
     store.make_canonical(&hashes).unwrap().unwrap();
     store
