@@ -9,6 +9,35 @@ use spacevault_network::{self as net, Event, Request, Response, Topic, Transport
 use spacevault_node::engine::MAX_ORPHANS_PER_ORIGIN;
 use std::time::Duration;
 
+/// A network of vaults past height 2, and a rogue peer joined to the
+/// first of them.
+struct Rogued {
+    nodes: Vec<spacevault_node::Node>,
+    rogue: net::Handle,
+    events: tokio::sync::mpsc::Receiver<Event>,
+    /// The rogue's key (its secret is `secret` repeated).
+    key: Keypair,
+    chain: [u8; 32],
+}
+
+/// `vaults` vaults with plots in `dir`, two copies of each blob, past
+/// height 2, and a rogue of secret `secret` connected to the first.
+async fn rogue_beside(dir: &std::path::Path, vaults: usize, secret: u8) -> Rogued {
+    let files: Vec<_> = (0..vaults).map(|i| vault_files(dir, i)).collect();
+    let spec = spec(300, 2);
+    let chain = spec.chain_id();
+    let nodes = network_at(&spec, &files, false, 2).await;
+    let boot = nodes[0].listen_addrs(Duration::from_secs(1)).await;
+    let (rogue, events) = joined_rogue(secret, chain, boot, nodes[0].peer_id()).await;
+    Rogued {
+        nodes,
+        rogue,
+        events,
+        key: Keypair::from_secret(&[secret; 32]),
+        chain,
+    }
+}
+
 /// Publishes a stale announcement, new each time (refused, counted, and
 /// no fault: a fault would graylist the rogue, and its later messages go
 /// unread), and returns the vault's count of them before it: once the
@@ -45,13 +74,13 @@ async fn until_heard(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_orphan_flood_keeps_no_more_than_its_senders_share_and_the_chain_goes_on() {
     let dir = tempfile::tempdir().unwrap();
-    let files: Vec<_> = (0..2).map(|i| vault_files(dir.path(), i)).collect();
-    let spec = spec(300, 2);
-    let chain = spec.chain_id();
-    let nodes = network_at(&spec, &files, false, 2).await;
-    let boot = nodes[0].listen_addrs(Duration::from_secs(1)).await;
-    let (rogue, mut events) = joined_rogue(99, chain, boot, nodes[0].peer_id()).await;
-    let key = Keypair::from_secret(&[99; 32]);
+    let Rogued {
+        nodes,
+        rogue,
+        mut events,
+        key,
+        chain,
+    } = rogue_beside(dir.path(), 2, 99).await;
     let mut n = 0;
     until_heard(&rogue, &mut events, &nodes[0], &mut n).await;
     let height_before = nodes[0].height();
@@ -550,13 +579,13 @@ async fn until(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_key_that_signs_two_blocks_for_one_slot_is_caught_gossiped_and_banned_everywhere() {
     let dir = tempfile::tempdir().unwrap();
-    let files: Vec<_> = (0..3).map(|i| vault_files(dir.path(), i)).collect();
-    let spec = spec(300, 2);
-    let chain = spec.chain_id();
-    let nodes = network_at(&spec, &files, false, 2).await;
-    let boot = nodes[0].listen_addrs(Duration::from_secs(1)).await;
-    let (rogue, mut events) = joined_rogue(98, chain, boot, nodes[0].peer_id()).await;
-    let key = Keypair::from_secret(&[98; 32]);
+    let Rogued {
+        nodes,
+        rogue,
+        mut events,
+        key,
+        chain,
+    } = rogue_beside(dir.path(), 3, 98).await;
     until_heard(&rogue, &mut events, &nodes[0], &mut 0).await;
     // Two blocks of the rogue's key for one slot, on vault 0's head, sent
     // to vault 0 alone: a slot it has reached, later than its head's.
