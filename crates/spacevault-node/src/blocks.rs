@@ -31,7 +31,8 @@ pub(crate) fn farm(shared: &Arc<Shared>, slot: u64, started_slot: u64) {
     if shared.farmer.plots().is_empty() || catching_up || shared.time.slot() != slot {
         return;
     }
-    // Signed in an earlier run: no lookup for a block that cannot be made.
+    // Signed in an earlier run, whose store this one may not have: no
+    // lookup for a block the record would keep back.
     if slot <= shared.signed.last() {
         return;
     }
@@ -70,10 +71,6 @@ pub(crate) fn farm(shared: &Arc<Shared>, slot: u64, started_slot: u64) {
 /// gossips it.
 pub(crate) fn produce(shared: &Arc<Shared>, stamp: Stamp, found: Found) {
     let Found { proof, rank, .. } = found;
-    if stamp.slot <= shared.signed.last() {
-        // Signed in an earlier run, whose store this one does not have.
-        return;
-    }
     let Some(block) = shared.chain.produce(&shared.key, stamp, proof, &rank) else {
         return;
     };
