@@ -120,6 +120,10 @@ pub fn spec(options: &ChainOptions) -> ChainSpec {
     spec.initial_records = ((records * options.initial_records_factor) as u64).max(1);
     spec.block_interval_slots = options.block_interval_slots;
     spec.era_blocks = options.era_blocks;
+    // One era of the proof of time for the whole run: every view's slots
+    // are on the chain's first line, whatever branch it follows (what is
+    // measured is eligibility and fork choice, not the lines of slots).
+    spec.pot_era_slots = options.slots.max(1);
     spec
 }
 
@@ -147,9 +151,11 @@ impl View {
         let unable = |e: &dyn std::fmt::Display| BenchError::Invalid(format!("{name}: {e}"));
         let _ = std::fs::remove_file(dir.join(name));
         let engine = Engine::open(&dir.join(name), spec.clone()).map_err(|e| unable(&e))?;
+        let line = spacevault_chain::time::first_line(&spec.chain_id());
         for slot in 1..=slots {
             let out = SlotOutput {
                 slot,
+                line,
                 output: stamp(slot).output,
                 proof: [0; FORM_BYTES],
             };

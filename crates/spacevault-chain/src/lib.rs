@@ -12,6 +12,7 @@ pub mod eligibility;
 pub mod fork;
 #[doc(hidden)]
 pub mod fuzzing;
+mod genesis;
 pub mod keys;
 pub mod kind;
 pub mod locator;

@@ -7,10 +7,17 @@
 //! has a class group of its own, drawn from its seed; its first slot
 //! starts from the group's generator, each later slot from the output of
 //! the slot before. An era's seed hashes the chain id, the era's number,
-//! the last output of the era before and an entropy (the hash of a block
-//! the chain settled on, which the node chooses by a documented rule):
-//! the far future cannot be computed ahead of the chain that reaches it,
-//! and drawing a group (some 20 ms) is paid once an era, not once a slot.
+//! the last output of the era before and an entropy: the hash of a block
+//! of the branch the line serves, one whole era older than the era
+//! ([`Branch`]). The far future cannot be computed ahead of the chain
+//! that reaches it, and drawing a group (some 20 ms) is paid once an era,
+//! not once a slot.
+//!
+//! Each branch thus has its line: branches that share their blocks up to
+//! an era's entropy block share the era's line, and a branch that differs
+//! there has a line of its own from that era on. A slot's output names its
+//! line (the era's seed), and a block's slot output is checked on its own
+//! branch's line.
 //!
 //! Slots are numbered from 1; slot 0 is the genesis, with no output.
 
@@ -18,8 +25,8 @@ use crate::codec::{DecodeError, Reader, Writer};
 use spacevault_vdf::Group;
 pub use spacevault_vdf::FORM_BYTES;
 
-/// The encoding version of a slot's output.
-pub const TIME_VERSION: u16 = 1;
+/// The encoding version of a slot's output: 2 names the line it is on.
+pub const TIME_VERSION: u16 = 2;
 
 /// Context strings of BLAKE3's `derive_key` for the proof of time.
 pub mod context {
@@ -50,6 +57,12 @@ impl TimeParams {
         self.era_of(slot) * self.era_slots
     }
 
+    /// The last slot of era `era`: its output goes into the next era's
+    /// seed.
+    pub fn era_closing_slot(&self, era: u64) -> u64 {
+        era.saturating_add(1).saturating_mul(self.era_slots)
+    }
+
     /// Why these parameters make no line of slots, if they do not.
     pub fn check(&self) -> Result<(), TimeError> {
         if self.iterations == 0 {
@@ -76,6 +89,10 @@ pub enum TimeError {
     Params(&'static str),
     #[error("slot {got} is not the slot that follows ({expected})")]
     WrongSlot { expected: u64, got: u64 },
+    #[error("the output of slot {slot} is on another line")]
+    OtherLine { slot: u64 },
+    #[error("slot {slot} is not in era {era}")]
+    OtherEra { slot: u64, era: u64 },
     #[error("the output of slot {slot} is not proved: {why}")]
     NotProved {
         slot: u64,
@@ -87,6 +104,8 @@ pub enum TimeError {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SlotOutput {
     pub slot: u64,
+    /// The line it is on: its era's seed.
+    pub line: [u8; 32],
     /// The VDF's output, a class group element in Chia's compressed form.
     pub output: [u8; FORM_BYTES],
     /// Wesolowski's proof that the output follows the slot's input.
@@ -98,6 +117,7 @@ impl SlotOutput {
         let mut w = Writer::new();
         w.u16(TIME_VERSION)
             .u64(self.slot)
+            .fixed(&self.line)
             .fixed(&self.output)
             .fixed(&self.proof);
         w.finish()
@@ -114,6 +134,7 @@ impl SlotOutput {
         }
         let out = SlotOutput {
             slot: r.u64("slot")?,
+            line: r.array("slot line")?,
             output: r.array("slot output")?,
             proof: r.array("slot proof")?,
         };
@@ -152,6 +173,134 @@ pub fn era_seed(
     bytes.extend_from_slice(last_output);
     bytes.extend_from_slice(entropy);
     blake3::derive_key(context::ERA, &bytes)
+}
+
+/// The seed of era 0 on every branch: no block is old enough yet, so
+/// its entropy is the genesis hash.
+pub fn first_line(chain_id: &[u8; 32]) -> [u8; 32] {
+    era_seed(
+        chain_id,
+        0,
+        &[0; FORM_BYTES],
+        &crate::genesis::genesis_hash(chain_id),
+    )
+}
+
+/// What a block (or the genesis) fixes of the lines of slots on the branch
+/// through it.
+///
+/// Era e's entropy on a branch is the hash of the branch's latest block
+/// made in a slot at or before (e − 1) × era_slots: a block one whole era
+/// older than the era, so that it has reached every vault before the era
+/// begins (the genesis, in slot 0, for eras 0 and 1). Era e's seed is
+/// [`era_seed`] of e, the output of slot e × era_slots on the branch's
+/// line of era e − 1, and that entropy. A block's line is its branch's
+/// seed for the block's era; the branch's lines of later eras follow from
+/// the block alone, with the closing outputs of the eras between.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Branch {
+    /// The block's hash.
+    pub hash: [u8; 32],
+    /// Its slot (0 for the genesis).
+    pub slot: u64,
+    /// The seed of its era's line on its branch.
+    pub line: [u8; 32],
+    /// The hash of the branch's latest block made at or before the last
+    /// slot of the era before the block's (the genesis hash at the start):
+    /// the entropy of the era after the block's.
+    pub opening: [u8; 32],
+}
+
+/// A line of slots whose output at `slot` is not kept, and what needs it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MissingSlot {
+    /// The line's seed.
+    pub line: [u8; 32],
+    pub slot: u64,
+}
+
+impl Branch {
+    /// The genesis: slot 0, era 0's line.
+    pub fn genesis(chain_id: &[u8; 32]) -> Branch {
+        let hash = crate::genesis::genesis_hash(chain_id);
+        Branch {
+            hash,
+            slot: 0,
+            line: first_line(chain_id),
+            opening: hash,
+        }
+    }
+
+    /// The era of the block.
+    pub fn era(&self, params: &TimeParams) -> u64 {
+        params.era_of(self.slot)
+    }
+
+    /// The entropy of era `era`, a later era than the block's, on the
+    /// branch through the block: the block itself once the era is two or
+    /// more after its own, else the block before its era.
+    pub fn entropy(&self, params: &TimeParams, era: u64) -> [u8; 32] {
+        debug_assert!(era > self.era(params));
+        if era == self.era(params) + 1 {
+            self.opening
+        } else {
+            self.hash
+        }
+    }
+
+    /// What a child made in `slot`, on line `line`, fixes.
+    pub fn child(&self, params: &TimeParams, hash: [u8; 32], slot: u64, line: [u8; 32]) -> Branch {
+        let opening = if params.era_of(slot) == self.era(params) {
+            self.opening
+        } else {
+            self.hash
+        };
+        Branch {
+            hash,
+            slot,
+            line,
+            opening,
+        }
+    }
+
+    /// The seed of era `era` (not before the block's) on the branch through
+    /// the block, with no later block: derived era by era from the block's
+    /// line, each era's closing output read with `closing(line, slot)`.
+    /// The first closing output not kept is what is missing.
+    pub fn line_of_era<E>(
+        &self,
+        chain_id: &[u8; 32],
+        params: &TimeParams,
+        era: u64,
+        mut closing: impl FnMut(&[u8; 32], u64) -> Result<Option<[u8; FORM_BYTES]>, E>,
+    ) -> Result<Result<[u8; 32], MissingSlot>, E> {
+        let mut line = self.line;
+        for e in self.era(params) + 1..=era {
+            let slot = params.era_closing_slot(e - 1);
+            let Some(output) = closing(&line, slot)? else {
+                return Ok(Err(MissingSlot { line, slot }));
+            };
+            line = era_seed(chain_id, e, &output, &self.entropy(params, e));
+        }
+        Ok(Ok(line))
+    }
+
+    /// The furthest era the branch through the block (with no later
+    /// block) has a line for, given the closing outputs `closing` finds,
+    /// and that line: where a vault that follows the branch stands.
+    pub fn latest_line<E>(
+        &self,
+        chain_id: &[u8; 32],
+        params: &TimeParams,
+        mut closing: impl FnMut(&[u8; 32], u64) -> Result<Option<[u8; FORM_BYTES]>, E>,
+    ) -> Result<(u64, [u8; 32]), E> {
+        let (mut era, mut line) = (self.era(params), self.line);
+        while let Some(output) = closing(&line, params.era_closing_slot(era))? {
+            era += 1;
+            line = era_seed(chain_id, era, &output, &self.entropy(params, era));
+        }
+        Ok((era, line))
+    }
 }
 
 /// This machine's squarings a second at `discriminant_bits`, measured for
@@ -200,12 +349,15 @@ pub fn proposed_iterations(squarings_per_second: f64, slot_ms: u64) -> u64 {
     lo
 }
 
-/// Where the line of slots stands: the last slot proved, its output, and
-/// the era's group. What a timekeeper extends and every vault follows.
+/// Where a line of slots stands: the last slot proved, its output, and
+/// the era's seed and group. What a timekeeper extends and every vault
+/// follows.
 #[derive(Clone, Debug)]
 pub struct Timeline {
     chain_id: [u8; 32],
     params: TimeParams,
+    /// The era's seed: the line's name.
+    seed: [u8; 32],
     slot: u64,
     /// The last slot's output: the next slot's input within its era.
     last: [u8; FORM_BYTES],
@@ -215,46 +367,48 @@ pub struct Timeline {
 }
 
 impl Timeline {
-    /// The line at the genesis: era 0 begun with `entropy` (the genesis
-    /// hash, say).
+    /// A line whose era 0 is begun with `entropy` (a chain's line begins
+    /// with the genesis hash: [`Timeline::first`]).
     pub fn new(
         chain_id: [u8; 32],
         params: TimeParams,
         entropy: &[u8; 32],
     ) -> Result<Timeline, TimeError> {
-        params.check()?;
-        let last = [0u8; FORM_BYTES];
-        let seed = era_seed(&chain_id, 0, &last, entropy);
-        Ok(Timeline {
-            chain_id,
-            params,
-            slot: 0,
-            last,
-            group: Group::from_seed(&seed, params.discriminant_bits),
-            era: 0,
-        })
+        let seed = era_seed(&chain_id, 0, &[0; FORM_BYTES], entropy);
+        Timeline::on_line(chain_id, params, seed, 0, None)
     }
 
-    /// The line as it stood after slot `at`, for a vault that kept its
-    /// slots: `era_opening` is the input of `at`'s era's seed, the last
-    /// output of the era before (zeros for era 0), and `entropy` the era's.
-    /// If the slot after `at` opens an era, [`Timeline::begin_era`] comes
-    /// next, as on a line that never stopped.
-    pub fn resume(
+    /// A chain's line at the genesis: era 0, which every branch shares.
+    pub fn first(chain_id: [u8; 32], params: TimeParams) -> Result<Timeline, TimeError> {
+        Timeline::on_line(chain_id, params, first_line(&chain_id), 0, None)
+    }
+
+    /// The line of era `era` named `seed`: at the era's start, or, for a
+    /// vault that kept its slots, after `at` (a slot of that line and era).
+    /// If the slot after `at` opens the next era, [`Timeline::begin_era`]
+    /// comes next, as on a line that never stopped.
+    pub fn on_line(
         chain_id: [u8; 32],
         params: TimeParams,
-        at: &SlotOutput,
-        era_opening: &[u8; FORM_BYTES],
-        entropy: &[u8; 32],
+        seed: [u8; 32],
+        era: u64,
+        at: Option<&SlotOutput>,
     ) -> Result<Timeline, TimeError> {
         params.check()?;
-        let era = params.era_of(at.slot);
-        let seed = era_seed(&chain_id, era, era_opening, entropy);
+        let (slot, last) = match at {
+            None => (era.saturating_mul(params.era_slots), [0; FORM_BYTES]),
+            Some(at) if at.line != seed => return Err(TimeError::OtherLine { slot: at.slot }),
+            Some(at) if at.slot == 0 || params.era_of(at.slot) != era => {
+                return Err(TimeError::OtherEra { slot: at.slot, era })
+            }
+            Some(at) => (at.slot, at.output),
+        };
         Ok(Timeline {
             chain_id,
             params,
-            slot: at.slot,
-            last: at.output,
+            seed,
+            slot,
+            last,
             group: Group::from_seed(&seed, params.discriminant_bits),
             era,
         })
@@ -264,9 +418,25 @@ impl Timeline {
         &self.params
     }
 
-    /// The last slot with an output (0 at the genesis).
+    /// The last slot with an output (0 at the genesis; an era's opening
+    /// slot on a line begun without its slots).
     pub fn slot(&self) -> u64 {
         self.slot
+    }
+
+    /// The line's name: the seed of its era.
+    pub fn seed(&self) -> [u8; 32] {
+        self.seed
+    }
+
+    /// The era of the next slot, once begun.
+    pub fn era(&self) -> u64 {
+        self.era
+    }
+
+    /// The last slot's output (zeros before an era's first).
+    pub fn last_output(&self) -> [u8; FORM_BYTES] {
+        self.last
     }
 
     /// The era slot `slot` (≥ 1) belongs to.
@@ -285,6 +455,7 @@ impl Timeline {
         let era = self.era_of(self.slot + 1);
         let seed = era_seed(&self.chain_id, era, &self.last, entropy);
         self.group = Group::from_seed(&seed, self.params.discriminant_bits);
+        self.seed = seed;
         self.era = era;
     }
 
@@ -311,6 +482,7 @@ impl Timeline {
         let proved = self.group.prove(&input, self.params.iterations);
         SlotOutput {
             slot: self.slot + 1,
+            line: self.seed,
             output: proved.y,
             proof: proved.proof,
         }
@@ -326,6 +498,9 @@ impl Timeline {
                 expected: self.slot + 1,
                 got: out.slot,
             });
+        }
+        if out.line != self.seed {
+            return Err(TimeError::OtherLine { slot: out.slot });
         }
         let input = self.next_input();
         // Fingerprinted by its slot: a slot has one output, and a vault
@@ -450,13 +625,10 @@ mod tests {
         let mut keeper = line();
         let outs = keep(&mut keeper, 8, [1; 32]);
         for at in [2usize, 3, 5, 6] {
-            let opening_slot = PARAMS.era_opening_slot(outs[at - 1].slot);
-            let opening = match opening_slot {
-                0 => [0; FORM_BYTES],
-                s => outs[s as usize - 1].output,
-            };
+            let last = &outs[at - 1];
+            let era = PARAMS.era_of(last.slot);
             let mut resumed =
-                Timeline::resume([7; 32], PARAMS, &outs[at - 1], &opening, &[1; 32]).unwrap();
+                Timeline::on_line([7; 32], PARAMS, last.line, era, Some(last)).unwrap();
             for out in &outs[at..] {
                 if resumed.needs_era() {
                     resumed.begin_era(&[1; 32]);
@@ -515,6 +687,146 @@ mod tests {
     }
 
     #[test]
+    fn a_line_begun_at_an_era_or_after_a_slot_takes_only_that_lines_slots() {
+        let mut keeper = line();
+        let outs = keep(&mut keeper, 6, [2; 32]);
+        // Era 1 (slots 4 to 6) begun from its seed alone checks its slots.
+        let mut era_1 = Timeline::on_line([7; 32], PARAMS, outs[3].line, 1, None).unwrap();
+        assert_eq!(era_1.slot(), 3);
+        assert!(!era_1.needs_era());
+        for out in &outs[3..] {
+            era_1.advance(out).unwrap();
+        }
+        // Another line's output, or a slot of another era, is refused.
+        let mut other = outs[4].clone();
+        other.line[0] ^= 1;
+        assert_eq!(
+            Timeline::on_line([7; 32], PARAMS, outs[4].line, 1, Some(&other)).unwrap_err(),
+            TimeError::OtherLine { slot: 5 }
+        );
+        assert_eq!(
+            Timeline::on_line([7; 32], PARAMS, outs[4].line, 0, Some(&outs[4])).unwrap_err(),
+            TimeError::OtherEra { slot: 5, era: 0 }
+        );
+        let mut era_1 = Timeline::on_line([7; 32], PARAMS, outs[3].line, 1, None).unwrap();
+        let mut wrong = outs[3].clone();
+        wrong.line = outs[0].line;
+        assert_eq!(era_1.advance(&wrong), Err(TimeError::OtherLine { slot: 4 }));
+    }
+
+    /// A branch of blocks (slot, tag of its hash) from the genesis, each
+    /// block's line derived from its parent with `closing`.
+    fn branch(
+        blocks: &[(u64, u8)],
+        closing: &mut impl FnMut(&[u8; 32], u64) -> Option<[u8; FORM_BYTES]>,
+    ) -> Vec<Branch> {
+        let mut at = Branch::genesis(&[7; 32]);
+        let mut out = vec![at];
+        for &(slot, tag) in blocks {
+            let line = at
+                .line_of_era(&[7; 32], &PARAMS, PARAMS.era_of(slot), |l, s| {
+                    Ok::<_, ()>(closing(l, s))
+                })
+                .unwrap()
+                .unwrap();
+            let mut hash = [tag; 32];
+            hash[..8].copy_from_slice(&slot.to_le_bytes());
+            at = at.child(&PARAMS, hash, slot, line);
+            out.push(at);
+        }
+        out
+    }
+
+    #[test]
+    fn an_eras_line_follows_the_branchs_block_one_era_before_it() {
+        // Eras of 3 slots. Era e's entropy: the latest block at or before
+        // slot 3(e - 1). Any closing output will do for the rule.
+        fn closing(line: &[u8; 32], slot: u64) -> Option<[u8; FORM_BYTES]> {
+            let mut out = [0; FORM_BYTES];
+            out[..32].copy_from_slice(line);
+            out[32..40].copy_from_slice(&slot.to_le_bytes());
+            Some(out)
+        }
+        let g = Branch::genesis(&[7; 32]);
+        let seed = |b: &Branch, era: u64| {
+            b.line_of_era(&[7; 32], &PARAMS, era, |l, s| Ok::<_, ()>(closing(l, s)))
+                .unwrap()
+                .unwrap()
+        };
+        // Branches that differ in slots 1 to 3 share eras 0 and 1 (the
+        // genesis's entropy) and part at era 2 (entropy at slot 3).
+        let a = branch(&[(2, 1), (5, 1)], &mut closing.clone());
+        let b = branch(&[(3, 2), (5, 2)], &mut closing.clone());
+        assert_eq!(a[1].line, b[1].line);
+        assert_eq!(a[1].line, g.line);
+        assert_eq!(a[2].line, b[2].line);
+        assert_eq!(seed(&a[2], 1), a[2].line);
+        assert_ne!(seed(&a[2], 2), seed(&b[2], 2));
+        // Branches that differ only after slot 3 share era 2, and part
+        // at era 3 (entropy at slot 6).
+        let c = branch(&[(2, 9), (4, 3)], &mut closing.clone());
+        let d = branch(&[(2, 9), (6, 4)], &mut closing.clone());
+        assert_eq!(seed(&c[2], 2), seed(&d[2], 2));
+        assert_ne!(seed(&c[2], 3), seed(&d[2], 3));
+        // A block's own line is what its parent's branch says of its era,
+        // whichever era the parent was in.
+        let e = branch(&[(2, 5), (8, 5)], &mut closing.clone());
+        assert_eq!(e[2].line, seed(&e[1], 2));
+        assert_eq!(e[2].opening, e[1].hash);
+        // Era 3's entropy is the block before era 2 whether or not a block
+        // of era 2 follows it; era 4's is the block of era 2.
+        assert_eq!(seed(&e[2], 3), seed(&e[1], 3));
+        assert_ne!(seed(&e[2], 4), seed(&e[1], 4));
+        // The genesis's eras 0 and 1: the genesis hash as entropy.
+        assert_eq!(g.line, first_line(&[7; 32]));
+        let mut keeper = Timeline::first([7; 32], PARAMS).unwrap();
+        let outs = keep(&mut keeper, 4, crate::genesis::genesis_hash(&[7; 32]));
+        let era_1 = g
+            .line_of_era(&[7; 32], &PARAMS, 1, |l, s| {
+                Ok::<_, ()>((*l == outs[0].line && s == 3).then_some(outs[2].output))
+            })
+            .unwrap();
+        assert_eq!(era_1, Ok(outs[3].line));
+    }
+
+    #[test]
+    fn the_latest_line_goes_as_far_as_closing_outputs_are_kept() {
+        let g = Branch::genesis(&[7; 32]);
+        let kept = |_: &[u8; 32], s: u64| Ok::<_, ()>((s <= 6).then_some([s as u8; FORM_BYTES]));
+        let (era, line) = g.latest_line(&[7; 32], &PARAMS, kept).unwrap();
+        assert_eq!(era, 2);
+        assert_eq!(
+            line,
+            g.line_of_era(&[7; 32], &PARAMS, 2, kept).unwrap().unwrap()
+        );
+        let none = |_: &[u8; 32], _: u64| Ok::<_, ()>(None);
+        assert_eq!(g.latest_line(&[7; 32], &PARAMS, none), Ok((0, g.line)));
+    }
+
+    #[test]
+    fn a_missing_closing_output_is_named() {
+        let g = Branch::genesis(&[7; 32]);
+        let missing = g
+            .line_of_era(&[7; 32], &PARAMS, 2, |_, s| {
+                Ok::<_, ()>((s == 3).then_some([1; FORM_BYTES]))
+            })
+            .unwrap();
+        let era_1 = era_seed(&[7; 32], 1, &[1; FORM_BYTES], &g.hash);
+        assert_eq!(
+            missing,
+            Err(MissingSlot {
+                line: era_1,
+                slot: 6
+            })
+        );
+        assert_eq!(
+            g.line_of_era(&[7; 32], &PARAMS, 0, |_, _| Err(())),
+            Ok(Ok(g.line))
+        );
+        assert_eq!(g.line_of_era(&[7; 32], &PARAMS, 1, |_, _| Err(())), Err(()));
+    }
+
+    #[test]
     fn a_slots_challenge_depends_on_its_chain_slot_and_output() {
         let out = keep(&mut line(), 1, [2; 32]).remove(0);
         let c = out.challenge(&[7; 32]);
@@ -548,14 +860,14 @@ mod tests {
     fn a_slot_output_decodes_only_from_its_own_encoding() {
         let out = keep(&mut line(), 1, [2; 32]).remove(0);
         let bytes = out.encode();
-        assert_eq!(bytes.len(), 2 + 8 + 2 * FORM_BYTES);
+        assert_eq!(bytes.len(), 2 + 8 + 32 + 2 * FORM_BYTES);
         assert_eq!(SlotOutput::decode(&bytes), Ok(out));
         assert!(SlotOutput::decode(&bytes[..bytes.len() - 1]).is_err());
         let mut longer = bytes.clone();
         longer.push(0);
         assert!(SlotOutput::decode(&longer).is_err());
         let mut other_version = bytes;
-        other_version[0] = 2;
+        other_version[0] = 1;
         assert!(matches!(
             SlotOutput::decode(&other_version),
             Err(DecodeError::UnknownVersion { .. })

@@ -11,13 +11,13 @@ use spacevault::ProofScheme;
 use spacevault_meter::{self as meter, Op};
 
 /// The encoding version of blocks and messages.
-pub const PROTOCOL_VERSION: u16 = 4;
+pub const PROTOCOL_VERSION: u16 = 5;
 
 /// Context strings of BLAKE3's `derive_key`, one per kind of hash, so that
 /// no hash of one kind can stand for another.
 pub mod context {
     pub const BLOCK: &str = "spacevault 2026-11 chain block v1";
-    pub const GENESIS: &str = "spacevault 2026-11 chain genesis v1";
+    pub const GENESIS: &str = crate::genesis::CONTEXT;
     pub const REGISTER_TX: &str = "spacevault 2026-11 chain register tx v1";
     pub const BODY_ROOT: &str = "spacevault 2026-11 chain body root v1";
     pub const EQUIVOCATION: &str = "spacevault 2026-11 chain equivocation v1";
@@ -126,15 +126,14 @@ impl Ranked {
     }
 }
 
-/// The parent hash of block 1.
-pub fn genesis_hash(chain_id: &[u8; 32]) -> [u8; 32] {
-    meter::timed(Op::HashChallenge, || derive(context::GENESIS, chain_id))
-}
+pub use crate::genesis::genesis_hash;
 
 /// The challenge of slot `slot`: derived from the chain, the slot and the
 /// slot's proof-of-time output ([`crate::time::slot_challenge`]), so that
 /// no producer chooses it and nobody knows it before the proof of time
-/// reaches the slot. Every branch meets the same challenge in a slot.
+/// reaches the slot. Branches on one line of slots meet the same challenge
+/// in a slot; a branch whose line differs (from the era whose entropy
+/// block differs) meets its own.
 pub fn challenge(chain_id: &[u8; 32], slot: u64, slot_output: &[u8; FORM_BYTES]) -> [u8; 32] {
     meter::timed(Op::HashChallenge, || {
         crate::time::slot_challenge(chain_id, slot, slot_output)

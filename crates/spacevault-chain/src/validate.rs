@@ -6,7 +6,7 @@ use crate::block::{Block, Equivocation};
 use crate::eligibility::Target;
 use crate::sig_cache::SigCache;
 use crate::spec::ChainSpec;
-use crate::time::FORM_BYTES;
+use crate::time::{Branch, MissingSlot, FORM_BYTES};
 use crate::types::{ChainProof, Ranked, RegisterTx, Stamp};
 
 /// Why a message was refused.
@@ -25,8 +25,8 @@ pub enum Rejection {
     SlotNotAfterParent { slot: u64, parent_slot: u64 },
     #[error("it is due at {due_ms}, in the future (now {now_ms})")]
     Future { due_ms: u64, now_ms: u64 },
-    #[error("slot {0} has not been reached here yet")]
-    UnknownSlot(u64),
+    #[error("slot {} of its branch's line of slots has not been reached here yet", .0.slot)]
+    UnknownSlot(MissingSlot),
     #[error("the output of slot {0} is not the slot's")]
     WrongSlotOutput(u64),
     #[error("its proof does not beat the slot's target")]
@@ -145,18 +145,36 @@ pub struct Parent {
     pub weight: u128,
     /// The target its child must meet.
     pub child_target: Target,
+    /// The seed of its era's line of slots on its branch.
+    pub line: [u8; 32],
+    /// The hash of its branch's latest block before its era
+    /// ([`Branch::opening`]).
+    pub opening: [u8; 32],
 }
 
 impl Parent {
+    /// What it fixes of the lines of slots after it.
+    pub fn branch(&self) -> Branch {
+        Branch {
+            hash: self.hash,
+            slot: self.slot,
+            line: self.line,
+            opening: self.opening,
+        }
+    }
+
     /// Block 0: the chain's genesis, in slot 0, with the spec's first
     /// target for block 1.
     pub fn genesis(spec: &ChainSpec) -> Parent {
+        let branch = Branch::genesis(&spec.chain_id());
         Parent {
-            hash: crate::types::genesis_hash(&spec.chain_id()),
+            hash: branch.hash,
             height: 0,
             slot: 0,
             weight: 0,
             child_target: spec.initial_target(),
+            line: branch.line,
+            opening: branch.opening,
         }
     }
 }
@@ -251,12 +269,13 @@ pub fn check_txs(
 /// slot, size, transaction root, proof, eligibility and signature
 /// (answered from `cache` when given and it has seen it valid). Returns
 /// the proof's rank. `slot_output`: the output this vault's proof of time
-/// holds for the block's slot (None when its line has not reached it).
+/// holds for the block's slot on its branch's line, or the slot of that
+/// line (or of a line before it) this vault has not reached.
 pub fn check_header(
     spec: &ChainSpec,
     chain_id: &[u8; 32],
     parent: &Parent,
-    slot_output: Option<&[u8; FORM_BYTES]>,
+    slot_output: Result<&[u8; FORM_BYTES], MissingSlot>,
     block: &Block,
     now_ms: u64,
     cache: Option<&SigCache>,
@@ -283,9 +302,9 @@ pub fn check_header(
     }
     check_not_future(spec, slot, now_ms)?;
     match slot_output {
-        None => return Err(Rejection::UnknownSlot(slot)),
-        Some(known) if *known != h.stamp.output => return Err(Rejection::WrongSlotOutput(slot)),
-        Some(_) => {}
+        Err(missing) => return Err(Rejection::UnknownSlot(missing)),
+        Ok(known) if *known != h.stamp.output => return Err(Rejection::WrongSlotOutput(slot)),
+        Ok(_) => {}
     }
     check_size_and_root(spec, chain_id, block)?;
     let ranked = check_proof(spec, chain_id, &h.stamp, parent.child_target, &h.proof)?;

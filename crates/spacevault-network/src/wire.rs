@@ -10,8 +10,9 @@ use spacevault_chain::Receipt;
 use std::io;
 
 /// The request-response protocol's name; version 2 added
-/// [`Request::Locate`], version 3 [`Request::Slots`].
-pub const PROTOCOL: StreamProtocol = StreamProtocol::new("/spacevault/req/3");
+/// [`Request::Locate`], version 3 [`Request::Slots`], version 4 the line
+/// a [`Request::Slots`] asks for.
+pub const PROTOCOL: StreamProtocol = StreamProtocol::new("/spacevault/req/4");
 
 /// The largest message either way: a batch of blocks or a blob, with room
 /// for framing.
@@ -24,7 +25,7 @@ pub const MAX_BLOCKS_PER_REQUEST: u32 = 256;
 pub const MAX_SLOTS_PER_REQUEST: u32 = 256;
 
 /// Bytes of one slot's output in a [`Response::Slots`] at most (a
-/// SlotOutput is 210).
+/// SlotOutput is 242).
 pub const MAX_SLOT_BYTES: usize = 512;
 
 /// What a vault asks another.
@@ -43,9 +44,9 @@ pub enum Request {
     /// [`spacevault_chain::locator`]), from height 1 if none is; at most
     /// `max`.
     Locate { locator: Vec<[u8; 32]>, max: u32 },
-    /// The proof of time's slots it has checked from `from`, at most
-    /// `max`, in order.
-    Slots { from: u64, max: u32 },
+    /// The proof of time's slots it has checked of line `line` (an era's
+    /// seed) from `from`, at most `max`, in order.
+    Slots { line: [u8; 32], from: u64, max: u32 },
 }
 
 /// What it answers.
@@ -89,8 +90,8 @@ impl Request {
                 }
                 w.u32(*max);
             }
-            Request::Slots { from, max } => {
-                w.u8(5).u64(*from).u32(*max);
+            Request::Slots { line, from, max } => {
+                w.u8(5).fixed(line).u64(*from).u32(*max);
             }
         }
         w.finish()
@@ -121,6 +122,7 @@ impl Request {
                 }
             }
             5 => Request::Slots {
+                line: r.array("line")?,
                 from: r.u64("from")?,
                 max: r.u32("max")?,
             },

@@ -6,9 +6,11 @@ use crate::chain::Step;
 use crate::engine::{Adoption, Imported, Origin};
 use crate::farmer::Found;
 use crate::shared::{verdict, Gossiped, Shared};
+use spacevault_chain::time::MissingSlot;
 use spacevault_chain::{validate, Block, ChainSpec, Rejection, Stamp};
 use spacevault_meter::Op;
 use spacevault_network::{self as net, Topic};
+use spacevault_store::StoreError;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -43,7 +45,7 @@ pub(crate) fn farm(shared: &Arc<Shared>, slot: u64, started_slot: u64) {
     let task = shared.clone();
     shared.spawn(async move {
         let shared = task;
-        let kept = shared.blocking(move |s| s.store.slot(slot)).await;
+        let kept = shared.blocking(move |s| s.time.output(slot)).await;
         let Some(Ok(Some(out))) = kept else {
             return;
         };
@@ -217,17 +219,18 @@ pub(crate) fn hold_for_slot(
     // that came in its slot would be; an orphan handed back was asked for.
     let gossiped = gossip.is_some();
     let task = shared.clone();
+    let source = gossip.as_ref().map(|g| g.source);
     shared.spawn(async move {
         let shared = task;
         let slot = block.header.stamp.slot;
         let spec = shared.chain.spec();
         let until = spec.slot_due_ms(slot) + hold_window_ms(spec);
         let wait = Duration::from_millis(until.saturating_sub(crate::now_ms()));
-        let mut slots = shared.time.slots();
-        let reached = tokio::time::timeout(wait, slots.wait_for(|&s| s >= slot))
+        let held = block.clone();
+        let reached = tokio::time::timeout(wait, slot_reached(&shared, held, source))
             .await
-            .is_ok_and(|r| r.is_ok());
-        let verdict = if reached {
+            .unwrap_or(None);
+        let verdict = if reached == Some(Ok(())) {
             let imported = shared
                 .blocking(move |s| import(s, block, gossiped, origin))
                 .await;
@@ -240,8 +243,12 @@ pub(crate) fn hold_for_slot(
                 }
             }
         } else {
-            let late = Rejection::UnknownSlot(slot);
-            shared.metrics.refused(Topic::Blocks.name(), &late);
+            // Its slot did not come in time, or its branch's line could
+            // not be had: not its sender's fault (a sync brings the block
+            // again with its line).
+            shared
+                .metrics
+                .rejected(Topic::Blocks.name(), "unknown_slot");
             net::Verdict::Ignore
         };
         if let Some(g) = gossip {
@@ -250,6 +257,46 @@ pub(crate) fn hold_for_slot(
         shared.held.lock().unwrap().give_back(&hash, origin);
     });
     Ok(true)
+}
+
+/// Waits until the slot `block` is checked on is kept here: the line
+/// followed reaches it, or (a block of a branch this vault does not
+/// follow) the branch's line is fetched from `source`. Ok when it is kept
+/// (or the block's parent is not, which import tells), the missing slot
+/// when it cannot come, None when this vault could not tell.
+async fn slot_reached(
+    shared: &Arc<Shared>,
+    block: Block,
+    source: Option<net::Peer>,
+) -> Option<Result<(), MissingSlot>> {
+    let mut slots = shared.time.slots();
+    let block = Arc::new(block);
+    loop {
+        let asked = block.clone();
+        let found = shared
+            .blocking(move |s| {
+                let missing = crate::engine::missing_slot(&s.store, s.chain.spec(), &asked)?;
+                Ok::<_, StoreError>((missing, s.time.wanted()?.0))
+            })
+            .await?;
+        let (missing, followed) = found.ok()?;
+        let missing = match missing {
+            None | Some(Ok(())) => return Some(Ok(())),
+            Some(Err(missing)) => missing,
+        };
+        match source {
+            Some(peer) if missing.line != followed => {
+                if !crate::slots::fetch_line(shared, peer, missing).await {
+                    return Some(Err(missing));
+                }
+            }
+            _ => {
+                if slots.changed().await.is_err() {
+                    return None;
+                }
+            }
+        }
+    }
 }
 
 /// The sender of a block, as the orphan pool counts senders.

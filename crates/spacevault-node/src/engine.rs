@@ -23,12 +23,14 @@ use std::path::Path;
 
 mod evidence;
 mod import;
+mod lines;
 mod mempool;
 mod orphans;
 mod production;
 pub use evidence::{MAX_PENDING_EVIDENCE, MAX_SEEN, SEEN_SLOTS};
 use import::unable_to_store;
 pub use import::{Adoption, Imported};
+pub use lines::missing_slot;
 use mempool::Mempool;
 pub use mempool::{MAX_MEMPOOL, MAX_VERSIONS_AHEAD};
 pub use orphans::{Origin, MAX_ORPHANS, MAX_ORPHANS_PER_ORIGIN, ORPHAN_SLOTS};
@@ -83,7 +85,10 @@ impl Engine {
         // produces again only in slots past those its line had reached and
         // those it may have lost.
         let lost = UNFLUSHED_MS.div_ceil(spec.slot_ms) + 1;
-        let produced_slot = store.last_slot()?.map_or(0, |s| s.slot + lost);
+        let produced_slot = match store.highest_slot()? {
+            0 => 0,
+            slot => slot + lost,
+        };
         Ok(Engine {
             orphans: orphans::Orphans::new(spec.slot_ms),
             limits: Limits::of(&spec),
@@ -311,6 +316,8 @@ fn parent_of(
         slot: info.slot,
         weight: info.weight,
         child_target: info.child_target,
+        line: info.line,
+        opening: info.opening,
     }))
 }
 

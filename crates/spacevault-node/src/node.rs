@@ -88,6 +88,7 @@ impl Node {
         let time = Arc::new(crate::time::Time::open(
             engine.shared_store(),
             &config.spec,
+            &engine.head(),
         )?);
         let signed_dir = match &config.signed_slots {
             Some(dir) => dir.clone(),
@@ -103,6 +104,7 @@ impl Node {
             );
         }
         let chain = Arc::new(Chain::new(engine, sig_cache));
+        time.follow_heads(chain.heads());
         let (net, events, network) = net::start(network_config(&config, &meter))?;
         let parts = Parts {
             chain,

@@ -1,6 +1,7 @@
 //! The proof of time on the network: slot outputs gossiped and checked,
-//! asked of a peer when this vault has fallen behind, answered from the
-//! store, and computed by a vault started as a timekeeper.
+//! asked of a peer when this vault has fallen behind or needs another
+//! branch's line to check its blocks, answered from the store, and
+//! computed by a vault started as a timekeeper.
 
 use crate::shared::Shared;
 use crate::time::{OfferError, Offered};
@@ -28,6 +29,15 @@ pub(crate) fn on_slot(shared: &Arc<Shared>, source: net::Peer, data: &[u8]) -> V
         Ok(Offered::Advanced) => Verdict::Accept,
         Ok(Offered::Ahead) => {
             spawn_catch_up(shared, source);
+            Verdict::Ignore
+        }
+        // Another branch's line, or this branch's in an era this vault's
+        // slots have not reached: when the slot is past the next one here,
+        // its sender may have what this vault lacks.
+        Ok(Offered::OtherLine) => {
+            if out.slot > shared.time.slot() + 1 {
+                spawn_catch_up(shared, source);
+            }
             Verdict::Ignore
         }
         Ok(Offered::Known | Offered::Early) => Verdict::Ignore,
@@ -81,11 +91,12 @@ fn offer(shared: &Shared, out: &SlotOutput) -> Result<Offered, OfferError> {
     offered
 }
 
-/// The slots a peer asks for, from the store: at most `max` and
-/// [`MAX_SLOTS_PER_REQUEST`](net::wire::MAX_SLOTS_PER_REQUEST), and as many
-/// as `max_bytes` holds (one at least).
+/// The slots of line `line` a peer asks for, from the store: at most
+/// `max` and [`MAX_SLOTS_PER_REQUEST`](net::wire::MAX_SLOTS_PER_REQUEST),
+/// and as many as `max_bytes` holds (one at least).
 pub(crate) fn slots_for(
     shared: &Shared,
+    line: &[u8; 32],
     from: u64,
     max: u32,
     max_bytes: usize,
@@ -95,11 +106,11 @@ pub(crate) fn slots_for(
     let max = max
         .min(net::wire::MAX_SLOTS_PER_REQUEST)
         .min(u32::try_from(fit).unwrap_or(u32::MAX));
-    shared.store.slots_from(from, max)
+    shared.store.slots_on(line, from, max)
 }
 
-/// Bytes of an encoded SlotOutput: version, slot, output and proof.
-const SLOT_OUTPUT_BYTES: usize = 2 + 8 + 2 * spacevault_chain::time::FORM_BYTES;
+/// Bytes of an encoded SlotOutput: version, slot, line, output and proof.
+const SLOT_OUTPUT_BYTES: usize = 2 + 8 + 32 + 2 * spacevault_chain::time::FORM_BYTES;
 
 /// Asks `peer` for the slots after this vault's last, a batch at a time,
 /// checking each, until it has no more: one catch-up at a time.
@@ -120,14 +131,18 @@ pub(crate) fn spawn_catch_up(shared: &Arc<Shared>, peer: net::Peer) {
 /// output ahead) may ask another.
 const CATCH_UP_ANSWER: Duration = Duration::from_secs(5);
 
-/// Asks for the slots after this vault's last until an answer is empty or
-/// slow, or holds anything but the next slots in order, each checked and
-/// new here: every answer that goes on advances the line by all it holds,
-/// and the line cannot pass the clock, so a catch-up ends.
+/// Asks for the slots after this vault's last on the line it follows
+/// until an answer is empty or slow, or holds anything but the next slots
+/// in order, each checked and new here: every answer that goes on advances
+/// the line by all it holds (into the next era's line when it closes an
+/// era), and the line cannot pass the clock, so a catch-up ends.
 async fn catch_up(shared: &Arc<Shared>, peer: net::Peer) {
     loop {
-        let from = shared.time.slot() + 1;
+        let Some(Ok((line, from))) = shared.blocking(|s| s.time.wanted()).await else {
+            return;
+        };
         let request = Request::Slots {
+            line,
             from,
             max: net::wire::MAX_SLOTS_PER_REQUEST,
         };
@@ -145,7 +160,7 @@ async fn catch_up(shared: &Arc<Shared>, peer: net::Peer) {
                         s.metrics.rejected("sync_time", "malformed");
                         return false;
                     };
-                    if out.slot != expected {
+                    if out.slot != expected || out.line != line {
                         s.metrics.rejected("sync_time", "out_of_order");
                         return false;
                     }
@@ -177,7 +192,18 @@ pub(crate) async fn keep_time(shared: Arc<Shared>) {
     loop {
         // The line's lock, a new era's group and the squarings: all off
         // the runtime's threads.
-        let Some(out) = shared.blocking(|s| s.time.next_line().prove_next()).await else {
+        let Some(line) = shared.blocking(|s| s.time.next_line()).await else {
+            return;
+        };
+        let line = match line {
+            Ok(line) => line,
+            Err(e) => {
+                tracing::error!(%e, "the store cannot say where the line of slots stands");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        let Some(out) = shared.blocking(move |_| line.prove_next()).await else {
             return;
         };
         let wait = shared.time.due_ms(out.slot).saturating_sub(crate::now_ms());
@@ -197,6 +223,70 @@ pub(crate) async fn keep_time(shared: Arc<Shared>) {
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
             None => return,
+        }
+    }
+}
+
+/// Asks `peer` for the slots of a line this vault lacks up to
+/// `missing.slot`, from the last it has of that line, checking each:
+/// the line a block of a branch this vault does not follow (or has not
+/// reached) is checked on. `missing.line` is a seed this vault derived from
+/// the branch's blocks; what the peer sends must be that line's. Returns
+/// whether the slot is kept now.
+pub(crate) async fn fetch_line(
+    shared: &Arc<Shared>,
+    peer: net::Peer,
+    missing: spacevault_chain::time::MissingSlot,
+) -> bool {
+    let era = shared.chain.spec().time().era_of(missing.slot);
+    loop {
+        let next = shared
+            .blocking(move |s| s.time.next_on(&missing.line, era))
+            .await;
+        let Some(Ok(from)) = next else {
+            return false;
+        };
+        if from > missing.slot {
+            return true;
+        }
+        let request = Request::Slots {
+            line: missing.line,
+            from,
+            max: net::wire::MAX_SLOTS_PER_REQUEST,
+        };
+        let answer = tokio::time::timeout(CATCH_UP_ANSWER, shared.net.request(peer, request));
+        let Ok(Ok(Response::Slots(slots))) = answer.await else {
+            return false;
+        };
+        let kept = shared
+            .blocking(move |s| {
+                let mut outs = Vec::with_capacity(slots.len());
+                for (expected, bytes) in (from..).zip(slots) {
+                    match SlotOutput::decode(&bytes) {
+                        Ok(out) if out.slot == expected && out.line == missing.line => {
+                            outs.push(out)
+                        }
+                        _ => {
+                            s.metrics.rejected("sync_time", "out_of_order");
+                            break;
+                        }
+                    }
+                }
+                match s.time.keep_side(&missing.line, era, &outs, crate::now_ms()) {
+                    Ok(kept) => kept,
+                    Err(OfferError::Wrong(_)) => {
+                        s.metrics.rejected("sync_time", "not_proved");
+                        0
+                    }
+                    Err(OfferError::Store(e)) => {
+                        tracing::error!(%e, "a checked slot could not be kept");
+                        0
+                    }
+                }
+            })
+            .await;
+        if kept.unwrap_or(0) == 0 {
+            return false;
         }
     }
 }

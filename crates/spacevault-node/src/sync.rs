@@ -167,6 +167,19 @@ async fn catch_up(shared: &Arc<Shared>, peer: net::Peer, height: u64) -> Option<
             return progressed.then_some(true);
         };
         progressed |= new;
+        if let Some(Err(Rejection::UnknownSlot(missing))) = refused {
+            // A block on a line of slots this vault lacks (its branch's,
+            // or the line it follows past where its slots reach): the line
+            // from the peer that sent the block, then the batch again from
+            // that block. Each fetch that succeeds keeps slots, so this
+            // ends with the clock at the latest.
+            if crate::slots::fetch_line(shared, peer, missing).await {
+                from = Some(next - 1);
+                continue;
+            }
+            shared.metrics.rejected("sync", "line_not_had");
+            return Some(progressed);
+        }
         if let Some(reason) = refused {
             match reason {
                 Ok(reason) => shared.metrics.rejected("sync", reason),

@@ -1,17 +1,20 @@
-//! The proof of time as one vault follows it: the line of slots
-//! ([`spacevault_chain::time::Timeline`]) behind its lock, each slot's
-//! output checked before it is kept in the store and the line moves on,
-//! and the slot reached as a watch. A timekeeper computes the next slot
-//! from a copy of the line, outside the lock, and offers it as any peer's
-//! output is offered.
+//! The proof of time as one vault follows it: the line of slots of the
+//! head's branch ([`spacevault_chain::time::Branch`]) behind its lock,
+//! each slot's output checked before it is kept in the store and the line
+//! moves on, and the slot reached as a watch. A timekeeper computes the
+//! next slot from a copy of the line, outside the lock, and offers it as
+//! any peer's output is offered.
 //!
-//! Every era's entropy is the chain's genesis hash: each era's group
-//! still differs (its seed holds the era before's last output), but no
-//! block's hash is mixed in yet (docs/DESIGN.md says what that leaves
-//! open).
+//! The line followed is the head's: each era's seed takes a block of the
+//! head's branch as entropy, so when the head moves to a branch whose
+//! blocks differ there, the line moves with it, to where this vault's
+//! slots of the new line reach. Slots of other lines (a branch this vault
+//! does not follow, whose blocks it checks) are checked and kept on
+//! demand ([`Time::keep_side`]).
 
-use spacevault_chain::time::{SlotOutput, TimeError, Timeline};
-use spacevault_chain::{genesis_hash, ChainSpec};
+use spacevault_chain::time::{Branch, SlotOutput, TimeError, Timeline};
+use spacevault_chain::validate::Parent;
+use spacevault_chain::ChainSpec;
 use spacevault_store::{Store, StoreError};
 use std::sync::{Arc, Mutex};
 use tokio::sync::watch;
@@ -22,20 +25,27 @@ use tokio::sync::watch;
 /// blocks have too.
 pub const SLOT_SKEW_MS: u64 = spacevault_chain::validate::CLOCK_ALLOWANCE_MS;
 
+/// Lines of branches this vault does not follow, kept ready (each holds
+/// an era's class group, some 20 ms to draw).
+const SIDE_LINES: usize = 4;
+
 /// What became of a slot's output offered to the line.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Offered {
     /// Checked, kept, and the line moved on to it.
     Advanced,
-    /// A slot the line has passed already, the same output: nothing to do.
+    /// A slot kept already, the same output: nothing to do.
     Known,
-    /// A slot the line has passed, with another output than the one kept:
-    /// a slot has one output, so this one is wrong.
+    /// A slot kept already, with another output: a slot of a line has one
+    /// output, so this one is wrong.
     Contradicts,
     /// A slot beyond the next: the slots between are missing here.
     Ahead,
     /// Due later than this vault's clock allows.
     Early,
+    /// On a line this vault does not follow (another branch's, or one
+    /// this vault's branch has not reached): nothing to say of it.
+    OtherLine,
 }
 
 /// Why an offered output was not taken.
@@ -49,56 +59,128 @@ pub enum OfferError {
     Store(#[from] StoreError),
 }
 
+/// The line of slots one vault follows, and the branch it follows it for.
+struct Followed {
+    line: Timeline,
+    tip: Branch,
+    /// The chain's head as it changes, once the chain is running.
+    heads: Option<watch::Receiver<Parent>>,
+}
+
 /// The line of slots one vault follows.
 pub struct Time {
-    line: Mutex<Timeline>,
+    followed: Mutex<Followed>,
+    /// Lines of other branches, most recently used last.
+    sides: Mutex<Vec<Timeline>>,
     store: Arc<Store>,
     spec: ChainSpec,
-    entropy: [u8; 32],
+    chain_id: [u8; 32],
     slot: watch::Sender<u64>,
 }
 
 impl Time {
-    /// The line as the store left it: from its last slot, or the genesis.
-    pub fn open(store: Arc<Store>, spec: &ChainSpec) -> Result<Time, OpenError> {
-        let chain_id = spec.chain_id();
-        let entropy = genesis_hash(&chain_id);
+    /// The line of `head`'s branch, as far as the store's slots reach.
+    pub fn open(store: Arc<Store>, spec: &ChainSpec, head: &Parent) -> Result<Time, OpenError> {
         spec.time().check()?;
-        let line = match store.last_slot()? {
-            None => Timeline::new(chain_id, spec.time(), &entropy)?,
-            Some(last) => {
-                let opening = match spec.time().era_opening_slot(last.slot) {
-                    0 => [0; spacevault_chain::time::FORM_BYTES],
-                    s => {
-                        store
-                            .slot(s)?
-                            .ok_or(StoreError::Corrupt("the slot that opens an era"))?
-                            .output
-                    }
-                };
-                Timeline::resume(chain_id, spec.time(), &last, &opening, &entropy)?
-            }
-        };
-        let (slot, _) = watch::channel(line.slot());
-        Ok(Time {
-            line: Mutex::new(line),
+        let mut time = Time {
+            followed: Mutex::new(Followed {
+                line: Timeline::first(spec.chain_id(), spec.time())?,
+                tip: head.branch(),
+                heads: None,
+            }),
+            sides: Mutex::new(Vec::new()),
             store,
             spec: spec.clone(),
-            entropy,
-            slot,
-        })
+            chain_id: spec.chain_id(),
+            slot: watch::channel(0).0,
+        };
+        let followed = time.followed.get_mut().unwrap();
+        let line = Self::line_of(&time.store, &time.spec, &followed.tip)?;
+        followed.line = line;
+        time.slot.send_replace(followed.line.slot());
+        Ok(time)
     }
 
-    /// The line, locked. The line moves only at the end of a check that
-    /// passed, so a panic elsewhere under the lock leaves it whole: a
-    /// poisoned lock is taken as it is.
-    fn lock(&self) -> std::sync::MutexGuard<'_, Timeline> {
-        self.line
+    /// Follows the chain's head from now on: the line moves with it.
+    pub fn follow_heads(&self, heads: watch::Receiver<Parent>) {
+        self.lock().heads = Some(heads);
+    }
+
+    /// The line of `tip`'s branch, as far as the store's slots reach: the
+    /// era whose closing slot is not kept yet, from its last kept slot.
+    fn line_of(store: &Store, spec: &ChainSpec, tip: &Branch) -> Result<Timeline, OpenError> {
+        let params = spec.time();
+        let chain_id = spec.chain_id();
+        let (era, seed) = tip.latest_line(&chain_id, &params, |line, slot| {
+            Ok::<_, StoreError>(store.slot_on(line, slot)?.map(|o| o.output))
+        })?;
+        let last = store.last_slot_on(&seed)?;
+        Ok(Timeline::on_line(
+            chain_id,
+            params,
+            seed,
+            era,
+            last.as_ref(),
+        )?)
+    }
+
+    /// The line, locked, brought to the chain's head first. The line moves
+    /// only at the end of a check that passed, so a panic elsewhere under
+    /// the lock leaves it whole: a poisoned lock is taken as it is.
+    fn lock(&self) -> std::sync::MutexGuard<'_, Followed> {
+        self.followed
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// The last slot checked here (0 before the first).
+    /// [`Time::lock`], with the line moved to the head's branch if the
+    /// head moved since.
+    fn current(&self) -> Result<std::sync::MutexGuard<'_, Followed>, StoreError> {
+        let mut followed = self.lock();
+        let moved = followed
+            .heads
+            .as_mut()
+            .filter(|h| h.has_changed().unwrap_or(false))
+            .map(|h| h.borrow_and_update().branch());
+        if let Some(tip) = moved {
+            followed.tip = tip;
+            self.refollow(&mut followed)?;
+        }
+        Ok(followed)
+    }
+
+    /// Moves the line to where the tip's branch stands, if it is not
+    /// there: a new era's line, or another branch's.
+    fn refollow(&self, followed: &mut Followed) -> Result<(), StoreError> {
+        let params = self.spec.time();
+        let (era, seed) = followed
+            .tip
+            .latest_line(&self.chain_id, &params, |line, slot| {
+                Ok::<_, StoreError>(self.store.slot_on(line, slot)?.map(|o| o.output))
+            })?;
+        if (era, seed) == (followed.line.era(), followed.line.seed()) {
+            return Ok(());
+        }
+        let begun = era == followed.line.era() + 1 && followed.line.needs_era();
+        followed.line = match Self::line_of(&self.store, &self.spec, &followed.tip) {
+            Ok(line) => line,
+            Err(OpenError::Store(e)) => return Err(e),
+            Err(OpenError::Time(_)) => return Err(StoreError::Corrupt("a kept slot's line")),
+        };
+        if !begun {
+            tracing::info!(
+                era,
+                slot = followed.line.slot(),
+                head_slot = followed.tip.slot,
+                "the line of slots follows the head's branch to another line"
+            );
+        }
+        self.slot.send_replace(followed.line.slot());
+        Ok(())
+    }
+
+    /// The last slot checked here on the line followed (0 before the
+    /// first).
     pub fn slot(&self) -> u64 {
         *self.slot.borrow()
     }
@@ -121,14 +203,43 @@ impl Time {
             .saturating_add(slot.saturating_mul(self.spec.slot_ms))
     }
 
-    /// The line as it stands, with the next slot's era begun: what a
-    /// timekeeper computes the next slot from, outside the lock.
-    pub fn next_line(&self) -> Timeline {
-        let mut line = self.lock();
-        if line.needs_era() {
-            line.begin_era(&self.entropy);
-        }
-        line.clone()
+    /// The line followed (its seed) and the next slot it wants.
+    pub fn wanted(&self) -> Result<([u8; 32], u64), StoreError> {
+        let followed = self.current()?;
+        Ok((followed.line.seed(), followed.line.slot() + 1))
+    }
+
+    /// The output of slot `slot` on the head's branch, if kept and not
+    /// before the head's era: what a farmer looks up proofs for. (Right
+    /// after an era's closing slot, the line followed is already the next
+    /// era's.)
+    pub fn output(&self, slot: u64) -> Result<Option<SlotOutput>, StoreError> {
+        let params = self.spec.time();
+        let era = params.era_of(slot);
+        let (followed, tip) = {
+            let f = self.current()?;
+            ((f.line.era(), f.line.seed()), f.tip)
+        };
+        let line = if era == followed.0 {
+            followed.1
+        } else if era >= tip.era(&params) {
+            let line = tip.line_of_era(&self.chain_id, &params, era, |line, s| {
+                Ok::<_, StoreError>(self.store.slot_on(line, s)?.map(|o| o.output))
+            })?;
+            match line {
+                Ok(line) => line,
+                Err(_) => return Ok(None),
+            }
+        } else {
+            return Ok(None);
+        };
+        self.store.slot_on(&line, slot)
+    }
+
+    /// The line as it stands: what a timekeeper computes the next slot
+    /// from, outside the lock.
+    pub fn next_line(&self) -> Result<Timeline, StoreError> {
+        Ok(self.current()?.line.clone())
     }
 
     /// Checks `out` (a few milliseconds, under the line's lock: call it
@@ -137,18 +248,28 @@ impl Time {
         if self.due_ms(out.slot) > now_ms + SLOT_SKEW_MS {
             return Ok(Offered::Early);
         }
-        let mut line = self.lock();
-        if out.slot <= line.slot() {
-            return Ok(match self.store.slot(out.slot)? {
-                Some(kept) if kept != *out => Offered::Contradicts,
-                _ => Offered::Known,
+        let mut followed = self.current()?;
+        if let Some(kept) = self.store.slot_on(&out.line, out.slot)? {
+            return Ok(match kept == *out {
+                true => Offered::Known,
+                false => Offered::Contradicts,
             });
+        }
+        let line = &mut followed.line;
+        if out.line != line.seed() {
+            return Ok(Offered::OtherLine);
+        }
+        if out.slot <= line.slot() {
+            // Its line's slots before this one are its era's: a slot
+            // before the era under the era's seed is no output at all.
+            return Err(TimeError::OtherEra {
+                slot: out.slot,
+                era: line.era(),
+            }
+            .into());
         }
         if out.slot > line.slot() + 1 {
             return Ok(Offered::Ahead);
-        }
-        if line.needs_era() {
-            line.begin_era(&self.entropy);
         }
         // Checked once: the store keeps only what was checked, and the line
         // moves only once it is kept.
@@ -156,7 +277,73 @@ impl Time {
         self.store.put_slot(out)?;
         line.advance_checked(checked);
         self.slot.send_replace(out.slot);
+        if line.needs_era() {
+            self.refollow(&mut followed)?;
+        }
         Ok(Offered::Advanced)
+    }
+
+    /// Checks and keeps `outs`, consecutive slots of one line of era
+    /// `era` from the slot after the last this store has of it: a line of
+    /// a branch this vault does not follow, whose seed the caller derived
+    /// from that branch's blocks ([`Branch::line_of_era`]), or the line
+    /// followed. Returns how many were new and checked; stops at the first
+    /// that is not.
+    pub fn keep_side(
+        &self,
+        seed: &[u8; 32],
+        era: u64,
+        outs: &[SlotOutput],
+        now_ms: u64,
+    ) -> Result<usize, OfferError> {
+        if *seed == self.current()?.line.seed() {
+            let mut kept = 0;
+            for out in outs {
+                if self.offer(out, now_ms)? != Offered::Advanced {
+                    break;
+                }
+                kept += 1;
+            }
+            return Ok(kept);
+        }
+        let mut sides = self
+            .sides
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // A line kept ready is taken only where the store's slots of it
+        // end (it may have been followed meanwhile), else begun again from
+        // them: a slot the store has is never asked for as the next.
+        let last = self.store.last_slot_on(seed)?;
+        let reached = last
+            .as_ref()
+            .map_or(era.saturating_mul(self.spec.pot_era_slots), |o| o.slot);
+        let ready = sides.iter().position(|l| l.seed() == *seed);
+        let mut line = match ready.map(|i| sides.remove(i)) {
+            Some(line) if line.era() == era && line.slot() == reached => line,
+            _ => Timeline::on_line(self.chain_id, self.spec.time(), *seed, era, last.as_ref())?,
+        };
+        let mut kept = 0;
+        for out in outs {
+            if self.due_ms(out.slot) > now_ms + SLOT_SKEW_MS || line.needs_era() {
+                break;
+            }
+            let checked = line.verify_next(out)?;
+            self.store.put_slot(out)?;
+            line.advance_checked(checked);
+            kept += 1;
+        }
+        if sides.len() >= SIDE_LINES {
+            sides.remove(0);
+        }
+        sides.push(line);
+        Ok(kept)
+    }
+
+    /// The slot after the last this store has of line `seed` of era `era`:
+    /// where fetching that line goes on from.
+    pub fn next_on(&self, seed: &[u8; 32], era: u64) -> Result<u64, StoreError> {
+        let start = era.saturating_mul(self.spec.pot_era_slots);
+        Ok(self.store.last_slot_on(seed)?.map_or(start, |o| o.slot) + 1)
     }
 }
 
@@ -184,7 +371,15 @@ mod tests {
     }
 
     fn time_at(path: &std::path::Path, spec: &ChainSpec) -> Time {
-        Time::open(Arc::new(Store::open(path, spec).unwrap()), spec).unwrap()
+        let store = Arc::new(Store::open(path, spec).unwrap());
+        Time::open(store, spec, &Parent::genesis(spec)).unwrap()
+    }
+
+    /// Proves the next slot of the line `time` follows and offers it.
+    fn step(time: &Time) -> SlotOutput {
+        let out = time.next_line().unwrap().prove_next();
+        assert_eq!(time.offer(&out, LATER).unwrap(), Offered::Advanced);
+        out
     }
 
     #[test]
@@ -194,13 +389,7 @@ mod tests {
         let path = dir.path().join("db");
         let outs: Vec<SlotOutput> = {
             let time = time_at(&path, &spec);
-            let outs: Vec<SlotOutput> = (0..3)
-                .map(|_| {
-                    let out = time.next_line().prove_next();
-                    assert_eq!(time.offer(&out, LATER).unwrap(), Offered::Advanced);
-                    out
-                })
-                .collect();
+            let outs: Vec<SlotOutput> = (0..3).map(|_| step(&time)).collect();
             assert_eq!(time.offer(&outs[1], LATER).unwrap(), Offered::Known);
             time.store.flush().unwrap();
             outs
@@ -214,7 +403,7 @@ mod tests {
         for out in &outs {
             unstopped.offer(out, LATER).unwrap();
         }
-        let next = unstopped.next_line().prove_next();
+        let next = unstopped.next_line().unwrap().prove_next();
         assert_eq!(reopened.offer(&next, LATER).unwrap(), Offered::Advanced);
         assert_eq!(reopened.slot(), 4);
     }
@@ -225,7 +414,7 @@ mod tests {
         // Slot 1 is due at 10.1 s.
         let spec = spec(10_000);
         let time = time_at(&dir.path().join("db"), &spec);
-        let out = time.next_line().prove_next();
+        let out = time.next_line().unwrap().prove_next();
         assert_eq!(time.offer(&out, 9_000).unwrap(), Offered::Early);
         let mut ahead = out.clone();
         ahead.slot = 3;
@@ -243,5 +432,89 @@ mod tests {
             Offered::Advanced
         );
         assert_eq!(time.slot(), 1);
+    }
+
+    #[test]
+    fn the_line_moves_with_the_heads_branch_from_the_era_its_blocks_differ() {
+        // Eras of two slots: era 2 (slots 5 and 6) takes as entropy the
+        // latest block at or before slot 2.
+        let dir = tempfile::tempdir().unwrap();
+        let spec = spec(0);
+        let a = time_at(&dir.path().join("a"), &spec);
+        let b = time_at(&dir.path().join("b"), &spec);
+        let genesis = Parent::genesis(&spec);
+        let block = Parent {
+            hash: [9; 32],
+            height: 1,
+            slot: 2,
+            weight: 1,
+            child_target: genesis.child_target,
+            line: genesis.line,
+            opening: genesis.hash,
+        };
+        let (heads, a_heads) = watch::channel(genesis);
+        a.follow_heads(a_heads);
+        b.follow_heads(heads.subscribe());
+        // Eras 0 and 1 are one line for every branch.
+        for _ in 0..4 {
+            let out = step(&a);
+            assert_eq!(b.offer(&out, LATER).unwrap(), Offered::Advanced);
+        }
+        // A's head is now a block of slot 2, B's the genesis: era 2 is
+        // another line on each, and each one's outputs are nothing to the
+        // other.
+        let (a_heads_tx, a_heads) = watch::channel(genesis);
+        a.follow_heads(a_heads);
+        a_heads_tx.send_replace(block);
+        let from_a = step(&a);
+        let from_b = step(&b);
+        assert_eq!(from_a.slot, 5);
+        assert_ne!(from_a.line, from_b.line);
+        assert_eq!(b.offer(&from_a, LATER).unwrap(), Offered::OtherLine);
+        assert_eq!(a.offer(&from_b, LATER).unwrap(), Offered::OtherLine);
+        // B's head moves to the block: its line is A's, from era 2's start.
+        heads.send_replace(block);
+        assert_eq!(b.wanted().unwrap(), (from_a.line, 5));
+        assert_eq!(b.slot(), 4);
+        assert_eq!(b.offer(&from_a, LATER).unwrap(), Offered::Advanced);
+        // And back: the genesis's line of era 2 was kept, slot 5 and all.
+        heads.send_replace(genesis);
+        assert_eq!(b.wanted().unwrap(), (from_b.line, 6));
+        // A line kept for a branch not followed: checked slot by slot.
+        let c = time_at(&dir.path().join("c"), &spec);
+        let first_four: Vec<SlotOutput> = (1..=4)
+            .map(|s| a.store.slot_on(&a_line(&a, s), s).unwrap().unwrap())
+            .collect();
+        for out in &first_four {
+            assert_eq!(c.offer(out, LATER).unwrap(), Offered::Advanced);
+        }
+        assert_eq!(
+            c.keep_side(&from_a.line, 2, std::slice::from_ref(&from_a), LATER)
+                .unwrap(),
+            1
+        );
+        assert_eq!(c.next_on(&from_a.line, 2).unwrap(), 6);
+        let mut wrong = from_b.clone();
+        wrong.slot = 6;
+        wrong.line = from_a.line;
+        assert!(matches!(
+            c.keep_side(&from_a.line, 2, &[wrong], LATER),
+            Err(OfferError::Wrong(_))
+        ));
+    }
+
+    /// The line slot `slot` of eras 0 and 1 is on, as `time` kept it.
+    fn a_line(time: &Time, slot: u64) -> [u8; 32] {
+        let spec = &time.spec;
+        let genesis = Branch::genesis(&spec.chain_id());
+        genesis
+            .line_of_era(
+                &spec.chain_id(),
+                &spec.time(),
+                spec.time().era_of(slot),
+                |l, s| time.store.slot_on(l, s).map(|o| o.map(|o| o.output)),
+            )
+            .unwrap()
+            .unwrap()
     }
 }

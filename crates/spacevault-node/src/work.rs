@@ -346,10 +346,10 @@ pub(crate) fn on_request(
         Request::Fetch { address } => data::fetch_request(shared, &address),
         // Charged to the same allowance as blocks: a peer that asks for
         // slots again and again gets no more than one that asks for blocks.
-        Request::Slots { from, max } => budgeted_answer(
+        Request::Slots { line, from, max } => budgeted_answer(
             shared,
             peer,
-            |max_bytes| crate::slots::slots_for(shared, from, max, max_bytes),
+            |max_bytes| crate::slots::slots_for(shared, &line, from, max, max_bytes),
             Response::Slots,
         ),
     };

@@ -23,6 +23,9 @@ fn spec() -> ChainSpec {
     spec.set_sizes(spacevault_chain::ProofKind::Plain, 16, spacevault::MAX_K);
     spec.initial_records = 1;
     spec.block_interval_slots = 1;
+    // One era of the proof of time for the whole run: every slot is on
+    // the chain's first line, whichever branch its block is on.
+    spec.pot_era_slots = 1 << 40;
     spec
 }
 
@@ -36,9 +39,11 @@ fn stamp(slot: u64) -> Stamp {
 /// Gives the store slot `slot`, as the vault's line would before a block
 /// in it is taken.
 fn reach(store: &spacevault_store::Store, slot: u64) {
-    if store.slot(slot).unwrap().is_none() {
+    let line = spacevault_chain::time::first_line(&spec().chain_id());
+    if store.slot_on(&line, slot).unwrap().is_none() {
         let out = SlotOutput {
             slot,
+            line,
             output: stamp(slot).output,
             proof: [0; FORM_BYTES],
         };
@@ -127,6 +132,8 @@ fn child_of(known: &Known, producer: &Keypair, rng: &mut Rng) -> (Block, Known) 
             slot,
             weight: known.parent.weight + target.weight(),
             child_target: target,
+            line: known.parent.line,
+            opening: known.parent.opening,
         },
         versions,
     };

@@ -38,6 +38,10 @@ fn spec() -> ChainSpec {
     spec.era_blocks = 2;
     spec.block_interval_slots = 2;
     spec.initial_records = 2;
+    // One era of the proof of time for the tree: every slot is on the
+    // chain's first line, whichever branch its block is on (the model is
+    // of fork choice; the lines of slots per branch are `time.rs`'s).
+    spec.pot_era_slots = MAX_SLOT;
     spec
 }
 
@@ -371,9 +375,11 @@ fn run(plans: Vec<Plan>, order: Vec<u32>, gossip: Vec<bool>, again: Vec<usize>) 
 
     let dir = tempfile::tempdir().unwrap();
     let mut engine = Engine::open(&dir.path().join("store.redb"), spec()).unwrap();
+    let line = spacevault_chain::time::first_line(&spec().chain_id());
     for slot in 1..=MAX_SLOT {
         let out = SlotOutput {
             slot,
+            line,
             output: stamp(slot).output,
             proof: [0; FORM_BYTES],
         };

@@ -496,16 +496,14 @@ async fn a_block_in_a_slot_not_reached_yet_waits_for_it_and_costs_its_sender_not
     let held = || metric(&nodes[0], "spacevault_blocks_held_early_total");
     let mut sent = Vec::new();
     let mut round = 0u64;
-    // The rogue runs the proof of time ahead of the vault's timekeeper:
-    // it has the outputs of the slots due next.
-    let ahead = slots_of(&spec, spec.clock_slot(spacevault_node::now_ms()) + 200);
     // Sent until the vault has one (gossip needs a mesh first).
     while held() < 1.0 {
         round += 1;
         assert!(round < 200, "no early block was ever held");
         let head = nodes[0].engine().head();
-        // The slot after the vault's last: due within a slot.
-        let next = &ahead[nodes[0].slot() as usize];
+        // The rogue runs the proof of time ahead of the vault's
+        // timekeeper: the slot after the vault's last, due within a slot.
+        let next = &slots_ahead(&nodes[0], 1)[0];
         let block = rogue_block(&key, chain, (head.hash, head.height), next, round);
         sent.push(block.hash());
         rogue.publish(Topic::Blocks, block.encode());
@@ -524,17 +522,17 @@ async fn a_block_in_a_slot_not_reached_yet_waits_for_it_and_costs_its_sender_not
     })
     .await;
     assert!(looked_at, "the held block was never imported");
-    // Past the window, still a fault.
+    // Past the window, still a fault (whatever output it carries: its
+    // time is checked first).
     let head = nodes[0].engine().head();
-    let last = ahead.last().unwrap();
     let far = Block::produce(
         &key,
         chain,
         head.height + 1,
         head.hash,
         Stamp {
-            slot: last.slot,
-            output: last.output,
+            slot: spec.clock_slot(spacevault_node::now_ms()) + 200,
+            output: [3; spacevault_chain::time::FORM_BYTES],
         },
         ChainProof {
             kind: spacevault_chain::ProofKind::Plain,
@@ -599,7 +597,7 @@ async fn a_key_that_signs_two_blocks_for_one_slot_is_caught_gossiped_and_banned_
         let head = nodes[0].engine().head();
         let slot = nodes[0].slot();
         if slot > head.slot {
-            if let Some(out) = nodes[0].engine().store().slot(slot).unwrap() {
+            if let Some(out) = nodes[0].time().output(slot).unwrap() {
                 let two = [1, 2]
                     .map(|nonce| rogue_block(&key, chain, (head.hash, head.height), &out, nonce));
                 for b in &two {
@@ -639,12 +637,7 @@ async fn a_key_that_signs_two_blocks_for_one_slot_is_caught_gossiped_and_banned_
     let head = nodes[0].engine().head();
     let later = wait_for(Duration::from_secs(10), || nodes[0].slot() > head.slot).await;
     assert!(later);
-    let out = nodes[0]
-        .engine()
-        .store()
-        .slot(nodes[0].slot())
-        .unwrap()
-        .unwrap();
+    let out = nodes[0].time().output(nodes[0].slot()).unwrap().unwrap();
     let next = rogue_block(&key, chain, (head.hash, head.height), &out, 3);
     let before = rejected(&nodes[0], "blocks", "banned");
     rogue.publish(Topic::Blocks, next.encode());

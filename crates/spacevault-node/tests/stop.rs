@@ -29,7 +29,6 @@ async fn a_stop_ends_tasks_that_wait_at_once_and_frees_the_store() {
     let (rogue, mut events) = joined_rogue(97, chain, boot, vault.peer_id()).await;
     let key = Keypair::from_secret(&[97; 32]);
     // The rogue runs the proof of time ahead of the vault's timekeeper.
-    let ahead = slots_of(&spec, 8);
     let held = || metric(&vault, "spacevault_blocks_held_early_total");
     let mut round = 0u64;
     // Sent until the vault holds one (gossip needs a mesh first): a task
@@ -38,7 +37,7 @@ async fn a_stop_ends_tasks_that_wait_at_once_and_frees_the_store() {
         round += 1;
         assert!(round < 200, "no early block was ever held");
         let head = vault.engine().head();
-        let out = &ahead[vault.slot() as usize + 1];
+        let out = &slots_ahead(&vault, 2)[1];
         let block = rogue_block(&key, chain, (head.hash, head.height), out, round);
         rogue.publish(Topic::Blocks, block.encode());
         drain(&rogue, &mut events).await;

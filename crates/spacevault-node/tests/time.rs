@@ -4,13 +4,14 @@
 //! penalised, and a catch-up answered with old slots ends; without a
 //! timekeeper no slot comes and the chain waits, and it goes on once one
 //! starts; a vault whose clock is behind the timekeeper's is told so; a
-//! vault whose store was lost signs no slot its key signed before.
+//! split of several eras gives each half a line of its own, and heals onto
+//! one; a vault whose store was lost signs no slot its key signed before.
 
 mod common;
 
 use common::*;
 use spacevault_chain::time::{SlotOutput, Timeline};
-use spacevault_chain::{genesis_hash, ChainSpec};
+use spacevault_chain::ChainSpec;
 use spacevault_network::Topic;
 use spacevault_node::Node;
 use std::time::Duration;
@@ -25,8 +26,9 @@ fn time_spec(slot_ms: u64) -> ChainSpec {
     spec
 }
 
+/// Slot `slot`'s output on the line of `node`'s chain.
 fn output_at(node: &Node, slot: u64) -> Option<SlotOutput> {
-    node.engine().store().slot(slot).unwrap()
+    canonical_output(node, slot)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -79,12 +81,7 @@ async fn a_wrong_slot_output_is_refused_and_without_a_timekeeper_the_chain_waits
         joined_rogue(99, spec.chain_id(), boot.clone(), nodes[0].peer_id()).await;
     // Slot 1 as a timekeeper would make it, its output then swapped for
     // another form of the group: the proof no longer holds.
-    let line = Timeline::new(
-        spec.chain_id(),
-        spec.time(),
-        &genesis_hash(&spec.chain_id()),
-    )
-    .unwrap();
+    let line = Timeline::first(spec.chain_id(), spec.time()).unwrap();
     let good = line.prove_next();
     let mut wrong = good.clone();
     wrong.output = good.proof;
@@ -150,21 +147,13 @@ async fn a_vault_whose_clock_is_behind_the_timekeepers_is_told() {
     let node = start(&spec, &files, vec![], true).await;
     let boot = node.listen_addrs(Duration::from_secs(5)).await;
     let (rogue, mut events) = joined_rogue(98, spec.chain_id(), boot, node.peer_id()).await;
-    let mut line = Timeline::new(
-        spec.chain_id(),
-        spec.time(),
-        &genesis_hash(&spec.chain_id()),
-    )
-    .unwrap();
     let client = client_of(&node);
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     let mut warning = None;
     while warning.is_none() && std::time::Instant::now() < deadline {
-        if line.needs_era() {
-            line.begin_era(&genesis_hash(&spec.chain_id()));
-        }
-        let out = line.prove_next();
-        line.advance(&out).unwrap();
+        // The line the vault follows, its next slot (the vault's own
+        // blocks make the entropy of its eras from the third on).
+        let out = slots_ahead(&node, 1).remove(0);
         let due = spec.slot_due_ms(out.slot);
         let send_at = due.saturating_sub(350);
         let wait = send_at.saturating_sub(spacevault_node::now_ms());
@@ -181,6 +170,59 @@ async fn a_vault_whose_clock_is_behind_the_timekeepers_is_told() {
     assert!(metric(&node, "spacevault_clock_offset_ms") <= -250.0);
     assert!(node.slot() >= 8, "the early outputs were taken");
     node.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_split_of_several_eras_gives_each_half_a_line_of_its_own_and_heals_onto_one() {
+    let dir = tempfile::tempdir().unwrap();
+    // Eras of four slots of 200 ms: era e takes as entropy the latest
+    // block of the branch at or before slot 4(e - 1).
+    let spec = time_spec(200);
+    let files: Vec<VaultFiles> = (0..4).map(|i| vault_files(dir.path(), i)).collect();
+    // A timekeeper on each side of the split to come.
+    let nodes = network_keeping_time_at(&spec, &files, false, 2, &[0, 2]).await;
+    let (left, right): (Vec<&Node>, Vec<&Node>) =
+        (nodes[..2].iter().collect(), nodes[2..].iter().collect());
+    split(&left, &right).await;
+    let split_slot = nodes.iter().map(Node::slot).max().unwrap();
+    let line = |n: &Node| n.time().wanted().unwrap().0;
+    // Each half's branch makes the entropy of its eras two on: the
+    // halves' lines part, and each half's outputs are nothing to the
+    // other's.
+    let apart = wait_for(Duration::from_secs(30), || {
+        nodes.iter().all(|n| n.slot() > split_slot + 12) && line(&nodes[0]) != line(&nodes[2])
+    })
+    .await;
+    assert!(
+        apart,
+        "slots {:?} from {split_slot}",
+        nodes.iter().map(Node::slot).collect::<Vec<_>>()
+    );
+    assert_eq!(line(&nodes[0]), line(&nodes[1]));
+    assert_eq!(line(&nodes[2]), line(&nodes[3]));
+    heal(&left, &right);
+    reconnect(&right, left[0]).await;
+    // One chain and one line again: the half whose branch loses takes the
+    // winner's line, era by era, to check its blocks, and follows it.
+    let healed = wait_for(Duration::from_secs(40), || {
+        let h = nodes.iter().map(Node::height).min().unwrap();
+        agree_up_to(&nodes.iter().collect::<Vec<_>>(), h.saturating_sub(2))
+            && nodes.iter().all(|n| line(n) == line(&nodes[0]))
+            && nodes.iter().all(|n| n.slot() > split_slot + 20)
+    })
+    .await;
+    assert!(
+        healed,
+        "heights {:?}, slots {:?}",
+        nodes.iter().map(Node::height).collect::<Vec<_>>(),
+        nodes.iter().map(Node::slot).collect::<Vec<_>>()
+    );
+    assert!(nodes
+        .iter()
+        .any(|n| metric(n, "spacevault_reorgs_total") > 0.0));
+    for n in nodes {
+        n.stop().await;
+    }
 }
 
 /// The slots of the blocks of `node`'s canonical chain.

@@ -47,16 +47,18 @@ use blob_index::index_blobs;
 pub use records::{BlockInfo, RegisterEntry, Status};
 
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+use spacevault_chain::time::Branch;
 use spacevault_chain::types::Ranked;
 use spacevault_chain::validate::{check_versions, Versions};
 use spacevault_chain::{Block, ChainSpec, Limits, Rejection, Target};
 use std::path::Path;
 
 /// The store's version: 2, blob bytes in files; 3, blocks' slots, weights
-/// and targets in their info; 4, the farmer keys the canonical chain bans
-/// (a store of an older version belongs to a chain of an older spec, whose
-/// id no spec of this build has).
-pub const STORE_VERSION: u32 = 4;
+/// and targets in their info; 4, the farmer keys the canonical chain bans;
+/// 5, slots kept by line and each block's line in its info (a store of an
+/// older version belongs to a chain of an older spec, whose id no spec of
+/// this build has).
+pub const STORE_VERSION: u32 = 5;
 
 const BLOCKS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("blocks");
 const INFO: TableDefinition<&[u8], &[u8]> = TableDefinition::new("block_info");
@@ -385,8 +387,8 @@ impl Store {
     }
 
     /// Keeps a block that passed the stateless checks, not yet canonical,
-    /// with its proof's rank, its chain's weight through it and the target
-    /// its child must meet. Its transactions' versions are checked when it
+    /// with its proof's rank, its chain's weight through it, the target
+    /// its child must meet and its branch's lines of slots. Its transactions' versions are checked when it
     /// joins the canonical chain ([`make_canonical`](Self::make_canonical)).
     pub fn insert_block(
         &self,
@@ -394,6 +396,7 @@ impl Store {
         rank: Ranked,
         weight: u128,
         child_target: Target,
+        lines: &Branch,
     ) -> Result<BlockInfo, StoreError> {
         let info = BlockInfo {
             height: block.header.height,
@@ -402,6 +405,8 @@ impl Store {
             rank,
             weight,
             child_target,
+            line: lines.line,
+            opening: lines.opening,
             status: Status::Stored,
         };
         let hash = block.hash();

@@ -30,6 +30,11 @@ pub struct BlockInfo {
     pub weight: u128,
     /// The target its child must meet.
     pub child_target: Target,
+    /// The seed of its era's line of slots on its branch.
+    pub line: [u8; 32],
+    /// The hash of its branch's latest block before its era: the entropy
+    /// of the era after it.
+    pub opening: [u8; 32],
     pub status: Status,
 }
 
@@ -45,6 +50,8 @@ impl BlockInfo {
             .u32(self.rank.quality)
             .fixed(&self.weight.to_be_bytes())
             .u64(self.child_target.0)
+            .fixed(&self.line)
+            .fixed(&self.opening)
             .u8(match self.status {
                 Status::Stored => 0,
                 Status::Applied => 1,
@@ -68,6 +75,8 @@ impl BlockInfo {
             },
             weight: u128::from_be_bytes(r.array("weight").map_err(bad)?),
             child_target: Target(r.u64("child target").map_err(bad)?),
+            line: r.array("line").map_err(bad)?,
+            opening: r.array("opening").map_err(bad)?,
             status: match r.u8("status").map_err(bad)? {
                 0 => Status::Stored,
                 1 => Status::Applied,

@@ -42,7 +42,15 @@ fn block(parent: [u8; 32], height: u64, salt: u8, txs: Vec<RegisterTx>) -> Block
 /// Keeps `blocks`, each of rank 1, weight 1 and child target 1.
 fn keep<'a>(store: &Store, blocks: impl IntoIterator<Item = &'a Block>) {
     for b in blocks {
-        store.insert_block(b, rank(1), 1, Target(1)).unwrap();
+        let lines = spacevault_chain::time::Branch {
+            hash: b.hash(),
+            slot: b.header.stamp.slot,
+            line: [1; 32],
+            opening: [2; 32],
+        };
+        store
+            .insert_block(b, rank(1), 1, Target(1), &lines)
+            .unwrap();
     }
 }
 

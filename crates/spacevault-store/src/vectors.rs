@@ -26,6 +26,8 @@ fn block_info(status: Status) -> BlockInfo {
         },
         weight: (1 << 70) + 5,
         child_target: Target(1 << 43),
+        line: [0x5a; 32],
+        opening: [0x0e; 32],
         status,
     }
 }
@@ -41,7 +43,7 @@ fn a_block_info_of_each_status() {
         "block_info",
         "BlockInfo { height 1, parent [0x11; 32], slot 3, rank { distance [0x03; 32],\n\
          nonce 77, plot_id [0x44; 32], quality 6 }, weight 2^70 + 5, child_target\n\
-         2^43 } with each status",
+         2^43, line [0x5a; 32], opening [0x0e; 32] } with each status",
     );
     for (name, status) in statuses {
         v = v.field(name, block_info(status).encode());

@@ -57,7 +57,7 @@ fn check_block(
     now: u64,
     cache: Option<&SigCache>,
 ) -> Result<Ranked, Rejection> {
-    let rank = check_header(spec, chain, parent, Some(&OUTPUT), block, now, cache)?;
+    let rank = check_header(spec, chain, parent, Ok(&OUTPUT), block, now, cache)?;
     check_txs(spec, chain, block, cache)?;
     Ok(rank)
 }
@@ -95,16 +95,20 @@ fn a_block_is_checked_field_by_field() {
     ));
     // A slot this vault has not reached, or whose output it holds as
     // another.
+    let missing = MissingSlot {
+        line: parent.line,
+        slot: 1,
+    };
     assert_eq!(
-        check_header(&spec, &chain, &parent, None, &good, at, None),
-        Err(Rejection::UnknownSlot(1))
+        check_header(&spec, &chain, &parent, Err(missing), &good, at, None),
+        Err(Rejection::UnknownSlot(missing))
     );
     assert_eq!(
         check_header(
             &spec,
             &chain,
             &parent,
-            Some(&[0; FORM_BYTES]),
+            Ok(&[0; FORM_BYTES]),
             &good,
             at,
             None
@@ -393,7 +397,14 @@ fn every_reason_has_its_own_name_and_only_the_sender_s_faults_are_faults() {
             "future",
             true,
         ),
-        (Rejection::UnknownSlot(1), "unknown_slot", false),
+        (
+            Rejection::UnknownSlot(MissingSlot {
+                line: [0; 32],
+                slot: 1,
+            }),
+            "unknown_slot",
+            false,
+        ),
         (Rejection::WrongSlotOutput(1), "wrong_slot_output", true),
         (Rejection::NotEligible, "not_eligible", true),
         (

@@ -16,7 +16,7 @@ fn a_timekeepers_first_slots() {
         discriminant_bits: 512,
     };
     let genesis = genesis_hash(&chain_id());
-    let mut line = Timeline::new(chain_id(), params, &genesis).unwrap();
+    let mut line = Timeline::first(chain_id(), params).unwrap();
     let mut v = Vector::new(
         "time",
         "The chain_spec vector's chain, 1000 iterations a slot, eras of 2 slots,\n\
@@ -35,7 +35,7 @@ fn a_timekeepers_first_slots() {
     }
     let c = v.check();
     // The committed outputs check, on a line of their own.
-    let mut follower = Timeline::new(chain_id(), params, &genesis).unwrap();
+    let mut follower = Timeline::first(chain_id(), params).unwrap();
     for slot in 1..=2u64 {
         let out = SlotOutput::decode(c.get(&format!("slot_{slot}"))).unwrap();
         assert_eq!(out, outs[slot as usize - 1]);

@@ -76,8 +76,12 @@ fn every_request_kind() {
     );
     check_request(
         "request_slots",
-        "Request::Slots { from: 5, max: 256 }",
-        Request::Slots { from: 5, max: 256 },
+        "Request::Slots { line: [0x5a; 32], from: 5, max: 256 }",
+        Request::Slots {
+            line: [0x5a; 32],
+            from: 5,
+            max: 256,
+        },
     );
     check_request(
         "request_fetch",

@@ -2,6 +2,7 @@
 //! come, and fork choice by weight between the canonical chain and a new
 //! branch, none from below the final blocks.
 
+use super::lines;
 use super::*;
 use spacevault_chain::eligibility::{next_target, Target};
 
@@ -142,15 +143,18 @@ impl Engine {
         {
             return Err(Rejection::Banned);
         }
-        let slot_output = self
-            .store
-            .slot(block.header.stamp.slot)
-            .map_err(store_err)?;
+        let slot = block.header.stamp.slot;
+        let line =
+            lines::line_of_child(&self.store, &self.spec, &parent, slot).map_err(store_err)?;
+        let slot_output = match line {
+            Ok(line) => lines::slot_output(&self.store, &line, slot).map_err(store_err)?,
+            Err(missing) => Err(missing),
+        };
         let rank = validate::check_header(
             &self.spec,
             &self.chain_id,
             &parent,
-            slot_output.as_ref().map(|s| &s.output),
+            slot_output.as_ref().map_err(|m| *m),
             &block,
             now_ms,
             self.sig_cache(),
@@ -170,8 +174,20 @@ impl Engine {
         validate::check_txs(&self.spec, &self.chain_id, &block, self.sig_cache())?;
         let own_weight = parent.child_target.weight();
         let child_target = self.child_target(&parent, &block).map_err(store_err)?;
+        let lines = parent.branch().child(
+            &self.spec.time(),
+            hash,
+            block.header.stamp.slot,
+            line.expect("a block whose slot output checked has a line"),
+        );
         self.store
-            .insert_block(&block, rank, parent.weight + own_weight, child_target)
+            .insert_block(
+                &block,
+                rank,
+                parent.weight + own_weight,
+                child_target,
+                &lines,
+            )
             .map_err(store_err)?;
         branch.push(Fork {
             hash,
@@ -329,12 +345,13 @@ impl Engine {
         let block = adoption.queue.pop()?;
         let hash = block.hash();
         let first = std::mem::take(&mut adoption.first);
-        let slot = block.header.stamp.slot;
-        if !first && matches!(self.store.slot(slot), Ok(None)) {
-            // An orphan made in a slot not reached here: its parent came
-            // before its slot did.
-            adoption.waiting_for_slot.push(block);
-            return Some((hash, Err(Rejection::UnknownSlot(slot))));
+        if !first {
+            if let Ok(Some(Err(missing))) = lines::missing_slot(&self.store, &self.spec, &block) {
+                // An orphan made in a slot not reached here: its parent
+                // came before its slot did.
+                adoption.waiting_for_slot.push(block);
+                return Some((hash, Err(Rejection::UnknownSlot(missing))));
+            }
         }
         let origin = std::mem::replace(&mut adoption.origin, Origin::LOCAL);
         let outcome = if std::mem::take(&mut adoption.gossiped) {

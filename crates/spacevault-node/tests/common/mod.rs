@@ -392,28 +392,84 @@ pub fn client_of(node: &Node) -> spacevault_node::client::Client {
     spacevault_node::client::Client::new(&format!("http://{addr}")).unwrap()
 }
 
-/// The stamp of `slot` as `node`'s line holds it (None before it reaches
-/// the slot).
+/// The stamp of `slot` as the line `node` follows holds it (None before
+/// it reaches the slot).
 pub fn stamp_at(node: &Node, slot: u64) -> Option<spacevault_chain::Stamp> {
-    let out = node.engine().store().slot(slot).unwrap()?;
+    let out = node.time().output(slot).unwrap()?;
     Some(spacevault_chain::Stamp {
         slot,
         output: out.output,
     })
 }
 
+/// Slot `slot`'s output on the line of `node`'s canonical chain: the
+/// branch through its last canonical block before the slot (None when the
+/// vault has not kept it).
+pub fn canonical_output(node: &Node, slot: u64) -> Option<spacevault_chain::time::SlotOutput> {
+    let engine = node.engine();
+    let spec = engine.spec().clone();
+    let store = engine.store();
+    let mut branch = spacevault_chain::time::Branch::genesis(&spec.chain_id());
+    for h in 1..=engine.head().height {
+        let hash = store.canonical(h).unwrap()?;
+        let info = store.info(&hash).unwrap()?;
+        if info.slot >= slot {
+            break;
+        }
+        branch = spacevault_chain::time::Branch {
+            hash,
+            slot: info.slot,
+            line: info.line,
+            opening: info.opening,
+        };
+    }
+    let params = spec.time();
+    let line = branch
+        .line_of_era(&spec.chain_id(), &params, params.era_of(slot), |l, s| {
+            store.slot_on(l, s).map(|o| o.map(|o| o.output))
+        })
+        .unwrap()
+        .ok()?;
+    store.slot_on(&line, slot).unwrap()
+}
+
 /// The first `n` slots of `spec`'s proof of time, computed here as a
-/// timekeeper computes them (every era's entropy the genesis hash): a
-/// test that needs a slot before the network's timekeeper reaches it runs
-/// ahead of the clock.
+/// timekeeper computes them: a test that needs a slot before the
+/// network's timekeeper reaches it runs ahead of the clock. Only eras 0
+/// and 1 are the same line on every branch (the genesis is their
+/// entropy); later eras follow blocks ([`slots_ahead`]).
 pub fn slots_of(spec: &ChainSpec, n: u64) -> Vec<spacevault_chain::time::SlotOutput> {
+    assert!(
+        n <= 2 * spec.pot_era_slots,
+        "slots past era 1 depend on the blocks of a branch"
+    );
     let chain = spec.chain_id();
     let entropy = spacevault_chain::genesis_hash(&chain);
-    let mut line = spacevault_chain::time::Timeline::new(chain, spec.time(), &entropy).unwrap();
+    let mut line = spacevault_chain::time::Timeline::first(chain, spec.time()).unwrap();
     (1..=n)
         .map(|_| {
             if line.needs_era() {
                 line.begin_era(&entropy);
+            }
+            let out = line.prove_next();
+            line.advance(&out).unwrap();
+            out
+        })
+        .collect()
+}
+
+/// The next `n` slots of the line `node` follows, computed here ahead of
+/// its timekeeper (new eras begun with its head's branch's entropy: right
+/// while the head stays on that branch).
+pub fn slots_ahead(node: &Node, n: usize) -> Vec<spacevault_chain::time::SlotOutput> {
+    let spec = node.engine().spec().clone();
+    let mut line = node.time().next_line().unwrap();
+    let tip = node.engine().head().branch();
+    (0..n)
+        .map(|_| {
+            if line.needs_era() {
+                let era = spec.time().era_of(line.slot() + 1);
+                line.begin_era(&tip.entropy(&spec.time(), era));
             }
             let out = line.prove_next();
             line.advance(&out).unwrap();
@@ -459,6 +515,7 @@ pub fn orphan_block(
     parent[..8].copy_from_slice(&nonce.to_le_bytes());
     let out = spacevault_chain::time::SlotOutput {
         slot: 1,
+        line: [1; 32],
         output: [1; spacevault_chain::time::FORM_BYTES],
         proof: [1; spacevault_chain::time::FORM_BYTES],
     };

@@ -323,17 +323,20 @@ async fn an_orphan_whose_parent_comes_before_its_slot_is_given_back_to_be_held()
         outcomes,
         [
             (parent.hash(), Ok(Imported::NewHead { left: 0 })),
-            (child.hash(), Err(Rejection::UnknownSlot(70)))
+            (
+                child.hash(),
+                Err(Rejection::UnknownSlot(
+                    spacevault_chain::time::MissingSlot {
+                        line: early_line(&b.engine, 70),
+                        slot: 70
+                    }
+                ))
+            )
         ]
     );
     assert_eq!(adoption.waiting_for_slot, std::slice::from_ref(&child));
     // Once the slot is reached, it is taken.
-    let out = SlotOutput {
-        slot: 70,
-        output: output(70),
-        proof: [0; FORM_BYTES],
-    };
-    b.engine.store().put_slot(&out).unwrap();
+    keep_slot(&b.engine, 70);
     assert_eq!(
         b.engine.import(child.clone(), at(70)),
         Ok(Imported::NewHead { left: 0 })

@@ -47,13 +47,32 @@ fn at(slot: u64) -> u64 {
 /// Gives `engine`'s store the slots 1..=SLOTS, as its line would.
 fn reach_slots(engine: &Engine) {
     for slot in 1..=SLOTS {
-        let out = SlotOutput {
-            slot,
-            output: output(slot),
-            proof: [0; FORM_BYTES],
-        };
-        engine.store().put_slot(&out).unwrap();
+        keep_slot(engine, slot);
     }
+}
+
+/// Keeps `slot`'s test output on the line of eras 0 and 1 (one for every
+/// branch).
+fn keep_slot(engine: &Engine, slot: u64) {
+    let out = SlotOutput {
+        slot,
+        line: early_line(engine, slot),
+        output: output(slot),
+        proof: [0; FORM_BYTES],
+    };
+    engine.store().put_slot(&out).unwrap();
+}
+
+/// The line of slot `slot` of era 0 or 1, which every branch shares.
+fn early_line(engine: &Engine, slot: u64) -> [u8; 32] {
+    let params = engine.spec().time();
+    assert!(params.era_of(slot) <= 1);
+    spacevault_chain::time::Branch::genesis(&engine.chain_id())
+        .line_of_era(&engine.chain_id(), &params, params.era_of(slot), |l, s| {
+            engine.store().slot_on(l, s).map(|o| o.map(|o| o.output))
+        })
+        .unwrap()
+        .expect("era 0's closing slot is kept")
 }
 
 /// A vault's key, a plot of it, and its engine.
@@ -69,6 +88,13 @@ fn vault(i: u8) -> Vault {
 }
 
 fn vault_of(i: u8, spec: ChainSpec) -> Vault {
+    let vault = vault_without_slots(i, spec);
+    reach_slots(&vault.engine);
+    vault
+}
+
+/// A vault whose store holds no slot yet.
+fn vault_without_slots(i: u8, spec: ChainSpec) -> Vault {
     let dir = tempfile::tempdir().unwrap();
     let key = Keypair::from_secret(&[i; 32]);
     let plots = dir.path().join("plots");
@@ -80,7 +106,6 @@ fn vault_of(i: u8, spec: ChainSpec) -> Vault {
     )
     .unwrap();
     let engine = Engine::open(&dir.path().join("store.redb"), spec.clone()).unwrap();
-    reach_slots(&engine);
     Vault {
         farmer: Farmer::open(&[plots], &key.public(), &spec),
         engine,
@@ -276,9 +301,13 @@ async fn a_block_is_refused_for_a_slot_not_reached_another_output_or_no_later_sl
     // Beyond the slots b's line holds.
     let ahead = a.produce(SLOTS + 1).await;
     let ahead = ahead.unwrap();
+    let missing = spacevault_chain::time::MissingSlot {
+        line: early_line(&b.engine, SLOTS + 1),
+        slot: SLOTS + 1,
+    };
     assert_eq!(
         b.engine.import(ahead, at(SLOTS + 1)),
-        Err(Rejection::UnknownSlot(SLOTS + 1))
+        Err(Rejection::UnknownSlot(missing))
     );
     // A slot b holds, with another output.
     let found = a.found(3).await;
@@ -580,3 +609,4 @@ async fn a_reopened_vault_never_produces_in_a_slot_its_line_had_reached() {
 
 /// An engine with no plots, for the caps.
 mod intake;
+mod lines;

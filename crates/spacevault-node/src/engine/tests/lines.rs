@@ -1,0 +1,154 @@
+//! Each branch's line of slots: a block is checked on the line its own
+//! branch gives its era, and an output of another branch's line is not
+//! its slot's.
+
+use super::*;
+use spacevault_chain::time::MissingSlot;
+
+/// Eras of four slots: era 2 (slots 9 to 12) takes as entropy the
+/// latest block of the branch at or before slot 4.
+fn spec_of_short_eras() -> ChainSpec {
+    let mut spec = spec();
+    spec.pot_era_slots = 4;
+    spec
+}
+
+/// A test output of `slot` on `line`, which differs from line to line.
+fn output_on(line: &[u8; 32], slot: u64) -> [u8; FORM_BYTES] {
+    let mut out = [0; FORM_BYTES];
+    out[..32].copy_from_slice(line);
+    out[32..40].copy_from_slice(&slot.to_le_bytes());
+    out
+}
+
+/// Keeps `slot`'s test output on `line`, and returns its stamp.
+fn keep_on(engine: &Engine, line: [u8; 32], slot: u64) -> Stamp {
+    let output = output_on(&line, slot);
+    let out = SlotOutput {
+        slot,
+        line,
+        output,
+        proof: [0; FORM_BYTES],
+    };
+    engine.store().put_slot(&out).unwrap();
+    Stamp { slot, output }
+}
+
+/// The line a child of the kept block `parent` made in `slot` is checked
+/// on (the closing slots of the eras between kept).
+fn line_for(engine: &Engine, parent: &[u8; 32], slot: u64) -> [u8; 32] {
+    let parent = parent_of(engine.store(), engine.spec(), parent)
+        .unwrap()
+        .unwrap();
+    super::super::lines::line_of_child(engine.store(), engine.spec(), &parent, slot)
+        .unwrap()
+        .unwrap()
+}
+
+/// `vault`'s block on `parent` (hash, height) with `stamp`.
+async fn block_on(vault: &Vault, parent: ([u8; 32], u64), stamp: Stamp) -> Block {
+    let chain = vault.engine.chain_id();
+    let found = vault.farmer.best(stamp.challenge(&chain)).await.unwrap();
+    Block::produce(
+        &vault.key,
+        chain,
+        parent.1 + 1,
+        parent.0,
+        stamp,
+        found.proof,
+        vec![],
+    )
+}
+
+#[tokio::test]
+async fn branches_that_differ_before_an_eras_entropy_slot_check_its_blocks_on_their_own_lines() {
+    let mut a = vault_without_slots(1, spec_of_short_eras());
+    let b = vault_without_slots(2, spec_of_short_eras());
+    let genesis = a.engine.head().hash;
+    // Eras 0 and 1 are one line for every branch.
+    for slot in 1..=8 {
+        let line = line_for(&a.engine, &genesis, slot);
+        keep_on(&a.engine, line, slot);
+    }
+    assert_eq!(
+        line_for(&a.engine, &genesis, 5),
+        line_for(&a.engine, &genesis, 8)
+    );
+    // Two branches from the genesis: A's first block in slot 2, B's in
+    // slot 3, both at or before era 2's entropy slot (4).
+    let stamp = |engine: &Engine, slot| {
+        let line = line_for(engine, &genesis, slot);
+        Stamp {
+            slot,
+            output: output_on(&line, slot),
+        }
+    };
+    let a1 = block_on(&a, (genesis, 0), stamp(&a.engine, 2)).await;
+    let b1 = block_on(&b, (genesis, 0), stamp(&a.engine, 3)).await;
+    for block in [&a1, &b1] {
+        a.engine.import(block.clone(), at(9)).unwrap();
+    }
+    let line_a = line_for(&a.engine, &a1.hash(), 9);
+    let line_b = line_for(&a.engine, &b1.hash(), 9);
+    assert_ne!(
+        line_a, line_b,
+        "branches apart at slot 4 share era 2's line"
+    );
+    // A block after the entropy slot does not move the era's line.
+    let a_later = block_on(&a, (a1.hash(), 1), stamp(&a.engine, 6)).await;
+    a.engine.import(a_later.clone(), at(9)).unwrap();
+    assert_eq!(line_for(&a.engine, &a_later.hash(), 9), line_a);
+    // Slot 9 of A's line only: A's block takes it.
+    let on_a = keep_on(&a.engine, line_a, 9);
+    let a2 = block_on(&a, (a1.hash(), 1), on_a).await;
+    assert!(a.engine.import(a2, at(9)).is_ok());
+    // B's block carrying A's output: B's line has not reached slot 9 here.
+    let b2 = block_on(&b, (b1.hash(), 1), on_a).await;
+    assert_eq!(
+        a.engine.import(b2.clone(), at(9)),
+        Err(Rejection::UnknownSlot(MissingSlot {
+            line: line_b,
+            slot: 9
+        }))
+    );
+    // Once it has, A's output is not B's slot's; B's own is.
+    let on_b = keep_on(&a.engine, line_b, 9);
+    assert_eq!(
+        a.engine.import(b2, at(9)),
+        Err(Rejection::WrongSlotOutput(9))
+    );
+    let b2 = block_on(&b, (b1.hash(), 1), on_b).await;
+    assert!(a.engine.import(b2.clone(), at(9)).is_ok());
+    // What a block keeps of its lines: its era's, and the block before
+    // its era, the next era's entropy.
+    let info = a.engine.store().info(&b2.hash()).unwrap().unwrap();
+    assert_eq!((info.line, info.opening), (line_b, b1.hash()));
+}
+
+#[tokio::test]
+async fn a_missing_closing_slot_of_an_era_between_is_what_a_block_waits_for() {
+    let mut a = vault_without_slots(1, spec_of_short_eras());
+    let genesis = a.engine.head().hash;
+    for slot in 1..=4 {
+        let line = line_for(&a.engine, &genesis, slot);
+        keep_on(&a.engine, line, slot);
+    }
+    let era_1 = line_for(&a.engine, &genesis, 5);
+    // A block of era 2 on the genesis needs era 1's closing slot (8).
+    let block = block_on(
+        &a,
+        (genesis, 0),
+        Stamp {
+            slot: 9,
+            output: [1; FORM_BYTES],
+        },
+    )
+    .await;
+    assert_eq!(
+        a.engine.import(block, at(9)),
+        Err(Rejection::UnknownSlot(MissingSlot {
+            line: era_1,
+            slot: 8
+        }))
+    );
+}
