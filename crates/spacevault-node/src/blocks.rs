@@ -22,9 +22,10 @@ const STALE_HEAD_SLOTS: u64 = 3;
 
 /// Looks up the best proof of this vault's plots for `slot`'s challenge,
 /// and produces a block if it is eligible on the head. Only the line's
-/// newest slot is farmed, and none while the line catches up from a peer:
-/// a block in a slot the network has passed would come late to every
-/// vault. A line behind the clock is not that: when the timekeepers run
+/// newest slot is farmed, and none while the line catches up from a peer
+/// or the chain syncs from a peer well ahead ([`crate::behind`]): a block
+/// in a slot the network has passed, or on a head it passed, would come
+/// late to every vault. A line behind the clock is not that: when the timekeepers run
 /// slower than the slots' length (a loaded machine, squarings set too
 /// many), every vault's line lags alike, and the chain goes on at their
 /// pace.
@@ -39,6 +40,15 @@ pub(crate) fn farm(shared: &Arc<Shared>, slot: u64, started_slot: u64) {
         return;
     }
     if slot < started_slot + STALE_HEAD_SLOTS && shared.chain.head().slot + STALE_HEAD_SLOTS < slot
+    {
+        return;
+    }
+    // Syncing from a peer well ahead: a block on this head would come
+    // late to every vault, and lose.
+    let slot_ms = shared.chain.spec().slot_ms;
+    if shared
+        .behind
+        .far_behind(shared.chain.height(), crate::now_ms(), slot_ms)
     {
         return;
     }

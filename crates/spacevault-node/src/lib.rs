@@ -23,6 +23,7 @@
 //!   are crates of their own.
 
 pub mod api;
+mod behind;
 mod blocking;
 mod blocks;
 pub mod budget;

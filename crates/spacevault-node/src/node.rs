@@ -380,6 +380,7 @@ fn shared_state(config: &NodeConfig, parts: Parts) -> Shared {
         api_addr: Mutex::new(None),
         listen_addrs: Mutex::new(Vec::new()),
         syncing: AtomicBool::new(false),
+        behind: Default::default(),
         meter: parts.meter,
         round_trips: Mutex::new(Default::default()),
         store_budgets: Mutex::new(crate::budget::Budgets::new(

@@ -54,6 +54,9 @@ pub struct Shared {
     pub(crate) api_addr: Mutex<Option<SocketAddr>>,
     pub(crate) listen_addrs: Mutex<Vec<net::Address>>,
     pub(crate) syncing: AtomicBool,
+    /// Whether the sync under way is from a peer well ahead, bringing
+    /// blocks: no farming then.
+    pub(crate) behind: crate::behind::Behind,
     /// This vault's cryptographic operations.
     pub(crate) meter: Arc<Meter>,
     /// The last measured round trip to each connected peer.

@@ -80,6 +80,7 @@ fn offer(shared: &Shared, out: &SlotOutput) -> Result<Offered, OfferError> {
             shared.metrics.slot.set(out.slot as i64);
         }
         Ok(Offered::Early) => shared.metrics.rejected(topic, "early"),
+        Ok(Offered::OtherLine) => shared.metrics.rejected(topic, "other_line"),
         Ok(Offered::Contradicts) => shared.metrics.rejected(topic, "contradicts"),
         Ok(_) => {}
         Err(OfferError::Wrong(_)) => shared.metrics.rejected(topic, "not_proved"),

@@ -107,7 +107,10 @@ async fn sync_from(shared: &Arc<Shared>, peer: net::Peer) -> Synced {
     if height < own.height || (height == own.height && head == own.hash) {
         return Synced::NotAhead;
     }
-    match catch_up(shared, peer, height).await {
+    shared.behind.begin(height, crate::now_ms());
+    let caught_up = catch_up(shared, peer, height).await;
+    shared.behind.end();
+    match caught_up {
         Some(true) => Synced::Progress,
         // A request failed: no judgement either.
         None => Synced::NotAhead,
@@ -167,6 +170,9 @@ async fn catch_up(shared: &Arc<Shared>, peer: net::Peer, height: u64) -> Option<
             return progressed.then_some(true);
         };
         progressed |= new;
+        if new {
+            shared.behind.progressed(crate::now_ms());
+        }
         if let Some(Err(Rejection::UnknownSlot(missing))) = refused {
             // A block on a line of slots this vault lacks (its branch's,
             // or the line it follows past where its slots reach): the line
