@@ -519,6 +519,25 @@ impl Timeline {
         })
     }
 
+    /// Moves the line to `at`, a later slot of its own line and era that
+    /// was checked before (a vault's store kept it), without checking it
+    /// again: where a line begun earlier catches up with what was kept
+    /// meanwhile.
+    pub fn resume_at(&mut self, at: &SlotOutput) -> Result<(), TimeError> {
+        if at.line != self.seed {
+            return Err(TimeError::OtherLine { slot: at.slot });
+        }
+        if at.slot <= self.slot || self.params.era_of(at.slot) != self.era {
+            return Err(TimeError::OtherEra {
+                slot: at.slot,
+                era: self.era,
+            });
+        }
+        self.slot = at.slot;
+        self.last = at.output;
+        Ok(())
+    }
+
     /// Checks `out` and moves the line on to it.
     pub fn advance(&mut self, out: &SlotOutput) -> Result<(), TimeError> {
         let checked = self.verify_next(out)?;
@@ -708,6 +727,13 @@ mod tests {
             Timeline::on_line([7; 32], PARAMS, outs[4].line, 0, Some(&outs[4])).unwrap_err(),
             TimeError::OtherEra { slot: 5, era: 0 }
         );
+        // A line begun before its later slots were kept moves to them.
+        let mut behind = Timeline::on_line([7; 32], PARAMS, outs[3].line, 1, None).unwrap();
+        behind.resume_at(&outs[4]).unwrap();
+        assert_eq!(behind.slot(), 5);
+        assert!(behind.resume_at(&outs[4]).is_err(), "not back");
+        assert!(behind.resume_at(&outs[0]).is_err(), "not another line");
+        behind.advance(&outs[5]).unwrap();
         let mut era_1 = Timeline::on_line([7; 32], PARAMS, outs[3].line, 1, None).unwrap();
         let mut wrong = outs[3].clone();
         wrong.line = outs[0].line;
@@ -768,6 +794,13 @@ mod tests {
         let d = branch(&[(2, 9), (6, 4)], &mut closing.clone());
         assert_eq!(seed(&c[2], 2), seed(&d[2], 2));
         assert_ne!(seed(&c[2], 3), seed(&d[2], 3));
+        // The entropy slot itself counts; the slot after it does not.
+        let on = branch(&[(2, 9), (3, 6)], &mut closing.clone());
+        let after = branch(&[(2, 9), (4, 7)], &mut closing.clone());
+        let later = branch(&[(2, 9), (5, 8)], &mut closing.clone());
+        assert_ne!(seed(&on[2], 2), seed(&after[2], 2));
+        assert_eq!(seed(&after[2], 2), seed(&later[2], 2));
+        assert_eq!(seed(&after[2], 2), seed(&on[1], 2));
         // A block's own line is what its parent's branch says of its era,
         // whichever era the parent was in.
         let e = branch(&[(2, 5), (8, 5)], &mut closing.clone());

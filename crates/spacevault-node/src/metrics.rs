@@ -84,6 +84,8 @@ pub struct Metrics {
     pub slot_check_seconds: Histogram,
     /// Slots this vault computed as a timekeeper and was first to offer.
     pub slots_kept: Counter,
+    /// Slots of lines asked of a peer for a block's sake, checked and kept.
+    pub line_slots_fetched: Counter,
     /// The median of the last slot outputs' arrival less their due time
     /// (ms): this vault's clock against the timekeepers'.
     pub clock_offset_ms: Gauge,
@@ -111,6 +113,11 @@ fn register_time(registry: &mut Registry, m: &Metrics) {
         "Slots this vault computed as a timekeeper and offered first",
         m.slots_kept.clone(),
     );
+    registry.register(
+        "line_slots_fetched",
+        "Slots of a line asked of a peer because a block needed them (another branch's, or the line followed past where its slots reach), checked and kept",
+        m.line_slots_fetched.clone(),
+    );
 }
 
 impl Metrics {
@@ -121,6 +128,7 @@ impl Metrics {
             slot: Gauge::default(),
             slot_check_seconds: Histogram::new([1e-3, 2e-3, 4e-3, 8e-3, 1.6e-2, 3.2e-2, 0.1]),
             slots_kept: Counter::default(),
+            line_slots_fetched: Counter::default(),
             clock_offset_ms: Gauge::default(),
             peers: Gauge::default(),
             vaults: Gauge::default(),

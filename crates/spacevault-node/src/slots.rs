@@ -240,15 +240,25 @@ pub(crate) async fn fetch_line(
     missing: spacevault_chain::time::MissingSlot,
 ) -> bool {
     let era = shared.chain.spec().time().era_of(missing.slot);
+    let deadline = tokio::time::Instant::now() + FETCH_LINE_LIMIT;
+    let reached = |shared: &Arc<Shared>| {
+        let shared = shared.clone();
+        async move {
+            let next = shared
+                .blocking(move |s| s.time.next_on(&missing.line, era))
+                .await;
+            next.and_then(Result::ok)
+        }
+    };
     loop {
-        let next = shared
-            .blocking(move |s| s.time.next_on(&missing.line, era))
-            .await;
-        let Some(Ok(from)) = next else {
+        let Some(from) = reached(shared).await else {
             return false;
         };
         if from > missing.slot {
             return true;
+        }
+        if tokio::time::Instant::now() > deadline {
+            return false;
         }
         let request = Request::Slots {
             line: missing.line,
@@ -286,8 +296,20 @@ pub(crate) async fn fetch_line(
                 }
             })
             .await;
-        if kept.unwrap_or(0) == 0 {
-            return false;
-        }
+        match kept.unwrap_or(0) {
+            // Nothing new from this answer: another fetch of the same
+            // line may have kept the slot meanwhile.
+            0 => {
+                return reached(shared)
+                    .await
+                    .is_some_and(|next| next > missing.slot)
+            }
+            n => shared.metrics.line_slots_fetched.inc_by(n as u64),
+        };
     }
 }
+
+/// How long one fetch of a line may take in all: a peer that answers a
+/// slot at a time, each just within [`CATCH_UP_ANSWER`], holds a block or a
+/// sync no longer.
+const FETCH_LINE_LIMIT: Duration = Duration::from_secs(30);

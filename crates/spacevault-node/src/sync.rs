@@ -157,32 +157,19 @@ async fn catch_up(shared: &Arc<Shared>, peer: net::Peer, height: u64) -> Option<
         if blocks.is_empty() {
             return Some(progressed);
         }
-        let batch = shared
-            .blocking(move |s| import_batch(s, blocks, from, origin))
-            .await;
+        let batch = import_fetching_lines(shared, peer, blocks, from, origin).await;
         let Some(Batch {
             new,
             orphaned,
             next,
             refused,
+            ..
         }) = batch
         else {
             return progressed.then_some(true);
         };
         progressed |= new;
-        if new {
-            shared.behind.progressed(crate::now_ms());
-        }
-        if let Some(Err(Rejection::UnknownSlot(missing))) = refused {
-            // A block on a line of slots this vault lacks (its branch's,
-            // or the line it follows past where its slots reach): the line
-            // from the peer that sent the block, then the batch again from
-            // that block. Each fetch that succeeds keeps slots, so this
-            // ends with the clock at the latest.
-            if crate::slots::fetch_line(shared, peer, missing).await {
-                from = Some(next - 1);
-                continue;
-            }
+        if let Some(Err(Rejection::UnknownSlot(_))) = refused {
             shared.metrics.rejected("sync", "line_not_had");
             return Some(progressed);
         }
@@ -249,6 +236,51 @@ struct Batch {
     /// Why the batch ended the sync: a block that does not decode or sits
     /// at another height than asked (a reason), or one the chain refused.
     refused: Option<Result<&'static str, Rejection>>,
+    /// The refused block and those after it, when it waits for its line's
+    /// slots.
+    rest: Vec<Vec<u8>>,
+}
+
+/// Fetches of lines one batch may make: each keeps slots, so a batch
+/// whose blocks cross a few eras of another branch's lines needs a few.
+const MAX_LINE_FETCHES_PER_BATCH: usize = 64;
+
+/// Imports a batch of `peer`'s blocks ([`import_batch`]); a block on a
+/// line of slots this vault lacks (its branch's, or the line it follows
+/// past where its slots reach) makes it fetch that line from `peer`, the
+/// peer that sent the block, and go on with the rest of the batch from
+/// that block, without asking for the blocks again.
+async fn import_fetching_lines(
+    shared: &Arc<Shared>,
+    peer: net::Peer,
+    blocks: Vec<Vec<u8>>,
+    from: Option<u64>,
+    origin: Origin,
+) -> Option<Batch> {
+    let mut batch = shared
+        .blocking(move |s| import_batch(s, blocks, from, origin))
+        .await?;
+    for _ in 0..MAX_LINE_FETCHES_PER_BATCH {
+        if batch.new {
+            shared.behind.progressed(crate::now_ms());
+        }
+        let Some(Err(Rejection::UnknownSlot(missing))) = batch.refused else {
+            return Some(batch);
+        };
+        if !crate::slots::fetch_line(shared, peer, missing).await {
+            return Some(batch);
+        }
+        let (rest, at) = (std::mem::take(&mut batch.rest), batch.next - 1);
+        let again = shared
+            .blocking(move |s| import_batch(s, rest, Some(at), origin))
+            .await?;
+        batch = Batch {
+            new: batch.new || again.new,
+            orphaned: batch.orphaned || again.orphaned,
+            ..again
+        };
+    }
+    Some(batch)
 }
 
 /// Decodes and imports one batch of `peer`'s answer, on a blocking thread
@@ -267,8 +299,10 @@ fn import_batch(
         orphaned: false,
         next: from.unwrap_or(0),
         refused: None,
+        rest: Vec::new(),
     };
-    for (i, bytes) in blocks.into_iter().enumerate() {
+    let mut blocks = blocks.into_iter().enumerate();
+    while let Some((i, bytes)) = blocks.next() {
         let Ok(block) = Block::decode(&bytes, &limits) else {
             batch.refused = Some(Ok("malformed"));
             return batch;
@@ -285,6 +319,13 @@ fn import_batch(
             Ok(Imported::NewHead { .. }) | Ok(Imported::Kept) => batch.new = true,
             Ok(Imported::Orphan) => batch.orphaned = true,
             Ok(Imported::Duplicate) => {}
+            Err(r @ Rejection::UnknownSlot(_)) => {
+                batch.rest = std::iter::once(bytes)
+                    .chain(blocks.map(|(_, b)| b))
+                    .collect();
+                batch.refused = Some(Err(r));
+                return batch;
+            }
             Err(r) => {
                 batch.refused = Some(Err(r));
                 return batch;

@@ -63,6 +63,9 @@ pub enum OfferError {
 struct Followed {
     line: Timeline,
     tip: Branch,
+    /// The tip moved (or an era closed) and the line could not be moved
+    /// with it yet (the store failed): the next use tries again.
+    stale: bool,
     /// The chain's head as it changes, once the chain is running.
     heads: Option<watch::Receiver<Parent>>,
 }
@@ -86,6 +89,7 @@ impl Time {
             followed: Mutex::new(Followed {
                 line: Timeline::first(spec.chain_id(), spec.time())?,
                 tip: head.branch(),
+                stale: false,
                 heads: None,
             }),
             sides: Mutex::new(Vec::new()),
@@ -134,7 +138,9 @@ impl Time {
     }
 
     /// [`Time::lock`], with the line moved to the head's branch if the
-    /// head moved since.
+    /// head moved since, and on to the slots of it the store kept
+    /// meanwhile (a line fetched for another branch's block, before the
+    /// head moved to that branch).
     fn current(&self) -> Result<std::sync::MutexGuard<'_, Followed>, StoreError> {
         let mut followed = self.lock();
         let moved = followed
@@ -144,7 +150,24 @@ impl Time {
             .map(|h| h.borrow_and_update().branch());
         if let Some(tip) = moved {
             followed.tip = tip;
+            followed.stale = true;
+        }
+        if followed.stale || followed.line.needs_era() {
             self.refollow(&mut followed)?;
+            followed.stale = false;
+        }
+        let seed = followed.line.seed();
+        if let Some(last) = self.store.last_slot_on(&seed)? {
+            if last.slot > followed.line.slot() {
+                followed
+                    .line
+                    .resume_at(&last)
+                    .map_err(|_| StoreError::Corrupt("a kept slot's line"))?;
+                self.slot.send_replace(last.slot);
+                if followed.line.needs_era() {
+                    self.refollow(&mut followed)?;
+                }
+            }
         }
         Ok(followed)
     }
@@ -278,7 +301,12 @@ impl Time {
         line.advance_checked(checked);
         self.slot.send_replace(out.slot);
         if line.needs_era() {
-            self.refollow(&mut followed)?;
+            // The slot is kept and the line moved: a next era that cannot
+            // be begun now is begun on the next use.
+            if let Err(e) = self.refollow(&mut followed) {
+                tracing::warn!(%e, "the next era's line could not be begun yet");
+                followed.stale = true;
+            }
         }
         Ok(Offered::Advanced)
     }
@@ -297,12 +325,15 @@ impl Time {
         now_ms: u64,
     ) -> Result<usize, OfferError> {
         if *seed == self.current()?.line.seed() {
+            // Slots kept meanwhile (another fetch of the same line) are
+            // passed over, not counted against the sender.
             let mut kept = 0;
             for out in outs {
-                if self.offer(out, now_ms)? != Offered::Advanced {
-                    break;
+                match self.offer(out, now_ms)? {
+                    Offered::Advanced => kept += 1,
+                    Offered::Known => {}
+                    _ => break,
                 }
-                kept += 1;
             }
             return Ok(kept);
         }
@@ -323,7 +354,9 @@ impl Time {
             _ => Timeline::on_line(self.chain_id, self.spec.time(), *seed, era, last.as_ref())?,
         };
         let mut kept = 0;
-        for out in outs {
+        // Slots another fetch of the same line kept meanwhile are passed
+        // over, not checked again nor counted against the sender.
+        for out in outs.iter().filter(|o| o.slot > reached) {
             if self.due_ms(out.slot) > now_ms + SLOT_SKEW_MS || line.needs_era() {
                 break;
             }

@@ -200,6 +200,11 @@ async fn a_split_of_several_eras_gives_each_half_a_line_of_its_own_and_heals_ont
     );
     assert_eq!(line(&nodes[0]), line(&nodes[1]));
     assert_eq!(line(&nodes[2]), line(&nodes[3]));
+    // One slot, kept on each side: on two lines.
+    let slot = nodes.iter().map(Node::slot).min().unwrap();
+    let kept_line = |n: &Node| canonical_output(n, slot).map(|o| o.line);
+    assert!(kept_line(&nodes[0]).is_some() && kept_line(&nodes[2]).is_some());
+    assert_ne!(kept_line(&nodes[0]), kept_line(&nodes[2]));
     heal(&left, &right);
     reconnect(&right, left[0]).await;
     // One chain and one line again: the half whose branch loses takes the
@@ -220,6 +225,10 @@ async fn a_split_of_several_eras_gives_each_half_a_line_of_its_own_and_heals_ont
     assert!(nodes
         .iter()
         .any(|n| metric(n, "spacevault_reorgs_total") > 0.0));
+    // Some vault took another branch's line from a peer for its blocks.
+    assert!(nodes
+        .iter()
+        .any(|n| metric(n, "spacevault_line_slots_fetched_total") > 0.0));
     for n in nodes {
         n.stop().await;
     }

@@ -92,8 +92,17 @@ async fn branches_that_differ_before_an_eras_entropy_slot_check_its_blocks_on_th
     let line_b = line_for(&a.engine, &b1.hash(), 9);
     assert_ne!(
         line_a, line_b,
-        "branches apart at slot 4 share era 2's line"
+        "branches apart by slot 4 must not share era 2's line"
     );
+    // The entropy slot itself counts, the slot after it does not: a block
+    // in slot 4 on A moves era 2's line, one in slot 5 does not.
+    let a_on = block_on(&a, (a1.hash(), 1), stamp(&a.engine, 4)).await;
+    let a_after = block_on(&a, (a1.hash(), 1), stamp(&a.engine, 5)).await;
+    for block in [&a_on, &a_after] {
+        a.engine.import(block.clone(), at(9)).unwrap();
+    }
+    assert_ne!(line_for(&a.engine, &a_on.hash(), 9), line_a);
+    assert_eq!(line_for(&a.engine, &a_after.hash(), 9), line_a);
     // A block after the entropy slot does not move the era's line.
     let a_later = block_on(&a, (a1.hash(), 1), stamp(&a.engine, 6)).await;
     a.engine.import(a_later.clone(), at(9)).unwrap();
@@ -151,4 +160,25 @@ async fn a_missing_closing_slot_of_an_era_between_is_what_a_block_waits_for() {
             slot: 8
         }))
     );
+}
+
+#[tokio::test]
+async fn no_block_is_signed_with_an_output_that_is_not_its_slots_on_the_heads_branch() {
+    // The farmer looked up an output, then the head moved to a branch
+    // whose line gives the slot another: signing would spend the slot on a
+    // block every vault refuses.
+    let mut a = vault(1);
+    let other = Stamp {
+        slot: 3,
+        output: [9; FORM_BYTES],
+    };
+    let chain = a.engine.chain_id();
+    let found = a.farmer.best(other.challenge(&chain)).await.unwrap();
+    let key = a.key.clone();
+    assert_eq!(
+        a.engine.produce(&key, other, found.proof, &found.rank),
+        None
+    );
+    assert!(a.engine.produced_slot() < 3, "the slot was not spent");
+    assert!(a.produce(3).await.is_some());
 }

@@ -298,7 +298,8 @@ async fn a_proof_that_misses_the_target_makes_no_block_and_a_block_made_with_it_
 async fn a_block_is_refused_for_a_slot_not_reached_another_output_or_no_later_slot() {
     let mut a = vault(1);
     let mut b = vault(2);
-    // Beyond the slots b's line holds.
+    // Beyond the slots b's line holds (a's holds it).
+    keep_slot(&a.engine, SLOTS + 1);
     let ahead = a.produce(SLOTS + 1).await;
     let ahead = ahead.unwrap();
     let missing = spacevault_chain::time::MissingSlot {
