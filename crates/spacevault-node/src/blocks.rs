@@ -25,10 +25,10 @@ const STALE_HEAD_SLOTS: u64 = 3;
 /// newest slot is farmed, and none while the line catches up from a peer
 /// or the chain syncs from a peer well ahead ([`crate::behind`]): a block
 /// in a slot the network has passed, or on a head it passed, would come
-/// late to every vault. A line behind the clock is not that: when the timekeepers run
-/// slower than the slots' length (a loaded machine, squarings set too
-/// many), every vault's line lags alike, and the chain goes on at their
-/// pace.
+/// late to every vault. A line behind the clock is not that: when the
+/// timekeepers run slower than the slots' length (a loaded machine,
+/// squarings set too many), every vault's line lags alike, and the chain
+/// goes on at their pace.
 pub(crate) fn farm(shared: &Arc<Shared>, slot: u64, started_slot: u64) {
     let catching_up = shared.catching_up_slots.load(Ordering::Acquire);
     if shared.farmer.plots().is_empty() || catching_up || shared.time.slot() != slot {

@@ -85,10 +85,13 @@ impl Time {
     /// The line of `head`'s branch, as far as the store's slots reach.
     pub fn open(store: Arc<Store>, spec: &ChainSpec, head: &Parent) -> Result<Time, OpenError> {
         spec.time().check()?;
-        let mut time = Time {
+        let tip = head.branch();
+        let line = Self::line_of(&store, spec, &tip)?;
+        Ok(Time {
+            slot: watch::channel(line.slot()).0,
             followed: Mutex::new(Followed {
-                line: Timeline::first(spec.chain_id(), spec.time())?,
-                tip: head.branch(),
+                line,
+                tip,
                 stale: false,
                 heads: None,
             }),
@@ -96,13 +99,7 @@ impl Time {
             store,
             spec: spec.clone(),
             chain_id: spec.chain_id(),
-            slot: watch::channel(0).0,
-        };
-        let followed = time.followed.get_mut().unwrap();
-        let line = Self::line_of(&time.store, &time.spec, &followed.tip)?;
-        followed.line = line;
-        time.slot.send_replace(followed.line.slot());
-        Ok(time)
+        })
     }
 
     /// Follows the chain's head from now on: the line moves with it.
@@ -128,9 +125,9 @@ impl Time {
         )?)
     }
 
-    /// The line, locked, brought to the chain's head first. The line moves
-    /// only at the end of a check that passed, so a panic elsewhere under
-    /// the lock leaves it whole: a poisoned lock is taken as it is.
+    /// The line followed, locked, as it stands. The line moves only at the
+    /// end of a check that passed, so a panic elsewhere under the lock
+    /// leaves it whole: a poisoned lock is taken as it is.
     fn lock(&self) -> std::sync::MutexGuard<'_, Followed> {
         self.followed
             .lock()
@@ -315,8 +312,8 @@ impl Time {
     /// `era` from the slot after the last this store has of it: a line of
     /// a branch this vault does not follow, whose seed the caller derived
     /// from that branch's blocks ([`Branch::line_of_era`]), or the line
-    /// followed. Returns how many were new and checked; stops at the first
-    /// that is not.
+    /// followed. Returns how many were new and checked; passes over those
+    /// kept already and stops at the first that is neither.
     pub fn keep_side(
         &self,
         seed: &[u8; 32],
