@@ -156,27 +156,42 @@ async fn catch_up(shared: &Arc<Shared>, peer: net::Peer) {
         }
         let checked = shared
             .blocking(move |s| {
-                for (expected, bytes) in (from..).zip(slots) {
-                    let Ok(out) = SlotOutput::decode(&bytes) else {
-                        s.metrics.rejected("sync_time", "malformed");
-                        return false;
-                    };
-                    if out.slot != expected || out.line != line {
-                        s.metrics.rejected("sync_time", "out_of_order");
-                        return false;
-                    }
-                    // Anything but the next slot, checked: no more from it.
-                    if !matches!(offer(s, &out), Ok(Offered::Advanced)) {
-                        return false;
-                    }
-                }
-                true
+                let (outs, whole) = in_order(s, &line, from, slots);
+                // Anything but the next slot, checked: no more from it.
+                let advanced = outs
+                    .iter()
+                    .all(|out| matches!(offer(s, out), Ok(Offered::Advanced)));
+                advanced && whole
             })
             .await;
         if checked != Some(true) {
             return;
         }
     }
+}
+
+/// The slots of an answer to a `Slots` request for line `line` from slot
+/// `from`, decoded, up to the first that does not decode or is not the
+/// next slot of that line (counted), and whether none was cut off.
+fn in_order(
+    shared: &Shared,
+    line: &[u8; 32],
+    from: u64,
+    slots: Vec<Vec<u8>>,
+) -> (Vec<SlotOutput>, bool) {
+    let mut outs = Vec::with_capacity(slots.len());
+    for (expected, bytes) in (from..).zip(slots) {
+        let Ok(out) = SlotOutput::decode(&bytes) else {
+            shared.metrics.rejected("sync_time", "malformed");
+            return (outs, false);
+        };
+        if out.slot != expected || out.line != *line {
+            shared.metrics.rejected("sync_time", "out_of_order");
+            return (outs, false);
+        }
+        outs.push(out);
+    }
+    (outs, true)
 }
 
 /// A timekeeper's loop: computes the next slot from the line as it stands
@@ -271,18 +286,7 @@ pub(crate) async fn fetch_line(
         };
         let kept = shared
             .blocking(move |s| {
-                let mut outs = Vec::with_capacity(slots.len());
-                for (expected, bytes) in (from..).zip(slots) {
-                    match SlotOutput::decode(&bytes) {
-                        Ok(out) if out.slot == expected && out.line == missing.line => {
-                            outs.push(out)
-                        }
-                        _ => {
-                            s.metrics.rejected("sync_time", "out_of_order");
-                            break;
-                        }
-                    }
-                }
+                let (outs, _) = in_order(s, &missing.line, from, slots);
                 match s.time.keep_side(&missing.line, era, &outs, crate::now_ms()) {
                     Ok(kept) => kept,
                     Err(OfferError::Wrong(_)) => {

@@ -110,12 +110,21 @@ impl Time {
     /// The line of `tip`'s branch, as far as the store's slots reach: the
     /// era whose closing slot is not kept yet, from its last kept slot.
     fn line_of(store: &Store, spec: &ChainSpec, tip: &Branch) -> Result<Timeline, OpenError> {
-        let params = spec.time();
-        let chain_id = spec.chain_id();
-        let (era, seed) = tip.latest_line(&chain_id, &params, |line, slot| {
-            Ok::<_, StoreError>(store.slot_on(line, slot)?.map(|o| o.output))
+        let (era, seed) = tip.latest_line(&spec.chain_id(), &spec.time(), |line, slot| {
+            store.output_on(line, slot)
         })?;
+        Self::line_at(store, spec, era, seed)
+    }
+
+    /// Line `seed` of era `era`, from its last slot the store kept.
+    fn line_at(
+        store: &Store,
+        spec: &ChainSpec,
+        era: u64,
+        seed: [u8; 32],
+    ) -> Result<Timeline, OpenError> {
         let last = store.last_slot_on(&seed)?;
+        let (chain_id, params) = (spec.chain_id(), spec.time());
         Ok(Timeline::on_line(
             chain_id,
             params,
@@ -176,13 +185,13 @@ impl Time {
         let (era, seed) = followed
             .tip
             .latest_line(&self.chain_id, &params, |line, slot| {
-                Ok::<_, StoreError>(self.store.slot_on(line, slot)?.map(|o| o.output))
+                self.store.output_on(line, slot)
             })?;
         if (era, seed) == (followed.line.era(), followed.line.seed()) {
             return Ok(());
         }
         let begun = era == followed.line.era() + 1 && followed.line.needs_era();
-        followed.line = match Self::line_of(&self.store, &self.spec, &followed.tip) {
+        followed.line = match Self::line_at(&self.store, &self.spec, era, seed) {
             Ok(line) => line,
             Err(OpenError::Store(e)) => return Err(e),
             Err(OpenError::Time(_)) => return Err(StoreError::Corrupt("a kept slot's line")),
@@ -244,7 +253,7 @@ impl Time {
             followed.1
         } else if era >= tip.era(&params) {
             let line = tip.line_of_era(&self.chain_id, &params, era, |line, s| {
-                Ok::<_, StoreError>(self.store.slot_on(line, s)?.map(|o| o.output))
+                self.store.output_on(line, s)
             })?;
             match line {
                 Ok(line) => line,
@@ -542,7 +551,7 @@ mod tests {
                 &spec.chain_id(),
                 &spec.time(),
                 spec.time().era_of(slot),
-                |l, s| time.store.slot_on(l, s).map(|o| o.map(|o| o.output)),
+                |l, s| time.store.output_on(l, s),
             )
             .unwrap()
             .unwrap()

@@ -9,7 +9,7 @@
 
 use crate::{Store, StoreError, META};
 use redb::{ReadableDatabase as _, ReadableTable, TableDefinition};
-use spacevault_chain::time::SlotOutput;
+use spacevault_chain::time::{SlotOutput, FORM_BYTES};
 
 pub(crate) const SLOTS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("slots");
 
@@ -46,6 +46,17 @@ impl Store {
         let t = tx.open_table(SLOTS)?;
         let found = t.get(key(line, slot).as_slice())?;
         found.map(|v| decode(v.value(), line)).transpose()
+    }
+
+    /// The output of slot `slot` on line `line` alone, if kept: what a
+    /// line's derivation reads of an era's closing slot
+    /// ([`spacevault_chain::time::Branch::line_of_era`]).
+    pub fn output_on(
+        &self,
+        line: &[u8; 32],
+        slot: u64,
+    ) -> Result<Option<[u8; FORM_BYTES]>, StoreError> {
+        Ok(self.slot_on(line, slot)?.map(|o| o.output))
     }
 
     /// The highest slot this store has on line `line`.

@@ -144,12 +144,9 @@ impl Engine {
             return Err(Rejection::Banned);
         }
         let slot = block.header.stamp.slot;
-        let line =
-            lines::line_of_child(&self.store, &self.spec, &parent, slot).map_err(store_err)?;
-        let slot_output = match line {
-            Ok(line) => lines::slot_output(&self.store, &line, slot).map_err(store_err)?,
-            Err(missing) => Err(missing),
-        };
+        let checked_on =
+            lines::child_slot(&self.store, &self.spec, &parent, slot).map_err(store_err)?;
+        let slot_output = checked_on.map(|(_, output)| output);
         let rank = validate::check_header(
             &self.spec,
             &self.chain_id,
@@ -178,7 +175,9 @@ impl Engine {
             &self.spec.time(),
             hash,
             block.header.stamp.slot,
-            line.expect("a block whose slot output checked has a line"),
+            checked_on
+                .expect("a block whose slot output checked has a line")
+                .0,
         );
         self.store
             .insert_block(

@@ -23,19 +23,29 @@ pub(crate) fn line_of_child(
     parent
         .branch()
         .line_of_era(&spec.chain_id(), &params, params.era_of(slot), |line, s| {
-            Ok(store.slot_on(line, s)?.map(|o| o.output))
+            store.output_on(line, s)
         })
 }
 
-/// The output of `slot` on `line`, or that it is missing here.
-pub(crate) fn slot_output(
+/// A slot's line and its output there.
+pub(crate) type OnLine = ([u8; 32], [u8; FORM_BYTES]);
+
+/// What a child of `parent` made in `slot` is checked on: its line
+/// ([`line_of_child`]) and the slot's output there, or the slot this vault
+/// lacks.
+pub(crate) fn child_slot(
     store: &Store,
-    line: &[u8; 32],
+    spec: &ChainSpec,
+    parent: &Parent,
     slot: u64,
-) -> Result<Result<[u8; FORM_BYTES], MissingSlot>, StoreError> {
-    Ok(match store.slot_on(line, slot)? {
-        Some(out) => Ok(out.output),
-        None => Err(MissingSlot { line: *line, slot }),
+) -> Result<Result<OnLine, MissingSlot>, StoreError> {
+    let line = match line_of_child(store, spec, parent, slot)? {
+        Ok(line) => line,
+        Err(missing) => return Ok(Err(missing)),
+    };
+    Ok(match store.output_on(&line, slot)? {
+        Some(output) => Ok((line, output)),
+        None => Err(MissingSlot { line, slot }),
     })
 }
 
@@ -50,8 +60,5 @@ pub fn missing_slot(
         return Ok(None);
     };
     let slot = block.header.stamp.slot;
-    Ok(Some(match line_of_child(store, spec, &parent, slot)? {
-        Ok(line) => slot_output(store, &line, slot)?.map(|_| ()),
-        Err(missing) => Err(missing),
-    }))
+    Ok(Some(child_slot(store, spec, &parent, slot)?.map(|_| ())))
 }

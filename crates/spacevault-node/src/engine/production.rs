@@ -65,15 +65,8 @@ impl Engine {
         // The stamp must be the slot's on the parent's branch: a head that
         // moved to another line of slots since the farmer looked its
         // output up would refuse the block, its slot spent for nothing.
-        let on_branch = super::lines::line_of_child(&self.store, &self.spec, &parent, stamp.slot)
-            .ok()?
-            .ok()
-            .and_then(|line| {
-                super::lines::slot_output(&self.store, &line, stamp.slot)
-                    .ok()?
-                    .ok()
-            });
-        if on_branch != Some(stamp.output) {
+        let on_branch = super::lines::child_slot(&self.store, &self.spec, &parent, stamp.slot);
+        if !matches!(on_branch, Ok(Ok((_, output))) if output == stamp.output) {
             return None;
         }
         self.produced_slot = stamp.slot;

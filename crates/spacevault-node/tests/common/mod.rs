@@ -426,7 +426,7 @@ pub fn canonical_output(node: &Node, slot: u64) -> Option<spacevault_chain::time
     let params = spec.time();
     let line = branch
         .line_of_era(&spec.chain_id(), &params, params.era_of(slot), |l, s| {
-            store.slot_on(l, s).map(|o| o.map(|o| o.output))
+            store.output_on(l, s)
         })
         .unwrap()
         .ok()?;

@@ -69,7 +69,7 @@ fn early_line(engine: &Engine, slot: u64) -> [u8; 32] {
     assert!(params.era_of(slot) <= 1);
     spacevault_chain::time::Branch::genesis(&engine.chain_id())
         .line_of_era(&engine.chain_id(), &params, params.era_of(slot), |l, s| {
-            engine.store().slot_on(l, s).map(|o| o.map(|o| o.output))
+            engine.store().output_on(l, s)
         })
         .unwrap()
         .expect("era 0's closing slot is kept")
