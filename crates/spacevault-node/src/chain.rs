@@ -42,6 +42,8 @@ pub struct Chain {
     arrivals: Mutex<Arrivals>,
     /// The most blocks one change of branch took off the canonical chain.
     deepest_reorg: AtomicU64,
+    /// Slots of lines the canonical chain can no longer take, forgotten.
+    slots_pruned: AtomicU64,
 }
 
 /// One block imported: its hash, what became of it, and the head's height
@@ -79,6 +81,7 @@ impl Chain {
             changed: Notify::new(),
             arrivals: Mutex::new(Arrivals::default()),
             deepest_reorg: AtomicU64::new(0),
+            slots_pruned: AtomicU64::new(0),
         }
     }
 
@@ -133,6 +136,11 @@ impl Chain {
     /// The most blocks one change of branch took off the canonical chain.
     pub fn deepest_reorg(&self) -> u64 {
         self.deepest_reorg.load(Ordering::Relaxed)
+    }
+
+    /// Slots of lines forgotten once the final blocks settled their eras.
+    pub fn slots_pruned(&self) -> u64 {
+        self.slots_pruned.load(Ordering::Relaxed)
     }
 
     /// The head the store last committed, without the engine's lock; the
@@ -205,8 +213,10 @@ impl Chain {
         let (hash, outcome) = engine.import_next(adoption, now_ms)?;
         let height = engine.head().height;
         let caught = engine.take_caught();
+        let pruned = engine.take_pruned();
         Self::send_head(&self.head, &engine);
         drop(engine);
+        self.slots_pruned.fetch_add(pruned.slots, Ordering::Relaxed);
         if let Ok(Imported::NewHead { left }) = &outcome {
             self.deepest_reorg
                 .fetch_max(*left as u64, Ordering::Relaxed);

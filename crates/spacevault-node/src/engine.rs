@@ -71,6 +71,10 @@ pub struct Engine {
     sig_cache: Option<std::sync::Arc<SigCache>>,
     /// The block the operator trusts to be on the network's chain.
     checkpoint: Option<spacevault_chain::fork::Checkpoint>,
+    /// The first era whose lines of slots are not settled yet.
+    lines_settled_to: u64,
+    /// Slots of lines forgotten since the handle last asked.
+    pruned: spacevault_store::Pruned,
 }
 
 impl Engine {
@@ -90,6 +94,8 @@ impl Engine {
             slot => slot + lost,
         };
         Ok(Engine {
+            lines_settled_to: store.lines_pruned_to()?,
+            pruned: Default::default(),
             orphans: orphans::Orphans::new(spec.slot_ms),
             limits: Limits::of(&spec),
             produced_slot,
@@ -236,6 +242,12 @@ impl Engine {
     /// Whether a write of `version` to the register is pending here.
     pub fn is_pending(&self, owner: &[u8; 32], name: &[u8], version: u64) -> bool {
         self.mempool.is_pending(owner, name, version)
+    }
+
+    /// Lines and slots forgotten since the last call (see
+    /// [`lines::settle_lines`]).
+    pub fn take_pruned(&mut self) -> spacevault_store::Pruned {
+        std::mem::take(&mut self.pruned)
     }
 
     #[cfg(test)]

@@ -86,6 +86,9 @@ pub struct Metrics {
     pub slots_kept: Counter,
     /// Slots of lines asked of a peer for a block's sake, checked and kept.
     pub line_slots_fetched: Counter,
+    /// Slots of lines the canonical chain can no longer take, forgotten;
+    /// brought up to date at each scrape.
+    pub line_slots_pruned: Counter,
     /// The median of the last slot outputs' arrival less their due time
     /// (ms): this vault's clock against the timekeepers'.
     pub clock_offset_ms: Gauge,
@@ -118,6 +121,11 @@ fn register_time(registry: &mut Registry, m: &Metrics) {
         "Slots of a line asked of a peer because a block needed them (another branch's, or the line followed past where its slots reach), checked and kept",
         m.line_slots_fetched.clone(),
     );
+    registry.register(
+        "line_slots_pruned",
+        "Slots of lines forgotten because the final blocks settled their era on another line",
+        m.line_slots_pruned.clone(),
+    );
 }
 
 impl Metrics {
@@ -129,6 +137,7 @@ impl Metrics {
             slot_check_seconds: Histogram::new([1e-3, 2e-3, 4e-3, 8e-3, 1.6e-2, 3.2e-2, 0.1]),
             slots_kept: Counter::default(),
             line_slots_fetched: Counter::default(),
+            line_slots_pruned: Counter::default(),
             clock_offset_ms: Gauge::default(),
             peers: Gauge::default(),
             vaults: Gauge::default(),
@@ -329,8 +338,12 @@ impl Metrics {
 
     /// Brings the count of dropped network commands up to `dropped`.
     pub fn sync_network(&self, dropped: u64) {
-        let c = &self.network_commands_dropped;
-        c.inc_by(dropped.saturating_sub(c.get()));
+        catch_up(&self.network_commands_dropped, dropped);
+    }
+
+    /// Brings the count of forgotten slots up to `pruned`.
+    pub fn sync_pruned(&self, pruned: u64) {
+        catch_up(&self.line_slots_pruned, pruned);
     }
 
     /// Brings the crypto counters up to the meter's figures.
@@ -406,4 +419,9 @@ impl Default for Metrics {
     fn default() -> Self {
         Metrics::new()
     }
+}
+
+/// Brings counter `c` up to `total`, a count kept elsewhere.
+fn catch_up(c: &Counter, total: u64) {
+    c.inc_by(total.saturating_sub(c.get()));
 }

@@ -73,11 +73,13 @@ pub struct Shared {
 }
 
 impl Shared {
-    /// The vault's metrics, as `/metrics` serves them: the meter's counts
-    /// and the network's dropped commands brought up to date first.
+    /// The vault's metrics, as `/metrics` serves them: the meter's counts,
+    /// the network's dropped commands and the slots pruned brought up to
+    /// date first.
     pub fn metrics_text(&self) -> String {
         self.metrics.sync_crypto(&self.meter);
         self.metrics.sync_network(self.net.commands_dropped());
+        self.metrics.sync_pruned(self.chain.slots_pruned());
         self.metrics.encode()
     }
 

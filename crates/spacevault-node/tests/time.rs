@@ -176,8 +176,10 @@ async fn a_vault_whose_clock_is_behind_the_timekeepers_is_told() {
 async fn a_split_of_several_eras_gives_each_half_a_line_of_its_own_and_heals_onto_one() {
     let dir = tempfile::tempdir().unwrap();
     // Eras of four slots of 200 ms: era e takes as entropy the latest
-    // block of the branch at or before slot 4(e - 1).
-    let spec = time_spec(200);
+    // block of the branch at or before slot 4(e - 1). Final blocks 40
+    // below the head: deeper than either half's branch grows apart.
+    let mut spec = time_spec(200);
+    spec.finality_depth = 40;
     let files: Vec<VaultFiles> = (0..4).map(|i| vault_files(dir.path(), i)).collect();
     // A timekeeper on each side of the split to come.
     let nodes = network_keeping_time_at(&spec, &files, false, 2, &[0, 2]).await;
@@ -229,6 +231,19 @@ async fn a_split_of_several_eras_gives_each_half_a_line_of_its_own_and_heals_ont
     assert!(nodes
         .iter()
         .any(|n| metric(n, "spacevault_line_slots_fetched_total") > 0.0));
+    // Once the chain's final blocks are past the split, the losing half's
+    // own line of those eras is forgotten.
+    let forgotten = wait_for(Duration::from_secs(40), || {
+        nodes
+            .iter()
+            .any(|n| metric(n, "spacevault_line_slots_pruned_total") > 0.0)
+    })
+    .await;
+    assert!(
+        forgotten,
+        "heights {:?}",
+        nodes.iter().map(Node::height).collect::<Vec<_>>()
+    );
     for n in nodes {
         n.stop().await;
     }

@@ -45,6 +45,7 @@ mod slots;
 pub use blob_index::blob_dir_of;
 use blob_index::index_blobs;
 pub use records::{BlockInfo, RegisterEntry, Status};
+pub use slots::Pruned;
 
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use spacevault_chain::time::Branch;
@@ -55,10 +56,11 @@ use std::path::Path;
 
 /// The store's version: 2, blob bytes in files; 3, blocks' slots, weights
 /// and targets in their info; 4, the farmer keys the canonical chain bans;
-/// 5, slots kept by line and each block's line in its info (a store of an
+/// 5, slots kept by line and each block's line in its info; 6, the lines
+/// listed by era (a store of version 5 is listed when opened; one of an
 /// older version belongs to a chain of an older spec, whose id no spec of
 /// this build has).
-pub const STORE_VERSION: u32 = 5;
+pub const STORE_VERSION: u32 = 6;
 
 const BLOCKS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("blocks");
 const INFO: TableDefinition<&[u8], &[u8]> = TableDefinition::new("block_info");
@@ -165,6 +167,8 @@ pub struct Store {
     db: Database,
     blobs: blobs::BlobFiles,
     limits: Limits,
+    /// The chain's slots and eras: which era a kept slot's line is of.
+    time: spacevault_chain::time::TimeParams,
     /// Whether chain writes wait for a durable commit.
     unsynced: std::sync::atomic::AtomicBool,
 }
@@ -229,6 +233,7 @@ impl Store {
             tx.open_table(BLOBS)?;
             tx.open_table(BANS)?;
             tx.open_table(slots::SLOTS)?;
+            tx.open_table(slots::LINES)?;
             let version = match meta.get("store_version")? {
                 Some(v) => u32::from_le_bytes(
                     v.value()
@@ -246,6 +251,7 @@ impl Store {
             drop(meta);
             if version < STORE_VERSION {
                 index_blobs(&tx, &blobs)?;
+                slots::index_lines(&tx, &spec.time())?;
                 let mut meta = tx.open_table(META)?;
                 meta.insert("store_version", STORE_VERSION.to_le_bytes().as_slice())?;
             }
@@ -255,6 +261,7 @@ impl Store {
             db,
             blobs,
             limits: Limits::of(spec),
+            time: spec.time(),
             unsynced: Default::default(),
         })
     }

@@ -8,7 +8,7 @@ use super::parent_of;
 use spacevault_chain::time::{MissingSlot, FORM_BYTES};
 use spacevault_chain::validate::Parent;
 use spacevault_chain::{Block, ChainSpec};
-use spacevault_store::{Store, StoreError};
+use spacevault_store::{Pruned, Store, StoreError};
 
 /// The line of slots a child of `parent` made in `slot` is checked on:
 /// its branch's line of the slot's era, or the closing slot of an era
@@ -61,4 +61,92 @@ pub fn missing_slot(
     };
     let slot = block.header.stamp.slot;
     Ok(Some(child_slot(store, spec, &parent, slot)?.map(|_| ())))
+}
+
+/// Forgets the lines the canonical chain can no longer take, through the
+/// era of `last_final` (the canonical block no branch may leave), from the
+/// first era not yet settled: any line of such an era but the canonical
+/// chain's.
+///
+/// Era e's line follows from the branch's blocks at or before slot
+/// (e − 1) × era_slots and the closing outputs of the lines before it; for
+/// an era no later than the final block's, those blocks are the final
+/// block's ancestors, which every branch the vault may still take shares,
+/// so every such branch has the canonical chain's line there. A branch
+/// from below those blocks that the vault takes after all (its head went
+/// back to a heavier, shorter branch) has its line fetched from its
+/// sender again, as any line this vault lacks is.
+pub(crate) fn settle_lines(
+    store: &Store,
+    spec: &ChainSpec,
+    last_final: &Parent,
+) -> Result<Pruned, StoreError> {
+    let params = spec.time();
+    let from = store.lines_pruned_to()?;
+    let to = last_final.branch().era(&params);
+    if from > to {
+        return Ok(Pruned::default());
+    }
+    // The canonical blocks from the final one back to the latest before
+    // era `from` (the genesis at the bottom), newest first.
+    let mut blocks = vec![*last_final];
+    while let Some(at) = blocks.last().copied().filter(|b| b.height > 0) {
+        if at.branch().era(&params) < from {
+            break;
+        }
+        blocks.push(canonical_at(store, spec, at.height - 1)?);
+    }
+    let chain_id = spec.chain_id();
+    let mut pruned = Pruned::default();
+    for era in from..=to {
+        // The canonical chain's latest block of the era or before: its
+        // branch's line of the era is the chain's (later blocks are made
+        // after the era's entropy slot).
+        let Some(block) = blocks.iter().find(|b| b.branch().era(&params) <= era) else {
+            return Err(StoreError::Corrupt("the canonical chain's first blocks"));
+        };
+        let line = block
+            .branch()
+            .line_of_era(&chain_id, &params, era, |line, slot| {
+                store.output_on(line, slot)
+            })?;
+        let keep = match &line {
+            Ok(line) => Some(line),
+            Err(missing) => {
+                tracing::warn!(
+                    era,
+                    slot = missing.slot,
+                    "the canonical chain's line of an era lacks a closing slot here: the era's lines are all kept"
+                );
+                None
+            }
+        };
+        let era_pruned = store.prune_era(era, keep)?;
+        if era_pruned.lines > 0 {
+            tracing::debug!(
+                era,
+                lines = era_pruned.lines,
+                slots = era_pruned.slots,
+                "forgot lines of a settled era"
+            );
+        }
+        pruned.lines += era_pruned.lines;
+        pruned.slots += era_pruned.slots;
+    }
+    Ok(pruned)
+}
+
+/// The canonical block at `height` as a parent (the genesis at 0).
+pub(super) fn canonical_at(
+    store: &Store,
+    spec: &ChainSpec,
+    height: u64,
+) -> Result<Parent, StoreError> {
+    if height == 0 {
+        return Ok(Parent::genesis(spec));
+    }
+    let hash = store
+        .canonical(height)?
+        .ok_or(StoreError::Corrupt("a height"))?;
+    parent_of(store, spec, &hash)?.ok_or(StoreError::Corrupt("a canonical block"))
 }

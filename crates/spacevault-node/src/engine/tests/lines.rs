@@ -4,6 +4,7 @@
 
 use super::*;
 use spacevault_chain::time::MissingSlot;
+use spacevault_store::Pruned;
 
 /// Eras of four slots: era 2 (slots 9 to 12) takes as entropy the
 /// latest block of the branch at or before slot 4.
@@ -181,4 +182,81 @@ async fn no_block_is_signed_with_an_output_that_is_not_its_slots_on_the_heads_br
     );
     assert!(a.engine.produced_slot() < 3, "the slot was not spent");
     assert!(a.produce(3).await.is_some());
+}
+
+#[tokio::test]
+async fn once_an_eras_line_is_final_the_other_lines_of_the_era_are_forgotten() {
+    let mut spec = spec_of_short_eras();
+    spec.finality_depth = 2;
+    let mut a = vault_without_slots(1, spec.clone());
+    let b = vault_without_slots(2, spec);
+    let genesis = a.engine.head().hash;
+    for slot in 1..=8 {
+        let line = line_for(&a.engine, &genesis, slot);
+        keep_on(&a.engine, line, slot);
+    }
+    let stamp = |engine: &Engine, slot| {
+        let line = line_for(engine, &genesis, slot);
+        Stamp {
+            slot,
+            output: output_on(&line, slot),
+        }
+    };
+    // Two branches apart before era 2's entropy slot (4): two lines of
+    // era 2 (slots 9 to 12), both kept here.
+    let a1 = block_on(&a, (genesis, 0), stamp(&a.engine, 2)).await;
+    let b1 = block_on(&b, (genesis, 0), stamp(&a.engine, 3)).await;
+    for block in [&a1, &b1] {
+        a.engine.import(block.clone(), at(12)).unwrap();
+    }
+    let (line_a, line_b) = (
+        line_for(&a.engine, &a1.hash(), 9),
+        line_for(&a.engine, &b1.hash(), 9),
+    );
+    let mut on_a = Vec::new();
+    for slot in 9..=12 {
+        on_a.push(keep_on(&a.engine, line_a, slot));
+        keep_on(&a.engine, line_b, slot);
+    }
+    let lines_of_era_2 = |engine: &Engine| {
+        let mut lines = engine.store().lines_of_era(2).unwrap();
+        lines.sort();
+        lines
+    };
+    let mut both = vec![line_a, line_b];
+    both.sort();
+    // A's chain grows in era 2; while its first block of the era is not
+    // final (two blocks above it), B's line stays.
+    let mut tip = (a1.hash(), 1);
+    for stamp in &on_a[..2] {
+        let block = block_on(&a, tip, *stamp).await;
+        a.engine.import(block.clone(), at(12)).unwrap();
+        tip = (block.hash(), tip.1 + 1);
+    }
+    assert_eq!(a.engine.head().hash, tip.0);
+    assert_eq!(lines_of_era_2(&a.engine), both);
+    assert_eq!(a.engine.take_pruned(), Pruned::default());
+    // The block of slot 9 final: era 2 is A's line, and B's is forgotten
+    // with its slots; eras 0 and 1 had one line each.
+    let block = block_on(&a, tip, on_a[2]).await;
+    a.engine.import(block, at(12)).unwrap();
+    assert_eq!(lines_of_era_2(&a.engine), [line_a]);
+    assert_eq!(a.engine.take_pruned(), Pruned { lines: 1, slots: 4 });
+    assert_eq!(a.engine.store().last_slot_on(&line_b).unwrap(), None);
+    assert_eq!(a.engine.store().slots_on(&line_a, 9, 10).unwrap().len(), 4);
+    assert_eq!(a.engine.store().lines_pruned_to().unwrap(), 3);
+    // B's branch, its line gone, is below the final blocks.
+    let b2 = block_on(
+        &b,
+        (b1.hash(), 1),
+        Stamp {
+            slot: 10,
+            output: output_on(&line_b, 10),
+        },
+    )
+    .await;
+    assert!(matches!(
+        a.engine.import(b2, at(12)),
+        Err(Rejection::BelowFinality { .. })
+    ));
 }
