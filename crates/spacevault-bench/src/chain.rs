@@ -422,7 +422,7 @@ pub fn slot_costs(options: &ChainOptions, farmers: &[Farmer]) -> Result<SlotCost
     let mut checks = Vec::new();
     for _ in 0..20 {
         let started = Instant::now();
-        let checked = line.verify_next(&out);
+        let checked = line.verify_next(&out, None);
         checks.push(started.elapsed().as_secs_f64() * 1e3);
         if let Err(e) = checked {
             return Err(BenchError::Invalid(format!("a slot's own output: {e}")));

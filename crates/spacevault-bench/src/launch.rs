@@ -43,6 +43,11 @@ pub struct LaunchOptions {
     pub logs_dir: PathBuf,
     /// The vaults remember signatures they verified.
     pub verify_cache: bool,
+    /// Vaults in one process share the slot outputs they checked, as
+    /// vaults on machines of their own would each check once
+    /// (`spacevault_chain::time::CheckedSlots`); vault processes check
+    /// their own whatever this says.
+    pub shared_slot_checks: bool,
     /// How far apart the vaults are.
     pub distance: Distance,
     /// The vaults keep every crypto operation's span (in-process only).
@@ -383,6 +388,9 @@ async fn start_in_process(
     };
     let mut nodes = Vec::new();
     let mut listening: Vec<Vec<spacevault_node::Address>> = Vec::new();
+    let shared_slot_checks = options
+        .shared_slot_checks
+        .then(|| std::sync::Arc::new(spacevault_chain::time::CheckedSlots::default()));
     for (i, (key, plot_dir)) in plots.iter().enumerate() {
         let bootstrap = bootstrap_of(i)
             .into_iter()
@@ -393,6 +401,7 @@ async fn start_in_process(
         // Vault 0 keeps time for all.
         config.timekeeper = i == 0;
         config.verify_cache = options.verify_cache;
+        config.shared_slot_checks = shared_slot_checks.clone();
         config.links = links.clone();
         config.trace_crypto = options.trace_crypto;
         config.api_max_requests = options.api_max_requests;

@@ -36,6 +36,9 @@ pub struct NetworkBenchOptions {
     pub clients: usize,
     pub blob_bytes: usize,
     pub mode: Mode,
+    /// Vaults in one process share the slot outputs they checked
+    /// ([`LaunchOptions::shared_slot_checks`]).
+    pub shared_slot_checks: bool,
     /// How far apart the vaults are.
     pub distance: crate::profiles::Distance,
     /// Where plots (kept between runs), stores and specs go.
@@ -151,6 +154,7 @@ async fn run_async(options: &NetworkBenchOptions) -> Result<NetworkBench, BenchE
         run_dir: options.dir.join(format!("run-{}", std::process::id())),
         logs_dir: options.dir.join("logs"),
         verify_cache: true,
+        shared_slot_checks: options.shared_slot_checks,
         distance: options.distance.clone(),
         trace_crypto: false,
         api_max_requests: spacevault_node::config::MAX_CONCURRENT_REQUESTS,

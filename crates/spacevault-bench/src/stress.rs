@@ -48,6 +48,9 @@ pub struct StressOptions {
     pub price_per_hour: Option<f64>,
     /// The vaults remember signatures they verified.
     pub verify_cache: bool,
+    /// Vaults in one process share the slot outputs they checked
+    /// ([`LaunchOptions::shared_slot_checks`]).
+    pub shared_slot_checks: bool,
     /// How far apart the vaults are.
     pub distance: crate::profiles::Distance,
     /// Where each cell's crypto traces go (one file a vault); none: no
@@ -423,6 +426,7 @@ fn launch_options(
         )),
         logs_dir: options.dir.join("logs"),
         verify_cache: options.verify_cache,
+        shared_slot_checks: options.shared_slot_checks,
         distance: options.distance.clone(),
         trace_crypto: options.trace_dir.is_some(),
         api_max_requests: api_bound(clients, vaults, options.in_flight),
@@ -516,6 +520,7 @@ mod tests {
             repeats: 2,
             price_per_hour: None,
             verify_cache: true,
+            shared_slot_checks: true,
             distance: Default::default(),
             trace_dir: None,
             dir: PathBuf::from("x"),

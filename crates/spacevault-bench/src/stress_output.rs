@@ -160,9 +160,10 @@ pub fn markdown(report: &StressReport, command: &str, date: &str) -> String {
         o.slot_ms,
         o.replication,
         if o.verify_cache { "on" } else { "off" },
-        match o.mode {
-            crate::launch::Mode::InProcess => "every vault in one process (in-memory transport)",
-            crate::launch::Mode::Processes { .. } => "a process a vault (loopback TCP)",
+        match (&o.mode, o.shared_slot_checks) {
+            (crate::launch::Mode::InProcess, true) => "every vault in one process (in-memory transport; each slot's output checked once for all, as vaults on machines of their own each check it once)",
+            (crate::launch::Mode::InProcess, false) => "every vault in one process (in-memory transport; each vault checks every slot's output)",
+            (crate::launch::Mode::Processes { .. }, _) => "a process a vault (loopback TCP)",
         },
         o.repeats
     );
@@ -433,6 +434,7 @@ mod tests {
             repeats: 1,
             price_per_hour: None,
             verify_cache: true,
+            shared_slot_checks: true,
             distance: Default::default(),
             trace_dir: None,
             dir: "x".into(),

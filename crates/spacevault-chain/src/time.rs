@@ -22,9 +22,11 @@
 //! Slots are numbered from 1; slot 0 is the genesis, with no output.
 
 mod branch;
+mod checked;
 
 use crate::codec::{DecodeError, Reader, Writer};
 pub use branch::{Branch, MissingSlot};
+pub use checked::{CheckedSlots, CHECKED_SLOTS};
 use spacevault_vdf::Group;
 pub use spacevault_vdf::FORM_BYTES;
 
@@ -368,10 +370,15 @@ impl Timeline {
         }
     }
 
-    /// Checks `out` as the next slot's output (a few milliseconds): what
-    /// [`Timeline::advance_checked`] then moves the line to without
+    /// Checks `out` as the next slot's output (a few milliseconds, or
+    /// none where `shared` holds it, checked by a vault sharing the set):
+    /// what [`Timeline::advance_checked`] then moves the line to without
     /// checking it again.
-    pub fn verify_next(&self, out: &SlotOutput) -> Result<Checked, TimeError> {
+    pub fn verify_next(
+        &self,
+        out: &SlotOutput,
+        shared: Option<&CheckedSlots>,
+    ) -> Result<Checked, TimeError> {
         assert!(!self.needs_era(), "begin the next era first");
         if out.slot != self.slot + 1 {
             return Err(TimeError::WrongSlot {
@@ -383,6 +390,14 @@ impl Timeline {
             return Err(TimeError::OtherLine { slot: out.slot });
         }
         let input = self.next_input();
+        let checked = Checked {
+            slot: out.slot,
+            output: out.output,
+            remembered: true,
+        };
+        if shared.is_some_and(|s| s.holds(&input, out)) {
+            return Ok(checked);
+        }
         // Fingerprinted by its slot: a slot has one output, and a vault
         // that checks a slot twice did the same work twice.
         spacevault_meter::timed_on(spacevault_meter::Op::VerifySlot, out.slot.max(1), || {
@@ -393,9 +408,12 @@ impl Timeline {
             slot: out.slot,
             why,
         })?;
+        if let Some(shared) = shared {
+            shared.remember(&input, out);
+        }
         Ok(Checked {
-            slot: out.slot,
-            output: out.output,
+            remembered: false,
+            ..checked
         })
     }
 
@@ -420,7 +438,7 @@ impl Timeline {
 
     /// Checks `out` and moves the line on to it.
     pub fn advance(&mut self, out: &SlotOutput) -> Result<(), TimeError> {
-        let checked = self.verify_next(out)?;
+        let checked = self.verify_next(out, None)?;
         self.advance_checked(checked);
         Ok(())
     }
@@ -442,6 +460,15 @@ impl Timeline {
 pub struct Checked {
     slot: u64,
     output: [u8; FORM_BYTES],
+    remembered: bool,
+}
+
+impl Checked {
+    /// Whether a vault sharing the set of checked outputs had checked it
+    /// (none was made here).
+    pub fn remembered(&self) -> bool {
+        self.remembered
+    }
 }
 
 #[cfg(test)]
@@ -581,8 +608,8 @@ mod tests {
             follower.advance(out).unwrap();
         }
         follower.begin_era(&[2; 32]);
-        assert!(follower.verify_next(&from_b[3]).is_err());
-        assert!(follower.verify_next(&from_a[3]).is_ok());
+        assert!(follower.verify_next(&from_b[3], None).is_err());
+        assert!(follower.verify_next(&from_a[3], None).is_ok());
     }
 
     #[test]

@@ -27,6 +27,12 @@ pub struct NodeConfig {
     pub verify_cache: bool,
     /// Distance to hold peers at, for test networks on one machine.
     pub links: Option<Arc<net::links::LinkProfile>>,
+    /// Slot outputs checked by any vault given the same set, for networks
+    /// of many vaults in one process, which would otherwise repeat each
+    /// check once a vault on the same cores
+    /// (`spacevault_chain::time::CheckedSlots`); none for a vault of its
+    /// own, which checks each output once anyway.
+    pub shared_slot_checks: Option<Arc<spacevault_chain::time::CheckedSlots>>,
     /// Keep every crypto operation's span (`Meter::take_trace`).
     pub trace_crypto: bool,
     /// How long the API lets requests run; the spec's defaults when none
@@ -91,6 +97,7 @@ impl NodeConfig {
             heartbeat: GOSSIP_HEARTBEAT,
             verify_cache: true,
             links: None,
+            shared_slot_checks: None,
             trace_crypto: false,
             api_times: None,
             store_budget: (crate::budget::STORE_RATE, crate::budget::STORE_BURST),

@@ -85,11 +85,12 @@ impl Node {
         }
         let meter = Arc::new(Meter::new(config.trace_crypto));
         let sig_cache = config.verify_cache.then(|| Arc::new(SigCache::default()));
-        let time = Arc::new(crate::time::Time::open(
-            engine.shared_store(),
-            &config.spec,
-            &engine.head(),
-        )?);
+        let mut time =
+            crate::time::Time::open(engine.shared_store(), &config.spec, &engine.head())?;
+        if let Some(shared) = &config.shared_slot_checks {
+            time.share_checks(shared.clone());
+        }
+        let time = Arc::new(time);
         let signed_dir = match &config.signed_slots {
             Some(dir) => dir.clone(),
             None => config.data_dir.join("signed-slots"),

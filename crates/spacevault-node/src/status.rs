@@ -47,7 +47,10 @@ impl Report {
                 purpose: op.purpose().to_string(),
                 count: s.meter.count(op),
                 seconds: s.meter.nanos(op) as f64 / 1e9,
-                cache_hits: cache.map_or(0, |c| c.hits(op)),
+                cache_hits: match op {
+                    spacevault_meter::Op::VerifySlot => s.time.checks_remembered(),
+                    _ => cache.map_or(0, |c| c.hits(op)),
+                },
             })
             .collect();
         CryptoAnswer {

@@ -12,10 +12,11 @@
 //! does not follow, whose blocks it checks) are checked and kept on
 //! demand ([`Time::keep_side`]).
 
-use spacevault_chain::time::{Branch, SlotOutput, TimeError, Timeline};
+use spacevault_chain::time::{Branch, CheckedSlots, SlotOutput, TimeError, Timeline};
 use spacevault_chain::validate::Parent;
 use spacevault_chain::ChainSpec;
 use spacevault_store::{Store, StoreError};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::watch;
 
@@ -79,6 +80,10 @@ pub struct Time {
     spec: ChainSpec,
     chain_id: [u8; 32],
     slot: watch::Sender<u64>,
+    /// Outputs checked by vaults sharing the set, if this one shares it.
+    shared: Option<Arc<CheckedSlots>>,
+    /// Outputs taken as checked from the shared set.
+    remembered: AtomicU64,
 }
 
 impl Time {
@@ -99,7 +104,35 @@ impl Time {
             store,
             spec: spec.clone(),
             chain_id: spec.chain_id(),
+            shared: None,
+            remembered: AtomicU64::new(0),
         })
+    }
+
+    /// Takes outputs that vaults sharing `set` checked as checked, and
+    /// adds those this one checks.
+    pub fn share_checks(&mut self, set: Arc<CheckedSlots>) {
+        self.shared = Some(set);
+    }
+
+    /// Outputs taken as checked from the shared set: checks this vault did
+    /// not make, as a cache's hits.
+    pub fn checks_remembered(&self) -> u64 {
+        self.remembered.load(Ordering::Relaxed)
+    }
+
+    /// `out` checked as `line`'s next slot, from the shared set if it
+    /// holds it.
+    fn verify_next(
+        &self,
+        line: &Timeline,
+        out: &SlotOutput,
+    ) -> Result<spacevault_chain::time::Checked, TimeError> {
+        let checked = line.verify_next(out, self.shared.as_deref())?;
+        if checked.remembered() {
+            self.remembered.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(checked)
     }
 
     /// Follows the chain's head from now on: the line moves with it.
@@ -302,7 +335,7 @@ impl Time {
         }
         // Checked once: the store keeps only what was checked, and the line
         // moves only once it is kept.
-        let checked = line.verify_next(out)?;
+        let checked = self.verify_next(line, out)?;
         self.store.put_slot(out)?;
         line.advance_checked(checked);
         self.slot.send_replace(out.slot);
@@ -366,7 +399,7 @@ impl Time {
             if self.due_ms(out.slot) > now_ms + SLOT_SKEW_MS || line.needs_era() {
                 break;
             }
-            let checked = line.verify_next(out)?;
+            let checked = self.verify_next(&line, out)?;
             self.store.put_slot(out)?;
             line.advance_checked(checked);
             kept += 1;

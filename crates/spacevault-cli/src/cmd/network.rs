@@ -1,5 +1,6 @@
 //! `spacevault bench network`: the table and JSON of a network benchmark.
 
+use super::node::Switch;
 use crate::size::{format_size, parse_rate, parse_size};
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
@@ -91,6 +92,12 @@ pub struct BenchNetworkArgs {
     pub size: u64,
     #[arg(long, value_enum, default_value_t = ModeArg::Inprocess)]
     pub mode: ModeArg,
+    /// Vaults in one process share the slot outputs they checked, as
+    /// vaults on machines of their own each check every output once (off:
+    /// each checks its own, a cost that grows with the vaults on these
+    /// cores; vault processes always check their own).
+    #[arg(long, value_enum, value_name = "ON|OFF", default_value_t = Switch::On)]
+    pub shared_slot_checks: Switch,
     #[command(flatten)]
     pub distance: DistanceArgs,
     /// Where the vaults' plots (kept for the next run) and stores go.
@@ -150,6 +157,7 @@ fn options_of(a: BenchNetworkArgs) -> Result<NetworkBenchOptions> {
         clients: a.clients,
         blob_bytes: a.size as usize,
         mode,
+        shared_slot_checks: a.shared_slot_checks == Switch::On,
         distance: a.distance.distance()?,
         dir: a.dir,
     })
@@ -161,9 +169,12 @@ fn print_report(options: &NetworkBenchOptions, r: &network::NetworkBench) -> Res
     outln!(
         "network         {} vaults ({}), k={} plots, {} ms slots, {} copies a blob, {}",
         options.vaults,
-        match options.mode {
-            Mode::InProcess => "one process, in-memory transport",
-            Mode::Processes { .. } => "one process each, loopback TCP",
+        match (&options.mode, options.shared_slot_checks) {
+            (Mode::InProcess, true) =>
+                "one process, in-memory transport, slot outputs checked once for all",
+            (Mode::InProcess, false) =>
+                "one process, in-memory transport, every vault checking each slot's output",
+            (Mode::Processes { .. }, _) => "one process each, loopback TCP",
         },
         options.k,
         options.slot_ms,

@@ -63,6 +63,11 @@ pub struct StressArgs {
     /// The vaults remember signatures they verified.
     #[arg(long, value_enum, value_name = "ON|OFF", default_value_t = Switch::On)]
     pub verify_cache: Switch,
+    /// Vaults in one process share the slot outputs they checked, as
+    /// vaults on machines of their own each check every output once (off:
+    /// each checks its own; vault processes always check their own).
+    #[arg(long, value_enum, value_name = "ON|OFF", default_value_t = Switch::On)]
+    pub shared_slot_checks: Switch,
     /// Keep every crypto operation's start, end and input in a trace file
     /// a vault (OUT/traces), for `spacevault report`.
     #[arg(long)]
@@ -106,6 +111,7 @@ pub fn run(a: StressArgs) -> Result<()> {
         repeats: a.repeats,
         price_per_hour: a.price_per_hour,
         verify_cache: a.verify_cache == Switch::On,
+        shared_slot_checks: a.shared_slot_checks == Switch::On,
         distance: a.distance.distance()?,
         trace_dir: a.trace_crypto.then(|| a.out.join("traces")),
         dir: a.dir,
