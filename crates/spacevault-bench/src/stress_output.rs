@@ -347,11 +347,13 @@ pub fn utc_date(unix_seconds: u64) -> String {
 
 /// The shortest a run can take waiting on the chain alone: the register
 /// writes go in rounds of `in_flight`, and each is answered a block to
-/// include it and `SETTLED_DEPTH` more after it was sent, a slot each at
-/// best. The blobs' share is milliseconds.
+/// include it and `SETTLED_DEPTH` more after it was sent, each block the
+/// spec's interval of slots on average (the network's launcher keeps the
+/// default interval). The blobs' share is milliseconds.
 pub fn slot_floor_seconds(o: &crate::stress::StressOptions) -> f64 {
     let rounds = o.mutable.div_ceil(o.in_flight.max(1));
-    let slots = rounds as u64 * (spacevault_node::api::SETTLED_DEPTH + 1);
+    let blocks = rounds as u64 * (spacevault_node::api::SETTLED_DEPTH + 1);
+    let slots = blocks * spacevault_chain::spec::DEFAULT_BLOCK_INTERVAL_SLOTS;
     slots as f64 * o.slot_ms as f64 / 1000.0
 }
 
@@ -363,11 +365,12 @@ fn where_the_time_goes(s: &mut String, report: &StressReport) {
     let floor = slot_floor_seconds(&report.options);
     let _ = writeln!(
         s,
-        "\n## Where the time goes\n\nSlot floor: {floor:.1} s for every cell, the register writes' rounds ({} writes, {} in flight) times {} slots each (a block to include a write, {} more to settle it): no machine runs the test faster at these settings. CPU busy: every vault's CPU time during the clients' work divided by the {cores} cores; near 100% of the time to run, the run is bound by the CPU, and what that time is spent on beyond its crypto is messaging (gossip, requests, the HTTP API), storage and the async runtime. Ideal minimum: the necessary crypto alone (traced cells only).\n",
+        "\n## Where the time goes\n\nSlot floor: {floor:.1} s for every cell, the register writes' rounds ({} writes, {} in flight) times {} blocks each (a block to include a write, {} more to settle it) of {} slots each on average: no machine runs the test faster at these settings. CPU busy: every vault's CPU time during the clients' work divided by the {cores} cores; near 100% of the time to run, the run is bound by the CPU, and what that time is spent on beyond its crypto is messaging (gossip, requests, the HTTP API), storage and the async runtime. Ideal minimum: the necessary crypto alone (traced cells only).\n",
         report.options.mutable,
         report.options.in_flight,
         spacevault_node::api::SETTLED_DEPTH + 1,
         spacevault_node::api::SETTLED_DEPTH,
+        spacevault_chain::spec::DEFAULT_BLOCK_INTERVAL_SLOTS,
     );
     let _ = writeln!(
         s,
@@ -439,10 +442,10 @@ mod tests {
             trace_dir: None,
             dir: "x".into(),
         };
-        // 13 rounds (the last of 4 writes), 3 slots each.
-        assert_eq!(slot_floor_seconds(&o), 19.5);
+        // 13 rounds (the last of 4 writes), 3 blocks of 2 slots each.
+        assert_eq!(slot_floor_seconds(&o), 39.0);
         o.in_flight = 100;
-        assert_eq!(slot_floor_seconds(&o), 1.5);
+        assert_eq!(slot_floor_seconds(&o), 3.0);
         o.mutable = 0;
         assert_eq!(slot_floor_seconds(&o), 0.0);
     }
