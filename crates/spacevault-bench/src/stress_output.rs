@@ -345,11 +345,12 @@ pub fn utc_date(unix_seconds: u64) -> String {
     format!("{y:04}-{m:02}-{d:02}")
 }
 
-/// The shortest a run can take waiting on the chain alone: the register
-/// writes go in rounds of `in_flight`, and each is answered a block to
-/// include it and `SETTLED_DEPTH` more after it was sent, each block the
-/// spec's interval of slots on average (the network's launcher keeps the
-/// default interval). The blobs' share is milliseconds.
+/// About the shortest a run can take waiting on the chain alone: the
+/// register writes go in rounds of `in_flight`, and each is answered a
+/// block to include it and `SETTLED_DEPTH` more after it was sent, each
+/// block the spec's interval of slots on average (the network's launcher
+/// keeps the default interval; blocks come at random, so a run may be a
+/// little quicker or slower). The blobs' share is milliseconds.
 pub fn slot_floor_seconds(o: &crate::stress::StressOptions) -> f64 {
     let rounds = o.mutable.div_ceil(o.in_flight.max(1));
     let blocks = rounds as u64 * (spacevault_node::api::SETTLED_DEPTH + 1);
@@ -365,7 +366,7 @@ fn where_the_time_goes(s: &mut String, report: &StressReport) {
     let floor = slot_floor_seconds(&report.options);
     let _ = writeln!(
         s,
-        "\n## Where the time goes\n\nSlot floor: {floor:.1} s for every cell, the register writes' rounds ({} writes, {} in flight) times {} blocks each (a block to include a write, {} more to settle it) of {} slots each on average: no machine runs the test faster at these settings. CPU busy: every vault's CPU time during the clients' work divided by the {cores} cores; near 100% of the time to run, the run is bound by the CPU, and what that time is spent on beyond its crypto is messaging (gossip, requests, the HTTP API), storage and the async runtime. Ideal minimum: the necessary crypto alone (traced cells only).\n",
+        "\n## Where the time goes\n\nSlot floor: {floor:.1} s for every cell, the register writes' rounds ({} writes, {} in flight) times {} blocks each (a block to include a write, {} more to settle it) of {} slots each on average: whatever the machine, a run at these settings waits about this long on the chain (blocks come at random, so a little more or less). CPU busy: every vault's CPU time during the clients' work divided by the {cores} cores; near 100% of the time to run, the run is bound by the CPU, and what that time is spent on beyond its crypto is messaging (gossip, requests, the HTTP API), storage and the async runtime. Ideal minimum: the necessary crypto alone (traced cells only).\n",
         report.options.mutable,
         report.options.in_flight,
         spacevault_node::api::SETTLED_DEPTH + 1,

@@ -395,7 +395,7 @@ impl Timeline {
             output: out.output,
             remembered: true,
         };
-        if shared.is_some_and(|s| s.holds(&input, out)) {
+        if shared.is_some_and(|s| s.holds(&self.params, &input, out)) {
             return Ok(checked);
         }
         // Fingerprinted by its slot: a slot has one output, and a vault
@@ -409,7 +409,7 @@ impl Timeline {
             why,
         })?;
         if let Some(shared) = shared {
-            shared.remember(&input, out);
+            shared.remember(&self.params, &input, out);
         }
         Ok(Checked {
             remembered: false,

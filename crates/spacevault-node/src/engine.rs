@@ -71,8 +71,6 @@ pub struct Engine {
     sig_cache: Option<std::sync::Arc<SigCache>>,
     /// The block the operator trusts to be on the network's chain.
     checkpoint: Option<spacevault_chain::fork::Checkpoint>,
-    /// The first era whose lines of slots are not settled yet.
-    lines_settled_to: u64,
     /// Slots of lines forgotten since the handle last asked.
     pruned: spacevault_store::Pruned,
 }
@@ -94,7 +92,6 @@ impl Engine {
             slot => slot + lost,
         };
         Ok(Engine {
-            lines_settled_to: store.lines_pruned_to()?,
             pruned: Default::default(),
             orphans: orphans::Orphans::new(spec.slot_ms),
             limits: Limits::of(&spec),

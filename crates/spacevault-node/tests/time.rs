@@ -244,6 +244,10 @@ async fn a_split_of_several_eras_gives_each_half_a_line_of_its_own_and_heals_ont
         "heights {:?}",
         nodes.iter().map(Node::height).collect::<Vec<_>>()
     );
+    // The canonical chain's line of the split's eras stays whole.
+    let canonical = canonical_output(&nodes[0], slot);
+    assert!(canonical.is_some());
+    assert!(nodes.iter().all(|n| canonical_output(n, slot) == canonical));
     for n in nodes {
         n.stop().await;
     }

@@ -63,6 +63,17 @@ impl Store {
             if out.slot > highest {
                 meta.insert(HIGHEST, out.slot.to_le_bytes().as_slice())?;
             }
+            // A line kept for an era settled already (fetched again for a
+            // branch the vault may take after all, or by a fetch under way
+            // while the era was settled) unsettles the era, so that it is
+            // forgotten again once no branch can take it.
+            let pruned_to = read_u64(
+                meta.get(PRUNED_TO)?.map(|v| v.value().to_vec()),
+                "the eras pruned",
+            )?;
+            if era < pruned_to {
+                meta.insert(PRUNED_TO, era.to_le_bytes().as_slice())?;
+            }
         }
         tx.commit()?;
         Ok(())
@@ -147,7 +158,8 @@ impl Store {
 
     /// Settles era `era`: forgets every line of it but `keep`, with their
     /// slots (with `None`, forgets none: the era's line is not known here),
-    /// and records the eras up to it as settled. A line the chain can no
+    /// and records the eras up to it as settled (until a slot of one of
+    /// them is kept again). A line the chain can no
     /// longer take (its era's entropy lies below the final blocks) is
     /// never needed again, and lines a peer fed this vault for its
     /// branches would otherwise stay forever.
@@ -348,6 +360,17 @@ mod tests {
         assert_eq!(store.lines_pruned_to().unwrap(), 2);
         // Settling an earlier era again never moves the mark back.
         store.prune_era(0, None).unwrap();
+        assert_eq!(store.lines_pruned_to().unwrap(), 2);
+        // A slot kept again for a settled era unsettles it, and a later
+        // era's slot does not.
+        store.put_slot(&out(3, 2 * s + 2)).unwrap();
+        assert_eq!(store.lines_pruned_to().unwrap(), 2);
+        store.put_slot(&out(1, s + 1)).unwrap();
+        assert_eq!(store.lines_pruned_to().unwrap(), 1);
+        assert_eq!(
+            store.prune_era(1, Some(&[2; 32])).unwrap(),
+            Pruned { lines: 1, slots: 1 }
+        );
         assert_eq!(store.lines_pruned_to().unwrap(), 2);
 
         store.flush().unwrap();

@@ -7,11 +7,12 @@
 //! quarter of them on 64 copies of one check at half-second slots, a cost
 //! no deployed vault has. Vaults given one set share their checks: the
 //! first checks an output, the others find it here. Only outputs whose
-//! proof passed enter, keyed by everything the check reads (line, slot,
-//! input, output and proof), so an output that was never checked, or
-//! another proof of the same output, is checked in full.
+//! proof passed enter, keyed by everything the check reads (the squarings
+//! and the discriminant's size, line, slot, input, output and proof), so
+//! an output that was never checked, or another proof of the same output,
+//! is checked in full.
 
-use super::{SlotOutput, FORM_BYTES};
+use super::{SlotOutput, TimeParams, FORM_BYTES};
 use std::collections::{HashSet, VecDeque};
 use std::sync::Mutex;
 
@@ -58,14 +59,19 @@ impl CheckedSlots {
 
     /// Whether `out`, from `input`, passed a check of a vault sharing the
     /// set.
-    pub(super) fn holds(&self, input: &[u8; FORM_BYTES], out: &SlotOutput) -> bool {
-        let key = key(input, out);
+    pub(super) fn holds(
+        &self,
+        params: &TimeParams,
+        input: &[u8; FORM_BYTES],
+        out: &SlotOutput,
+    ) -> bool {
+        let key = key(params, input, out);
         self.lock().keys.contains(&key)
     }
 
     /// Remembers that `out`, from `input`, passed its check.
-    pub(super) fn remember(&self, input: &[u8; FORM_BYTES], out: &SlotOutput) {
-        let key = key(input, out);
+    pub(super) fn remember(&self, params: &TimeParams, input: &[u8; FORM_BYTES], out: &SlotOutput) {
+        let key = key(params, input, out);
         let mut seen = self.lock();
         if seen.keys.insert(key.clone()) {
             seen.order.push_back(key);
@@ -94,8 +100,10 @@ impl CheckedSlots {
 }
 
 /// Everything a check of `out` from `input` reads.
-fn key(input: &[u8; FORM_BYTES], out: &SlotOutput) -> Key {
-    let mut k = Vec::with_capacity(32 + 8 + 3 * FORM_BYTES);
+fn key(params: &TimeParams, input: &[u8; FORM_BYTES], out: &SlotOutput) -> Key {
+    let mut k = Vec::with_capacity(12 + 32 + 8 + 3 * FORM_BYTES);
+    k.extend_from_slice(&params.iterations.to_le_bytes());
+    k.extend_from_slice(&params.discriminant_bits.to_le_bytes());
     k.extend_from_slice(&out.line);
     k.extend_from_slice(&out.slot.to_le_bytes());
     k.extend_from_slice(input);
@@ -138,9 +146,16 @@ mod tests {
             };
             assert!(b.verify_next(&forged, Some(&shared)).is_err());
             assert_eq!(checks(), 2);
+            // Another output under the same proof, likewise.
+            let other = SlotOutput {
+                output: outs[1].output,
+                ..outs[0]
+            };
+            assert!(b.verify_next(&other, Some(&shared)).is_err());
+            assert_eq!(checks(), 3);
             // Without the set, every check is made.
             assert!(!b.verify_next(&outs[0], None).unwrap().remembered());
-            assert_eq!(checks(), 3);
+            assert_eq!(checks(), 4);
         });
         assert_eq!(shared.len(), 1);
     }

@@ -511,12 +511,11 @@ impl Engine {
     }
 
     /// Forgets the lines of slots of the eras the final blocks settled,
-    /// once an era. The head has moved by then: a store that fails here
-    /// costs the pruning (logged), not the import its outcome.
+    /// when the final block's era has passed the first era not settled
+    /// (a few reads of the store otherwise). The head has moved by then: a
+    /// store that fails here costs the pruning (logged), not the import
+    /// its outcome.
     fn settle_lines(&mut self) {
-        if self.head.branch().era(&self.spec.time()) < self.lines_settled_to {
-            return;
-        }
         let depth = match self.holds_checkpoint() {
             Ok(true) => self.spec.finality_depth,
             _ => return,
@@ -524,16 +523,12 @@ impl Engine {
         let Some(final_height) = self.head.height.checked_sub(depth) else {
             return;
         };
-        let settled =
-            lines::canonical_at(&self.store, &self.spec, final_height).and_then(|last_final| {
-                let pruned = lines::settle_lines(&self.store, &self.spec, &last_final)?;
-                Ok((pruned, self.store.lines_pruned_to()?))
-            });
+        let settled = lines::canonical_at(&self.store, &self.spec, final_height)
+            .and_then(|last_final| lines::settle_lines(&self.store, &self.spec, &last_final));
         match settled {
-            Ok((pruned, to)) => {
+            Ok(pruned) => {
                 self.pruned.lines += pruned.lines;
                 self.pruned.slots += pruned.slots;
-                self.lines_settled_to = to;
             }
             Err(e) => tracing::error!(%e, "lines of settled eras could not be forgotten"),
         }

@@ -63,10 +63,16 @@ pub fn missing_slot(
     Ok(Some(child_slot(store, spec, &parent, slot)?.map(|_| ())))
 }
 
+/// Eras [`settle_lines`] settles at most in one call: a store that has
+/// many to settle (one upgraded from version 5, or a vault whose
+/// checkpoint was not held for long) settles them a few at a time, with
+/// each new head, rather than holding the engine for all at once.
+const ERAS_A_PASS: u64 = 8;
+
 /// Forgets the lines the canonical chain can no longer take, through the
 /// era of `last_final` (the canonical block no branch may leave), from the
-/// first era not yet settled: any line of such an era but the canonical
-/// chain's.
+/// first era not yet settled ([`ERAS_A_PASS`] at most): any line of such
+/// an era but the canonical chain's.
 ///
 /// Era e's line follows from the branch's blocks at or before slot
 /// (e − 1) × era_slots and the closing outputs of the lines before it; for
@@ -83,18 +89,12 @@ pub(crate) fn settle_lines(
 ) -> Result<Pruned, StoreError> {
     let params = spec.time();
     let from = store.lines_pruned_to()?;
-    let to = last_final.branch().era(&params);
+    let to = last_final
+        .branch()
+        .era(&params)
+        .min(from.saturating_add(ERAS_A_PASS - 1));
     if from > to {
         return Ok(Pruned::default());
-    }
-    // The canonical blocks from the final one back to the latest before
-    // era `from` (the genesis at the bottom), newest first.
-    let mut blocks = vec![*last_final];
-    while let Some(at) = blocks.last().copied().filter(|b| b.height > 0) {
-        if at.branch().era(&params) < from {
-            break;
-        }
-        blocks.push(canonical_at(store, spec, at.height - 1)?);
     }
     let chain_id = spec.chain_id();
     let mut pruned = Pruned::default();
@@ -102,9 +102,7 @@ pub(crate) fn settle_lines(
         // The canonical chain's latest block of the era or before: its
         // branch's line of the era is the chain's (later blocks are made
         // after the era's entropy slot).
-        let Some(block) = blocks.iter().find(|b| b.branch().era(&params) <= era) else {
-            return Err(StoreError::Corrupt("the canonical chain's first blocks"));
-        };
+        let block = latest_of_era(store, spec, last_final, era)?;
         let line = block
             .branch()
             .line_of_era(&chain_id, &params, era, |line, slot| {
@@ -134,6 +132,32 @@ pub(crate) fn settle_lines(
         pruned.slots += era_pruned.slots;
     }
     Ok(pruned)
+}
+
+/// The canonical chain's latest block at or below `last_final` made in
+/// era `era` or before (the genesis if none): found by halving the
+/// heights, for a block's slot grows with its height.
+fn latest_of_era(
+    store: &Store,
+    spec: &ChainSpec,
+    last_final: &Parent,
+    era: u64,
+) -> Result<Parent, StoreError> {
+    let params = spec.time();
+    if last_final.branch().era(&params) <= era {
+        return Ok(*last_final);
+    }
+    // The genesis (height 0, era 0) is at or before any era; the final
+    // block is after this one.
+    let (mut at_or_before, mut after) = (0, last_final.height);
+    while after - at_or_before > 1 {
+        let mid = at_or_before + (after - at_or_before) / 2;
+        match canonical_at(store, spec, mid)?.branch().era(&params) <= era {
+            true => at_or_before = mid,
+            false => after = mid,
+        }
+    }
+    canonical_at(store, spec, at_or_before)
 }
 
 /// The canonical block at `height` as a parent (the genesis at 0).

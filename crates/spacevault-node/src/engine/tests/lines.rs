@@ -239,11 +239,21 @@ async fn once_an_eras_line_is_final_the_other_lines_of_the_era_are_forgotten() {
     // The block of slot 9 final: era 2 is A's line, and B's is forgotten
     // with its slots; eras 0 and 1 had one line each.
     let block = block_on(&a, tip, on_a[2]).await;
-    a.engine.import(block, at(12)).unwrap();
+    a.engine.import(block.clone(), at(12)).unwrap();
+    tip = (block.hash(), tip.1 + 1);
     assert_eq!(lines_of_era_2(&a.engine), [line_a]);
     assert_eq!(a.engine.take_pruned(), Pruned { lines: 1, slots: 4 });
     assert_eq!(a.engine.store().last_slot_on(&line_b).unwrap(), None);
     assert_eq!(a.engine.store().slots_on(&line_a, 9, 10).unwrap().len(), 4);
+    assert_eq!(a.engine.store().lines_pruned_to().unwrap(), 3);
+    // A slot of B's line kept again (a fetch that was under way) is
+    // forgotten again with the next head.
+    keep_on(&a.engine, line_b, 10);
+    assert_eq!(a.engine.store().lines_pruned_to().unwrap(), 2);
+    let block = block_on(&a, tip, on_a[3]).await;
+    a.engine.import(block, at(12)).unwrap();
+    assert_eq!(a.engine.take_pruned(), Pruned { lines: 1, slots: 1 });
+    assert_eq!(lines_of_era_2(&a.engine), [line_a]);
     assert_eq!(a.engine.store().lines_pruned_to().unwrap(), 3);
     // B's branch, its line gone, is below the final blocks.
     let b2 = block_on(
