@@ -46,6 +46,26 @@ fn line_for(engine: &Engine, parent: &[u8; 32], slot: u64) -> [u8; 32] {
         .unwrap()
 }
 
+/// Keeps slots 1 to 8 (eras 0 and 1 of four slots, one line for every
+/// branch).
+fn keep_eras_0_and_1(engine: &Engine) {
+    let genesis = engine.head().hash;
+    for slot in 1..=8 {
+        let line = line_for(engine, &genesis, slot);
+        keep_on(engine, line, slot);
+    }
+}
+
+/// `slot`'s stamp for a child of the genesis: its output on the line the
+/// genesis's branch gives the slot's era.
+fn stamp_on_genesis_branch(engine: &Engine, slot: u64) -> Stamp {
+    let line = line_for(engine, &Parent::genesis(engine.spec()).hash, slot);
+    Stamp {
+        slot,
+        output: output_on(&line, slot),
+    }
+}
+
 /// `vault`'s block on `parent` (hash, height) with `stamp`.
 async fn block_on(vault: &Vault, parent: ([u8; 32], u64), stamp: Stamp) -> Block {
     let chain = vault.engine.chain_id();
@@ -67,23 +87,14 @@ async fn branches_that_differ_before_an_eras_entropy_slot_check_its_blocks_on_th
     let b = vault_without_slots(2, spec_of_short_eras());
     let genesis = a.engine.head().hash;
     // Eras 0 and 1 are one line for every branch.
-    for slot in 1..=8 {
-        let line = line_for(&a.engine, &genesis, slot);
-        keep_on(&a.engine, line, slot);
-    }
+    keep_eras_0_and_1(&a.engine);
     assert_eq!(
         line_for(&a.engine, &genesis, 5),
         line_for(&a.engine, &genesis, 8)
     );
     // Two branches from the genesis: A's first block in slot 2, B's in
     // slot 3, both at or before era 2's entropy slot (4).
-    let stamp = |engine: &Engine, slot| {
-        let line = line_for(engine, &genesis, slot);
-        Stamp {
-            slot,
-            output: output_on(&line, slot),
-        }
-    };
+    let stamp = stamp_on_genesis_branch;
     let a1 = block_on(&a, (genesis, 0), stamp(&a.engine, 2)).await;
     let b1 = block_on(&b, (genesis, 0), stamp(&a.engine, 3)).await;
     for block in [&a1, &b1] {
@@ -191,17 +202,8 @@ async fn once_an_eras_line_is_final_the_other_lines_of_the_era_are_forgotten() {
     let mut a = vault_without_slots(1, spec.clone());
     let b = vault_without_slots(2, spec);
     let genesis = a.engine.head().hash;
-    for slot in 1..=8 {
-        let line = line_for(&a.engine, &genesis, slot);
-        keep_on(&a.engine, line, slot);
-    }
-    let stamp = |engine: &Engine, slot| {
-        let line = line_for(engine, &genesis, slot);
-        Stamp {
-            slot,
-            output: output_on(&line, slot),
-        }
-    };
+    keep_eras_0_and_1(&a.engine);
+    let stamp = stamp_on_genesis_branch;
     // Two branches apart before era 2's entropy slot (4): two lines of
     // era 2 (slots 9 to 12), both kept here.
     let a1 = block_on(&a, (genesis, 0), stamp(&a.engine, 2)).await;
