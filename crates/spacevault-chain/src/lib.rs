@@ -7,6 +7,7 @@
 //! (`spacevault-node`) runs it.
 
 pub mod block;
+mod bounded_set;
 pub mod codec;
 pub mod eligibility;
 pub mod fork;

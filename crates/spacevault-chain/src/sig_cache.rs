@@ -8,8 +8,8 @@
 //! Only valid signatures enter, keyed by public key, message and signature
 //! together; only signatures are remembered, never data read from disk.
 
+use crate::bounded_set::BoundedSet;
 use spacevault_meter::{self as meter, Op};
-use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
@@ -20,16 +20,9 @@ type Key = [u8; 128];
 
 /// A bounded set of verified signatures; the oldest leaves first.
 pub struct SigCache {
-    seen: Mutex<Seen>,
+    seen: Mutex<BoundedSet<Key>>,
     /// Verifications answered from the cache, by operation.
     hits: [AtomicU64; Op::ALL.len()],
-    capacity: usize,
-}
-
-#[derive(Default)]
-struct Seen {
-    keys: HashSet<Key>,
-    order: VecDeque<Key>,
 }
 
 impl Default for SigCache {
@@ -41,9 +34,8 @@ impl Default for SigCache {
 impl SigCache {
     pub fn with_capacity(capacity: usize) -> SigCache {
         SigCache {
-            seen: Mutex::new(Seen::default()),
+            seen: Mutex::new(BoundedSet::new(capacity)),
             hits: std::array::from_fn(|_| AtomicU64::new(0)),
-            capacity,
         }
     }
 
@@ -62,27 +54,15 @@ impl SigCache {
         key[..32].copy_from_slice(public);
         key[32..64].copy_from_slice(message);
         key[64..].copy_from_slice(signature);
-        if self.seen.lock().unwrap().keys.contains(&key) {
+        if self.seen.lock().unwrap().contains(&key) {
             self.hits[op.index()].fetch_add(1, Ordering::Relaxed);
             return true;
         }
         let valid = meter::timed_on(op, meter::fingerprint_of(signature), verify);
         if valid {
-            self.remember(key);
+            self.seen.lock().unwrap().insert(key);
         }
         valid
-    }
-
-    fn remember(&self, key: Key) {
-        let mut seen = self.seen.lock().unwrap();
-        if seen.keys.insert(key) {
-            seen.order.push_back(key);
-            if seen.order.len() > self.capacity {
-                if let Some(old) = seen.order.pop_front() {
-                    seen.keys.remove(&old);
-                }
-            }
-        }
     }
 
     /// Verifications of `op` answered from the cache.
@@ -92,7 +72,7 @@ impl SigCache {
 
     /// Signatures held now.
     pub fn len(&self) -> usize {
-        self.seen.lock().unwrap().keys.len()
+        self.seen.lock().unwrap().len()
     }
 
     pub fn is_empty(&self) -> bool {

@@ -353,8 +353,7 @@ impl Metrics {
                 kind: op.kind().name().to_string(),
                 purpose: op.purpose().to_string(),
             };
-            let count = self.crypto_ops.get_or_create(&label);
-            count.inc_by(meter.count(op).saturating_sub(count.get()));
+            catch_up(&self.crypto_ops.get_or_create(&label), meter.count(op));
             let seconds = self.crypto_seconds.get_or_create(&label);
             let total = meter.nanos(op) as f64 / 1e9;
             if total > seconds.get() {

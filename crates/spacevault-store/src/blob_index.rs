@@ -123,13 +123,10 @@ pub(crate) fn blob_len(value: &[u8]) -> Result<u64, StoreError> {
 pub(crate) fn counts(
     meta: &impl ReadableTable<&'static str, &'static [u8]>,
 ) -> Result<(u64, u64), StoreError> {
-    let read = |key: &str| -> Result<u64, StoreError> {
-        match meta.get(key)? {
-            None => Ok(0),
-            Some(v) => blob_len(v.value()).map_err(|_| StoreError::Corrupt("the blob counts")),
-        }
-    };
-    Ok((read("blob_count")?, read("blob_bytes")?))
+    Ok((
+        crate::meta_u64(meta, "blob_count", "the blob counts")?,
+        crate::meta_u64(meta, "blob_bytes", "the blob counts")?,
+    ))
 }
 
 pub(crate) fn set_counts(

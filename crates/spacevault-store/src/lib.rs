@@ -73,6 +73,23 @@ const BLOBS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("blobs");
 /// of the block that carried the evidence.
 const BANS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("bans");
 
+/// A count or mark kept in the meta table under `key` (a u64,
+/// little-endian; 0 when absent), `what` naming it when damaged.
+pub(crate) fn meta_u64(
+    meta: &impl ReadableTable<&'static str, &'static [u8]>,
+    key: &str,
+    what: &'static str,
+) -> Result<u64, StoreError> {
+    match meta.get(key)? {
+        None => Ok(0),
+        Some(v) => v
+            .value()
+            .try_into()
+            .map(u64::from_le_bytes)
+            .map_err(|_| StoreError::Corrupt(what)),
+    }
+}
+
 /// The page cache redb keeps for a store.
 const CACHE_BYTES: usize = 16 << 20;
 

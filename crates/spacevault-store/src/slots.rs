@@ -11,7 +11,7 @@
 //! era's line the others can be found and forgotten
 //! ([`Store::prune_era`]).
 
-use crate::{Store, StoreError, META};
+use crate::{meta_u64, Store, StoreError, META};
 use redb::{ReadableDatabase as _, ReadableTable, TableDefinition, WriteTransaction};
 use spacevault_chain::time::{SlotOutput, FORM_BYTES};
 
@@ -59,7 +59,7 @@ impl Store {
             .insert(line_key(era, &out.line).as_slice(), ())?;
         {
             let mut meta = tx.open_table(META)?;
-            let highest = read_highest(meta.get(HIGHEST)?.map(|v| v.value().to_vec()))?;
+            let highest = meta_u64(&meta, HIGHEST, "the highest slot")?;
             if out.slot > highest {
                 meta.insert(HIGHEST, out.slot.to_le_bytes().as_slice())?;
             }
@@ -67,10 +67,7 @@ impl Store {
             // branch the vault may take after all, or by a fetch under way
             // while the era was settled) unsettles the era, so that it is
             // forgotten again once no branch can take it.
-            let pruned_to = read_u64(
-                meta.get(PRUNED_TO)?.map(|v| v.value().to_vec()),
-                "the eras pruned",
-            )?;
+            let pruned_to = meta_u64(&meta, PRUNED_TO, "the eras pruned")?;
             if era < pruned_to {
                 meta.insert(PRUNED_TO, era.to_le_bytes().as_slice())?;
             }
@@ -113,8 +110,7 @@ impl Store {
     pub fn highest_slot(&self) -> Result<u64, StoreError> {
         let tx = self.db.begin_read()?;
         let meta = tx.open_table(META)?;
-        let value = meta.get(HIGHEST)?.map(|v| v.value().to_vec());
-        read_highest(value)
+        meta_u64(&meta, HIGHEST, "the highest slot")
     }
 
     /// The encoded outputs of line `line`'s slots `from` onwards, at most
@@ -152,8 +148,7 @@ impl Store {
     pub fn lines_pruned_to(&self) -> Result<u64, StoreError> {
         let tx = self.db.begin_read()?;
         let meta = tx.open_table(META)?;
-        let value = meta.get(PRUNED_TO)?.map(|v| v.value().to_vec());
-        read_u64(value, "the eras pruned")
+        meta_u64(&meta, PRUNED_TO, "the eras pruned")
     }
 
     /// Settles era `era`: forgets every line of it but `keep`, with their
@@ -171,10 +166,7 @@ impl Store {
         };
         {
             let mut meta = tx.open_table(META)?;
-            let before = read_u64(
-                meta.get(PRUNED_TO)?.map(|v| v.value().to_vec()),
-                "the eras pruned",
-            )?;
+            let before = meta_u64(&meta, PRUNED_TO, "the eras pruned")?;
             let after = before.max(era.saturating_add(1));
             meta.insert(PRUNED_TO, after.to_le_bytes().as_slice())?;
         }
@@ -244,18 +236,6 @@ fn split_key(k: &[u8]) -> Option<([u8; 32], u64)> {
     let line = k.get(..32)?.try_into().ok()?;
     let slot = k.get(32..)?.try_into().ok()?;
     Some((line, u64::from_be_bytes(slot)))
-}
-
-fn read_u64(value: Option<Vec<u8>>, what: &'static str) -> Result<u64, StoreError> {
-    value.map_or(Ok(0), |v| {
-        v.try_into()
-            .map(u64::from_le_bytes)
-            .map_err(|_| StoreError::Corrupt(what))
-    })
-}
-
-fn read_highest(value: Option<Vec<u8>>) -> Result<u64, StoreError> {
-    read_u64(value, "the highest slot")
 }
 
 /// A kept slot's output, which must name the line it is kept under.

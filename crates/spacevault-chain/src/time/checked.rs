@@ -13,7 +13,7 @@
 //! is checked in full.
 
 use super::{SlotOutput, TimeParams, FORM_BYTES};
-use std::collections::{HashSet, VecDeque};
+use crate::bounded_set::BoundedSet;
 use std::sync::Mutex;
 
 /// Outputs the set keeps at most (about 1.4 MB): far more than the slots
@@ -24,21 +24,14 @@ type Key = Box<[u8]>;
 
 /// A bounded set of checked slot outputs; the oldest leaves first.
 pub struct CheckedSlots {
-    seen: Mutex<Seen>,
-    capacity: usize,
-}
-
-#[derive(Default)]
-struct Seen {
-    keys: HashSet<Key>,
-    order: VecDeque<Key>,
+    seen: Mutex<BoundedSet<Key>>,
 }
 
 impl std::fmt::Debug for CheckedSlots {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CheckedSlots")
             .field("held", &self.len())
-            .field("capacity", &self.capacity)
+            .field("capacity", &self.lock().capacity())
             .finish()
     }
 }
@@ -52,8 +45,7 @@ impl Default for CheckedSlots {
 impl CheckedSlots {
     pub fn with_capacity(capacity: usize) -> CheckedSlots {
         CheckedSlots {
-            seen: Mutex::new(Seen::default()),
-            capacity: capacity.max(1),
+            seen: Mutex::new(BoundedSet::new(capacity.max(1))),
         }
     }
 
@@ -66,33 +58,24 @@ impl CheckedSlots {
         out: &SlotOutput,
     ) -> bool {
         let key = key(params, input, out);
-        self.lock().keys.contains(&key)
+        self.lock().contains(&key)
     }
 
     /// Remembers that `out`, from `input`, passed its check.
     pub(super) fn remember(&self, params: &TimeParams, input: &[u8; FORM_BYTES], out: &SlotOutput) {
-        let key = key(params, input, out);
-        let mut seen = self.lock();
-        if seen.keys.insert(key.clone()) {
-            seen.order.push_back(key);
-            if seen.order.len() > self.capacity {
-                if let Some(old) = seen.order.pop_front() {
-                    seen.keys.remove(&old);
-                }
-            }
-        }
+        self.lock().insert(key(params, input, out));
     }
 
     /// Outputs held now.
     pub fn len(&self) -> usize {
-        self.lock().keys.len()
+        self.lock().len()
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Seen> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BoundedSet<Key>> {
         self.seen
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
