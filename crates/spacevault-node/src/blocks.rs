@@ -124,6 +124,7 @@ pub(crate) fn import(
     origin: Origin,
 ) -> Result<Imported, Rejection> {
     check_signatures_ahead(shared, &block, origin)?;
+    let (slot, txs) = (block.header.stamp.slot, block.txs.len());
     let mut adoption = Adoption::new(block, gossiped, origin);
     let mut first = None;
     while let Some(Step {
@@ -151,6 +152,10 @@ pub(crate) fn import(
                 shared.metrics.blocks_accepted.inc();
             }
             _ => {}
+        }
+        if first.is_none() {
+            let late_ms = crate::now_ms() as i64 - shared.chain.spec().slot_due_ms(slot) as i64;
+            tracing::debug!(height, slot, txs, late_ms, outcome = ?outcome, "imported a block");
         }
         first.get_or_insert(outcome);
     }

@@ -135,7 +135,7 @@ impl Node {
         let task = tokio::spawn(run(shared.clone(), events));
         shared.spawn(crate::scrub::run(shared.clone(), config.scrub));
         if config.timekeeper {
-            shared.spawn(crate::slots::keep_time(shared.clone()));
+            crate::slots::keep_time(&shared);
         }
         Ok(Node {
             shared,

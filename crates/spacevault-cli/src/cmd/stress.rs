@@ -84,6 +84,10 @@ pub struct StressArgs {
 }
 
 pub fn run(a: StressArgs) -> Result<()> {
+    // The vaults' own logs, in process, when asked for.
+    if std::env::var_os("RUST_LOG").is_some() {
+        crate::logs::init();
+    }
     if !(a.scale_max.is_finite() && a.scale_max > 0.0) {
         anyhow::bail!("--scale-max must be a positive number of seconds");
     }
