@@ -124,7 +124,11 @@ pub(crate) fn import(
     origin: Origin,
 ) -> Result<Imported, Rejection> {
     check_signatures_ahead(shared, &block, origin)?;
-    let (slot, txs) = (block.header.stamp.slot, block.txs.len());
+    let (slot, block_height, txs) = (
+        block.header.stamp.slot,
+        block.header.height,
+        block.txs.len(),
+    );
     let mut adoption = Adoption::new(block, gossiped, origin);
     let mut first = None;
     while let Some(Step {
@@ -154,8 +158,10 @@ pub(crate) fn import(
             _ => {}
         }
         if first.is_none() {
+            // How long after its slot's due time a block got here: the
+            // propagation a network's load adds, read from the logs.
             let late_ms = crate::now_ms() as i64 - shared.chain.spec().slot_due_ms(slot) as i64;
-            tracing::debug!(height, slot, txs, late_ms, outcome = ?outcome, "imported a block");
+            tracing::debug!(height = block_height, head = height, slot, txs, late_ms, outcome = ?outcome, "imported a block");
         }
         first.get_or_insert(outcome);
     }
