@@ -3,7 +3,7 @@
 //! waited for it), and holding one whose slot this vault has not reached.
 
 use crate::chain::Step;
-use crate::engine::{Adoption, Imported, Origin};
+use crate::engine::{on_head, Adoption, Imported, OnHead, Origin};
 use crate::farmer::Found;
 use crate::shared::{verdict, Gossiped, Shared};
 use spacevault_chain::time::MissingSlot;
@@ -74,6 +74,9 @@ pub(crate) fn farm(shared: &Arc<Shared>, slot: u64, started_slot: u64) {
         // The record's hash is inside each plot's lookup, on a blocking
         // thread: counted here, timed in the lookup.
         shared.meter.add(Op::HashLookup, found.answers as u64);
+        if on_head(&shared.chain.head(), slot, &found.rank) == OnHead::No {
+            return;
+        }
         shared.blocking(move |s| produce(s, stamp, found)).await;
     });
 }

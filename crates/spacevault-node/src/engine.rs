@@ -34,6 +34,7 @@ pub use lines::missing_slot;
 use mempool::Mempool;
 pub use mempool::{MAX_MEMPOOL, MAX_VERSIONS_AHEAD};
 pub use orphans::{Origin, MAX_ORPHANS, MAX_ORPHANS_PER_ORIGIN, ORPHAN_SLOTS};
+pub use production::{on_head, OnHead};
 
 /// How long a vault's chain writes (slots among them) may wait to be made
 /// durable, with room to spare: the node flushes its store every 2 s.

@@ -6,6 +6,34 @@
 
 use super::*;
 
+/// What the head alone says of a proof of rank `rank` for `slot`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnHead {
+    /// It makes no block: the head is of a later slot, or of an earlier
+    /// one and its target refuses the proof.
+    No,
+    /// It makes the head's child, if this vault has not produced in the
+    /// slot yet.
+    Yes,
+    /// The head is of this very slot: the proof may make a rival on the
+    /// head's parent, which only the store can tell.
+    AgainstRival,
+}
+
+/// The part of [`Engine::may_produce`] that needs only the head: what a
+/// farmer asks, from the head's watch and without the engine's lock, before
+/// it hands a proof to production (most proofs of most slots miss the
+/// target; their production would cost a blocking thread and the lock for
+/// nothing). Production asks it again under the lock.
+pub fn on_head(head: &Parent, slot: u64, rank: &Ranked) -> OnHead {
+    use std::cmp::Ordering::*;
+    match head.slot.cmp(&slot) {
+        Less if head.child_target.admits(rank) => OnHead::Yes,
+        Less | Greater => OnHead::No,
+        Equal => OnHead::AgainstRival,
+    }
+}
+
 impl Engine {
     /// The block a proof of rank `rank` for `slot`'s challenge would make a
     /// child of, if it may make one: the head, when the head's slot is
@@ -19,16 +47,16 @@ impl Engine {
         if slot <= self.produced_slot {
             return None;
         }
-        let parent = if self.head.slot < slot {
-            self.head
-        } else if self.head.slot == slot {
-            let head = self.store.info(&self.head.hash).ok()??;
-            if !rank.beats(&head.rank) {
-                return None;
+        let parent = match on_head(&self.head, slot, rank) {
+            OnHead::No => return None,
+            OnHead::Yes => self.head,
+            OnHead::AgainstRival => {
+                let head = self.store.info(&self.head.hash).ok()??;
+                if !rank.beats(&head.rank) {
+                    return None;
+                }
+                self.parent(&head.parent).ok()??
             }
-            self.parent(&head.parent).ok()??
-        } else {
-            return None;
         };
         parent.child_target.admits(rank).then_some(parent)
     }
@@ -90,5 +118,47 @@ impl Engine {
     /// opened).
     pub fn produced_slot(&self) -> u64 {
         self.produced_slot
+    }
+}
+
+#[cfg(test)]
+mod on_head_tests {
+    use super::*;
+    use spacevault_chain::eligibility::Target;
+
+    fn head(slot: u64, target: u64) -> Parent {
+        Parent {
+            hash: [1; 32],
+            height: 5,
+            slot,
+            weight: 0,
+            child_target: Target(target),
+            line: [0; 32],
+            opening: [0; 32],
+        }
+    }
+
+    fn rank(top: u64) -> Ranked {
+        let mut distance = [0; 32];
+        distance[..8].copy_from_slice(&top.to_be_bytes());
+        Ranked {
+            distance,
+            nonce: 0,
+            plot_id: [0; 32],
+            quality: 0,
+        }
+    }
+
+    #[test]
+    fn the_head_alone_tells_a_proof_that_misses_its_target_or_comes_after_it() {
+        // An earlier head: its target decides.
+        assert_eq!(on_head(&head(4, 100), 5, &rank(99)), OnHead::Yes);
+        assert_eq!(on_head(&head(4, 100), 5, &rank(100)), OnHead::No);
+        // A later head: no block in an earlier slot, whatever the proof.
+        assert_eq!(on_head(&head(6, 100), 5, &rank(0)), OnHead::No);
+        // A head of the same slot: a better proof may still make a rival on
+        // its parent, whose target the head does not carry.
+        assert_eq!(on_head(&head(5, 100), 5, &rank(100)), OnHead::AgainstRival);
+        assert_eq!(on_head(&head(5, 100), 5, &rank(0)), OnHead::AgainstRival);
     }
 }
