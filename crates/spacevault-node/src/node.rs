@@ -48,7 +48,10 @@ const STOP_LIMIT: Duration = Duration::from_secs(30);
 
 impl Node {
     /// Opens the store, the plots, the API's socket and the network, and
-    /// starts the vault on the current tokio runtime.
+    /// starts the vault on the current tokio runtime. Stop or drop the
+    /// vault before the runtime: a timekeeper's loop holds one of the
+    /// runtime's blocking threads until the vault stops, and dropping the
+    /// runtime waits for its blocking threads.
     pub async fn start(config: NodeConfig) -> Result<Node, StartError> {
         std::fs::create_dir_all(&config.data_dir).map_err(|cause| StartError::DataDir {
             path: config.data_dir.clone(),

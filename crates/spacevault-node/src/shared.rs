@@ -120,8 +120,8 @@ impl Shared {
     }
 
     /// Runs `f` on a blocking thread as one of the vault's tasks: the stop
-    /// waits for it (a blocking thread cannot be cancelled; its work is
-    /// short).
+    /// waits for it (a blocking thread cannot be cancelled: its work is
+    /// short, or, like the timekeeper's loop, looks for the stop often).
     pub(crate) fn spawn_blocking<R: Send + 'static>(
         &self,
         f: impl FnOnce() -> R + Send + 'static,

@@ -24,7 +24,10 @@ pub enum OnHead {
 /// farmer asks, from the head's watch and without the engine's lock, before
 /// it hands a proof to production (most proofs of most slots miss the
 /// target; their production would cost a blocking thread and the lock for
-/// nothing). Production asks it again under the lock.
+/// nothing). Production asks it again under the lock. The head may move
+/// between the two: a proof refused here that the new head would take
+/// needs a head whose target differs, one that closes an era or is on
+/// another branch, and the slot's chance is then lost to this vault.
 pub fn on_head(head: &Parent, slot: u64, rank: &Ranked) -> OnHead {
     use std::cmp::Ordering::*;
     match head.slot.cmp(&slot) {
