@@ -141,27 +141,24 @@ mod on_head_tests {
         }
     }
 
-    fn rank(top: u64) -> Ranked {
-        let mut distance = [0; 32];
-        distance[..8].copy_from_slice(&top.to_be_bytes());
-        Ranked {
-            distance,
+    #[test]
+    fn the_head_alone_tells_a_proof_that_misses_its_target_or_comes_after_it() {
+        // A proof whose distance's top 64 bits are 100.
+        let mut proof = Ranked {
+            distance: [0; 32],
             nonce: 0,
             plot_id: [0; 32],
             quality: 0,
-        }
-    }
-
-    #[test]
-    fn the_head_alone_tells_a_proof_that_misses_its_target_or_comes_after_it() {
+        };
+        proof.distance[7] = 100;
         // An earlier head: its target decides.
-        assert_eq!(on_head(&head(4, 100), 5, &rank(99)), OnHead::Yes);
-        assert_eq!(on_head(&head(4, 100), 5, &rank(100)), OnHead::No);
-        // A later head: no block in an earlier slot, whatever the proof.
-        assert_eq!(on_head(&head(6, 100), 5, &rank(0)), OnHead::No);
-        // A head of the same slot: a better proof may still make a rival on
-        // its parent, whose target the head does not carry.
-        assert_eq!(on_head(&head(5, 100), 5, &rank(100)), OnHead::AgainstRival);
-        assert_eq!(on_head(&head(5, 100), 5, &rank(0)), OnHead::AgainstRival);
+        assert_eq!(on_head(&head(4, 101), 5, &proof), OnHead::Yes);
+        assert_eq!(on_head(&head(4, 100), 5, &proof), OnHead::No);
+        // A later head: no block in an earlier slot, whatever the target.
+        assert_eq!(on_head(&head(6, u64::MAX), 5, &proof), OnHead::No);
+        // A head of the same slot: the proof may still make a rival on its
+        // parent, whose target the head does not carry.
+        assert_eq!(on_head(&head(5, 1), 5, &proof), OnHead::AgainstRival);
+        assert_eq!(on_head(&head(5, u64::MAX), 5, &proof), OnHead::AgainstRival);
     }
 }
