@@ -12,8 +12,9 @@ pub enum OnHead {
     /// It makes no block: the head is of a later slot, or of an earlier
     /// one and its target refuses the proof.
     No,
-    /// It makes the head's child, if this vault has not produced in the
-    /// slot yet.
+    /// It may make the head's child: production checks the rest (no block
+    /// of this vault in the slot yet, the key not banned, the slot's output
+    /// the one on the head's branch).
     Yes,
     /// The head is of this very slot: the proof may make a rival on the
     /// head's parent, which only the store can tell.
