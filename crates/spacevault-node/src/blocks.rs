@@ -162,9 +162,17 @@ pub(crate) fn import(
         }
         if first.is_none() {
             // How long after its slot's due time a block got here: the
-            // propagation a network's load adds, read from the logs.
-            let late_ms = crate::now_ms() as i64 - shared.chain.spec().slot_due_ms(slot) as i64;
-            tracing::debug!(height = block_height, head = height, slot, txs, late_ms, outcome = ?outcome, "imported a block");
+            // propagation a network's load adds, read from the logs (and
+            // computed only when they are on).
+            tracing::debug!(
+                height = block_height,
+                head = height,
+                slot,
+                txs,
+                late_ms = crate::now_ms() as i64 - shared.chain.spec().slot_due_ms(slot) as i64,
+                outcome = ?outcome,
+                "imported a block"
+            );
         }
         first.get_or_insert(outcome);
     }

@@ -51,18 +51,19 @@ impl Engine {
         if slot <= self.produced_slot {
             return None;
         }
-        let parent = match on_head(&self.head, slot, rank) {
-            OnHead::No => return None,
-            OnHead::Yes => self.head,
+        match on_head(&self.head, slot, rank) {
+            OnHead::No => None,
+            // on_head has checked the head's target.
+            OnHead::Yes => Some(self.head),
             OnHead::AgainstRival => {
                 let head = self.store.info(&self.head.hash).ok()??;
                 if !rank.beats(&head.rank) {
                     return None;
                 }
-                self.parent(&head.parent).ok()??
+                let parent = self.parent(&head.parent).ok()??;
+                parent.child_target.admits(rank).then_some(parent)
             }
-        };
-        parent.child_target.admits(rank).then_some(parent)
+        }
     }
 
     /// Whether a proof of rank `rank` for `slot`'s challenge would make a
