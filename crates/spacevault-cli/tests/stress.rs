@@ -28,6 +28,10 @@ fn stress_runs_a_small_grid_and_writes_every_output() {
             "2",
             "--price-per-hour",
             "0.5",
+            // Half the default slot: the grid's register writes settle in
+            // half the time.
+            "--slot-ms",
+            "500",
             "--json",
             "--dir",
         ])
@@ -71,7 +75,7 @@ fn stress_runs_a_small_grid_and_writes_every_output() {
         "the command is recorded"
     );
     let svg = std::fs::read_to_string(out_dir.join("heatmap-time.svg")).unwrap();
-    assert!(svg.contains("concurrent clients") && svg.contains(">60.0<"));
+    assert!(svg.contains("concurrent clients") && svg.contains(">240<"));
     let json: Value =
         serde_json::from_str(&std::fs::read_to_string(out_dir.join("results.json")).unwrap())
             .unwrap();
@@ -127,6 +131,8 @@ fn traced_cell(
             "3",
             "--mutable",
             "1",
+            "--slot-ms",
+            "500",
             "--trace-crypto",
         ])
         .args(extra)

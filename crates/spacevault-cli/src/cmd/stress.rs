@@ -40,13 +40,15 @@ pub struct StressArgs {
     pub price_per_hour: Option<f64>,
     /// The heatmap's colour scale ends here, so that charts of two
     /// machines compare by colour.
-    #[arg(long, value_name = "SECONDS", default_value_t = 60.0)]
+    #[arg(long, value_name = "SECONDS", default_value_t = 240.0)]
     pub scale_max: f64,
     /// Each vault's plot size.
     #[arg(short = 'k', long = "k", value_name = "K", default_value_t = 16)]
     pub k: u8,
-    /// The chain's slot.
-    #[arg(long, value_name = "MS", default_value_t = 500)]
+    /// The chain's slot: by default the spec's (`chain init`'s), a block
+    /// every two seconds on average. Shorter slots make blocks faster than
+    /// 64 vaults sharing two cores relay them under load (docs/PROFILING.md).
+    #[arg(long, value_name = "MS", default_value_t = 1000)]
     pub slot_ms: u64,
     /// The proof of time's squarings a slot (default: the spec's, 50 a
     /// millisecond of slot). The timekeeper (vault 0) shares the machine
