@@ -432,6 +432,7 @@ async fn run(shared: Arc<Shared>, events: mpsc::Receiver<Event>) {
     let mut head = shared.chain.heads();
     let mut slots = shared.time.slots();
     let slot = Duration::from_millis(shared.chain.spec().slot_ms);
+    let stall_after = crate::sync::stall_after(shared.chain.spec());
     let mut tick = tokio::time::interval((slot / 4).max(Duration::from_millis(10)));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut next_announce = tokio::time::Instant::now();
@@ -459,8 +460,9 @@ async fn run(shared: Arc<Shared>, events: mpsc::Receiver<Event>) {
                 shared.spawn_blocking(move || flush_store(&store));
             }
             _ = tick.tick() => {
-                // A head that has not moved for three slots: ask peers.
-                if last_progress.elapsed() > 3 * slot {
+                // A head that has stood still for longer than blocks
+                // are apart: ask peers.
+                if last_progress.elapsed() > stall_after {
                     last_progress = tokio::time::Instant::now();
                     spawn_sync(&shared, &internal_tx, None);
                 }
