@@ -460,8 +460,8 @@ async fn run(shared: Arc<Shared>, events: mpsc::Receiver<Event>) {
                 shared.spawn_blocking(move || flush_store(&store));
             }
             _ = tick.tick() => {
-                // A head that has stood still for longer than blocks
-                // are apart: ask peers.
+                // A head that has stood still for four block
+                // intervals: ask peers.
                 if last_progress.elapsed() > stall_after {
                     last_progress = tokio::time::Instant::now();
                     spawn_sync(&shared, &internal_tx, None);

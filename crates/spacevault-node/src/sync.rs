@@ -45,20 +45,26 @@ pub(crate) const STALL_SYNC_PEERS: usize = 3;
 /// Blocks come at random, one every `block_interval_slots` slots on
 /// average, so a vault that missed nothing sees its head stand still that
 /// long in about one stretch of that length in 55 to 256 ((1 − 1/i)^(4i)
-/// for intervals of i = 2 slots and up). The three slots this was before
+/// for intervals of i = 2 slots and up), and never longer than
+/// [`SYNC_STALL`] (unless three slots are: the spec allows 1,000-slot
+/// intervals, and a vault off the gossip mesh catches up only this way).
+/// The three slots this was before
 /// passed without a block one time in eight at a block every two slots,
 /// and every vault then asked every one of its peers for its status: in
 /// a network of 64 under load, up to hundreds of requests a second, and
 /// 22% fewer PUTs than before blocks came by threshold (BENCHMARKS.md).
 pub(crate) fn stall_after(spec: &spacevault_chain::ChainSpec) -> Duration {
     let slots = STALL_INTERVALS * spec.block_interval_slots;
-    Duration::from_millis(spec.slot_ms.saturating_mul(slots))
+    let wait = Duration::from_millis(spec.slot_ms.saturating_mul(slots));
+    let longest = SYNC_STALL.max(Duration::from_millis(spec.slot_ms.saturating_mul(3)));
+    wait.min(longest)
 }
 
-/// Up to `n` of `peers`, from a random place on: no peer is always first.
+/// Up to `n` of `peers`, from a random place on: no peer is always first
+/// (the clock stands in should the system's randomness fail).
 fn some_of(mut peers: Vec<net::Peer>, n: usize) -> Vec<net::Peer> {
     if peers.len() > n {
-        let mut r = [0u8; 8];
+        let mut r = crate::now_ms().to_le_bytes();
         let _ = getrandom::fill(&mut r);
         let at = (u64::from_le_bytes(r) % peers.len() as u64) as usize;
         peers.rotate_left(at);
@@ -90,7 +96,11 @@ pub(crate) fn spawn_sync(
         let shared = task;
         let peers = match peer {
             Some(p) => vec![p],
-            None => some_of(shared.net.peers().await, STALL_SYNC_PEERS),
+            None => {
+                let mut ready = shared.net.peers().await;
+                ready.retain(|p| may_sync(&shared, p));
+                some_of(ready, STALL_SYNC_PEERS)
+            }
         };
         for peer in peers {
             if !may_sync(&shared, &peer) {
@@ -384,6 +394,11 @@ mod tests {
         spec.block_interval_slots = 1;
         spec.slot_ms = 250;
         assert_eq!(stall_after(&spec), Duration::from_secs(1));
+        // Long intervals: never past SYNC_STALL, unless three slots are.
+        spec.block_interval_slots = 1000;
+        assert_eq!(stall_after(&spec), SYNC_STALL);
+        spec.slot_ms = 60_000;
+        assert_eq!(stall_after(&spec), Duration::from_secs(180));
     }
 
     #[test]
