@@ -1,7 +1,7 @@
 //! Catching up with other vaults: a vault that meets a peer ahead, an
 //! orphan, a proof for a later height, or a head that has stood still for
-//! longer than blocks are apart asks a peer for its canonical blocks after
-//! where their chains meet (found by a block locator) and imports them. A
+//! four block intervals asks a peer for its canonical blocks after where
+//! their chains meet (found by a block locator) and imports them. A
 //! peer that said it was ahead and brought nothing cools down before it is
 //! asked again ([`crate::sync_peers`]).
 
@@ -48,11 +48,11 @@ pub(crate) const STALL_SYNC_PEERS: usize = 3;
 /// for intervals of i = 2 slots and up), and never longer than
 /// [`SYNC_STALL`] (unless three slots are: the spec allows 1,000-slot
 /// intervals, and a vault off the gossip mesh catches up only this way).
-/// The three slots this was before
-/// passed without a block one time in eight at a block every two slots,
-/// and every vault then asked every one of its peers for its status: in
-/// a network of 64 under load, up to hundreds of requests a second, and
-/// 22% fewer PUTs than before blocks came by threshold (BENCHMARKS.md).
+/// The three slots this was before passed without a block one time in
+/// eight at a block every two slots, and every vault then asked every one
+/// of its peers for its status: in a network of 64 under load, up to
+/// hundreds of requests a second, and 22% fewer PUTs than before blocks
+/// came by threshold (BENCHMARKS.md).
 pub(crate) fn stall_after(spec: &spacevault_chain::ChainSpec) -> Duration {
     let slots = STALL_INTERVALS * spec.block_interval_slots;
     let wait = Duration::from_millis(spec.slot_ms.saturating_mul(slots));
