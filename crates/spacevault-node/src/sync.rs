@@ -94,6 +94,8 @@ pub(crate) fn spawn_sync(
     let internal = internal.clone();
     shared.spawn(async move {
         let shared = task;
+        // Each peer was found free to sync from before the sync began, and
+        // only this sync (the vault's one) makes a peer cool down.
         let peers = match peer {
             Some(p) => vec![p],
             None => {
@@ -103,9 +105,6 @@ pub(crate) fn spawn_sync(
             }
         };
         for peer in peers {
-            if !may_sync(&shared, &peer) {
-                continue;
-            }
             match sync_from(&shared, peer).await {
                 Synced::Progress => {
                     shared.sync_peers.lock().unwrap().productive(&peer);
