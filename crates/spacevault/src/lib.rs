@@ -42,6 +42,7 @@ pub mod construction;
 pub mod format;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod hard;
 #[doc(hidden)]
 pub mod kernel;
 pub mod plot;

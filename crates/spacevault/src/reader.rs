@@ -26,6 +26,15 @@ pub enum ReadError {
         region: u64,
         what: &'static str,
     },
+    /// An entry of a table-chain plot that cannot be what the plotter
+    /// wrote: a pointer past its level, or a proof that does not verify.
+    #[error("{path}: {}", table_damage(*.level, *.index, .what))]
+    TableDamaged {
+        path: PathBuf,
+        level: u8,
+        index: u64,
+        what: &'static str,
+    },
 }
 
 impl ReadError {
@@ -36,12 +45,19 @@ impl ReadError {
             ReadError::Io { cause, .. } => cause.to_string(),
             ReadError::Format { cause, .. } => cause.to_string(),
             ReadError::Damaged { region, what, .. } => damage(*region, what),
+            ReadError::TableDamaged {
+                level, index, what, ..
+            } => table_damage(*level, *index, what),
         }
     }
 }
 
 fn damage(region: u64, what: &str) -> String {
     format!("region {region} is damaged ({what})")
+}
+
+fn table_damage(level: u8, index: u64, what: &str) -> String {
+    format!("entry {index} of level {level} is damaged ({what})")
 }
 
 /// How lookups read the file.

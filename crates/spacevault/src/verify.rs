@@ -27,6 +27,19 @@ pub enum VerifyError {
     UnsupportedK(u8),
     #[error("nonce {nonce} is not below 2^{k}")]
     NonceOutOfRange { nonce: u64, k: u8 },
+    #[error("k = {k} is not supported by the {scheme} scheme ({min} to {max})")]
+    UnsupportedSchemeK {
+        scheme: &'static str,
+        k: u8,
+        min: u8,
+        max: u8,
+    },
+    #[error("a proof has {expected} leaves, this one {actual}")]
+    LeafCount { expected: usize, actual: usize },
+    #[error("leaf {x} is not below 2^{k}")]
+    LeafOutOfRange { x: u64, k: u8 },
+    #[error("entries {pair} and {} of level {level} do not match", pair + 1)]
+    NoMatch { level: u8, pair: usize },
 }
 
 /// Whether a proof's k is supported and its nonce names a record of a

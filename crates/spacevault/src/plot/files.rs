@@ -366,14 +366,25 @@ impl TempPlot {
 
     /// Writes the header, trims the file to its size, makes it durable and
     /// renames it to `final_path`. Returns the file's size.
-    pub fn finish(mut self, header: &Header, final_path: &Path) -> Result<u64, PlotError> {
+    pub fn finish(self, header: &Header, final_path: &Path) -> Result<u64, PlotError> {
+        self.finish_with(&header.encode(), header.file_size(), final_path)
+    }
+
+    /// [`TempPlot::finish`] for a header already encoded, of either
+    /// format: `header` is written at offset 0 and the file is `size`
+    /// bytes.
+    pub fn finish_with(
+        mut self,
+        header: &[u8],
+        size: u64,
+        final_path: &Path,
+    ) -> Result<u64, PlotError> {
         let ctx = |what: &str| format!("{what} {}", self.path.display());
         let f = self.file();
-        let mut block = AlignedBuf::zeroed(crate::format::HEADER_SIZE);
-        block.copy_from_slice(&header.encode());
-        f.write_all_at(&block, 0)
+        let mut block = AlignedBuf::zeroed(header.len().next_multiple_of(crate::aligned::ALIGN));
+        block[..header.len()].copy_from_slice(header);
+        f.write_all_at(&block[..header.len()], 0)
             .map_err(|e| PlotError::io(ctx("writing the header of"), e))?;
-        let size = header.file_size();
         f.set_len(size)
             .map_err(|e| PlotError::io(ctx("setting the size of"), e))?;
         f.sync_all().map_err(|e| PlotError::io(ctx("syncing"), e))?;

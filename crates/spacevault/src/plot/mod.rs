@@ -8,7 +8,7 @@
 mod behind;
 mod closer;
 mod external;
-mod files;
+pub(crate) mod files;
 mod key_shape;
 mod keys;
 mod lines;

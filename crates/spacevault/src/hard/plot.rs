@@ -1,0 +1,506 @@
+//! The table-chain plotter, in memory: hash level 1, match and join each
+//! level into the next (sorting by output), drop the entries no top entry
+//! reaches, renumber every level by its sorted line points, and write the
+//! file once, durably.
+
+use super::construction::{
+    join_message, k_is_supported, levels_are_supported, line_point, node_of, plot_id, top_prefix,
+    Node, B, BUCKET, C, IS_TARGET,
+};
+use super::format::{BitWriter, Header, Layout, LevelInfo};
+use crate::aligned::{AlignedBuf, ALIGN};
+use crate::kernel::Kernel;
+use crate::plot::files::{self, TempPlot};
+use crate::plot::{plot_file_name, PlotError};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// What to plot, and how.
+#[derive(Clone, Debug)]
+pub struct HardPlotOptions {
+    pub k: u8,
+    pub levels: u8,
+    pub farmer_key: [u8; 32],
+    pub seed: [u8; 32],
+    pub threads: usize,
+    /// Upper bound for the plotter's memory, in bytes.
+    pub memory: u64,
+    pub force: bool,
+}
+
+impl HardPlotOptions {
+    pub fn new(k: u8, farmer_key: [u8; 32], seed: [u8; 32]) -> HardPlotOptions {
+        HardPlotOptions {
+            k,
+            levels: super::construction::LEVELS,
+            farmer_key,
+            seed,
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            memory: crate::plot::default_memory(),
+            force: false,
+        }
+    }
+
+    /// Bytes the in-memory plotter holds at its peak: per entry of a
+    /// level, its output, digest and two pointers while it is built
+    /// (40 bytes with the sort's copy), every level's pointers (8 bytes
+    /// each) until the tables are written, and the stored values with
+    /// their sort keys (32 bytes).
+    pub fn memory_needed(&self) -> u64 {
+        let entries = 1u64 << self.k;
+        entries * (2 * 40 + 8 * u64::from(self.levels) + 32)
+    }
+}
+
+/// A finished table-chain plot.
+#[derive(Clone, Debug)]
+pub struct HardPlotSummary {
+    pub path: PathBuf,
+    pub k: u8,
+    pub levels: u8,
+    pub plot_id: [u8; 32],
+    pub bytes: u64,
+    pub seconds: f64,
+    /// Entries of levels 1 to `levels` as matched, before pruning.
+    pub matched: Vec<u64>,
+    /// Entries of levels 2 to `levels` as stored.
+    pub stored: Vec<u64>,
+}
+
+/// An entry of a level being built: output, children, digest.
+type Joined = (u64, [u32; 2], [u8; 16]);
+
+/// One level as the forward pass leaves it: sorted by output, with each
+/// entry's two children's positions in the level below (for level 1,
+/// `[x, 0]`).
+struct Level {
+    ys: Vec<u64>,
+    metas: Vec<[u8; 16]>,
+    back: Vec<[u32; 2]>,
+}
+
+/// The stored tables: levels 2 to `levels - 1` as sorted values, the top
+/// level as sorted `(prefix, value)`.
+pub(crate) struct Tables {
+    pub matched: Vec<u64>,
+    pub middle: Vec<Vec<u128>>,
+    pub top: Vec<(u64, u128)>,
+}
+
+/// Splits `0..n` into `parts` ranges of nearly equal size.
+fn split(n: usize, parts: usize) -> Vec<std::ops::Range<usize>> {
+    let parts = parts.max(1);
+    (0..parts)
+        .map(|i| n * i / parts..n * (i + 1) / parts)
+        .filter(|r| !r.is_empty())
+        .collect()
+}
+
+fn level_one(id: &[u8; 32], k: u8, threads: usize) -> Level {
+    let n = 1usize << k;
+    let kernel = Kernel::new(id);
+    let mut keyed: Vec<(u64, u32, [u8; 16])> = vec![(0, 0, [0; 16]); n];
+    let ranges = split(n, threads);
+    let mut rest = keyed.as_mut_slice();
+    std::thread::scope(|s| {
+        for range in ranges {
+            let (mine, tail) = rest.split_at_mut(range.len());
+            rest = tail;
+            let kernel = &kernel;
+            s.spawn(move || {
+                const CHUNK: usize = 4096;
+                let mut nonces = vec![0u64; CHUNK];
+                let mut hashes = vec![[0u8; 32]; CHUNK];
+                for (c, out) in mine.chunks_mut(CHUNK).enumerate() {
+                    let first = range.start + c * CHUNK;
+                    for (i, x) in nonces[..out.len()].iter_mut().enumerate() {
+                        *x = (first + i) as u64;
+                    }
+                    kernel.hashes(&nonces[..out.len()], &mut hashes[..out.len()]);
+                    for (i, slot) in out.iter_mut().enumerate() {
+                        let node = node_of(&hashes[i], k);
+                        *slot = (node.y, (first + i) as u32, node.meta);
+                    }
+                }
+            });
+        }
+    });
+    keyed.sort_unstable_by_key(|e| (e.0, e.1));
+    Level {
+        ys: keyed.iter().map(|e| e.0).collect(),
+        metas: keyed.iter().map(|e| e.2).collect(),
+        back: keyed.iter().map(|e| [e.1, 0]).collect(),
+    }
+}
+
+/// The start of each bucket's run in sorted outputs, and its bucket.
+fn bucket_runs(ys: &[u64]) -> Vec<(u64, usize)> {
+    let mut runs = Vec::new();
+    let mut i = 0;
+    while i < ys.len() {
+        let bucket = ys[i] / BUCKET;
+        runs.push((bucket, i));
+        // Entries of one bucket are few (about 236): a linear walk.
+        while i < ys.len() && ys[i] / BUCKET == bucket {
+            i += 1;
+        }
+    }
+    runs
+}
+
+/// Every matching pair of a left run (bucket `bucket`) and the right run
+/// after it, as positions in `ys`, left by left.
+fn match_runs(
+    ys: &[u64],
+    bucket: u64,
+    left: std::ops::Range<usize>,
+    right: std::ops::Range<usize>,
+    out: &mut Vec<[u32; 2]>,
+) {
+    let (base_l, base_r) = (bucket * BUCKET, (bucket + 1) * BUCKET);
+    // Rights sorted by output are sorted by (b, c): group them by b.
+    let mut starts = [0usize; B as usize + 1];
+    for &y in &ys[right.clone()] {
+        starts[((y - base_r) / C) as usize + 1] += 1;
+    }
+    for b in 0..B as usize {
+        starts[b + 1] += starts[b];
+    }
+    let parity = (bucket % 2) as usize;
+    for l in left {
+        let offset = ys[l] - base_l;
+        let (lb, lc) = (offset / C, offset % C);
+        let tb = ((lb + 1) % B) as usize;
+        let first = right.start + starts[tb];
+        for (r, &y) in (first..).zip(&ys[first..right.start + starts[tb + 1]]) {
+            let rc = (y - base_r) % C;
+            if IS_TARGET[parity][((rc + C - lc) % C) as usize] {
+                out.push([l as u32, r as u32]);
+            }
+        }
+    }
+}
+
+/// The matching pairs whose left entries lie in runs `share`.
+fn match_share(
+    ys: &[u64],
+    runs: &[(u64, usize)],
+    share: std::ops::Range<usize>,
+    out: &mut Vec<[u32; 2]>,
+) {
+    for i in share {
+        let (bucket, start) = runs[i];
+        let Some(&(next, next_start)) = runs.get(i + 1) else {
+            continue;
+        };
+        if next != bucket + 1 {
+            continue;
+        }
+        let end = runs.get(i + 2).map_or(ys.len(), |r| r.1);
+        match_runs(ys, bucket, start..next_start, next_start..end, out);
+    }
+}
+
+/// Every matching pair of a level sorted by output, in one thread: what
+/// the test of the fast path against [`super::construction::matches`]
+/// calls.
+#[cfg(test)]
+fn find_matches(ys: &[u64]) -> Vec<[u32; 2]> {
+    let runs = bucket_runs(ys);
+    let mut out = Vec::with_capacity(ys.len());
+    match_share(ys, &runs, 0..runs.len(), &mut out);
+    out
+}
+
+/// Level `level` from the one below it.
+fn next_level(id: &[u8; 32], k: u8, level: u8, below: &Level, threads: usize) -> Level {
+    let runs = bucket_runs(&below.ys);
+    // Each thread matches and joins a share of the left runs.
+    let shares = split(runs.len(), threads);
+    let mut parts: Vec<Vec<Joined>> = Vec::new();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = shares
+            .into_iter()
+            .map(|share| {
+                let runs = &runs;
+                s.spawn(move || {
+                    let mut pairs = Vec::new();
+                    match_share(&below.ys, runs, share, &mut pairs);
+                    let mut joined = Vec::with_capacity(pairs.len());
+                    for [l, r] in pairs {
+                        let (l_node, r_node) = (
+                            Node {
+                                y: below.ys[l as usize],
+                                meta: below.metas[l as usize],
+                            },
+                            Node {
+                                y: below.ys[r as usize],
+                                meta: below.metas[r as usize],
+                            },
+                        );
+                        let message = join_message(level, &l_node, &r_node);
+                        let node = node_of(blake3::keyed_hash(id, &message).as_bytes(), k);
+                        joined.push((node.y, [l, r], node.meta));
+                    }
+                    joined
+                })
+            })
+            .collect();
+        for h in handles {
+            parts.push(h.join().expect("a plotting thread panicked"));
+        }
+    });
+    let mut all: Vec<Joined> = parts.concat();
+    all.sort_unstable_by_key(|e| (e.0, e.1));
+    Level {
+        ys: all.iter().map(|e| e.0).collect(),
+        metas: all.iter().map(|e| e.2).collect(),
+        back: all.iter().map(|e| e.1).collect(),
+    }
+}
+
+fn stored_value(left: u64, right: u64) -> u128 {
+    2 * line_point(left, right) + u128::from(left > right)
+}
+
+/// The forward pass, pruning and renumbering: the tables a plot stores.
+pub(crate) fn build_tables(id: &[u8; 32], k: u8, levels: u8, threads: usize) -> Tables {
+    let mut built = vec![level_one(id, k, threads)];
+    for level in 2..=levels {
+        let next = next_level(id, k, level, built.last().unwrap(), threads);
+        // Outputs and digests are needed only by the next join.
+        let below = built.last_mut().unwrap();
+        below.ys = Vec::new();
+        below.metas = Vec::new();
+        built.push(next);
+    }
+    let matched: Vec<u64> = built.iter().map(|l| l.back.len() as u64).collect();
+    let top_index = usize::from(levels) - 1;
+
+    // Backward: which entries of each level some top entry reaches.
+    let mut keep: Vec<Vec<bool>> = built.iter().map(|l| vec![false; l.back.len()]).collect();
+    keep[top_index].fill(true);
+    for i in (1..top_index).rev() {
+        let (lower, upper) = keep.split_at_mut(i + 1);
+        for (e, &kept) in built[i + 1].back.iter().zip(&upper[0]) {
+            if kept {
+                lower[i][e[0] as usize] = true;
+                lower[i][e[1] as usize] = true;
+            }
+        }
+    }
+
+    // Forward: each kept level sorted by its values; `position` maps an
+    // entry of the level below to what the level above points at (for
+    // level 1, its x).
+    let mut position: Vec<u64> = built[0].back.iter().map(|b| u64::from(b[0])).collect();
+    let mut middle = Vec::new();
+    for i in 1..top_index {
+        let mut values: Vec<(u128, u32)> = built[i]
+            .back
+            .iter()
+            .enumerate()
+            .filter(|&(e, _)| keep[i][e])
+            .map(|(e, b)| {
+                (
+                    stored_value(position[b[0] as usize], position[b[1] as usize]),
+                    e as u32,
+                )
+            })
+            .collect();
+        values.sort_unstable();
+        let mut next = vec![u64::MAX; built[i].back.len()];
+        for (rank, &(_, e)) in values.iter().enumerate() {
+            next[e as usize] = rank as u64;
+        }
+        position = next;
+        built[i].back = Vec::new();
+        middle.push(values.into_iter().map(|v| v.0).collect());
+    }
+    let top_level = &built[top_index];
+    let mut top: Vec<(u64, u128)> = top_level
+        .back
+        .iter()
+        .zip(&top_level.ys)
+        .map(|(b, &y)| {
+            (
+                top_prefix(y),
+                stored_value(position[b[0] as usize], position[b[1] as usize]),
+            )
+        })
+        .collect();
+    top.sort_unstable();
+    Tables {
+        matched,
+        middle,
+        top,
+    }
+}
+
+/// Packs one section's values.
+fn pack(values: impl ExactSizeIterator<Item = u128>, width: u32) -> Vec<u8> {
+    let mut w = BitWriter::new(width, (values.len() * width as usize).div_ceil(8));
+    for v in values {
+        w.push(v);
+    }
+    w.finish()
+}
+
+/// The index of a top level sorted by prefix: where each of the
+/// `2^index_bits` prefix buckets starts, and the end.
+fn index_of(top: &[(u64, u128)], k: u8, index_bits: u8) -> Vec<u8> {
+    let shift = k - index_bits;
+    let buckets = 1usize << index_bits;
+    let mut bytes = Vec::with_capacity((buckets + 1) * 8);
+    let mut i = 0usize;
+    for bucket in 0..=buckets as u64 {
+        while i < top.len() && top[i].0 >> shift < bucket {
+            i += 1;
+        }
+        bytes.extend_from_slice(&(i as u64).to_le_bytes());
+    }
+    bytes
+}
+
+/// Writes `bytes` at `offset` (a multiple of the page size) through
+/// page-aligned copies, as a file opened for O_DIRECT needs; the last
+/// page is padded with zeros, which the next section or the file's final
+/// size overwrites.
+fn write_aligned(file: &std::fs::File, bytes: &[u8], offset: u64) -> std::io::Result<()> {
+    const CHUNK: usize = 16 << 20;
+    let mut buf = AlignedBuf::zeroed(CHUNK.min(bytes.len().next_multiple_of(ALIGN)).max(ALIGN));
+    for (i, chunk) in bytes.chunks(CHUNK).enumerate() {
+        let len = chunk.len().next_multiple_of(ALIGN);
+        buf[..chunk.len()].copy_from_slice(chunk);
+        buf[chunk.len()..len].fill(0);
+        file.write_all_at(&buf[..len], offset + (i * CHUNK) as u64)?;
+    }
+    Ok(())
+}
+
+/// Plots a table-chain plot into `out_dir`, in memory.
+pub fn plot(options: &HardPlotOptions, out_dir: &Path) -> Result<HardPlotSummary, PlotError> {
+    let started = Instant::now();
+    let (k, levels) = (options.k, options.levels);
+    if !k_is_supported(k) {
+        return Err(PlotError::InvalidOptions(format!(
+            "k = {k} is outside the hard scheme's {}..={}",
+            super::construction::MIN_K,
+            super::construction::MAX_K
+        )));
+    }
+    if !levels_are_supported(levels) {
+        return Err(PlotError::InvalidOptions(format!(
+            "{levels} levels is outside {}..={}",
+            super::construction::MIN_LEVELS,
+            super::construction::MAX_LEVELS
+        )));
+    }
+    crate::plot::check_threads(options.threads)?;
+    let needed = options.memory_needed();
+    if options.memory < needed {
+        return Err(PlotError::MemoryTooSmall {
+            given: options.memory,
+            needed,
+        });
+    }
+    let id = plot_id(&options.farmer_key, &options.seed, k, levels);
+    let final_path = out_dir.join(plot_file_name(k, &id));
+    if final_path.exists() && !options.force {
+        return Err(PlotError::AlreadyExists(final_path));
+    }
+    files::remove_stale_temps(out_dir);
+
+    let tables = build_tables(&id, k, levels, options.threads);
+    let mut counts: Vec<u64> = tables.middle.iter().map(|t| t.len() as u64).collect();
+    counts.push(tables.top.len() as u64);
+    let layout = Layout::new(k, levels, &counts)?;
+    let mut sections: Vec<Vec<u8>> = tables
+        .middle
+        .iter()
+        .zip(&layout.sections)
+        .map(|(values, s)| pack(values.iter().copied(), s.width))
+        .collect();
+    let top_width = layout.top().width;
+    sections.push(pack(
+        tables
+            .top
+            .iter()
+            .map(|&(prefix, v)| (u128::from(prefix) << (top_width - u32::from(k))) | v),
+        top_width,
+    ));
+    let index = index_of(&tables.top, k, layout.index_bits);
+    let header = Header {
+        k,
+        levels,
+        created_unix: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+        farmer_key: options.farmer_key,
+        seed: options.seed,
+        plot_id: id,
+        stored: sections
+            .iter()
+            .zip(&counts)
+            .map(|(bytes, &count)| LevelInfo {
+                count,
+                crc: crc32fast::hash(bytes),
+            })
+            .collect(),
+        index_crc: crc32fast::hash(&index),
+    };
+
+    files::check_space(out_dir, layout.file_size, out_dir, 0)?;
+    let temp_path = files::temp_path(&final_path);
+    let temp = TempPlot::create(&temp_path, layout.file_size)?;
+    let offsets = layout.sections.iter().map(|s| s.offset);
+    for (bytes, offset) in sections
+        .iter()
+        .chain([&index])
+        .zip(offsets.chain([layout.index.offset]))
+    {
+        write_aligned(temp.file(), bytes, offset)
+            .map_err(|e| PlotError::io(format!("writing {}", temp_path.display()), e))?;
+    }
+    let bytes = temp.finish_with(&header.encode(), layout.file_size, &final_path)?;
+    Ok(HardPlotSummary {
+        path: final_path,
+        k,
+        levels,
+        plot_id: id,
+        bytes,
+        seconds: started.elapsed().as_secs_f64(),
+        matched: tables.matched,
+        stored: counts,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hard::construction::matches;
+
+    #[test]
+    fn the_fast_matching_finds_every_pair_the_rule_allows() {
+        // Outputs spread over a few dozen buckets at the plots' density.
+        let mut ys: Vec<u64> = (0..12_000u64)
+            .map(|i| {
+                let h = blake3::hash(&i.to_le_bytes());
+                u64::from_le_bytes(h.as_bytes()[..8].try_into().unwrap()) % (BUCKET * 50)
+            })
+            .collect();
+        ys.sort_unstable();
+        let fast = find_matches(&ys);
+        let mut slow = Vec::new();
+        for l in 0..ys.len() {
+            for r in 0..ys.len() {
+                if matches(ys[l], ys[r]) {
+                    slow.push([l as u32, r as u32]);
+                }
+            }
+        }
+        assert!(slow.len() > 11_000 / 2, "{} pairs", slow.len());
+        assert_eq!(fast, slow);
+    }
+}

@@ -1,0 +1,287 @@
+//! Opening a table-chain plot and answering challenges from it: the
+//! top-level index and one bucket of entries give the candidates (two
+//! reads), one entry a level gives each candidate's quality (three reads
+//! at five levels), and the whole tree (fourteen more) only for a proof
+//! that wins.
+
+use super::construction::{challenge_prefix, line_point_pair, quality_hash, score, top_prefix};
+use super::format::{value_at, Header, Layout, HEADER_SIZE};
+use super::verify::{top_of, HardProof};
+use crate::format::FormatError;
+use crate::reader::ReadError;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// An open table-chain plot.
+pub struct HardPlotFile {
+    path: PathBuf,
+    file: File,
+    header: Header,
+    layout: Layout,
+    reads: AtomicU64,
+}
+
+/// A top entry: its position, its prefix and the value naming its
+/// children.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TopEntry {
+    pub index: u64,
+    pub prefix: u64,
+    pub value: u128,
+}
+
+/// The best answer a plot has for a challenge.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HardAnswer {
+    pub top: TopEntry,
+    /// The leaves the challenge's path selects, in proof order.
+    pub pair: (u64, u64),
+    pub quality_hash: [u8; 32],
+    /// On the scale every scheme shares (see [`crate::scheme`]).
+    pub score: [u8; 32],
+}
+
+impl HardPlotFile {
+    /// Opens and checks the header, and that the file has exactly the
+    /// size it implies.
+    pub fn open(path: impl AsRef<Path>) -> Result<HardPlotFile, ReadError> {
+        let path = path.as_ref().to_path_buf();
+        let io_err = |cause| ReadError::Io {
+            path: path.clone(),
+            cause,
+        };
+        let file = File::open(&path).map_err(io_err)?;
+        let size = file.metadata().map_err(io_err)?.len();
+        let mut head = vec![0u8; HEADER_SIZE.min(size as usize)];
+        file.read_exact_at(&mut head, 0).map_err(io_err)?;
+        let fmt_err = |cause| ReadError::Format {
+            path: path.clone(),
+            cause,
+        };
+        let header = Header::decode(&head).map_err(fmt_err)?;
+        let layout = header.layout().map_err(fmt_err)?;
+        if size != layout.file_size {
+            return Err(fmt_err(FormatError::WrongSize {
+                expected: layout.file_size,
+                actual: size,
+            }));
+        }
+        Ok(HardPlotFile {
+            path,
+            file,
+            header,
+            layout,
+            reads: AtomicU64::new(0),
+        })
+    }
+
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Reads made so far (each one `pread`).
+    pub fn reads(&self) -> u64 {
+        self.reads.load(Ordering::Relaxed)
+    }
+
+    fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>, ReadError> {
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        let mut buf = vec![0u8; len];
+        self.file
+            .read_exact_at(&mut buf, offset)
+            .map_err(|cause| ReadError::Io {
+                path: self.path.clone(),
+                cause,
+            })?;
+        Ok(buf)
+    }
+
+    fn damaged(&self, level: u8, index: u64, what: &'static str) -> ReadError {
+        ReadError::TableDamaged {
+            path: self.path.clone(),
+            level,
+            index,
+            what,
+        }
+    }
+
+    /// Entry `i` of a middle level (2 to `levels - 1`): one read.
+    pub fn entry(&self, level: u8, i: u64) -> Result<u128, ReadError> {
+        let section = self.layout.level(level);
+        if i >= section.count {
+            return Err(self.damaged(level + 1, i, "it points past the level below"));
+        }
+        let (offset, len, shift) = section.entry_span(i);
+        let bytes = self.read_at(offset, len)?;
+        Ok(super::format::read_value(&bytes, shift, section.width))
+    }
+
+    /// The left and right children, in proof order, that a value of
+    /// `level` names: positions in the level below, or leaves for level 2.
+    pub fn children(&self, level: u8, index: u64, value: u128) -> Result<(u64, u64), ReadError> {
+        let (a, b) = line_point_pair(value >> 1);
+        let bound = if level == 2 {
+            1u64 << self.header.k
+        } else {
+            self.layout.level(level - 1).count
+        };
+        if a >= bound {
+            return Err(self.damaged(level, index, "it points past the level below"));
+        }
+        Ok(if value & 1 == 1 { (a, b) } else { (b, a) })
+    }
+
+    /// Every top entry, in order: for checks and tests (one read).
+    pub fn top_entries(&self) -> Result<Vec<TopEntry>, ReadError> {
+        let top = self.layout.top();
+        let bytes = self.read_at(top.offset, top.bytes as usize)?;
+        Ok((0..top.count)
+            .map(|i| self.top_entry(i, value_at(&bytes, 0, top.width, i)))
+            .collect())
+    }
+
+    fn top_entry(&self, index: u64, raw: u128) -> TopEntry {
+        let pair_bits = self.layout.top().width - u32::from(self.header.k);
+        TopEntry {
+            index,
+            prefix: (raw >> pair_bits) as u64,
+            value: raw & ((1u128 << pair_bits) - 1),
+        }
+    }
+
+    /// The top entries whose prefixes are nearest the challenge's by XOR:
+    /// all with the least distance (usually one, or none where the plot
+    /// is empty). Two reads, unless the challenge's bucket is empty.
+    pub fn candidates(&self, challenge: &[u8; 32]) -> Result<Vec<TopEntry>, ReadError> {
+        let (k, bits) = (self.header.k, self.layout.index_bits);
+        let top = self.layout.top();
+        if top.count == 0 {
+            return Ok(Vec::new());
+        }
+        let target = challenge_prefix(challenge, k);
+        let home = target >> (k - bits);
+        // A bucket's prefixes differ from the target's in its bits above
+        // the bucket's: the nearest non-empty bucket by XOR holds them.
+        for d in 0..1u64 << bits {
+            let bucket = home ^ d;
+            let ends = self.read_at(self.layout.index.offset + 8 * bucket, 16)?;
+            let first = u64::from_le_bytes(ends[..8].try_into().unwrap());
+            let end = u64::from_le_bytes(ends[8..].try_into().unwrap());
+            if first > end || end > top.count {
+                return Err(self.damaged(self.header.levels, first, "the index is out of order"));
+            }
+            if first == end {
+                continue;
+            }
+            let (offset, len, shift) = top.range_span(first, end);
+            let bytes = self.read_at(offset, len)?;
+            let entries: Vec<TopEntry> = (0..end - first)
+                .map(|i| self.top_entry(first + i, value_at(&bytes, shift, top.width, i)))
+                .collect();
+            if let Some(e) = entries.iter().find(|e| e.prefix >> (k - bits) != bucket) {
+                return Err(self.damaged(self.header.levels, e.index, "it lies in another bucket"));
+            }
+            let best = entries.iter().map(|e| e.prefix ^ target).min().unwrap();
+            return Ok(entries
+                .into_iter()
+                .filter(|e| e.prefix ^ target == best)
+                .collect());
+        }
+        Ok(Vec::new())
+    }
+
+    /// The two leaves the challenge's path selects below `top`: one read
+    /// a level below the top.
+    pub fn path_leaves(
+        &self,
+        top: &TopEntry,
+        challenge: &[u8; 32],
+    ) -> Result<(u64, u64), ReadError> {
+        let levels = self.header.levels;
+        let mut children = self.children(levels, top.index, top.value)?;
+        for (step, level) in (2..levels).rev().enumerate() {
+            let right = (challenge[31] >> step) & 1 == 1;
+            let next = if right { children.1 } else { children.0 };
+            let value = self.entry(level, next)?;
+            children = self.children(level, next, value)?;
+        }
+        Ok(children)
+    }
+
+    /// The leaves of `top`'s tree in proof order.
+    pub fn leaves(&self, top: &TopEntry) -> Result<Vec<u64>, ReadError> {
+        let levels = self.header.levels;
+        let (l, r) = self.children(levels, top.index, top.value)?;
+        let mut nodes = vec![l, r];
+        for level in (2..levels).rev() {
+            let mut next = Vec::with_capacity(2 * nodes.len());
+            for &i in &nodes {
+                let value = self.entry(level, i)?;
+                let (l, r) = self.children(level, i, value)?;
+                next.push(l);
+                next.push(r);
+            }
+            nodes = next;
+        }
+        Ok(nodes)
+    }
+
+    /// The best answer for a challenge, or None for a plot with no top
+    /// entries. Ties (the same score from two trees) go to the smaller
+    /// leaves.
+    pub fn prove(&self, challenge: &[u8; 32]) -> Result<Option<HardAnswer>, ReadError> {
+        let h = &self.header;
+        let mut best: Option<HardAnswer> = None;
+        for top in self.candidates(challenge)? {
+            let pair = self.path_leaves(&top, challenge)?;
+            let quality_hash = quality_hash(&h.plot_id, challenge, pair.0, pair.1);
+            let answer = HardAnswer {
+                top,
+                pair,
+                quality_hash,
+                score: score(h.k, top.prefix, challenge, &quality_hash),
+            };
+            best = Some(match best {
+                None => answer,
+                Some(b) if answer.score < b.score => answer,
+                Some(b) if answer.score == b.score => {
+                    if self.leaves(&answer.top)? < self.leaves(&b.top)? {
+                        answer
+                    } else {
+                        b
+                    }
+                }
+                Some(b) => b,
+            });
+        }
+        Ok(best)
+    }
+
+    /// The whole proof for an answer, checked before it is given: data
+    /// read back from disk may have changed since it was written.
+    pub fn proof(&self, answer: &HardAnswer) -> Result<HardProof, ReadError> {
+        let h = &self.header;
+        let xs = self.leaves(&answer.top)?;
+        let top = top_of(&h.plot_id, h.k, h.levels, &xs)
+            .map_err(|_| self.damaged(h.levels, answer.top.index, "its tree does not verify"))?;
+        if top_prefix(top.y) != answer.top.prefix {
+            return Err(self.damaged(h.levels, answer.top.index, "its prefix is not its tree's"));
+        }
+        Ok(HardProof {
+            farmer_key: h.farmer_key,
+            seed: h.seed,
+            k: h.k,
+            xs,
+        })
+    }
+}
