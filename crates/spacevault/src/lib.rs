@@ -60,5 +60,5 @@ pub use construction::{
 pub use plot::{plot, PlotError, PlotOptions, PlotSummary, Plotter};
 pub use prove::{Answer, ProveError};
 pub use reader::{PlotFile, ReadError, ReadMode};
-pub use scheme::{Plain, ProofScheme};
+pub use scheme::{Hard, Plain, ProofScheme};
 pub use verify::{verify, Proof, Verified, VerifyError};

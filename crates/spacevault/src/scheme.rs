@@ -76,6 +76,45 @@ impl ProofScheme for Plain {
     }
 }
 
+/// Kind 2: the table-chain scheme of [`crate::hard`], five levels of
+/// matched joins. A proof names the 16 leaves of one top entry's tree;
+/// its score (the top entry's prefix distance, then its quality hash) is
+/// already on the shared scale, the best of the plot's top entries, of
+/// which a plot of size k has about `2^k` (0.95 of it at k = 16, 0.99 at
+/// k = 20: the matching's losses at the edges of the output range shrink
+/// as the range grows).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Hard;
+
+impl ProofScheme for Hard {
+    const KIND: u8 = 2;
+    const NAME: &'static str = "hard";
+    const MIN_K: u8 = crate::hard::construction::MIN_K;
+    const MAX_K: u8 = crate::hard::construction::MAX_K;
+    type Proof = crate::hard::HardProof;
+
+    fn plot_id(proof: &Self::Proof) -> [u8; 32] {
+        crate::hard::construction::plot_id(
+            &proof.farmer_key,
+            &proof.seed,
+            proof.k,
+            crate::hard::construction::LEVELS,
+        )
+    }
+
+    fn well_formed(proof: &Self::Proof) -> Result<(), VerifyError> {
+        crate::hard::verify::well_formed_with(crate::hard::construction::LEVELS, proof)
+    }
+
+    fn verify(proof: &Self::Proof, challenge: &[u8; 32]) -> Result<Verified, VerifyError> {
+        crate::hard::verify(proof, challenge)
+    }
+
+    fn records(k: u8) -> u64 {
+        1u64.checked_shl(u32::from(k)).unwrap_or(u64::MAX)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,6 +8,7 @@
 mod construction;
 #[path = "../../../spacevault-chain/tests/vectors/file.rs"]
 mod file;
+mod hard;
 mod header;
 mod plot;
 
