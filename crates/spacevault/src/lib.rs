@@ -37,6 +37,7 @@
 
 #[doc(hidden)]
 pub mod aligned;
+pub mod any;
 pub mod check;
 pub mod construction;
 pub mod format;
@@ -54,6 +55,7 @@ pub mod scheme;
 pub mod units;
 pub mod verify;
 
+pub use any::{AnyPlot, AnyProof, Lookup};
 pub use construction::{
     brute_force_best, distance, plot_id, quality, record_hash, Candidate, MAX_K, MIN_K,
 };

@@ -3,7 +3,7 @@
 use crate::construction::{distance, k_is_supported, plot_id, quality, record_hash};
 
 /// A proof of space: which plot, and which of its records.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Proof {
     pub farmer_key: [u8; 32],
     pub seed: [u8; 32],
