@@ -634,3 +634,97 @@ fn a_failed_tests_children_are_killed_with_it() {
         "process {pid} outlived its test"
     );
 }
+
+/// The hard scheme end to end: a k = 16 table-chain plot made, shown,
+/// checked, and its proof (beside a plain plot's, ranked on one scale)
+/// verified; a changed leaf is invalid, and the plot is not overwritten.
+#[test]
+fn hard_plots_plot_prove_verify_check_info() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = plot_k16(dir.path());
+    let out = sv(dir.path())
+        .args(["plot", "--scheme", "hard", "-k", "16", "--threads", "2"])
+        .args(["--farmer-key", FARMER, "--seed", SEED, "--out"])
+        .arg(dir.path())
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("plotted k=16 hard"))
+        .get_output()
+        .stdout
+        .clone();
+    let hard = PathBuf::from(String::from_utf8(out).unwrap().trim());
+    assert!(hard.exists() && hard != plain);
+
+    let info = json(sv(dir.path()).args(["info", "--json"]).arg(&hard));
+    assert_eq!(
+        (
+            info["scheme"].as_str(),
+            info["k"].as_u64(),
+            info["levels"].as_u64()
+        ),
+        (Some("hard"), Some(16), Some(5))
+    );
+    assert_eq!(info["stored"].as_array().unwrap().len(), 4);
+
+    let proof = json(
+        sv(dir.path())
+            .args(["prove", "--json", "--challenge", CHALLENGE])
+            .arg(dir.path()),
+    );
+    let plots = proof["plots"].as_array().unwrap();
+    assert_eq!(plots.len(), 2);
+    let hard_entry = plots.iter().find(|p| p["scheme"] == "hard").unwrap();
+    assert_eq!(hard_entry["leaves"].as_array().unwrap().len(), 16);
+    assert!(hard_entry["reads"].as_u64().unwrap() <= 6);
+    sv(dir.path())
+        .args(["verify", "--proof", &proof.to_string()])
+        .assert()
+        .success()
+        .stdout(predicate::str::starts_with("valid"));
+    let mut bad = hard_entry.clone();
+    bad["leaves"][5] = (bad["leaves"][5].as_u64().unwrap() ^ 1).into();
+    sv(dir.path())
+        .args(["verify", "--proof", &bad.to_string()])
+        .assert()
+        .failure()
+        .stdout(predicate::str::contains("do not match"));
+
+    let check = json(
+        sv(dir.path())
+            .args(["check", "--json", "--full"])
+            .arg(dir.path()),
+    );
+    assert_eq!(check["ok"], true);
+    let hard_check = check["plots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["scheme"] == "hard")
+        .unwrap()
+        .clone();
+    assert!(hard_check["records_rehashed"].as_u64().unwrap() > 0);
+
+    sv(dir.path())
+        .args([
+            "plot",
+            "--scheme",
+            "hard",
+            "-k",
+            "16",
+            "--farmer-key",
+            FARMER,
+            "--seed",
+            SEED,
+            "--out",
+        ])
+        .arg(dir.path())
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("already exists"));
+    sv(dir.path())
+        .args(["plot", "--scheme", "hard", "-k", "33", "--out"])
+        .arg(dir.path())
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("not supported by the hard scheme"));
+}

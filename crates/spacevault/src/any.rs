@@ -114,7 +114,8 @@ enum Answered {
 /// table-chain one, None for anything else.
 pub fn kind_of_file(path: &Path) -> std::io::Result<Option<u8>> {
     let mut magic = [0u8; 8];
-    let mut f = std::fs::File::open(path)?;
+    // A FIFO or device is refused here, not waited on.
+    let (mut f, _) = crate::aligned::open_read(path, false)?;
     let mut got = 0;
     while got < magic.len() {
         match f.read(&mut magic[got..])? {
@@ -136,10 +137,9 @@ impl AnyPlot {
     /// neither is refused as the plain reader refuses it.
     pub fn open(path: impl AsRef<Path>) -> Result<AnyPlot, ReadError> {
         let path = path.as_ref();
-        let kind = kind_of_file(path).map_err(|cause| ReadError::Io {
-            path: path.to_path_buf(),
-            cause,
-        })?;
+        // Anything that is not a readable plot of the second kind is left
+        // to the plain reader, which names what is wrong with it.
+        let kind = kind_of_file(path).ok().flatten();
         Ok(match kind {
             Some(Hard::KIND) => AnyPlot::Hard(HardPlotFile::open(path)?),
             _ => AnyPlot::Plain(PlotFile::open(path)?),

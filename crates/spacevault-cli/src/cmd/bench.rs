@@ -118,6 +118,7 @@ fn bench_plot(a: BenchPlotArgs) -> Result<()> {
         super::plot::create_output_dir(dir)?;
     }
     let args = super::plot::PlotArgs {
+        scheme: super::plot::SchemeArg::Plain,
         k: a.k,
         out: vec![a.dir.clone()],
         tmp: a.tmp.clone(),

@@ -31,6 +31,7 @@ struct LayoutJson {
 #[derive(Serialize)]
 struct InfoJson {
     path: PathBuf,
+    scheme: &'static str,
     format_version: u16,
     k: u8,
     plot_id: String,
@@ -43,12 +44,103 @@ struct InfoJson {
     layout: LayoutJson,
 }
 
+#[derive(Serialize)]
+struct LevelJson {
+    level: u8,
+    entries: u64,
+    bits_per_entry: u32,
+}
+
+#[derive(Serialize)]
+struct HardInfoJson {
+    path: PathBuf,
+    scheme: &'static str,
+    format_version: u16,
+    k: u8,
+    levels: u8,
+    plot_id: String,
+    farmer_key: String,
+    seed: String,
+    file_size: u64,
+    bytes_per_entry: f64,
+    created_unix: u64,
+    index_bits: u8,
+    stored: Vec<LevelJson>,
+}
+
+/// A table-chain plot's header.
+fn run_hard(args: &InfoArgs) -> Result<()> {
+    let plot = spacevault::hard::HardPlotFile::open(&args.path)?;
+    let (h, l) = (plot.header(), plot.layout());
+    let entries: u64 = h.counts().iter().sum();
+    let info = HardInfoJson {
+        path: args.path.clone(),
+        scheme: "hard",
+        format_version: spacevault::hard::format::VERSION,
+        k: h.k,
+        levels: h.levels,
+        plot_id: hex::encode(h.plot_id),
+        farmer_key: hex::encode(h.farmer_key),
+        seed: hex::encode(h.seed),
+        file_size: l.file_size,
+        bytes_per_entry: l.file_size as f64 / entries.max(1) as f64,
+        created_unix: h.created_unix,
+        index_bits: l.index_bits,
+        stored: l
+            .sections
+            .iter()
+            .enumerate()
+            .map(|(i, s)| LevelJson {
+                level: i as u8 + 2,
+                entries: s.count,
+                bits_per_entry: s.width,
+            })
+            .collect(),
+    };
+    if args.json {
+        return crate::cmd::print_json(&info);
+    }
+    outln!("path               {}", info.path.display());
+    outln!(
+        "scheme             hard (table chain of {} levels)",
+        info.levels
+    );
+    outln!("format version     {}", info.format_version);
+    outln!("k                  {}", info.k);
+    outln!("plot id            {}", info.plot_id);
+    outln!("farmer key         {}", info.farmer_key);
+    outln!("seed               {}", info.seed);
+    outln!(
+        "file size          {} ({})",
+        info.file_size,
+        crate::size::format_size(info.file_size)
+    );
+    outln!("bytes per entry    {:.3}", info.bytes_per_entry);
+    outln!("created (unix)     {}", info.created_unix);
+    for s in &info.stored {
+        outln!(
+            "level {}            {} entries of {} bits",
+            s.level,
+            s.entries,
+            s.bits_per_entry
+        );
+    }
+    outln!("index bits         {}", info.index_bits);
+    Ok(())
+}
+
 pub fn run(args: InfoArgs) -> Result<()> {
+    if spacevault::any::kind_of_file(&args.path).ok().flatten()
+        == Some(<spacevault::Hard as spacevault::ProofScheme>::KIND)
+    {
+        return run_hard(&args);
+    }
     let plot = PlotFile::open(&args.path)?;
     let h = plot.header();
     let l = h.layout;
     let info = InfoJson {
         path: args.path.clone(),
+        scheme: "plain",
         format_version: VERSION,
         k: h.k(),
         plot_id: hex::encode(h.plot_id),

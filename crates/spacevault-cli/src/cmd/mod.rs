@@ -9,6 +9,7 @@ pub mod info;
 pub mod network;
 pub mod node;
 pub mod plot;
+pub mod plot_hard;
 pub mod plot_paths;
 pub mod prove;
 pub mod report;

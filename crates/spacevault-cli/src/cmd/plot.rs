@@ -16,9 +16,15 @@ use std::time::Instant;
 
 #[derive(Args, Debug)]
 pub struct PlotArgs {
-    /// Plot size: 2^K records (16 to 40).
+    /// Plot size: 2^K records (16 to 40; 16 to 32 for the hard scheme).
     #[arg(short = 'k', long = "k", value_name = "K", default_value_t = 24)]
     pub k: u8,
+    /// The proof-of-space scheme: plain (one table of hashes, one read a
+    /// proof: for hashing research and benchmarks) or hard (a chain of
+    /// matched tables that resists time-memory trade-offs: for a chain).
+    /// Hard plots are made in memory.
+    #[arg(long, value_enum, default_value_t = SchemeArg::Plain)]
+    pub scheme: SchemeArg,
     /// Directory for finished plots; repeat to fill several drives in turn.
     #[arg(long = "out", value_name = "DIR", default_value = ".")]
     pub out: Vec<PathBuf>,
@@ -59,6 +65,12 @@ pub struct PlotArgs {
     pub json: bool,
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SchemeArg {
+    Plain,
+    Hard,
+}
+
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum StrategyArg {
     Auto,
@@ -97,6 +109,7 @@ impl From<StrategyArg> for Strategy {
 #[derive(Serialize)]
 pub struct PlotJson {
     pub path: PathBuf,
+    pub scheme: &'static str,
     pub k: u8,
     pub plot_id: String,
     pub bytes: u64,
@@ -107,7 +120,7 @@ pub struct PlotJson {
 }
 
 /// `seed + i` as a 256-bit little-endian integer.
-fn nth_seed(seed: &[u8; 32], i: u64) -> [u8; 32] {
+pub(crate) fn nth_seed(seed: &[u8; 32], i: u64) -> [u8; 32] {
     let mut out = *seed;
     let mut carry = i as u128;
     for chunk in out.chunks_mut(8) {
@@ -118,10 +131,8 @@ fn nth_seed(seed: &[u8; 32], i: u64) -> [u8; 32] {
     out
 }
 
-pub fn options_from(args: &PlotArgs) -> Result<PlotOptions> {
-    if !(MIN_K..=MAX_K).contains(&args.k) {
-        bail!("k = {} is not supported: use {MIN_K} to {MAX_K}", args.k);
-    }
+/// The farmer key and first seed a run's plots take.
+pub(crate) fn key_and_seed(args: &PlotArgs) -> Result<([u8; 32], [u8; 32])> {
     let farmer_key = match &args.farmer_key {
         Some(h) => parse_hex32("--farmer-key", h)?,
         None => stored_farmer_key()?,
@@ -130,6 +141,14 @@ pub fn options_from(args: &PlotArgs) -> Result<PlotOptions> {
         Some(h) => parse_hex32("--seed", h)?,
         None => random32()?,
     };
+    Ok((farmer_key, seed))
+}
+
+pub fn options_from(args: &PlotArgs) -> Result<PlotOptions> {
+    if !(MIN_K..=MAX_K).contains(&args.k) {
+        bail!("k = {} is not supported: use {MIN_K} to {MAX_K}", args.k);
+    }
+    let (farmer_key, seed) = key_and_seed(args)?;
     let mut o = PlotOptions::new(args.k, farmer_key, seed);
     if let Some(m) = args.memory {
         o.memory = m;
@@ -156,6 +175,9 @@ pub fn run(args: PlotArgs) -> Result<()> {
     }
     for dir in args.out.iter().chain(args.tmp.iter()) {
         create_output_dir(dir)?;
+    }
+    if args.scheme == SchemeArg::Hard {
+        return super::plot_hard::run(&args);
     }
     let base = options_from(&args)?;
     warn_of_a_large_temp_file(&base);
@@ -244,7 +266,7 @@ fn jobs_of(args: &PlotArgs, base: &PlotOptions) -> Vec<PlotJob> {
 }
 
 /// A plot's failure, as the user is told of it.
-fn failure_of(e: PlotError) -> anyhow::Error {
+pub(crate) fn failure_of(e: PlotError) -> anyhow::Error {
     match e {
         PlotError::AlreadyExists(path) => anyhow::anyhow!(
             "{} already exists (pass --force to overwrite it)",
@@ -273,7 +295,7 @@ fn plotted_line(prefix: &str, summary: &PlotSummary) -> String {
 
 /// Plots a run may make: enough for any farm, and the list of them stays
 /// small in memory.
-const MAX_COUNT: u64 = 100_000;
+pub(crate) const MAX_COUNT: u64 = 100_000;
 
 /// Makes an output directory and its parents where missing, as tools that
 /// write into a directory do; a path that exists and is not a directory is
@@ -314,6 +336,7 @@ impl From<&PlotSummary> for PlotJson {
     fn from(summary: &PlotSummary) -> PlotJson {
         PlotJson {
             path: summary.path.clone(),
+            scheme: "plain",
             k: summary.k,
             plot_id: hex::encode(summary.plot_id),
             bytes: summary.bytes,

@@ -5,7 +5,7 @@ use crate::keys::parse_hex32;
 use anyhow::{bail, Result};
 use clap::Args;
 use serde::{Deserialize, Serialize};
-use spacevault::PlotFile;
+use spacevault::{AnyPlot, AnyProof};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -23,13 +23,20 @@ pub struct ProveArgs {
 }
 
 /// A proof as prove prints it and verify reads it. `farmer_key`, `seed`,
-/// `k` and `nonce` are the proof; the rest says what it is worth.
+/// `k` and `nonce` (a plain proof) or `scheme: "hard"` and `leaves` (a
+/// table-chain proof) are the proof; the rest says what it is worth.
 #[derive(Serialize, Deserialize, Clone, Debug)]
 pub struct ProofJson {
+    /// Absent for the plain scheme.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheme: Option<String>,
     pub farmer_key: String,
     pub seed: String,
     pub k: u8,
-    pub nonce: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nonce: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leaves: Option<Vec<u64>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub challenge: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -66,33 +73,36 @@ pub fn run(args: ProveArgs) -> Result<()> {
     let mut answers = Vec::new();
     let mut errors = found.problems;
     let plots = found.plots;
-    let mut best: Option<(spacevault::Candidate, ProofJson)> = None;
+    let mut best: Option<(([u8; 32], u64), ProofJson)> = None;
     for path in plots {
         let started = Instant::now();
-        match PlotFile::open(&path).and_then(|p| p.prove(&challenge).map(|a| (p, a))) {
-            Ok((plot, answer)) => {
+        let answered = AnyPlot::open(&path).and_then(|plot| {
+            let lookup = plot.lookup(&challenge)?;
+            let proof = lookup.as_ref().map(|l| plot.proof(l)).transpose()?;
+            Ok((plot, lookup.zip(proof)))
+        });
+        match answered {
+            Ok((_, None)) => errors.push(PathProblem {
+                path,
+                error: "the plot has no top entries to answer with".into(),
+            }),
+            Ok((plot, Some((lookup, proof)))) => {
                 let micros = started.elapsed().as_secs_f64() * 1e6;
-                let h = plot.header();
-                let proof = ProofJson {
-                    farmer_key: hex::encode(h.farmer_key),
-                    seed: hex::encode(h.seed),
-                    k: h.k(),
-                    nonce: answer.nonce,
-                    challenge: Some(hex::encode(challenge)),
-                    plot_id: Some(hex::encode(h.plot_id)),
-                    distance: Some(hex::encode(answer.distance)),
-                    quality: Some(answer.quality),
-                };
-                if best
-                    .as_ref()
-                    .is_none_or(|(b, _)| answer.candidate().beats(b))
-                {
-                    best = Some((answer.candidate(), proof.clone()));
+                let mut json = ProofJson::of(&proof);
+                json.challenge = Some(hex::encode(challenge));
+                json.plot_id = Some(hex::encode(plot.plot_id()));
+                json.distance = Some(hex::encode(lookup.distance));
+                json.quality = Some(lookup.quality);
+                // Ranked as the chain ranks proofs: the score on the
+                // shared scale, then the nonce or the first leaf.
+                let rank = (lookup.distance, json.tiebreak());
+                if best.as_ref().is_none_or(|(b, _)| rank < *b) {
+                    best = Some((rank, json.clone()));
                 }
                 answers.push(PlotAnswer {
                     path,
-                    proof,
-                    reads: answer.reads,
+                    proof: json,
+                    reads: lookup.reads,
                     micros,
                 });
             }
@@ -132,9 +142,9 @@ pub fn run(args: ProveArgs) -> Result<()> {
         }
         for a in &answers {
             outln!(
-                "{}  nonce {}  quality {}  distance {}  ({} read{}, {:.0} us)",
+                "{}  {}  quality {}  distance {}  ({} read{}, {:.0} us)",
                 a.path.display(),
-                a.proof.nonce,
+                a.proof.witness(),
                 a.proof.quality.unwrap_or(0),
                 a.proof.distance.as_deref().unwrap_or(""),
                 a.reads,
@@ -150,4 +160,53 @@ pub fn run(args: ProveArgs) -> Result<()> {
         bail!("no plot answered: {}", failures.join("; "));
     }
     Ok(())
+}
+
+impl ProofJson {
+    /// The proof's own fields, with nothing claimed of its worth.
+    pub fn of(proof: &AnyProof) -> ProofJson {
+        let (scheme, nonce, leaves) = match proof {
+            AnyProof::Plain(p) => (None, Some(p.nonce), None),
+            AnyProof::Hard(p) => (
+                Some(proof.scheme_name().to_string()),
+                None,
+                Some(p.xs.clone()),
+            ),
+        };
+        ProofJson {
+            scheme,
+            farmer_key: hex::encode(proof.farmer_key()),
+            seed: hex::encode(proof.seed()),
+            k: proof.k(),
+            nonce,
+            leaves,
+            challenge: None,
+            plot_id: None,
+            distance: None,
+            quality: None,
+        }
+    }
+
+    /// What breaks a tie of scores: the nonce, or the first leaf.
+    pub fn tiebreak(&self) -> u64 {
+        self.nonce
+            .or_else(|| self.leaves.as_ref().and_then(|l| l.first().copied()))
+            .unwrap_or(0)
+    }
+
+    /// The proof's answer in a few words: its nonce, or its leaves.
+    pub fn witness(&self) -> String {
+        match (&self.nonce, &self.leaves) {
+            (Some(n), _) => format!("nonce {n}"),
+            (None, Some(leaves)) => format!(
+                "leaves {}",
+                leaves
+                    .iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+            (None, None) => "no answer".into(),
+        }
+    }
 }

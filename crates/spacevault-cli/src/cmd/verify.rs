@@ -11,7 +11,8 @@ use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use serde::Serialize;
 use serde_json::Value;
-use spacevault::{verify, Proof};
+use spacevault::hard::HardProof;
+use spacevault::{AnyProof, Proof};
 use std::io::Read;
 
 #[derive(Args, Debug)]
@@ -38,7 +39,11 @@ struct VerifyOutput {
     reason: Option<String>,
     challenge: String,
     plot_id: Option<String>,
-    nonce: u64,
+    scheme: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    nonce: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    leaves: Option<Vec<u64>>,
     k: u8,
     distance: Option<String>,
     quality: Option<u32>,
@@ -123,11 +128,34 @@ fn proof_from(v: &Value, name: &str) -> Result<ProofJson> {
             Some(other) => bail!("{name}'s {field} must be a number, not {}", kind_of(other)),
         }
     };
+    let scheme = text("scheme", false)?;
+    let hard = match scheme.as_deref() {
+        None | Some("plain") => false,
+        Some("hard") => true,
+        Some(other) => bail!("{name}'s scheme must be plain or hard, not {other:?}"),
+    };
+    let leaves = match (hard, o.get("leaves")) {
+        (false, _) => None,
+        (true, None | Some(Value::Null)) => bail!("{name} has no leaves"),
+        (true, Some(Value::Array(items))) => Some(
+            items
+                .iter()
+                .map(|v| {
+                    v.as_u64().ok_or_else(|| {
+                        anyhow!("{name}'s leaves must be whole numbers, not {}", kind_of(v))
+                    })
+                })
+                .collect::<Result<Vec<u64>>>()?,
+        ),
+        (true, Some(other)) => bail!("{name}'s leaves must be an array, not {}", kind_of(other)),
+    };
     Ok(ProofJson {
+        scheme,
         farmer_key: text("farmer_key", true)?.unwrap_or_default(),
         seed: text("seed", true)?.unwrap_or_default(),
         k: number("k", true, u8::MAX as u64)?.unwrap_or_default() as u8,
-        nonce: number("nonce", true, u64::MAX)?.unwrap_or_default(),
+        nonce: number("nonce", !hard, u64::MAX)?,
+        leaves,
         challenge: text("challenge", false)?,
         plot_id: text("plot_id", false)?,
         distance: text("distance", false)?,
@@ -186,7 +214,7 @@ fn entries_of(text: &str) -> Result<(Vec<Entry>, Option<String>)> {
 
 /// A proof's verdict: its verified values, or why it is invalid.
 struct Verdict {
-    proof: Proof,
+    proof: AnyProof,
     verified: Option<spacevault::Verified>,
     reason: Option<String>,
 }
@@ -195,18 +223,28 @@ struct Verdict {
 /// beyond the proof itself (its challenge, plot id, distance, quality): a
 /// proof that claims more than it is worth is not valid.
 fn judge(p: &ProofJson, challenge: &[u8; 32], name: &str) -> Result<Verdict> {
-    let proof = Proof {
-        farmer_key: parse_hex32(&format!("{name}'s farmer_key"), &p.farmer_key)?,
-        seed: parse_hex32(&format!("{name}'s seed"), &p.seed)?,
-        k: p.k,
-        nonce: p.nonce,
+    let farmer_key = parse_hex32(&format!("{name}'s farmer_key"), &p.farmer_key)?;
+    let seed = parse_hex32(&format!("{name}'s seed"), &p.seed)?;
+    let proof = match (p.nonce, &p.leaves) {
+        (_, Some(xs)) => AnyProof::Hard(HardProof {
+            farmer_key,
+            seed,
+            k: p.k,
+            xs: xs.clone(),
+        }),
+        (nonce, None) => AnyProof::Plain(Proof {
+            farmer_key,
+            seed,
+            k: p.k,
+            nonce: nonce.unwrap_or_default(),
+        }),
     };
     let claimed_challenge = p
         .challenge
         .as_deref()
         .map(|c| parse_hex32(&format!("{name}'s challenge"), c))
         .transpose()?;
-    let v = match verify(&proof, challenge) {
+    let v = match proof.verify(challenge) {
         Ok(v) => v,
         Err(e) => {
             return Ok(Verdict {
@@ -226,7 +264,7 @@ fn judge(p: &ProofJson, challenge: &[u8; 32], name: &str) -> Result<Verdict> {
     } else if differs(&p.plot_id, &v.plot_id) {
         Some("the proof's plot_id does not match its farmer key, seed and k".into())
     } else if differs(&p.distance, &v.distance) {
-        Some("the proof claims a distance its record does not have".into())
+        Some("the proof claims a distance its answer does not have".into())
     } else {
         p.quality
             .filter(|&q| q != v.quality)
@@ -279,7 +317,7 @@ pub fn run(args: VerifyArgs) -> Result<bool> {
         let rank = |v: &Verdict| {
             v.verified
                 .as_ref()
-                .map(|x| (x.distance, v.proof.nonce, x.plot_id))
+                .map(|x| (x.distance, ProofJson::of(&v.proof).tiebreak(), x.plot_id))
         };
         let best = rank(&verdicts[0]);
         let listed = verdicts[1..].iter().any(|v| rank(v) == best);
@@ -298,8 +336,10 @@ pub fn run(args: VerifyArgs) -> Result<bool> {
         valid: reason.is_none(),
         challenge: hex::encode(challenge),
         plot_id: best.verified.as_ref().map(|v| hex::encode(v.plot_id)),
-        nonce: best.proof.nonce,
-        k: best.proof.k,
+        scheme: best.proof.scheme_name(),
+        nonce: ProofJson::of(&best.proof).nonce,
+        leaves: ProofJson::of(&best.proof).leaves,
+        k: best.proof.k(),
         distance: best.verified.as_ref().map(|v| hex::encode(v.distance)),
         quality: best.verified.as_ref().map(|v| v.quality),
         verified: entries.iter().map(|e| e.name.clone()).collect(),

@@ -61,6 +61,12 @@ impl Header {
     /// Parses and checks a header: magic, version, checksum, k, layout,
     /// plot id. The file size is checked by the caller, who knows it.
     pub fn decode(b: &[u8]) -> Result<Header, FormatError> {
+        if b.len() >= 8 && b[0..8] == crate::hard::format::MAGIC {
+            return Err(FormatError::OtherScheme {
+                found: "hard",
+                wanted: "plain",
+            });
+        }
         if b.len() < 8 || b[0..8] != MAGIC {
             return Err(FormatError::NotAPlot);
         }

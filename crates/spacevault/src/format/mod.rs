@@ -20,6 +20,12 @@ pub use region::{seal, Region, REGION_HEADER_SIZE};
 pub enum FormatError {
     #[error("not a spacevault plot (bad magic bytes)")]
     NotAPlot,
+    /// A plot of the other scheme than the reader's.
+    #[error("a plot of the {found} scheme, where a {wanted} plot was expected")]
+    OtherScheme {
+        found: &'static str,
+        wanted: &'static str,
+    },
     #[error("plot format version {0} is not supported (this build reads version {VERSION})")]
     UnsupportedVersion(u16),
     #[error("the plot header is damaged (checksum mismatch)")]

@@ -229,6 +229,12 @@ impl Header {
     /// widths, reserved bytes and plot id. The file size is the caller's
     /// to check against [`Layout::file_size`].
     pub fn decode(b: &[u8]) -> Result<Header, FormatError> {
+        if b.len() >= 8 && b[0..8] == crate::format::MAGIC {
+            return Err(FormatError::OtherScheme {
+                found: "plain",
+                wanted: "hard",
+            });
+        }
         if b.len() < 8 || b[0..8] != MAGIC {
             return Err(FormatError::NotAPlot);
         }

@@ -14,6 +14,7 @@
 //! - [`reader`]: answering challenges; [`verify`](mod@verify): checking.
 //! - [`reference`]: the slow, obvious twin the tests compare with.
 
+pub mod check;
 pub mod construction;
 pub mod format;
 pub mod plot;

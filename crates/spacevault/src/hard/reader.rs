@@ -52,7 +52,7 @@ impl HardPlotFile {
             path: path.clone(),
             cause,
         };
-        let file = File::open(&path).map_err(io_err)?;
+        let (file, _) = crate::aligned::open_read(&path, false).map_err(io_err)?;
         let size = file.metadata().map_err(io_err)?.len();
         let mut head = vec![0u8; HEADER_SIZE.min(size as usize)];
         file.read_exact_at(&mut head, 0).map_err(io_err)?;

@@ -131,3 +131,27 @@ fn a_quality_takes_five_reads_and_a_proof_sixteen() {
     assert_eq!(most_quality, 5);
     assert_eq!(most_proof, 16);
 }
+
+/// The shared scale: the best score of a plot of n top entries has a
+/// median near ln 2 · 2^64 / n in its top 64 bits, as the best of n plain
+/// records does (`scheme.rs`).
+#[test]
+fn the_best_score_stands_for_the_plots_top_entries() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = plot_in(dir.path(), 16, 11);
+    let n = file.layout().top().count as f64;
+    let mut best: Vec<u64> = (0..401)
+        .map(|i| {
+            let answer = file.prove(&challenge(50_000 + i)).unwrap().unwrap();
+            u64::from_be_bytes(answer.score[..8].try_into().unwrap())
+        })
+        .collect();
+    best.sort_unstable();
+    let median = best[best.len() / 2] as f64;
+    let expected = std::f64::consts::LN_2 * 2f64.powi(64) / n;
+    // As in scheme.rs: within 22% (three standard errors of the median).
+    assert!(
+        (median / expected - 1.0).abs() < 0.22,
+        "median {median:e}, expected {expected:e}"
+    );
+}
