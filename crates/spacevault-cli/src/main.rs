@@ -94,6 +94,9 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
         signals::install();
     }
     match cli.command {
+        Command::Plot(a) if a.scheme == cmd::plot::SchemeArg::Hard => {
+            cmd::plot_hard::run(&a).map(|_| true)
+        }
         Command::Plot(a) => cmd::plot::run(a).map(|_| true),
         Command::Prove(a) => cmd::prove::run(a).map(|_| true),
         Command::Verify(a) => cmd::verify::run(a),

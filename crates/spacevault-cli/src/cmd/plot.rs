@@ -163,7 +163,9 @@ pub fn options_from(args: &PlotArgs) -> Result<PlotOptions> {
     Ok(o)
 }
 
-pub fn run(args: PlotArgs) -> Result<()> {
+/// The checks of `--count` and the output directories both schemes' runs
+/// begin with.
+pub(crate) fn prepare(args: &PlotArgs) -> Result<()> {
     if args.count == 0 {
         bail!("--count must be at least 1");
     }
@@ -176,9 +178,11 @@ pub fn run(args: PlotArgs) -> Result<()> {
     for dir in args.out.iter().chain(args.tmp.iter()) {
         create_output_dir(dir)?;
     }
-    if args.scheme == SchemeArg::Hard {
-        return super::plot_hard::run(&args);
-    }
+    Ok(())
+}
+
+pub fn run(args: PlotArgs) -> Result<()> {
+    prepare(&args)?;
     let base = options_from(&args)?;
     warn_of_a_large_temp_file(&base);
     let jobs = jobs_of(&args, &base);

@@ -18,6 +18,7 @@ pub fn run(args: &PlotArgs) -> Result<()> {
     if matches!(args.strategy, StrategyArg::External) || args.tmp.is_some() {
         bail!("the hard scheme plots in memory: --strategy external and --tmp are for plain plots");
     }
+    super::plot::prepare(args)?;
     let (farmer_key, seed) = key_and_seed(args)?;
     let mut base = HardPlotOptions::new(args.k, farmer_key, seed);
     if let Some(m) = args.memory {
