@@ -20,6 +20,7 @@ pub mod format;
 pub mod plot;
 pub mod reader;
 pub mod reference;
+mod sort;
 pub mod verify;
 
 pub use plot::{plot, HardPlotOptions, HardPlotSummary};

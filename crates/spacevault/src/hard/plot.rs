@@ -8,6 +8,7 @@ use super::construction::{
     Node, B, BUCKET, C, IS_TARGET,
 };
 use super::format::{BitWriter, Header, Layout, LevelInfo};
+use super::sort::sort_by;
 use crate::aligned::{AlignedBuf, ALIGN};
 use crate::kernel::Kernel;
 use crate::plot::files::{self, TempPlot};
@@ -126,7 +127,8 @@ fn level_one(id: &[u8; 32], k: u8, threads: usize) -> Level {
             });
         }
     });
-    keyed.sort_unstable_by_key(|e| (e.0, e.1));
+    let bound = 1u128 << (k + super::construction::EXTRA_BITS);
+    let keyed = sort_by(keyed, bound, |e| u128::from(e.0), |e| (e.0, e.1), threads);
     Level {
         ys: keyed.iter().map(|e| e.0).collect(),
         metas: keyed.iter().map(|e| e.2).collect(),
@@ -251,8 +253,14 @@ fn next_level(id: &[u8; 32], k: u8, level: u8, below: &Level, threads: usize) ->
             parts.push(h.join().expect("a plotting thread panicked"));
         }
     });
-    let mut all: Vec<Joined> = parts.concat();
-    all.sort_unstable_by_key(|e| (e.0, e.1));
+    let bound = 1u128 << (k + super::construction::EXTRA_BITS);
+    let all = sort_by(
+        parts.concat(),
+        bound,
+        |e| u128::from(e.0),
+        |e| (e.0, e.1),
+        threads,
+    );
     Level {
         ys: all.iter().map(|e| e.0).collect(),
         metas: all.iter().map(|e| e.2).collect(),
@@ -297,7 +305,7 @@ pub(crate) fn build_tables(id: &[u8; 32], k: u8, levels: u8, threads: usize) -> 
     let mut position: Vec<u64> = built[0].back.iter().map(|b| u64::from(b[0])).collect();
     let mut middle = Vec::new();
     for i in 1..top_index {
-        let mut values: Vec<(u128, u32)> = built[i]
+        let values: Vec<(u128, u32)> = built[i]
             .back
             .iter()
             .enumerate()
@@ -309,7 +317,8 @@ pub(crate) fn build_tables(id: &[u8; 32], k: u8, levels: u8, threads: usize) -> 
                 )
             })
             .collect();
-        values.sort_unstable();
+        let bound = values.iter().map(|v| v.0).max().map_or(1, |m| m + 1);
+        let values = sort_by(values, bound, |v| v.0, |v| *v, threads);
         let mut next = vec![u64::MAX; built[i].back.len()];
         for (rank, &(_, e)) in values.iter().enumerate() {
             next[e as usize] = rank as u64;
@@ -319,7 +328,7 @@ pub(crate) fn build_tables(id: &[u8; 32], k: u8, levels: u8, threads: usize) -> 
         middle.push(values.into_iter().map(|v| v.0).collect());
     }
     let top_level = &built[top_index];
-    let mut top: Vec<(u64, u128)> = top_level
+    let top: Vec<(u64, u128)> = top_level
         .back
         .iter()
         .zip(&top_level.ys)
@@ -330,7 +339,7 @@ pub(crate) fn build_tables(id: &[u8; 32], k: u8, levels: u8, threads: usize) -> 
             )
         })
         .collect();
-    top.sort_unstable();
+    let top = sort_by(top, 1u128 << k, |t| u128::from(t.0), |t| *t, threads);
     Tables {
         matched,
         middle,
