@@ -305,18 +305,30 @@ pub(crate) fn build_tables(id: &[u8; 32], k: u8, levels: u8, threads: usize) -> 
     let mut position: Vec<u64> = built[0].back.iter().map(|b| u64::from(b[0])).collect();
     let mut middle = Vec::new();
     for i in 1..top_index {
-        let values: Vec<(u128, u32)> = built[i]
-            .back
-            .iter()
-            .enumerate()
-            .filter(|&(e, _)| keep[i][e])
-            .map(|(e, b)| {
-                (
-                    stored_value(position[b[0] as usize], position[b[1] as usize]),
-                    e as u32,
-                )
-            })
-            .collect();
+        // The lookups in `position` are random: shared between threads.
+        let (back, kept, position_ref) = (&built[i].back, &keep[i], &position);
+        let values: Vec<(u128, u32)> = std::thread::scope(|s| {
+            let parts: Vec<_> = split(back.len(), threads)
+                .into_iter()
+                .map(|share| {
+                    s.spawn(move || {
+                        share
+                            .filter(|&e| kept[e])
+                            .map(|e| {
+                                let b = back[e];
+                                let (l, r) =
+                                    (position_ref[b[0] as usize], position_ref[b[1] as usize]);
+                                (stored_value(l, r), e as u32)
+                            })
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            parts
+                .into_iter()
+                .flat_map(|h| h.join().expect("a plotting thread panicked"))
+                .collect()
+        });
         let bound = values.iter().map(|v| v.0).max().map_or(1, |m| m + 1);
         let values = sort_by(values, bound, |v| v.0, |v| *v, threads);
         let mut next = vec![u64::MAX; built[i].back.len()];

@@ -8,9 +8,48 @@
 /// Items a range holds on average.
 const PER_RANGE: usize = 32;
 
+/// Coarse buckets of the first pass: few enough that writing into each
+/// streams, many enough that a bucket's items fit in a core's cache for
+/// the second pass.
+const COARSE: usize = 256;
+
+/// Sorts `items` (all with keys in `lo..hi`) into `out` by `full`: a
+/// counting pass into ranges of about [`PER_RANGE`] items, then a
+/// comparison sort of each range.
+fn fine_sort<T: Copy, K: Ord>(
+    items: &[T],
+    out: &mut [T],
+    (lo, hi): (u128, u128),
+    key: &impl Fn(&T) -> u128,
+    full: &impl Fn(&T) -> K,
+) {
+    let ranges = (items.len() / PER_RANGE).max(1);
+    let span = (hi - lo).max(1);
+    let range_of = |item: &T| -> usize {
+        let k = key(item).clamp(lo, hi - 1) - lo;
+        (k * ranges as u128 / span) as usize
+    };
+    let mut starts = vec![0usize; ranges + 1];
+    for item in items {
+        starts[range_of(item) + 1] += 1;
+    }
+    for r in 0..ranges {
+        starts[r + 1] += starts[r];
+    }
+    let mut next = starts.clone();
+    for item in items {
+        let r = range_of(item);
+        out[next[r]] = *item;
+        next[r] += 1;
+    }
+    for r in 0..ranges {
+        out[starts[r]..starts[r + 1]].sort_unstable_by_key(full);
+    }
+}
+
 /// `items` sorted by `full`, whose first component must be `key` (a
-/// number below `bound`, so that ordering by range then by `full` is
-/// ordering by `full`).
+/// number below `bound`, so that ordering by key ranges, then by `full`
+/// within each, is ordering by `full`).
 pub(crate) fn sort_by<T, K>(
     items: Vec<T>,
     bound: u128,
@@ -22,53 +61,60 @@ where
     T: Copy + Send + Sync + Default,
     K: Ord,
 {
-    let ranges = (items.len() / PER_RANGE).max(1);
     let bound = bound.max(1);
-    let range_of = |item: &T| -> usize {
+    // Key bounds of coarse bucket c: [c·bound/COARSE, (c+1)·bound/COARSE).
+    let edge = |c: usize| (bound * c as u128).div_ceil(COARSE as u128);
+    let coarse_of = |item: &T| -> usize {
         let k = key(item).min(bound - 1);
-        // k < bound, so the quotient is below `ranges`: u128 holds the
-        // product for keys of up to 96 bits and a few billion ranges.
-        (k * ranges as u128 / bound) as usize
+        (k * COARSE as u128 / bound) as usize
     };
-    let mut starts = vec![0usize; ranges + 1];
+    let mut starts = vec![0usize; COARSE + 1];
     for item in &items {
-        starts[range_of(item) + 1] += 1;
+        starts[coarse_of(item) + 1] += 1;
     }
-    for r in 0..ranges {
-        starts[r + 1] += starts[r];
+    for c in 0..COARSE {
+        starts[c + 1] += starts[c];
     }
     let mut next = starts.clone();
-    let mut out = vec![T::default(); items.len()];
+    let mut spread = vec![T::default(); items.len()];
     for item in &items {
-        let r = range_of(item);
-        out[next[r]] = *item;
-        next[r] += 1;
+        let c = coarse_of(item);
+        spread[next[c]] = *item;
+        next[c] += 1;
     }
-    drop(items);
-    // Each thread sorts the ranges of an equal share of the items.
+    let mut out = items;
+    // Each thread sorts the coarse buckets of an equal share of the items.
     let threads = threads.max(1);
-    let mut rest = out.as_mut_slice();
+    let (mut rest_in, mut rest_out) = (spread.as_slice(), out.as_mut_slice());
     let mut done = 0usize;
     std::thread::scope(|s| {
-        let mut range = 0usize;
+        let mut bucket = 0usize;
         for t in 0..threads {
-            let goal = starts[ranges] * (t + 1) / threads;
-            let first = range;
-            while range < ranges && starts[range + 1] <= goal {
-                range += 1;
+            let goal = starts[COARSE] * (t + 1) / threads;
+            let first = bucket;
+            while bucket < COARSE && starts[bucket + 1] <= goal {
+                bucket += 1;
             }
             if t + 1 == threads {
-                range = ranges;
+                bucket = COARSE;
             }
-            let end = starts[range];
-            let (mine, tail) = rest.split_at_mut(end - done);
-            rest = tail;
+            let end = starts[bucket];
+            let (mine_in, tail_in) = rest_in.split_at(end - done);
+            let (mine_out, tail_out) = rest_out.split_at_mut(end - done);
+            (rest_in, rest_out) = (tail_in, tail_out);
             let offset = done;
             done = end;
-            let (starts, full) = (&starts, &full);
+            let (starts, key, full, edge) = (&starts, &key, &full, &edge);
             s.spawn(move || {
-                for r in first..range {
-                    mine[starts[r] - offset..starts[r + 1] - offset].sort_unstable_by_key(full);
+                for c in first..bucket {
+                    let (a, b) = (starts[c] - offset, starts[c + 1] - offset);
+                    fine_sort(
+                        &mine_in[a..b],
+                        &mut mine_out[a..b],
+                        (edge(c), edge(c + 1)),
+                        key,
+                        full,
+                    );
                 }
             });
         }
