@@ -34,6 +34,8 @@ pub enum VerifyError {
         min: u8,
         max: u8,
     },
+    #[error("{0} levels is not a table-chain plot's (3 to 7)")]
+    UnsupportedLevels(u8),
     #[error("a proof has {expected} leaves, this one {actual}")]
     LeafCount { expected: usize, actual: usize },
     #[error("leaf {x} is not below 2^{k}")]

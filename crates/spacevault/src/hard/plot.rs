@@ -17,6 +17,10 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+/// The largest plot the in-memory plotter makes: a level's positions are
+/// 32 bits, and a level of a k = 32 plot may hold more than 2^32 entries.
+pub const MAX_IN_MEMORY_K: u8 = 31;
+
 /// What to plot, and how.
 #[derive(Clone, Debug)]
 pub struct HardPlotOptions {
@@ -416,6 +420,12 @@ pub fn plot(options: &HardPlotOptions, out_dir: &Path) -> Result<HardPlotSummary
             "{levels} levels is outside {}..={}",
             super::construction::MIN_LEVELS,
             super::construction::MAX_LEVELS
+        )));
+    }
+    if k > MAX_IN_MEMORY_K {
+        return Err(PlotError::InvalidOptions(format!(
+            "k = {k}: the hard scheme's plotter works in memory, up to k = {MAX_IN_MEMORY_K} \
+             (positions of 32 bits); larger plots need a plotter through disk, not built yet"
         )));
     }
     crate::plot::check_threads(options.threads)?;

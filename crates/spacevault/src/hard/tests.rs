@@ -155,3 +155,19 @@ fn the_best_score_stands_for_the_plots_top_entries() {
         "median {median:e}, expected {expected:e}"
     );
 }
+
+#[test]
+fn levels_outside_the_schemes_range_are_refused_not_a_panic() {
+    let proof = HardProof {
+        farmer_key: [0; 32],
+        seed: [0; 32],
+        k: 16,
+        xs: vec![0; 16],
+    };
+    for levels in [0u8, 1, 2, 8, 255] {
+        assert_eq!(
+            verify_with(levels, &proof, &[0; 32]),
+            Err(crate::verify::VerifyError::UnsupportedLevels(levels))
+        );
+    }
+}

@@ -22,6 +22,9 @@ pub struct HardProof {
 /// What can be checked without hashing: k, the number of leaves, each
 /// leaf's range.
 pub fn well_formed_with(levels: u8, proof: &HardProof) -> Result<(), VerifyError> {
+    if !super::construction::levels_are_supported(levels) {
+        return Err(VerifyError::UnsupportedLevels(levels));
+    }
     if !k_is_supported(proof.k) {
         return Err(VerifyError::UnsupportedSchemeK {
             scheme: "hard",
