@@ -141,7 +141,23 @@ impl AnyPlot {
         // to the plain reader, which names what is wrong with it.
         let kind = kind_of_file(path).ok().flatten();
         Ok(match kind {
-            Some(Hard::KIND) => AnyPlot::Hard(HardPlotFile::open(path)?),
+            Some(Hard::KIND) => {
+                let plot = HardPlotFile::open(path)?;
+                // Kind 2's proofs have five levels; plots of other depths
+                // are the attack harness's, and their proofs no verifier
+                // of the kind would take.
+                let levels = plot.header().levels;
+                if levels != crate::hard::construction::LEVELS {
+                    return Err(ReadError::Format {
+                        path: path.to_path_buf(),
+                        cause: crate::format::FormatError::InvalidLayout(format!(
+                            "a table-chain plot of {levels} levels: the hard scheme's proofs have {}",
+                            crate::hard::construction::LEVELS
+                        )),
+                    });
+                }
+                AnyPlot::Hard(plot)
+            }
             _ => AnyPlot::Plain(PlotFile::open(path)?),
         })
     }
@@ -222,6 +238,9 @@ impl AnyPlot {
 
     /// The whole proof of a lookup of this plot, checked against what the
     /// lookup found.
+    ///
+    /// # Panics
+    /// If `lookup` was made by a plot of the other scheme.
     pub fn proof(&self, lookup: &Lookup) -> Result<AnyProof, ReadError> {
         match (self, &lookup.answer) {
             (AnyPlot::Plain(p), Answered::Plain(nonce)) => {

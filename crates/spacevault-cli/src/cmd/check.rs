@@ -93,7 +93,7 @@ impl From<&CheckReport> for PlotCheckJson {
 impl PlotCheckJson {
     /// A table-chain plot's report in the same shape: it has no regions
     /// or records; `records` counts its stored entries, and
-    /// `records_rehashed` the entries of the trees it verified.
+    /// `records_rehashed` the hashes of the trees it verified.
     fn of_hard(r: &spacevault::hard::check::HardCheckReport) -> PlotCheckJson {
         PlotCheckJson {
             path: r.path.clone(),
@@ -104,7 +104,7 @@ impl PlotCheckJson {
             damaged_regions: Vec::new(),
             unreadable_regions: Vec::new(),
             records: r.entries,
-            records_rehashed: r.trees_verified * 31,
+            records_rehashed: r.trees_verified * r.hashes_per_tree,
             completeness: "trees verified",
             nonces_missing: None,
             duplicate_records: None,

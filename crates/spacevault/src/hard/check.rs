@@ -1,11 +1,11 @@
 //! Finding damage in a table-chain plot: every section against its
 //! checksum, the index against the top level, and top entries' trees
-//! rebuilt and verified (a sample, or all of them).
+//! rebuilt through the reader and verified (a sample, or all of them).
+//! Sections are read in pieces, so that checking a plot takes little
+//! memory whatever its size.
 
-use super::construction::{line_point_pair, top_prefix};
-use super::format::{value_at, Layout};
+use super::format::value_at;
 use super::reader::HardPlotFile;
-use super::verify::top_of;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
@@ -18,6 +18,8 @@ pub struct HardCheckReport {
     pub entries: u64,
     /// Top entries whose trees were rebuilt and verified.
     pub trees_verified: u64,
+    /// Hashes a verified tree takes: `2^levels - 1`.
+    pub hashes_per_tree: u64,
     pub problems: Vec<String>,
 }
 
@@ -29,6 +31,9 @@ impl HardCheckReport {
 
 /// Top entries a sampling check verifies.
 pub const SAMPLE_TREES: u64 = 1000;
+
+/// Bytes read at once.
+const PIECE: u64 = 8 << 20;
 
 /// Checks a plot; `full` verifies every top entry's tree instead of a
 /// sample of [`SAMPLE_TREES`] spread over the level.
@@ -47,127 +52,136 @@ pub fn check(path: &Path, full: bool) -> HardCheckReport {
     let (header, layout) = (file.header().clone(), file.layout().clone());
     report.k = Some(header.k);
     report.entries = header.counts().iter().sum();
-    let mut levels = Vec::new();
-    for (i, section) in layout.sections.iter().enumerate() {
-        let level = i + 2;
-        match read_section(&file, section.offset, section.bytes) {
-            Ok(bytes) if crc32fast::hash(&bytes) == header.stored[i].crc => levels.push(bytes),
-            Ok(bytes) => {
-                report
-                    .problems
-                    .push(format!("level {level} is damaged (checksum mismatch)"));
-                levels.push(bytes);
-            }
-            Err(e) => {
-                report
-                    .problems
-                    .push(format!("level {level} cannot be read: {e}"));
-                return report;
-            }
+    report.hashes_per_tree = (1u64 << header.levels) - 1;
+    let raw = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) => {
+            report.problems.push(e.to_string());
+            return report;
         }
-    }
-    match read_section(&file, layout.index.offset, layout.index.bytes) {
-        Ok(index) if crc32fast::hash(&index) != header.index_crc => {
-            report
+    };
+    let sections = layout
+        .sections
+        .iter()
+        .zip(&header.stored)
+        .enumerate()
+        .map(|(i, (s, info))| (format!("level {}", i + 2), s.offset, s.bytes, info.crc))
+        .chain([(
+            "the index".to_string(),
+            layout.index.offset,
+            layout.index.bytes,
+            header.index_crc,
+        )]);
+    for (name, offset, bytes, crc) in sections {
+        match crc_of(&raw, offset, bytes) {
+            Ok(c) if c == crc => {}
+            Ok(_) => report
                 .problems
-                .push("the index is damaged (checksum mismatch)".into());
+                .push(format!("{name} is damaged (checksum mismatch)")),
+            Err(e) => report.problems.push(format!("{name} cannot be read: {e}")),
         }
-        Ok(index) => check_index(&index, &levels, &layout, &mut report),
-        Err(e) => report
-            .problems
-            .push(format!("the index cannot be read: {e}")),
     }
-    verify_trees(&file, &levels, full, &mut report);
+    if let Err(e) = check_index(&file, &raw, &mut report) {
+        report
+            .problems
+            .push(format!("the index cannot be read: {e}"));
+    }
+    verify_trees(&file, full, &mut report);
     report
 }
 
-fn read_section(file: &HardPlotFile, offset: u64, bytes: u64) -> std::io::Result<Vec<u8>> {
-    let mut buf = vec![0u8; bytes as usize];
-    std::fs::File::open(file.path())?.read_exact_at(&mut buf, offset)?;
-    Ok(buf)
-}
-
-/// The index must start each bucket where its first prefix is.
-fn check_index(index: &[u8], levels: &[Vec<u8>], layout: &Layout, report: &mut HardCheckReport) {
-    let top = layout.top();
-    let shift = top.width - u32::from(layout.k);
-    let bucket_shift = layout.k - layout.index_bits;
-    let at = |b: usize| u64::from_le_bytes(index[8 * b..8 * b + 8].try_into().unwrap());
-    let mut entry = 0u64;
-    for bucket in 0..(1usize << layout.index_bits) + 1 {
-        while entry < top.count
-            && (value_at(levels.last().unwrap(), 0, top.width, entry) >> shift) as u64
-                >> bucket_shift
-                < bucket as u64
-        {
-            entry += 1;
-        }
-        if at(bucket) != entry {
-            report.problems.push(format!(
-                "the index puts bucket {bucket} at entry {}, the top level at {entry}",
-                at(bucket)
-            ));
-            return;
-        }
+fn crc_of(raw: &std::fs::File, offset: u64, bytes: u64) -> std::io::Result<u32> {
+    let mut hasher = crc32fast::Hasher::new();
+    let mut buf = vec![0u8; PIECE.min(bytes) as usize];
+    let mut done = 0u64;
+    while done < bytes {
+        let n = PIECE.min(bytes - done) as usize;
+        raw.read_exact_at(&mut buf[..n], offset + done)?;
+        hasher.update(&buf[..n]);
+        done += n as u64;
     }
+    Ok(hasher.finalize())
 }
 
-/// Rebuilds top entries' trees from the sections in memory and verifies
-/// each, prefix included.
-fn verify_trees(file: &HardPlotFile, levels: &[Vec<u8>], full: bool, report: &mut HardCheckReport) {
-    let (header, layout) = (file.header(), file.layout());
+/// The index must start each bucket where its first prefix is: both read
+/// in pieces, side by side.
+fn check_index(
+    file: &HardPlotFile,
+    raw: &std::fs::File,
+    report: &mut HardCheckReport,
+) -> std::io::Result<()> {
+    let layout = file.layout();
     let top = layout.top();
-    let pair_bits = top.width - u32::from(header.k);
+    let pair_bits = top.width - u32::from(layout.k);
+    let bucket_shift = layout.k - layout.index_bits;
+    let per_piece = (PIECE * 8 / u64::from(top.width)).max(1);
+    // The top level's entries, a piece at a time.
+    let (mut piece, mut piece_first, mut piece_shift) = (Vec::new(), 0u64, 0u32);
+    let mut bucket_of = |i: u64| -> std::io::Result<u64> {
+        if piece.is_empty() || i < piece_first || i >= piece_first + per_piece {
+            let end = (i + per_piece).min(top.count);
+            let (offset, len, shift) = top.range_span(i, end);
+            piece = vec![0u8; len];
+            raw.read_exact_at(&mut piece, offset)?;
+            (piece_first, piece_shift) = (i, shift);
+        }
+        let value = value_at(&piece, piece_shift, top.width, i - piece_first);
+        Ok(((value >> pair_bits) as u64) >> bucket_shift)
+    };
+    let index_values = layout.index.count;
+    let mut entry = 0u64;
+    let mut at = 0u64;
+    while at < index_values {
+        let n = (PIECE / 8).min(index_values - at);
+        let mut bytes = vec![0u8; (8 * n) as usize];
+        raw.read_exact_at(&mut bytes, layout.index.offset + 8 * at)?;
+        for (j, value) in bytes.chunks_exact(8).enumerate() {
+            let bucket = at + j as u64;
+            while entry < top.count && bucket_of(entry)? < bucket {
+                entry += 1;
+            }
+            let stored = u64::from_le_bytes(value.try_into().unwrap());
+            if stored != entry {
+                report.problems.push(format!(
+                    "the index puts bucket {bucket} at entry {stored}, the top level at {entry}"
+                ));
+                return Ok(());
+            }
+        }
+        at += n;
+    }
+    Ok(())
+}
+
+/// Rebuilds top entries' trees through the reader and verifies each,
+/// prefix included.
+fn verify_trees(file: &HardPlotFile, full: bool, report: &mut HardCheckReport) {
+    let top = file.layout().top();
     let step = if full {
         1
     } else {
         (top.count / SAMPLE_TREES).max(1)
     };
-    let children = |level: usize, v: u128| -> Option<[u64; 2]> {
-        let (a, b) = line_point_pair(v >> 1);
-        let bound = if level == 2 {
-            1u64 << header.k
-        } else {
-            layout.sections[level - 3].count
-        };
-        (a < bound).then_some(if v & 1 == 1 { [a, b] } else { [b, a] })
-    };
     let mut bad = 0u64;
-    for i in (0..top.count).step_by(step as usize) {
-        let raw = value_at(levels.last().unwrap(), 0, top.width, i);
-        let prefix = (raw >> pair_bits) as u64;
-        let top_level = usize::from(header.levels);
-        let Some(mut nodes) = children(top_level, raw & ((1 << pair_bits) - 1)).map(|c| c.to_vec())
-        else {
-            bad += 1;
-            continue;
+    // Every entry a piece at a time, or the sample's entries one by one.
+    let piece = if step == 1 { 4096 } else { 1 };
+    let mut i = 0;
+    while i < top.count {
+        let end = (i + piece).min(top.count);
+        let entries = match file.top_range(i, end) {
+            Ok(e) => e,
+            Err(e) => {
+                report.problems.push(e.reason());
+                return;
+            }
         };
-        let mut ok = true;
-        for level in (2..top_level).rev() {
-            let section = &layout.sections[level - 2];
-            let mut next = Vec::with_capacity(2 * nodes.len());
-            for &n in &nodes {
-                match (n < section.count)
-                    .then(|| children(level, value_at(&levels[level - 2], 0, section.width, n)))
-                    .flatten()
-                {
-                    Some(c) => next.extend(c),
-                    None => ok = false,
-                }
+        for entry in &entries {
+            match file.checked_leaves(entry) {
+                Ok(_) => report.trees_verified += 1,
+                Err(_) => bad += 1,
             }
-            if !ok {
-                break;
-            }
-            nodes = next;
         }
-        ok = ok
-            && top_of(&header.plot_id, header.k, header.levels, &nodes)
-                .is_ok_and(|t| top_prefix(t.y) == prefix);
-        if ok {
-            report.trees_verified += 1;
-        } else {
-            bad += 1;
-        }
+        i = if step == 1 { end } else { i + step };
     }
     if bad > 0 {
         report
@@ -188,19 +202,12 @@ mod tests {
         let path = super::super::plot(&options, dir.path()).unwrap().path;
         let report = check(&path, true);
         assert!(report.is_ok(), "{:?}", report.problems);
-        assert_eq!(
-            report.trees_verified,
-            HardPlotFile::open(&path).unwrap().layout().top().count
-        );
         let layout = HardPlotFile::open(&path).unwrap().layout().clone();
+        assert_eq!(report.trees_verified, layout.top().count);
+        assert!(check(&path, false).trees_verified >= SAMPLE_TREES);
         // One bit in each section in turn.
-        for (i, offset) in layout
-            .sections
-            .iter()
-            .map(|s| s.offset)
-            .chain([layout.index.offset])
-            .enumerate()
-        {
+        let offsets = layout.sections.iter().map(|s| s.offset);
+        for (i, offset) in offsets.chain([layout.index.offset]).enumerate() {
             let mut bytes = std::fs::read(&path).unwrap();
             bytes[offset as usize + 100] ^= 0x10;
             let damaged = dir.path().join(format!("damaged-{i}.plot"));

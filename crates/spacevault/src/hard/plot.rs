@@ -222,6 +222,7 @@ fn find_matches(ys: &[u64]) -> Vec<[u32; 2]> {
 /// Level `level` from the one below it.
 fn next_level(id: &[u8; 32], k: u8, level: u8, below: &Level, threads: usize) -> Level {
     let runs = bucket_runs(&below.ys);
+    let kernel = &Kernel::new(id);
     // Each thread matches and joins a share of the left runs.
     let shares = split(runs.len(), threads);
     let mut parts: Vec<Vec<Joined>> = Vec::new();
@@ -233,21 +234,25 @@ fn next_level(id: &[u8; 32], k: u8, level: u8, below: &Level, threads: usize) ->
                 s.spawn(move || {
                     let mut pairs = Vec::new();
                     match_share(&below.ys, runs, share, &mut pairs);
+                    // The joins hashed a batch at a time, 16 in a register.
+                    const BATCH: usize = 1024;
                     let mut joined = Vec::with_capacity(pairs.len());
-                    for [l, r] in pairs {
-                        let (l_node, r_node) = (
-                            Node {
-                                y: below.ys[l as usize],
-                                meta: below.metas[l as usize],
-                            },
-                            Node {
-                                y: below.ys[r as usize],
-                                meta: below.metas[r as usize],
-                            },
-                        );
-                        let message = join_message(level, &l_node, &r_node);
-                        let node = node_of(blake3::keyed_hash(id, &message).as_bytes(), k);
-                        joined.push((node.y, [l, r], node.meta));
+                    let mut blocks = vec![[0u8; 64]; BATCH];
+                    let mut hashes = vec![[0u8; 32]; BATCH];
+                    for batch in pairs.chunks(BATCH) {
+                        let node = |i: u32| Node {
+                            y: below.ys[i as usize],
+                            meta: below.metas[i as usize],
+                        };
+                        for (block, &[l, r]) in blocks.iter_mut().zip(batch) {
+                            *block = join_message(level, &node(l), &node(r));
+                        }
+                        let n = batch.len();
+                        kernel.hash_blocks(&blocks[..n], &mut hashes[..n]);
+                        for (hash, &pair) in hashes.iter().zip(batch) {
+                            let node = node_of(hash, k);
+                            joined.push((node.y, pair, node.meta));
+                        }
                     }
                     joined
                 })
@@ -257,14 +262,10 @@ fn next_level(id: &[u8; 32], k: u8, level: u8, below: &Level, threads: usize) ->
             parts.push(h.join().expect("a plotting thread panicked"));
         }
     });
+    let all = parts.concat();
+    drop(parts);
     let bound = 1u128 << (k + super::construction::EXTRA_BITS);
-    let all = sort_by(
-        parts.concat(),
-        bound,
-        |e| u128::from(e.0),
-        |e| (e.0, e.1),
-        threads,
-    );
+    let all = sort_by(all, bound, |e| u128::from(e.0), |e| (e.0, e.1), threads);
     Level {
         ys: all.iter().map(|e| e.0).collect(),
         metas: all.iter().map(|e| e.2).collect(),

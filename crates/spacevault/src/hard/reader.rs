@@ -14,6 +14,13 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+/// Consecutive empty index buckets a lookup reads past: an honest plot's
+/// bucket is empty one time in e^8, so 64 in a row never happen.
+const MAX_EMPTY_BUCKETS: u64 = 64;
+
+/// Entries one index bucket may hold: 64 times the average of eight.
+const MAX_BUCKET_ENTRIES: u64 = 512;
+
 /// An open table-chain plot.
 pub struct HardPlotFile {
     path: PathBuf,
@@ -35,6 +42,7 @@ pub struct TopEntry {
 /// The best answer a plot has for a challenge.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HardAnswer {
+    pub challenge: [u8; 32],
     pub top: TopEntry,
     /// The leaves the challenge's path selects, in proof order.
     pub pair: (u64, u64),
@@ -116,7 +124,7 @@ impl HardPlotFile {
     }
 
     /// Entry `i` of a middle level (2 to `levels - 1`): one read.
-    pub fn entry(&self, level: u8, i: u64) -> Result<u128, ReadError> {
+    pub(crate) fn entry(&self, level: u8, i: u64) -> Result<u128, ReadError> {
         let section = self.layout.level(level);
         if i >= section.count {
             return Err(self.damaged(level + 1, i, "it points past the level below"));
@@ -128,7 +136,7 @@ impl HardPlotFile {
 
     /// The left and right children, in proof order, that a value of
     /// `level` names: positions in the level below, or leaves for level 2.
-    pub fn children(&self, level: u8, index: u64, value: u128) -> Result<(u64, u64), ReadError> {
+    fn children(&self, level: u8, index: u64, value: u128) -> Result<(u64, u64), ReadError> {
         let (a, b) = line_point_pair(value >> 1);
         let bound = if level == 2 {
             1u64 << self.header.k
@@ -141,13 +149,25 @@ impl HardPlotFile {
         Ok(if value & 1 == 1 { (a, b) } else { (b, a) })
     }
 
-    /// Every top entry, in order: for checks and tests (one read).
-    pub fn top_entries(&self) -> Result<Vec<TopEntry>, ReadError> {
+    /// Top entries `first..end`, in order: one read.
+    pub fn top_range(&self, first: u64, end: u64) -> Result<Vec<TopEntry>, ReadError> {
         let top = self.layout.top();
-        let bytes = self.read_at(top.offset, top.bytes as usize)?;
-        Ok((0..top.count)
-            .map(|i| self.top_entry(i, value_at(&bytes, 0, top.width, i)))
+        if first > end || end > top.count {
+            return Err(self.damaged(self.header.levels, first, "it lies past the level"));
+        }
+        if first == end {
+            return Ok(Vec::new());
+        }
+        let (offset, len, shift) = top.range_span(first, end);
+        let bytes = self.read_at(offset, len)?;
+        Ok((0..end - first)
+            .map(|i| self.top_entry(first + i, value_at(&bytes, shift, top.width, i)))
             .collect())
+    }
+
+    /// Every top entry, in order: for tests (one read of the whole level).
+    pub fn top_entries(&self) -> Result<Vec<TopEntry>, ReadError> {
+        self.top_range(0, self.layout.top().count)
     }
 
     fn top_entry(&self, index: u64, raw: u128) -> TopEntry {
@@ -172,7 +192,10 @@ impl HardPlotFile {
         let home = target >> (k - bits);
         // A bucket's prefixes differ from the target's in its bits above
         // the bucket's: the nearest non-empty bucket by XOR holds them.
-        for d in 0..1u64 << bits {
+        // Buckets hold eight entries on average: a run of empty ones or a
+        // crowded one longer than an honest plot ever has is damage, not
+        // a reason to read on.
+        for d in 0..(1u64 << bits).min(MAX_EMPTY_BUCKETS) {
             let bucket = home ^ d;
             let ends = self.read_at(self.layout.index.offset + 8 * bucket, 16)?;
             let first = u64::from_le_bytes(ends[..8].try_into().unwrap());
@@ -180,14 +203,17 @@ impl HardPlotFile {
             if first > end || end > top.count {
                 return Err(self.damaged(self.header.levels, first, "the index is out of order"));
             }
+            if end - first > MAX_BUCKET_ENTRIES {
+                return Err(self.damaged(
+                    self.header.levels,
+                    first,
+                    "the index gives a bucket far too many entries",
+                ));
+            }
             if first == end {
                 continue;
             }
-            let (offset, len, shift) = top.range_span(first, end);
-            let bytes = self.read_at(offset, len)?;
-            let entries: Vec<TopEntry> = (0..end - first)
-                .map(|i| self.top_entry(first + i, value_at(&bytes, shift, top.width, i)))
-                .collect();
+            let entries = self.top_range(first, end)?;
             if let Some(e) = entries.iter().find(|e| e.prefix >> (k - bits) != bucket) {
                 return Err(self.damaged(self.header.levels, e.index, "it lies in another bucket"));
             }
@@ -196,6 +222,13 @@ impl HardPlotFile {
                 .into_iter()
                 .filter(|e| e.prefix ^ target == best)
                 .collect());
+        }
+        if top.count > 0 && (1u64 << bits) > MAX_EMPTY_BUCKETS {
+            return Err(self.damaged(
+                self.header.levels,
+                0,
+                "the index shows no entry near the challenge",
+            ));
         }
         Ok(Vec::new())
     }
@@ -246,6 +279,7 @@ impl HardPlotFile {
             let pair = self.path_leaves(&top, challenge)?;
             let quality_hash = quality_hash(&h.plot_id, challenge, pair.0, pair.1);
             let answer = HardAnswer {
+                challenge: *challenge,
                 top,
                 pair,
                 quality_hash,
@@ -267,21 +301,37 @@ impl HardPlotFile {
         Ok(best)
     }
 
-    /// The whole proof for an answer, checked before it is given: data
-    /// read back from disk may have changed since it was written.
+    /// The leaves of `top`'s tree, checked: every join matches and the
+    /// top entry they make has `top`'s prefix.
+    pub fn checked_leaves(&self, top: &TopEntry) -> Result<Vec<u64>, ReadError> {
+        let h = &self.header;
+        let xs = self.leaves(top)?;
+        let node = top_of(&h.plot_id, h.k, h.levels, &xs)
+            .map_err(|_| self.damaged(h.levels, top.index, "its tree does not verify"))?;
+        if top_prefix(node.y) != top.prefix {
+            return Err(self.damaged(h.levels, top.index, "its prefix is not its tree's"));
+        }
+        Ok(xs)
+    }
+
+    /// The whole proof for an answer, checked before it is given (data
+    /// read back from disk may have changed since it was written): its
+    /// tree, and the score the lookup reported.
     pub fn proof(&self, answer: &HardAnswer) -> Result<HardProof, ReadError> {
         let h = &self.header;
-        let xs = self.leaves(&answer.top)?;
-        let top = top_of(&h.plot_id, h.k, h.levels, &xs)
-            .map_err(|_| self.damaged(h.levels, answer.top.index, "its tree does not verify"))?;
-        if top_prefix(top.y) != answer.top.prefix {
-            return Err(self.damaged(h.levels, answer.top.index, "its prefix is not its tree's"));
-        }
-        Ok(HardProof {
+        let proof = HardProof {
             farmer_key: h.farmer_key,
             seed: h.seed,
             k: h.k,
-            xs,
-        })
+            xs: self.checked_leaves(&answer.top)?,
+        };
+        match super::verify::verify_with(h.levels, &proof, &answer.challenge) {
+            Ok(v) if v.distance == answer.score => Ok(proof),
+            _ => Err(self.damaged(
+                h.levels,
+                answer.top.index,
+                "its proof is not worth its score",
+            )),
+        }
     }
 }

@@ -16,21 +16,44 @@ fn plot_in(dir: &std::path::Path, k: u8, seed: u8) -> HardPlotFile {
     HardPlotFile::open(&summary.path).unwrap()
 }
 
+/// Bit `i` of `bytes`, most significant first: FORMAT.md's packing,
+/// read one bit at a time.
+fn bit(bytes: &[u8], i: u64) -> u128 {
+    u128::from(bytes[(i / 8) as usize] >> (7 - i % 8) & 1)
+}
+
+/// The pair of a line point, by search rather than the square root the
+/// reader uses: the largest `a` with `a(a-1)/2 <= p`.
+fn pair_of(p: u128) -> (u64, u64) {
+    let (mut lo, mut hi) = (1u128, 1u128 << 64);
+    while hi - lo > 1 {
+        let mid = (lo + hi) / 2;
+        if mid * (mid - 1) / 2 <= p {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    (lo as u64, (p - lo * (lo - 1) / 2) as u64)
+}
+
 /// Every top entry's tree as the file holds it, decoded from whole
-/// sections read at once (not through the reader's lookups).
+/// sections as FORMAT.md describes them, with none of the reader's or the
+/// format module's code.
 fn stored_trees(file: &HardPlotFile) -> BTreeSet<Vec<u64>> {
     let bytes = std::fs::read(file.path()).unwrap();
     let layout = file.layout();
     let decode = |s: &format::Section| -> Vec<u128> {
         let area = &bytes[s.offset as usize..(s.offset + s.bytes) as usize];
+        let w = u64::from(s.width);
         (0..s.count)
-            .map(|i| format::value_at(area, 0, s.width, i))
+            .map(|i| (0..w).fold(0u128, |v, j| 2 * v + bit(area, i * w + j)))
             .collect()
     };
     let levels: Vec<Vec<u128>> = layout.sections.iter().map(decode).collect();
     let pair_bits = layout.top().width - u32::from(file.header().k);
     let children = |v: u128| {
-        let (a, b) = construction::line_point_pair(v >> 1);
+        let (a, b) = pair_of(v >> 1);
         if v & 1 == 1 {
             [a, b]
         } else {

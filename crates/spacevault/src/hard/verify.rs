@@ -47,8 +47,17 @@ pub fn well_formed_with(levels: u8, proof: &HardProof) -> Result<(), VerifyError
 }
 
 /// The top entry a proof's leaves make, checking that every join matches.
-/// The leaves must be well formed.
+/// Leaves at or past 2^k are the caller's to refuse ([`well_formed_with`]).
 pub fn top_of(id: &[u8; 32], k: u8, levels: u8, xs: &[u64]) -> Result<Node, VerifyError> {
+    if !super::construction::levels_are_supported(levels) {
+        return Err(VerifyError::UnsupportedLevels(levels));
+    }
+    if xs.len() != leaves(levels) {
+        return Err(VerifyError::LeafCount {
+            expected: leaves(levels),
+            actual: xs.len(),
+        });
+    }
     let mut nodes: Vec<Node> = xs.iter().map(|&x| leaf(id, k, x)).collect();
     for level in 2..=levels {
         let mut next = Vec::with_capacity(nodes.len() / 2);

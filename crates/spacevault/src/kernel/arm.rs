@@ -72,6 +72,11 @@ pub(super) unsafe fn hashes_neon(start: &Start, nonces: &[u64], out: &mut [[u8; 
 }
 
 #[target_feature(enable = "neon")]
+pub(super) unsafe fn blocks_neon(key: &[u32; 8], blocks: &[[u8; 64]], out: &mut [[u8; 32]]) {
+    super::blocks_generic::<Neon>(key, blocks, out)
+}
+
+#[target_feature(enable = "neon")]
 pub(super) unsafe fn top_words_neon(start: &Start, first: u64, out: &mut [u32]) {
     super::top_words_generic::<Neon>(start, first, out)
 }

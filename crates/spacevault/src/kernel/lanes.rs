@@ -365,3 +365,45 @@ pub(crate) unsafe fn hashes<V: Vector>(start: &Start, nonces: &[u64], out: &mut 
         }
     }
 }
+
+/// The keyed hashes of `V::LANES` whole 64-byte blocks, each a message of
+/// its own: the table-chain scheme's joins, whose message words are all
+/// live (no word is known to be zero, so nothing folds away).
+///
+/// # Safety
+/// As for [`prefixes_consecutive`]; `blocks` and `out` hold at least
+/// `V::LANES` elements.
+#[inline(always)]
+pub(crate) unsafe fn blocks<V: Vector>(key: &[u32; 8], blocks: &[[u8; 64]], out: &mut [[u8; 32]]) {
+    let mut words = [[0u32; MAX_LANES]; 16];
+    for (i, block) in blocks[..V::LANES].iter().enumerate() {
+        for (j, word) in words.iter_mut().enumerate() {
+            word[i] = u32::from_le_bytes(block[4 * j..4 * j + 4].try_into().unwrap());
+        }
+    }
+    let mut m = [Word::Zero; 16];
+    for (slot, word) in m.iter_mut().zip(&words) {
+        *slot = Word::Lanes(V::load(word));
+    }
+    let mut v = [V::splat(0); 16];
+    for i in 0..8 {
+        v[i] = V::splat(key[i]);
+    }
+    for i in 0..4 {
+        v[8 + i] = V::splat(IV[i]);
+    }
+    v[14] = V::splat(BLOCK_LEN);
+    v[15] = V::splat(RECORD_FLAGS);
+    for schedule in &SCHEDULE {
+        round(&mut v, &m, schedule);
+    }
+    let mut hashed = [[0u32; MAX_LANES]; 8];
+    for (j, word) in hashed.iter_mut().enumerate() {
+        v[j].xor(v[j + 8]).store(word);
+    }
+    for (i, bytes) in out[..V::LANES].iter_mut().enumerate() {
+        for (j, word) in hashed.iter().enumerate() {
+            bytes[4 * j..4 * j + 4].copy_from_slice(&word[i].to_le_bytes());
+        }
+    }
+}

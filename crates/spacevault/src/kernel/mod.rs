@@ -144,6 +144,7 @@ pub fn backend_setting() -> Result<Option<Backend>, String> {
 /// The key of one plot, ready to hash its records.
 #[derive(Clone)]
 pub struct Kernel {
+    key: [u32; 8],
     start: Start,
     backend: Backend,
 }
@@ -167,6 +168,7 @@ impl Kernel {
             *w = u32::from_le_bytes(plot_id[4 * i..4 * i + 4].try_into().unwrap());
         }
         Kernel {
+            key,
             start: Start::new(&key),
             backend,
         }
@@ -277,6 +279,30 @@ impl Kernel {
         }
     }
 
+    /// `out[i]` = `keyed_hash(plot_id, blocks[i])`: whole 64-byte
+    /// messages under the kernel's key, as the table-chain scheme's joins
+    /// hash them.
+    pub fn hash_blocks(&self, blocks: &[[u8; 64]], out: &mut [[u8; 32]]) {
+        assert_eq!(blocks.len(), out.len());
+        let key = &self.key;
+        match self.backend {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: a kernel only holds a backend the CPU supports.
+            Backend::Avx512 => unsafe { x86::blocks_avx512(key, blocks, out) },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: as above.
+            Backend::Avx2 => unsafe { x86::blocks_avx2(key, blocks, out) },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: as above.
+            Backend::Sse2 => unsafe { x86::blocks_sse2(key, blocks, out) },
+            #[cfg(target_arch = "aarch64")]
+            // SAFETY: as above.
+            Backend::Neon => unsafe { arm::blocks_neon(key, blocks, out) },
+            // SAFETY: the portable vector needs no target feature.
+            _ => unsafe { blocks_generic::<Portable>(key, blocks, out) },
+        }
+    }
+
     /// The hash of one nonce.
     pub fn hash(&self, nonce: u64) -> [u8; 32] {
         let mut out = [[0u8; 32]; 1];
@@ -367,9 +393,61 @@ unsafe fn hashes_generic<V: Vector>(start: &Start, nonces: &[u64], out: &mut [[u
     }
 }
 
+/// # Safety
+/// As for [`prefixes_generic`].
+#[inline(always)]
+unsafe fn blocks_generic<V: Vector>(key: &[u32; 8], blocks: &[[u8; 64]], out: &mut [[u8; 32]]) {
+    let n = V::LANES;
+    let mut ins = blocks.chunks_exact(n);
+    let mut outs = out.chunks_exact_mut(n);
+    for (i, o) in (&mut ins).zip(&mut outs) {
+        lanes::blocks::<V>(key, i, o);
+    }
+    let (i, o) = (ins.remainder(), outs.into_remainder());
+    if !i.is_empty() {
+        let mut tail = [[0u8; 64]; 16];
+        tail[..i.len()].copy_from_slice(i);
+        let mut tmp = [[0u8; 32]; 16];
+        lanes::blocks::<V>(key, &tail, &mut tmp);
+        let len = o.len();
+        o.copy_from_slice(&tmp[..len]);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn whole_blocks_hash_as_blake3_keyed_hash_on_every_backend() {
+        let k = key(5);
+        let blocks: Vec<[u8; 64]> = (0..37u32)
+            .map(|i| {
+                let mut b = [0u8; 64];
+                for (j, byte) in b.iter_mut().enumerate() {
+                    *byte = (i as u8)
+                        .wrapping_mul(31)
+                        .wrapping_add((j as u8).wrapping_mul(7));
+                }
+                b
+            })
+            .collect();
+        let expected: Vec<[u8; 32]> = blocks
+            .iter()
+            .map(|b| *blake3::keyed_hash(&k, b).as_bytes())
+            .collect();
+        for backend in Backend::ALL {
+            if !backend.is_supported() {
+                continue;
+            }
+            let kernel = Kernel::with_backend(&k, backend);
+            for n in [0usize, 1, 15, 16, 17, 37] {
+                let mut out = vec![[0u8; 32]; n];
+                kernel.hash_blocks(&blocks[..n], &mut out);
+                assert_eq!(out, expected[..n], "{} n {n}", backend.name());
+            }
+        }
+    }
 
     fn reference(key: &[u8; 32], nonce: u64) -> [u8; 32] {
         let mut msg = [0u8; 64];

@@ -185,6 +185,21 @@ pub(super) unsafe fn hashes_avx512(start: &Start, nonces: &[u64], out: &mut [[u8
     super::hashes_generic::<Avx512>(start, nonces, out)
 }
 
+#[target_feature(enable = "avx512f,avx512vl")]
+pub(super) unsafe fn blocks_avx512(key: &[u32; 8], blocks: &[[u8; 64]], out: &mut [[u8; 32]]) {
+    super::blocks_generic::<Avx512>(key, blocks, out)
+}
+
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn blocks_avx2(key: &[u32; 8], blocks: &[[u8; 64]], out: &mut [[u8; 32]]) {
+    super::blocks_generic::<Avx2>(key, blocks, out)
+}
+
+#[target_feature(enable = "sse2")]
+pub(super) unsafe fn blocks_sse2(key: &[u32; 8], blocks: &[[u8; 64]], out: &mut [[u8; 32]]) {
+    super::blocks_generic::<Sse2>(key, blocks, out)
+}
+
 #[target_feature(enable = "avx2")]
 pub(super) unsafe fn hashes_avx2(start: &Start, nonces: &[u64], out: &mut [[u8; 32]]) {
     super::hashes_generic::<Avx2>(start, nonces, out)
