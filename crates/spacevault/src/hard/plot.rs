@@ -234,7 +234,7 @@ fn next_level(id: &[u8; 32], k: u8, level: u8, below: &Level, threads: usize) ->
                 s.spawn(move || {
                     let mut pairs = Vec::new();
                     match_share(&below.ys, runs, share, &mut pairs);
-                    // The joins hashed a batch at a time, 16 in a register.
+                    // The joins hashed a batch at a time, a register's lanes at once.
                     const BATCH: usize = 1024;
                     let mut joined = Vec::with_capacity(pairs.len());
                     let mut blocks = vec![[0u8; 64]; BATCH];
