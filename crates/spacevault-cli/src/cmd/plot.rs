@@ -144,6 +144,14 @@ pub(crate) fn key_and_seed(args: &PlotArgs) -> Result<([u8; 32], [u8; 32])> {
     Ok((farmer_key, seed))
 }
 
+/// `--threads`, refused past what a plot takes (both schemes' runs).
+pub(crate) fn checked_threads(args: &PlotArgs) -> Result<Option<usize>> {
+    if let Some(t) = args.threads {
+        spacevault::plot::check_threads(t).map_err(|e| anyhow::anyhow!("--threads {t}: {e}"))?;
+    }
+    Ok(args.threads)
+}
+
 pub fn options_from(args: &PlotArgs) -> Result<PlotOptions> {
     if !(MIN_K..=MAX_K).contains(&args.k) {
         bail!("k = {} is not supported: use {MIN_K} to {MAX_K}", args.k);
@@ -153,8 +161,7 @@ pub fn options_from(args: &PlotArgs) -> Result<PlotOptions> {
     if let Some(m) = args.memory {
         o.memory = m;
     }
-    if let Some(t) = args.threads {
-        spacevault::plot::check_threads(t).map_err(|e| anyhow::anyhow!("--threads {t}: {e}"))?;
+    if let Some(t) = checked_threads(args)? {
         o.threads = t;
     }
     o.tmp_dir = args.tmp.clone();

@@ -24,8 +24,7 @@ pub fn run(args: &PlotArgs) -> Result<()> {
     if let Some(m) = args.memory {
         base.memory = m;
     }
-    if let Some(t) = args.threads {
-        spacevault::plot::check_threads(t).map_err(|e| anyhow::anyhow!("--threads {t}: {e}"))?;
+    if let Some(t) = super::plot::checked_threads(args)? {
         base.threads = t;
     }
     base.force = args.force;
