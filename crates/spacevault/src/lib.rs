@@ -38,6 +38,7 @@
 #[doc(hidden)]
 pub mod aligned;
 pub mod any;
+pub mod attack;
 pub mod check;
 pub mod construction;
 pub mod format;

@@ -79,10 +79,10 @@ type Joined = (u64, [u32; 2], [u8; 16]);
 /// One level as the forward pass leaves it: sorted by output, with each
 /// entry's two children's positions in the level below (for level 1,
 /// `[x, 0]`).
-struct Level {
+pub(crate) struct Level {
     ys: Vec<u64>,
     metas: Vec<[u8; 16]>,
-    back: Vec<[u32; 2]>,
+    pub(crate) back: Vec<[u32; 2]>,
 }
 
 /// The stored tables: levels 2 to `levels - 1` as sorted values, the top
@@ -102,7 +102,7 @@ fn split(n: usize, parts: usize) -> Vec<std::ops::Range<usize>> {
         .collect()
 }
 
-fn level_one(id: &[u8; 32], k: u8, threads: usize) -> Level {
+pub(crate) fn level_one(id: &[u8; 32], k: u8, threads: usize) -> Level {
     let n = 1usize << k;
     let kernel = Kernel::new(id);
     let mut keyed: Vec<(u64, u32, [u8; 16])> = vec![(0, 0, [0; 16]); n];
@@ -220,7 +220,7 @@ fn find_matches(ys: &[u64]) -> Vec<[u32; 2]> {
 }
 
 /// Level `level` from the one below it.
-fn next_level(id: &[u8; 32], k: u8, level: u8, below: &Level, threads: usize) -> Level {
+pub(crate) fn next_level(id: &[u8; 32], k: u8, level: u8, below: &Level, threads: usize) -> Level {
     let runs = bucket_runs(&below.ys);
     let kernel = &Kernel::new(id);
     // Each thread matches and joins a share of the left runs.

@@ -136,7 +136,12 @@ impl HardPlotFile {
 
     /// The left and right children, in proof order, that a value of
     /// `level` names: positions in the level below, or leaves for level 2.
-    fn children(&self, level: u8, index: u64, value: u128) -> Result<(u64, u64), ReadError> {
+    pub(crate) fn children(
+        &self,
+        level: u8,
+        index: u64,
+        value: u128,
+    ) -> Result<(u64, u64), ReadError> {
         let (a, b) = line_point_pair(value >> 1);
         let bound = if level == 2 {
             1u64 << self.header.k

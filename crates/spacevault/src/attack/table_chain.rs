@@ -1,0 +1,287 @@
+//! Attacks on the table-chain scheme ([`crate::hard`]).
+//!
+//! - **From nothing**: the plot rebuilt for each challenge, the forward
+//!   pass's hashes (one a leaf, one a join) and its sorts.
+//! - **Levels dropped**: the attacker keeps every section but one middle
+//!   level's, and a bit a matched entry of that level saying whether the
+//!   plot kept it; to answer, it recomputes the forward pass up to that
+//!   level (the entries exist only as matches found among the whole level
+//!   below) and renumbers it as the plotter did. Hellman's tables invert a
+//!   function at one point, and no level above the leaves is one: the
+//!   leaves' hash is, but its outputs are not what the plot stores.
+//! - **Bits dropped**: the attacker keeps each entry of one level without
+//!   its low bits and grinds them back when a challenge's path crosses
+//!   the entry: every completion is tried, its children's outputs rebuilt
+//!   from the levels below and checked against the matching rule (and,
+//!   for a top entry, against its stored prefix).
+
+use crate::hard::construction::{
+    join, leaf, line_point_pair, matches, quality_hash, score, top_prefix, Node,
+};
+use crate::hard::plot::{level_one, next_level};
+use crate::hard::reader::{HardPlotFile, TopEntry};
+use crate::reader::ReadError;
+use std::collections::HashMap;
+use std::time::Instant;
+
+/// The forward pass up to a level: its hashes and time, level by level.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Forward {
+    /// Entries made at levels 1 to `upto`, one hash each.
+    pub hashes: Vec<u64>,
+    /// Seconds from the start to the end of each level.
+    pub seconds: Vec<f64>,
+}
+
+impl Forward {
+    /// Hashes of levels 1 to `level`.
+    pub fn hashes_to(&self, level: u8) -> u64 {
+        self.hashes[..usize::from(level)].iter().sum()
+    }
+}
+
+/// Runs the plotter's forward pass for the plot `id` up to level `upto`.
+pub fn forward(id: &[u8; 32], k: u8, upto: u8, threads: usize) -> Forward {
+    let start = Instant::now();
+    let mut level = level_one(id, k, threads);
+    let mut out = Forward {
+        hashes: vec![level.back.len() as u64],
+        seconds: vec![start.elapsed().as_secs_f64()],
+    };
+    for l in 2..=upto {
+        level = next_level(id, k, l, &level, threads);
+        out.hashes.push(level.back.len() as u64);
+        out.seconds.push(start.elapsed().as_secs_f64());
+    }
+    out
+}
+
+/// What grinding a challenge's path back cost, and the answer it gave.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ground {
+    /// The best score found, or None when no completion of a dropped
+    /// entry checked out or more than one did (the attacker cannot tell
+    /// which is the plot's).
+    pub score: Option<[u8; 32]>,
+    pub pair: Option<(u64, u64)>,
+    pub hashes: u64,
+}
+
+/// Answers `challenge` from `plot` as an attacker would who kept level
+/// `dropped` (2 to the top) without the low `bits` bits of each entry.
+pub fn grind(
+    plot: &HardPlotFile,
+    dropped: u8,
+    bits: u32,
+    challenge: &[u8; 32],
+) -> Result<Ground, ReadError> {
+    let h = plot.header();
+    let mut grinder = Grinder {
+        plot,
+        dropped,
+        bits,
+        nodes: HashMap::new(),
+        hashes: 0,
+    };
+    let mut best: Option<([u8; 32], (u64, u64))> = None;
+    let mut unresolved = false;
+    for top in plot.candidates(challenge)? {
+        let Some(pair) = grinder.path(&top, challenge)? else {
+            unresolved = true;
+            continue;
+        };
+        grinder.hashes += 1;
+        let q = quality_hash(&h.plot_id, challenge, pair.0, pair.1);
+        let s = score(h.k, top.prefix, challenge, &q);
+        if best.is_none_or(|b| s < b.0) {
+            best = Some((s, pair));
+        }
+    }
+    let hashes = grinder.hashes;
+    Ok(match best {
+        // A candidate left unresolved could have been the best.
+        Some((s, pair)) if !unresolved => Ground {
+            score: Some(s),
+            pair: Some(pair),
+            hashes,
+        },
+        _ => Ground {
+            score: None,
+            pair: None,
+            hashes,
+        },
+    })
+}
+
+struct Grinder<'a> {
+    plot: &'a HardPlotFile,
+    dropped: u8,
+    bits: u32,
+    /// Entries rebuilt so far, by level and position.
+    nodes: HashMap<(u8, u64), Node>,
+    hashes: u64,
+}
+
+impl Grinder<'_> {
+    /// The two leaves the challenge's path selects below `top`, or None
+    /// when the dropped bits cannot be told apart.
+    fn path(
+        &mut self,
+        top: &TopEntry,
+        challenge: &[u8; 32],
+    ) -> Result<Option<(u64, u64)>, ReadError> {
+        let levels = self.plot.header().levels;
+        let mut children = if self.dropped == levels {
+            match self.ground(levels, top.value, Some(top.prefix))? {
+                Some(c) => c,
+                None => return Ok(None),
+            }
+        } else {
+            self.plot.children(levels, top.index, top.value)?
+        };
+        for (step, level) in (2..levels).rev().enumerate() {
+            let right = (challenge[31] >> step) & 1 == 1;
+            let next = if right { children.1 } else { children.0 };
+            let value = self.plot.entry(level, next)?;
+            children = if level == self.dropped {
+                match self.ground(level, value, None)? {
+                    Some(c) => c,
+                    None => return Ok(None),
+                }
+            } else {
+                self.plot.children(level, next, value)?
+            };
+        }
+        Ok(Some(children))
+    }
+
+    /// The children of an entry of `level` when only its value's
+    /// high bits are known: every completion whose children match (and
+    /// make `prefix`, for a top entry); None unless exactly one does.
+    fn ground(
+        &mut self,
+        level: u8,
+        value: u128,
+        prefix: Option<u64>,
+    ) -> Result<Option<(u64, u64)>, ReadError> {
+        let h = self.plot.header();
+        let (id, k) = (h.plot_id, h.k);
+        let high = value >> self.bits;
+        let mut found = None;
+        let mut count = 0;
+        for low in 0..1u128 << self.bits {
+            let candidate = (high << self.bits) | low;
+            let Some((l, r)) = self.decoded(level, candidate) else {
+                continue;
+            };
+            let (left, right) = (self.node(level - 1, l)?, self.node(level - 1, r)?);
+            if !matches(left.y, right.y) {
+                continue;
+            }
+            if let Some(p) = prefix {
+                self.hashes += 1;
+                if top_prefix(join(&id, k, level, &left, &right).y) != p {
+                    continue;
+                }
+            }
+            count += 1;
+            found = Some((l, r));
+        }
+        Ok(if count == 1 { found } else { None })
+    }
+
+    /// A value's children in proof order, if they lie within the level
+    /// below.
+    fn decoded(&self, level: u8, value: u128) -> Option<(u64, u64)> {
+        let lp = value >> 1;
+        let (a, b) = line_point_pair(lp);
+        let bound = if level == 2 {
+            1u64 << self.plot.header().k
+        } else {
+            self.plot.layout().level(level - 1).count
+        };
+        if a >= bound || a == b {
+            return None;
+        }
+        Some(if value & 1 == 1 { (a, b) } else { (b, a) })
+    }
+
+    /// Entry `index` of `level` rebuilt from the stored levels below it.
+    fn node(&mut self, level: u8, index: u64) -> Result<Node, ReadError> {
+        if let Some(n) = self.nodes.get(&(level, index)) {
+            return Ok(*n);
+        }
+        let h = self.plot.header();
+        let (id, k) = (h.plot_id, h.k);
+        let n = if level == 1 {
+            self.hashes += 1;
+            leaf(&id, k, index)
+        } else {
+            let value = self.plot.entry(level, index)?;
+            let (l, r) = self.plot.children(level, index, value)?;
+            let (left, right) = (self.node(level - 1, l)?, self.node(level - 1, r)?);
+            self.hashes += 1;
+            join(&id, k, level, &left, &right)
+        };
+        self.nodes.insert((level, index), n);
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hard::{plot as hard_plot, HardPlotOptions};
+
+    fn small_plot(dir: &std::path::Path, k: u8) -> HardPlotFile {
+        let mut o = HardPlotOptions::new(k, [5; 32], [6; 32]);
+        o.threads = 2;
+        let s = hard_plot(&o, dir).unwrap();
+        HardPlotFile::open(&s.path).unwrap()
+    }
+
+    #[test]
+    fn the_forward_pass_counts_what_the_plotter_matched() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut o = HardPlotOptions::new(16, [5; 32], [6; 32]);
+        o.threads = 2;
+        let s = hard_plot(&o, dir.path()).unwrap();
+        let f = forward(&s.plot_id, 16, 5, 2);
+        assert_eq!(f.hashes, s.matched);
+        assert_eq!(f.hashes_to(1), 1 << 16);
+        assert!(f.seconds.windows(2).all(|w| w[0] <= w[1]));
+    }
+
+    #[test]
+    fn grinding_no_bits_gives_the_honest_answer_and_few_bits_still_do() {
+        let dir = tempfile::tempdir().unwrap();
+        let plot = small_plot(dir.path(), 16);
+        for dropped in 2..=5u8 {
+            for bits in [0, 6] {
+                let mut equal = 0;
+                for i in 0..20u8 {
+                    let c = [i.wrapping_mul(37); 32];
+                    let honest = plot.prove(&c).unwrap().map(|a| (a.score, a.pair));
+                    let got = grind(&plot, dropped, bits, &c).unwrap();
+                    if let Some(s) = got.score {
+                        // What the attacker finds is the plot's answer.
+                        assert_eq!(Some((s, got.pair.unwrap())), honest);
+                        equal += 1;
+                    }
+                    assert!(got.hashes >= 1);
+                }
+                assert!(equal >= 18, "level {dropped}, {bits} bits: {equal} of 20");
+            }
+        }
+    }
+
+    #[test]
+    fn more_dropped_bits_cost_more_hashes() {
+        let dir = tempfile::tempdir().unwrap();
+        let plot = small_plot(dir.path(), 16);
+        let c = [7; 32];
+        let few = grind(&plot, 3, 2, &c).unwrap().hashes;
+        let many = grind(&plot, 3, 8, &c).unwrap().hashes;
+        assert!(many > 10 * few, "{few} then {many}");
+    }
+}
