@@ -3,6 +3,8 @@
 //! every core, and how fast it writes and reads the output disk; and the
 //! chain's rules measured against what the spec wants ([`chain`]).
 
+pub mod attack;
+pub mod attack_chart;
 pub mod chain;
 pub mod crypto_trace;
 pub mod heatmap;

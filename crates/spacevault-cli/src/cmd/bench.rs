@@ -24,6 +24,11 @@ pub enum BenchCommand {
     /// producing honestly, withholding and on a private chain, and what
     /// the proof of time costs.
     Chain(super::bench_chain::BenchChainArgs),
+    /// The known attacks on both schemes (rainbow tables, a plot rebuilt
+    /// from nothing, levels and bits dropped), counted in hashes, carried
+    /// to k = 32 and held against the trade-off gate; a table, JSON and a
+    /// chart.
+    Attack(super::bench_attack::BenchAttackArgs),
     /// One process of a `bench hash --processes` run (internal).
     #[command(hide = true)]
     HashWorker(super::hash::HashWorkerArgs),
@@ -38,6 +43,7 @@ impl BenchCommand {
             BenchCommand::Hash(a) => a.json,
             BenchCommand::Network(a) => a.json,
             BenchCommand::Chain(a) => a.json,
+            BenchCommand::Attack(a) => a.json,
             BenchCommand::HashWorker(_) => false,
         }
     }
@@ -109,6 +115,7 @@ pub fn run(command: BenchCommand) -> Result<()> {
         BenchCommand::Hash(a) => super::hash::run(a),
         BenchCommand::Network(a) => super::network::run(a),
         BenchCommand::Chain(a) => super::bench_chain::run(a),
+        BenchCommand::Attack(a) => super::bench_attack::run(a),
         BenchCommand::HashWorker(a) => super::hash::worker(a),
     }
 }

@@ -1,4 +1,5 @@
 pub mod bench;
+pub mod bench_attack;
 pub mod bench_chain;
 pub mod chain;
 pub mod check;

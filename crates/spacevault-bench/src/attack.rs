@@ -1,0 +1,729 @@
+//! The known attacks on both schemes, run against real plots at several
+//! sizes and carried to k = 32 (`spacevault bench attack`).
+//!
+//! Each attack keeps less than the plot and pays in hashes, challenge by
+//! challenge, to answer with the quality the whole plot gives
+//! ([`spacevault::attack`] has the attacks). At each measured size the
+//! bench plots both schemes, answers every challenge honestly, runs each
+//! attack on the same challenges and counts the hashes it made and
+//! whether its answer was the honest one. At k = 32 the hashes that grow
+//! with the plot (a forward pass, a rebuild) scale by `2^(32 - k)` from
+//! the largest size measured, those that do not (rainbow lookups, grinds
+//! of a few bits) stay, and what each attacker keeps is taken from the
+//! k = 32 file's layout. The gate asks, of each saving of space, the
+//! cheapest attack that answers 90% of challenges with equal quality.
+
+use crate::machine::{self, Machine};
+use crate::BenchError;
+use serde::Serialize;
+use spacevault::attack::rainbow::{self, Rainbow};
+use spacevault::attack::table_chain;
+use spacevault::hard::format::Layout as HardLayout;
+use spacevault::hard::{HardPlotFile, HardPlotOptions};
+use spacevault::plot::NoProgress;
+use spacevault::PlotOptions;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// The size the attacks are carried to.
+pub const TARGET_K: u8 = 32;
+
+/// The share of challenges an attack must answer with equal quality to
+/// count for the gate.
+pub const ANSWERED: f64 = 0.9;
+
+/// The gate: saving this factor of the space must cost more than this
+/// many hashes a challenge.
+pub const GATE: [(f64, f64); 2] = [(2.0, 1e9), (4.0, 3e11)];
+
+/// What to run.
+#[derive(Clone, Debug, Serialize)]
+pub struct AttackOptions {
+    /// Plot sizes measured.
+    pub ks: Vec<u8>,
+    /// Challenges each attack answers at each size.
+    pub challenges: u32,
+    /// Chain lengths of the rainbow tables tried on the plain scheme.
+    pub rainbow_lengths: Vec<u32>,
+    /// Tables an attacker holds (each `2^k / length` chains).
+    pub rainbow_tables: u32,
+    /// Bits dropped from each entry of one level of the table-chain plot.
+    pub grind_bits: Vec<u32>,
+    pub threads: usize,
+    /// Where the plots go (deleted after each size).
+    pub dir: PathBuf,
+}
+
+impl Default for AttackOptions {
+    fn default() -> AttackOptions {
+        AttackOptions {
+            ks: vec![18, 20, 22],
+            challenges: 100,
+            rainbow_lengths: vec![32, 128, 512],
+            rainbow_tables: 4,
+            grind_bits: vec![4, 8, 12],
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            dir: PathBuf::from("."),
+        }
+    }
+}
+
+/// One attack at one size.
+#[derive(Clone, Debug, Serialize)]
+pub struct AttackRow {
+    pub scheme: &'static str,
+    pub attack: String,
+    pub k: u8,
+    /// Carried to this size from the largest measured, not run at it.
+    pub extrapolated: bool,
+    /// The honest plot's bytes, and the attacker's.
+    pub honest_bytes: f64,
+    pub attacker_bytes: f64,
+    /// Share of challenges answered with the honest answer's quality.
+    pub answered: f64,
+    /// Hashes a challenge: the median, and the least that answers
+    /// [`ANSWERED`] of challenges (None when fewer are ever answered).
+    pub hashes_median: f64,
+    pub hashes_p90: Option<f64>,
+    /// Hashes made once, before any challenge (the rainbow tables).
+    pub precomputed_hashes: f64,
+    /// Seconds a challenge took here (measured rows only).
+    pub seconds_per_challenge: Option<f64>,
+}
+
+impl AttackRow {
+    /// Honest bytes over the attacker's: None for an attacker who keeps
+    /// nothing.
+    pub fn saving(&self) -> Option<f64> {
+        (self.attacker_bytes > 0.0).then(|| self.honest_bytes / self.attacker_bytes)
+    }
+
+    fn saves_at_least(&self, factor: f64) -> bool {
+        self.saving().is_none_or(|s| s >= factor)
+    }
+}
+
+/// One line of the gate: the cheapest attack saving `factor` of the space.
+#[derive(Clone, Debug, Serialize)]
+pub struct GateLine {
+    pub scheme: &'static str,
+    pub factor: f64,
+    pub threshold: f64,
+    /// The cheapest attack that saves that much and answers
+    /// [`ANSWERED`] of challenges, and its hashes a challenge.
+    pub cheapest: Option<String>,
+    pub hashes: Option<f64>,
+    pub passes: bool,
+}
+
+/// What `bench attack` measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct AttackReport {
+    pub machine: Machine,
+    pub options: AttackOptions,
+    /// Hashes a second this machine's cores make (the plotter's kernel).
+    pub hash_rate: f64,
+    pub rows: Vec<AttackRow>,
+    /// Each scheme's trade-off at k = 32: the cheapest attack for each
+    /// saving, saving by saving (the lower envelope of the chart).
+    pub frontier: Vec<AttackRow>,
+    /// The rainbow tables' cost against their saving at k = 32, fitted as
+    /// `hashes = coefficient · saving^exponent` (Hellman's trade-off has
+    /// exponent 2).
+    pub rainbow_fit: Option<PowerFit>,
+    pub gate: Vec<GateLine>,
+}
+
+/// `y = coefficient · x^exponent`, fitted by least squares on logs.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct PowerFit {
+    pub coefficient: f64,
+    pub exponent: f64,
+}
+
+impl PowerFit {
+    /// The fit through `points`; None for fewer than two distinct x.
+    pub fn of(points: &[(f64, f64)]) -> Option<PowerFit> {
+        let logs: Vec<(f64, f64)> = points.iter().map(|(x, y)| (x.ln(), y.ln())).collect();
+        let n = logs.len() as f64;
+        let mx = logs.iter().map(|p| p.0).sum::<f64>() / n;
+        let my = logs.iter().map(|p| p.1).sum::<f64>() / n;
+        let sxx: f64 = logs.iter().map(|p| (p.0 - mx).powi(2)).sum();
+        if logs.len() < 2 || sxx < 1e-12 {
+            return None;
+        }
+        let sxy: f64 = logs.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+        let exponent = sxy / sxx;
+        Some(PowerFit {
+            coefficient: (my - exponent * mx).exp(),
+            exponent,
+        })
+    }
+}
+
+/// The rows no other row of their scheme beats: another saving as much
+/// or more for fewer hashes. Sorted by scheme, then saving.
+pub fn frontier(rows: &[AttackRow]) -> Vec<AttackRow> {
+    let key = |r: &AttackRow| r.saving().unwrap_or(f64::INFINITY);
+    let mut out: Vec<AttackRow> = rows
+        .iter()
+        .filter(|r| {
+            let Some(h) = r.hashes_p90 else { return false };
+            !rows.iter().any(|o| {
+                o.scheme == r.scheme
+                    && o.hashes_p90.is_some_and(|oh| {
+                        key(o) >= key(r) && oh <= h && (key(o) > key(r) || oh < h)
+                    })
+            })
+        })
+        .cloned()
+        .collect();
+    out.sort_by(|a, b| a.scheme.cmp(b.scheme).then(key(a).total_cmp(&key(b))));
+    out
+}
+
+/// The challenges every attack answers.
+pub fn challenge(i: u32) -> [u8; 32] {
+    let mut h = blake3::Hasher::new();
+    h.update(b"spacevault bench attack challenge");
+    h.update(&i.to_le_bytes());
+    *h.finalize().as_bytes()
+}
+
+/// The least cost that answers [`ANSWERED`] of `costs` (None a failure),
+/// and the median (failures last).
+fn spread(costs: &[Option<u64>]) -> (f64, Option<f64>, f64) {
+    let n = costs.len();
+    let mut sorted: Vec<f64> = costs
+        .iter()
+        .map(|c| c.map_or(f64::INFINITY, |c| c as f64))
+        .collect();
+    sorted.sort_by(f64::total_cmp);
+    let answered = costs.iter().filter(|c| c.is_some()).count() as f64 / n.max(1) as f64;
+    let at = |q: f64| sorted[((q * n as f64).ceil() as usize).clamp(1, n) - 1];
+    let all: Vec<f64> = costs.iter().flatten().map(|&c| c as f64).collect();
+    let median = if all.is_empty() {
+        0.0
+    } else {
+        let mut all = all;
+        all.sort_by(f64::total_cmp);
+        all[all.len() / 2]
+    };
+    let p90 = at(ANSWERED);
+    (median, p90.is_finite().then_some(p90), answered)
+}
+
+/// Runs every attack at every size of `options`.
+pub fn run(
+    options: &AttackOptions,
+    progress: &mut dyn FnMut(&str),
+) -> Result<AttackReport, BenchError> {
+    if options.ks.is_empty() || options.challenges == 0 {
+        return Err(BenchError::Invalid(
+            "at least one size and one challenge are needed".into(),
+        ));
+    }
+    for &k in &options.ks {
+        if !(spacevault::hard::construction::MIN_K..=24).contains(&k) {
+            return Err(BenchError::Invalid(format!(
+                "k = {k}: the attacks run at k = 16 to 24"
+            )));
+        }
+    }
+    std::fs::create_dir_all(&options.dir)
+        .map_err(|e| BenchError::io(format!("creating {}", options.dir.display()), e))?;
+    progress("measuring this machine's hash rate");
+    let hash_rate = machine::hash_rate(options.threads, Duration::from_millis(500));
+    let mut rows = Vec::new();
+    let mut last = None;
+    for &k in &options.ks {
+        let plain = plain_rows(options, k, progress)?;
+        let hard = hard_rows(options, k, progress)?;
+        rows.extend(plain.clone());
+        rows.extend(hard.rows.clone());
+        last = Some((k, plain, hard));
+    }
+    let (k, plain, hard) = last.expect("one size at least");
+    let carried = carry(k, &plain, &hard);
+    let gate = gate(&carried);
+    let rainbow: Vec<(f64, f64)> = carried
+        .iter()
+        .filter(|r| r.attack.starts_with("rainbow"))
+        .filter_map(|r| Some((r.saving()?, r.hashes_p90?)))
+        .collect();
+    let frontier = frontier(&carried);
+    rows.extend(carried);
+    Ok(AttackReport {
+        machine: Machine::this(),
+        options: options.clone(),
+        hash_rate,
+        rows,
+        frontier,
+        rainbow_fit: PowerFit::of(&rainbow),
+        gate,
+    })
+}
+
+/// The plain scheme at size `k`: from nothing, and rainbow tables.
+fn plain_rows(
+    options: &AttackOptions,
+    k: u8,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Vec<AttackRow>, BenchError> {
+    progress(&format!("k = {k}: plotting the plain scheme"));
+    let dir = tempfile_dir(options, "plain")?;
+    let mut plot_options = PlotOptions::new(k, [0xA7; 32], [k; 32]);
+    plot_options.threads = options.threads;
+    let summary = spacevault::plot(&plot_options, &dir, &NoProgress)?;
+    let file = spacevault::PlotFile::open(&summary.path)?;
+    let honest: Vec<_> = (0..options.challenges)
+        .map(|i| file.prove(&challenge(i)).map(|a| a.candidate()))
+        .collect::<Result<_, _>>()
+        .map_err(|e| BenchError::Invalid(format!("the honest plain plot: {e}")))?;
+    let honest_bytes = summary.bytes as f64;
+    let records = 1u64 << k;
+    let mut rows = Vec::new();
+
+    // From nothing: every record hashed, the best kept.
+    progress(&format!("k = {k}: plain, from nothing"));
+    let start = Instant::now();
+    let mut costs = Vec::new();
+    let n = options.challenges.min(10);
+    for (i, honest) in honest.iter().enumerate().take(n as usize) {
+        let best = spacevault::brute_force_best(&summary.plot_id, k, &challenge(i as u32));
+        costs.push((best == *honest).then_some(records));
+    }
+    rows.push(row(
+        "plain",
+        "from nothing".into(),
+        k,
+        honest_bytes,
+        0.0,
+        &costs,
+        0.0,
+        start.elapsed().as_secs_f64() / f64::from(n),
+    ));
+
+    for &length in &options.rainbow_lengths {
+        progress(&format!(
+            "k = {k}: plain, {} rainbow tables of chains {length} long",
+            options.rainbow_tables
+        ));
+        let chains = (records / u64::from(length)).max(1);
+        let tables: Vec<Rainbow> = (0..options.rainbow_tables)
+            .map(|salt| Rainbow::build(&summary.plot_id, k, chains, length, u64::from(salt)))
+            .collect();
+        let stored_bits: u64 = tables.iter().map(Rainbow::stored_bits).sum();
+        let start = Instant::now();
+        let costs: Vec<Option<u64>> = honest
+            .iter()
+            .enumerate()
+            .map(|(i, honest)| {
+                let got = rainbow::answer(&tables, &challenge(i as u32));
+                (got.value == Some(*honest)).then_some(got.hashes)
+            })
+            .collect();
+        rows.push(row(
+            "plain",
+            format!("rainbow t={length} x{}", options.rainbow_tables),
+            k,
+            honest_bytes,
+            stored_bits as f64 / 8.0,
+            &costs,
+            (chains * u64::from(length) * u64::from(options.rainbow_tables)) as f64,
+            start.elapsed().as_secs_f64() / f64::from(options.challenges),
+        ));
+    }
+    remove(&dir);
+    Ok(rows)
+}
+
+/// What the table-chain plot at one size measured, kept for carrying to
+/// k = 32.
+#[derive(Clone)]
+struct HardMeasured {
+    rows: Vec<AttackRow>,
+    levels: u8,
+    /// Entries matched at each level, and stored at levels 2 and up.
+    matched: Vec<u64>,
+    stored: Vec<u64>,
+    /// Per grind row: the level and bits it dropped.
+    grinds: Vec<(u8, u32)>,
+}
+
+fn hard_rows(
+    options: &AttackOptions,
+    k: u8,
+    progress: &mut dyn FnMut(&str),
+) -> Result<HardMeasured, BenchError> {
+    progress(&format!("k = {k}: plotting the table-chain scheme"));
+    let dir = tempfile_dir(options, "hard")?;
+    let mut plot_options = HardPlotOptions::new(k, [0xA7; 32], [k; 32]);
+    plot_options.threads = options.threads;
+    let summary = spacevault::hard::plot(&plot_options, &dir)?;
+    let file = HardPlotFile::open(&summary.path)?;
+    let honest_bytes = summary.bytes as f64;
+    let levels = summary.levels;
+    let layout = file.layout().clone();
+    let mut rows = Vec::new();
+
+    progress(&format!("k = {k}: table chain, the forward pass"));
+    let forward = table_chain::forward(&summary.plot_id, k, levels, options.threads);
+    let exact = |hashes: u64| vec![Some(hashes); 1];
+    rows.push(row(
+        "hard",
+        "from nothing".into(),
+        k,
+        honest_bytes,
+        0.0,
+        &exact(forward.hashes_to(levels)),
+        0.0,
+        summary.seconds,
+    ));
+    for (name, dropped) in dropped_level_sets(levels) {
+        let top_dropped = *dropped.last().unwrap();
+        let kept = honest_bytes - dropped_bytes(&layout, &dropped, &forward.hashes);
+        rows.push(row(
+            "hard",
+            name,
+            k,
+            honest_bytes,
+            kept,
+            &exact(forward.hashes_to(top_dropped)),
+            0.0,
+            forward.seconds[usize::from(top_dropped) - 1],
+        ));
+    }
+
+    let honest: Vec<_> = (0..options.challenges)
+        .map(|i| file.prove(&challenge(i)).map(|a| a.map(|a| a.score)))
+        .collect::<Result<_, _>>()?;
+    let mut grinds = Vec::new();
+    for level in 2..=levels {
+        for &bits in &options.grind_bits {
+            progress(&format!(
+                "k = {k}: table chain, {bits} bits dropped from level {level}"
+            ));
+            let start = Instant::now();
+            let mut costs = Vec::new();
+            for (i, honest) in honest.iter().enumerate() {
+                let got = table_chain::grind(&file, level, bits, &challenge(i as u32))?;
+                costs.push((got.score.is_some() && got.score == *honest).then_some(got.hashes));
+            }
+            let section = if level == levels {
+                layout.top()
+            } else {
+                layout.level(level)
+            };
+            let dropped = (u64::from(bits) * section.count) as f64 / 8.0;
+            rows.push(row(
+                "hard",
+                grind_name(level, levels, bits),
+                k,
+                honest_bytes,
+                honest_bytes - dropped,
+                &costs,
+                0.0,
+                start.elapsed().as_secs_f64() / f64::from(options.challenges),
+            ));
+            grinds.push((level, bits));
+        }
+    }
+    remove(&dir);
+    Ok(HardMeasured {
+        rows,
+        levels,
+        matched: summary.matched,
+        stored: summary.stored,
+        grinds,
+    })
+}
+
+fn grind_name(level: u8, levels: u8, bits: u32) -> String {
+    if level == levels {
+        format!("{bits} bits off the top level")
+    } else {
+        format!("{bits} bits off level {level}")
+    }
+}
+
+/// Every run of middle levels an attacker may drop, with the top: each
+/// is recomputed by the forward pass up to its highest level. Dropping
+/// the top is rebuilding from nothing.
+fn dropped_level_sets(levels: u8) -> Vec<(String, Vec<u8>)> {
+    let mut sets = Vec::new();
+    for low in 2..levels {
+        for high in low..levels {
+            let name = if low == high {
+                format!("drop level {low}")
+            } else {
+                format!("drop levels {low}-{high}")
+            };
+            sets.push((name, (low..=high).collect()));
+        }
+    }
+    sets
+}
+
+/// The bytes an attacker saves by dropping `dropped` (middle levels) and
+/// keeping a bit a matched entry of the highest of them.
+fn dropped_bytes(layout: &HardLayout, dropped: &[u8], matched: &[u64]) -> f64 {
+    let sections: u64 = dropped.iter().map(|&l| layout.level(l).bytes).sum();
+    let high = *dropped.last().unwrap();
+    sections as f64 - matched[usize::from(high) - 1] as f64 / 8.0
+}
+
+#[allow(clippy::too_many_arguments)]
+fn row(
+    scheme: &'static str,
+    attack: String,
+    k: u8,
+    honest_bytes: f64,
+    attacker_bytes: f64,
+    costs: &[Option<u64>],
+    precomputed_hashes: f64,
+    seconds_per_challenge: f64,
+) -> AttackRow {
+    let (median, p90, answered) = spread(costs);
+    AttackRow {
+        scheme,
+        attack,
+        k,
+        extrapolated: false,
+        honest_bytes,
+        attacker_bytes,
+        answered,
+        hashes_median: median,
+        hashes_p90: p90,
+        precomputed_hashes,
+        seconds_per_challenge: Some(seconds_per_challenge),
+    }
+}
+
+/// The rows of the largest measured size carried to [`TARGET_K`].
+fn carry(k: u8, plain: &[AttackRow], hard: &HardMeasured) -> Vec<AttackRow> {
+    let grow = 2f64.powi(i32::from(TARGET_K - k));
+    let mut out = Vec::new();
+    // The plain format's bytes a record grow with k (a record keeps k
+    // bits of its counter).
+    let plain_bytes = plain[0].honest_bytes * grow * f64::from(TARGET_K) / f64::from(k);
+    for r in plain {
+        let mut c = r.clone();
+        c.k = TARGET_K;
+        c.extrapolated = true;
+        c.seconds_per_challenge = None;
+        c.honest_bytes = plain_bytes;
+        if r.attack == "from nothing" {
+            c.hashes_median *= grow;
+            c.hashes_p90 = r.hashes_p90.map(|h| h * grow);
+        } else {
+            // As many chains a table as records over the length, each
+            // (k + 2) bits; a lookup's hashes do not grow with k.
+            c.attacker_bytes =
+                r.attacker_bytes * grow * (f64::from(TARGET_K) + 2.0) / (f64::from(k) + 2.0);
+            c.precomputed_hashes *= grow;
+        }
+        out.push(c);
+    }
+    // The table-chain plot at k = 32: each level's entries in the same
+    // proportion to 2^k as measured.
+    let levels = hard.levels;
+    let scale = |n: u64| {
+        ((n as f64) * grow)
+            .round()
+            .min(((1u64 << TARGET_K) - 1) as f64) as u64
+    };
+    let matched: Vec<u64> = hard.matched.iter().map(|&n| scale(n)).collect();
+    let stored: Vec<u64> = hard.stored.iter().map(|&n| scale(n)).collect();
+    let Ok(layout) = HardLayout::new(TARGET_K, levels, &stored) else {
+        return out;
+    };
+    let honest_bytes = layout.file_size as f64;
+    let forward_to = |level: u8| matched[..usize::from(level)].iter().sum::<u64>() as f64;
+    let carried = |attack: String, attacker_bytes: f64, hashes: f64, answered: f64| AttackRow {
+        scheme: "hard",
+        attack,
+        k: TARGET_K,
+        extrapolated: true,
+        honest_bytes,
+        attacker_bytes,
+        answered,
+        hashes_median: hashes,
+        hashes_p90: (answered >= ANSWERED).then_some(hashes),
+        precomputed_hashes: 0.0,
+        seconds_per_challenge: None,
+    };
+    out.push(carried("from nothing".into(), 0.0, forward_to(levels), 1.0));
+    for (name, dropped) in dropped_level_sets(levels) {
+        let high = *dropped.last().unwrap();
+        let kept = honest_bytes - dropped_bytes(&layout, &dropped, &matched);
+        out.push(carried(name, kept, forward_to(high), 1.0));
+    }
+    let grind_rows = hard.rows.iter().filter(|r| r.attack.contains("bits off"));
+    for (r, &(level, bits)) in grind_rows.zip(&hard.grinds) {
+        let section = if level == levels {
+            layout.top()
+        } else {
+            layout.level(level)
+        };
+        let dropped = (u64::from(bits) * section.count) as f64 / 8.0;
+        let mut c = carried(
+            r.attack.clone(),
+            honest_bytes - dropped,
+            r.hashes_median,
+            r.answered,
+        );
+        c.hashes_p90 = r.hashes_p90;
+        out.push(c);
+    }
+    out
+}
+
+/// For each scheme and saving of [`GATE`], the cheapest carried attack.
+fn gate(carried: &[AttackRow]) -> Vec<GateLine> {
+    let mut lines = Vec::new();
+    for scheme in ["plain", "hard"] {
+        for (factor, threshold) in GATE {
+            let cheapest = carried
+                .iter()
+                .filter(|r| r.scheme == scheme && r.saves_at_least(factor))
+                .filter_map(|r| r.hashes_p90.map(|h| (h, r)))
+                .min_by(|a, b| a.0.total_cmp(&b.0));
+            lines.push(GateLine {
+                scheme,
+                factor,
+                threshold,
+                cheapest: cheapest.map(|c| c.1.attack.clone()),
+                hashes: cheapest.map(|c| c.0),
+                passes: cheapest.is_none_or(|c| c.0 > threshold),
+            });
+        }
+    }
+    lines
+}
+
+fn tempfile_dir(options: &AttackOptions, what: &str) -> Result<PathBuf, BenchError> {
+    let dir = options
+        .dir
+        .join(format!("spacevault-attack-{what}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| BenchError::io(format!("creating {}", dir.display()), e))?;
+    Ok(dir)
+}
+
+fn remove(dir: &std::path::Path) {
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_spread_counts_failures_as_never_answered() {
+        let costs: Vec<Option<u64>> = (1..=10).map(Some).collect();
+        assert_eq!(spread(&costs), (6.0, Some(9.0), 1.0));
+        let mut some: Vec<Option<u64>> = (1..=8).map(Some).collect();
+        some.extend([None, None]);
+        let (_, p90, answered) = spread(&some);
+        assert_eq!((p90, answered), (None, 0.8));
+    }
+
+    #[test]
+    fn a_power_law_is_fitted_back() {
+        let points: Vec<(f64, f64)> = [2.0, 8.0, 32.0].iter().map(|&x| (x, 3.0 * x * x)).collect();
+        let fit = PowerFit::of(&points).unwrap();
+        assert!((fit.exponent - 2.0).abs() < 1e-9 && (fit.coefficient - 3.0).abs() < 1e-6);
+        assert_eq!(PowerFit::of(&points[..1]), None);
+    }
+
+    #[test]
+    fn the_frontier_keeps_only_what_nothing_beats() {
+        let r = |attack: &str, attacker_bytes: f64, hashes: f64| AttackRow {
+            scheme: "hard",
+            attack: attack.into(),
+            k: 32,
+            extrapolated: true,
+            honest_bytes: 100.0,
+            attacker_bytes,
+            answered: 1.0,
+            hashes_median: hashes,
+            hashes_p90: Some(hashes),
+            precomputed_hashes: 0.0,
+            seconds_per_challenge: None,
+        };
+        let rows = [
+            r("cheap", 90.0, 10.0),
+            r("beaten", 80.0, 1e9),
+            r("better", 50.0, 1e8),
+            r("nothing", 0.0, 2e10),
+        ];
+        let names: Vec<_> = frontier(&rows).into_iter().map(|r| r.attack).collect();
+        assert_eq!(names, ["cheap", "better", "nothing"]);
+    }
+
+    #[test]
+    fn the_gate_takes_the_cheapest_attack_that_saves_enough() {
+        let r = |attack: &str, attacker_bytes: f64, hashes: f64| AttackRow {
+            scheme: "hard",
+            attack: attack.into(),
+            k: 32,
+            extrapolated: true,
+            honest_bytes: 100.0,
+            attacker_bytes,
+            answered: 1.0,
+            hashes_median: hashes,
+            hashes_p90: Some(hashes),
+            precomputed_hashes: 0.0,
+            seconds_per_challenge: None,
+        };
+        let rows = [
+            r("small", 90.0, 10.0),
+            r("half", 40.0, 2e9),
+            r("nothing", 0.0, 2e10),
+        ];
+        let lines = gate(&rows);
+        let hard: Vec<_> = lines.iter().filter(|l| l.scheme == "hard").collect();
+        assert_eq!(hard[0].cheapest.as_deref(), Some("half"));
+        assert!(hard[0].passes);
+        assert_eq!(hard[1].cheapest.as_deref(), Some("nothing"));
+        assert!(!hard[1].passes);
+    }
+
+    #[test]
+    fn a_small_run_measures_both_schemes_and_carries_them_to_k_32() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = AttackOptions {
+            ks: vec![16],
+            challenges: 20,
+            rainbow_lengths: vec![16],
+            rainbow_tables: 2,
+            grind_bits: vec![2],
+            threads: 2,
+            dir: dir.path().to_path_buf(),
+        };
+        let report = run(&options, &mut |_| {}).unwrap();
+        let measured: Vec<_> = report.rows.iter().filter(|r| !r.extrapolated).collect();
+        let carried: Vec<_> = report.rows.iter().filter(|r| r.extrapolated).collect();
+        assert_eq!(measured.len(), carried.len());
+        let nothing = measured
+            .iter()
+            .find(|r| r.scheme == "plain" && r.attack == "from nothing")
+            .unwrap();
+        assert_eq!((nothing.answered, nothing.hashes_median), (1.0, 65536.0));
+        let hard_nothing = carried
+            .iter()
+            .find(|r| r.scheme == "hard" && r.attack == "from nothing")
+            .unwrap();
+        assert!(hard_nothing.hashes_median > 4.0 * 2f64.powi(32));
+        // A grind of two bits finds nearly every honest answer.
+        let ground = measured
+            .iter()
+            .find(|r| r.attack == "2 bits off level 2")
+            .unwrap();
+        assert!(ground.answered >= 0.9, "{}", ground.answered);
+        assert_eq!(report.gate.len(), 4);
+        // Nothing is left of the plots.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+}
