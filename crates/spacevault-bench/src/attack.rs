@@ -9,16 +9,19 @@
 //! whether its answer was the honest one. At k = 32 the hashes that grow
 //! with the plot (a forward pass, a rebuild) scale by `2^(32 - k)` from
 //! the largest size measured, those that do not (rainbow lookups, grinds
-//! of a few bits) stay, and what each attacker keeps is taken from the
-//! k = 32 file's layout. The gate asks, of each saving of space, the
-//! cheapest attack that answers 90% of challenges with equal quality.
+//! of a few bits) stay, and each level's entries keep their measured
+//! share of `2^k`. The gate asks, of each saving of space, the cheapest
+//! attack that answers 90% of challenges with equal quality.
+//!
+//! A table-chain plot's space is counted in a compact encoding
+//! ([`Compact`]), not as the fixed-width file stores it: an attacker's
+//! first saving would be to compress the file, which costs no hashes.
 
 use crate::machine::{self, Machine};
 use crate::BenchError;
 use serde::Serialize;
 use spacevault::attack::rainbow::{self, Rainbow};
 use spacevault::attack::table_chain;
-use spacevault::hard::format::Layout as HardLayout;
 use spacevault::hard::{HardPlotFile, HardPlotOptions};
 use spacevault::plot::NoProgress;
 use spacevault::PlotOptions;
@@ -124,6 +127,9 @@ pub struct AttackReport {
     /// Hashes a second this machine's cores make (the plotter's kernel).
     pub hash_rate: f64,
     pub rows: Vec<AttackRow>,
+    /// The table-chain plots' sizes: the file, and the compact count the
+    /// rows measure space in.
+    pub hard_sizes: Vec<HardSize>,
     /// Each scheme's trade-off at k = 32: the cheapest attack for each
     /// saving, saving by saving (the lower envelope of the chart).
     pub frontier: Vec<AttackRow>,
@@ -182,6 +188,85 @@ pub fn frontier(rows: &[AttackRow]) -> Vec<AttackRow> {
     out
 }
 
+/// A table-chain plot's size in the compact encoding an attacker would use
+/// first: each middle level's sorted values and the top level's sorted
+/// prefixes in Elias–Fano form (`2 + ⌈log2(range / n)⌉` bits an entry
+/// for `n` sorted values below `range`), the top's values (pairs of
+/// positions, in prefix order) at their full width, and no index (the
+/// sorted prefixes are one).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Compact {
+    pub k: u8,
+    pub levels: u8,
+    /// Entries stored at levels 2 to `levels`.
+    pub stored: Vec<u64>,
+}
+
+fn elias_fano_bits(n: f64, range: f64) -> f64 {
+    if n < 1.0 {
+        return 0.0;
+    }
+    n * (2.0 + (range / n).log2().ceil().max(0.0))
+}
+
+impl Compact {
+    fn count(&self, level: u8) -> f64 {
+        if level == 1 {
+            2f64.powi(i32::from(self.k))
+        } else {
+            self.stored[usize::from(level) - 2] as f64
+        }
+    }
+
+    /// The bits of `level`'s section with the low `dropped` bits of each
+    /// value gone.
+    pub fn section_bits(&self, level: u8, dropped: u32) -> f64 {
+        let n = self.count(level);
+        // A value is a line point of two positions below (about half the
+        // square of the count) and one bit for which child is left.
+        let values = self.count(level - 1).powi(2);
+        let shrink = 2f64.powi(dropped as i32);
+        if level < self.levels {
+            elias_fano_bits(n, values / shrink)
+        } else {
+            let prefixes = elias_fano_bits(n, 2f64.powi(i32::from(self.k)));
+            prefixes + n * ((values / shrink).log2().ceil().max(0.0))
+        }
+    }
+
+    pub fn total_bits(&self) -> f64 {
+        (2..=self.levels).map(|l| self.section_bits(l, 0)).sum()
+    }
+
+    pub fn bytes(&self) -> f64 {
+        self.total_bits() / 8.0
+    }
+
+    /// The bytes an attacker keeps who drops `dropped` (middle levels)
+    /// and keeps a bit a matched entry of the highest of them, `matched`
+    /// of them, to prune the recomputed level as the plotter did.
+    fn without_levels(&self, dropped: &[u8], matched: f64) -> f64 {
+        let gone: f64 = dropped.iter().map(|&l| self.section_bits(l, 0)).sum();
+        (self.total_bits() - gone + matched) / 8.0
+    }
+
+    /// The bytes an attacker keeps who drops `bits` of each of `level`'s
+    /// values.
+    fn without_bits(&self, level: u8, bits: u32) -> f64 {
+        let saved = self.section_bits(level, 0) - self.section_bits(level, bits);
+        (self.total_bits() - saved) / 8.0
+    }
+}
+
+/// A table-chain plot as the plotter wrote it and in the compact count.
+#[derive(Clone, Debug, Serialize)]
+pub struct HardSize {
+    pub k: u8,
+    /// None for the size carried to k = 32.
+    pub file_bytes: Option<u64>,
+    pub compact_bytes: f64,
+}
+
 /// The challenges every attack answers.
 pub fn challenge(i: u32) -> [u8; 32] {
     let mut h = blake3::Hasher::new();
@@ -235,16 +320,29 @@ pub fn run(
     progress("measuring this machine's hash rate");
     let hash_rate = machine::hash_rate(options.threads, Duration::from_millis(500));
     let mut rows = Vec::new();
+    let mut hard_sizes = Vec::new();
     let mut last = None;
     for &k in &options.ks {
         let plain = plain_rows(options, k, progress)?;
         let hard = hard_rows(options, k, progress)?;
         rows.extend(plain.clone());
         rows.extend(hard.rows.clone());
+        hard_sizes.push(HardSize {
+            k,
+            file_bytes: Some(hard.file_bytes),
+            compact_bytes: hard.compact.bytes(),
+        });
         last = Some((k, plain, hard));
     }
     let (k, plain, hard) = last.expect("one size at least");
     let carried = carry(k, &plain, &hard);
+    if let Some(r) = carried.iter().find(|r| r.scheme == "hard") {
+        hard_sizes.push(HardSize {
+            k: TARGET_K,
+            file_bytes: None,
+            compact_bytes: r.honest_bytes,
+        });
+    }
     let gate = gate(&carried);
     let rainbow: Vec<(f64, f64)> = carried
         .iter()
@@ -258,6 +356,7 @@ pub fn run(
         options: options.clone(),
         hash_rate,
         rows,
+        hard_sizes,
         frontier,
         rainbow_fit: PowerFit::of(&rainbow),
         gate,
@@ -343,10 +442,10 @@ fn plain_rows(
 #[derive(Clone)]
 struct HardMeasured {
     rows: Vec<AttackRow>,
-    levels: u8,
-    /// Entries matched at each level, and stored at levels 2 and up.
+    file_bytes: u64,
+    compact: Compact,
+    /// Entries matched at each level.
     matched: Vec<u64>,
-    stored: Vec<u64>,
     /// Per grind row: the level and bits it dropped.
     grinds: Vec<(u8, u32)>,
 }
@@ -362,9 +461,13 @@ fn hard_rows(
     plot_options.threads = options.threads;
     let summary = spacevault::hard::plot(&plot_options, &dir)?;
     let file = HardPlotFile::open(&summary.path)?;
-    let honest_bytes = summary.bytes as f64;
     let levels = summary.levels;
-    let layout = file.layout().clone();
+    let compact = Compact {
+        k,
+        levels,
+        stored: summary.stored.clone(),
+    };
+    let honest_bytes = compact.bytes();
     let mut rows = Vec::new();
 
     progress(&format!("k = {k}: table chain, the forward pass"));
@@ -382,7 +485,8 @@ fn hard_rows(
     ));
     for (name, dropped) in dropped_level_sets(levels) {
         let top_dropped = *dropped.last().unwrap();
-        let kept = honest_bytes - dropped_bytes(&layout, &dropped, &forward.hashes);
+        let matched = forward.hashes[usize::from(top_dropped) - 1] as f64;
+        let kept = compact.without_levels(&dropped, matched);
         rows.push(row(
             "hard",
             name,
@@ -410,18 +514,12 @@ fn hard_rows(
                 let got = table_chain::grind(&file, level, bits, &challenge(i as u32))?;
                 costs.push((got.score.is_some() && got.score == *honest).then_some(got.hashes));
             }
-            let section = if level == levels {
-                layout.top()
-            } else {
-                layout.level(level)
-            };
-            let dropped = (u64::from(bits) * section.count) as f64 / 8.0;
             rows.push(row(
                 "hard",
                 grind_name(level, levels, bits),
                 k,
                 honest_bytes,
-                honest_bytes - dropped,
+                compact.without_bits(level, bits),
                 &costs,
                 0.0,
                 start.elapsed().as_secs_f64() / f64::from(options.challenges),
@@ -432,9 +530,9 @@ fn hard_rows(
     remove(&dir);
     Ok(HardMeasured {
         rows,
-        levels,
+        file_bytes: summary.bytes,
+        compact,
         matched: summary.matched,
-        stored: summary.stored,
         grinds,
     })
 }
@@ -463,14 +561,6 @@ fn dropped_level_sets(levels: u8) -> Vec<(String, Vec<u8>)> {
         }
     }
     sets
-}
-
-/// The bytes an attacker saves by dropping `dropped` (middle levels) and
-/// keeping a bit a matched entry of the highest of them.
-fn dropped_bytes(layout: &HardLayout, dropped: &[u8], matched: &[u64]) -> f64 {
-    let sections: u64 = dropped.iter().map(|&l| layout.level(l).bytes).sum();
-    let high = *dropped.last().unwrap();
-    sections as f64 - matched[usize::from(high) - 1] as f64 / 8.0
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -527,18 +617,15 @@ fn carry(k: u8, plain: &[AttackRow], hard: &HardMeasured) -> Vec<AttackRow> {
     }
     // The table-chain plot at k = 32: each level's entries in the same
     // proportion to 2^k as measured.
-    let levels = hard.levels;
-    let scale = |n: u64| {
-        ((n as f64) * grow)
-            .round()
-            .min(((1u64 << TARGET_K) - 1) as f64) as u64
-    };
+    let levels = hard.compact.levels;
+    let scale = |n: u64| ((n as f64) * grow).round() as u64;
     let matched: Vec<u64> = hard.matched.iter().map(|&n| scale(n)).collect();
-    let stored: Vec<u64> = hard.stored.iter().map(|&n| scale(n)).collect();
-    let Ok(layout) = HardLayout::new(TARGET_K, levels, &stored) else {
-        return out;
+    let compact = Compact {
+        k: TARGET_K,
+        levels,
+        stored: hard.compact.stored.iter().map(|&n| scale(n)).collect(),
     };
-    let honest_bytes = layout.file_size as f64;
+    let honest_bytes = compact.bytes();
     let forward_to = |level: u8| matched[..usize::from(level)].iter().sum::<u64>() as f64;
     let carried = |attack: String, attacker_bytes: f64, hashes: f64, answered: f64| AttackRow {
         scheme: "hard",
@@ -556,20 +643,14 @@ fn carry(k: u8, plain: &[AttackRow], hard: &HardMeasured) -> Vec<AttackRow> {
     out.push(carried("from nothing".into(), 0.0, forward_to(levels), 1.0));
     for (name, dropped) in dropped_level_sets(levels) {
         let high = *dropped.last().unwrap();
-        let kept = honest_bytes - dropped_bytes(&layout, &dropped, &matched);
+        let kept = compact.without_levels(&dropped, matched[usize::from(high) - 1] as f64);
         out.push(carried(name, kept, forward_to(high), 1.0));
     }
     let grind_rows = hard.rows.iter().filter(|r| r.attack.contains("bits off"));
     for (r, &(level, bits)) in grind_rows.zip(&hard.grinds) {
-        let section = if level == levels {
-            layout.top()
-        } else {
-            layout.level(level)
-        };
-        let dropped = (u64::from(bits) * section.count) as f64 / 8.0;
         let mut c = carried(
             r.attack.clone(),
-            honest_bytes - dropped,
+            compact.without_bits(level, bits),
             r.hashes_median,
             r.answered,
         );
@@ -627,6 +708,28 @@ mod tests {
         some.extend([None, None]);
         let (_, p90, answered) = spread(&some);
         assert_eq!((p90, answered), (None, 0.8));
+    }
+
+    #[test]
+    fn the_compact_count_takes_about_k_bits_a_middle_entry_and_2k_at_the_top() {
+        let n = 1u64 << 20;
+        let c = Compact {
+            k: 20,
+            levels: 5,
+            stored: vec![n; 4],
+        };
+        // n sorted values below n^2: 2 + 20 bits each; the top: 2 + 0
+        // for its prefixes, 40 for its pair.
+        assert_eq!(c.section_bits(3, 0), n as f64 * 22.0);
+        assert_eq!(c.section_bits(5, 0), n as f64 * 42.0);
+        assert_eq!(c.total_bits(), n as f64 * (3.0 * 22.0 + 42.0));
+        // Dropped bits come off each entry; dropping a level leaves the
+        // rest and the attacker's bits.
+        assert_eq!(c.section_bits(2, 4), n as f64 * 18.0);
+        assert_eq!(
+            c.without_levels(&[2, 3], 8.0),
+            (n as f64 * 64.0 + 8.0) / 8.0
+        );
     }
 
     #[test]

@@ -368,3 +368,63 @@ fn bench_chain_reports_its_runs_and_the_proof_of_times_costs() {
             "--attackers must be fewer than --farmers",
         ));
 }
+
+#[test]
+fn bench_attack_measures_both_schemes_and_holds_them_against_the_gate() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let mut cmd = sv(dir.path());
+    cmd.args(["bench", "attack", "-k", "16", "--challenges", "20"])
+        .args([
+            "--rainbow-lengths",
+            "16,64",
+            "--grind-bits",
+            "2,6",
+            "--json",
+        ])
+        .arg("--dir")
+        .arg(dir.path())
+        .arg("--out")
+        .arg(&out);
+    let r = json(&mut cmd);
+    let rows = r["rows"].as_array().unwrap();
+    let find = |scheme: &str, attack: &str, k: u64| {
+        rows.iter()
+            .find(|row| row["scheme"] == scheme && row["attack"] == attack && row["k"] == k)
+            .unwrap_or_else(|| panic!("no {scheme} {attack} at k = {k}"))
+    };
+    // The plain scheme from nothing hashes every record, and answers.
+    let nothing = find("plain", "from nothing", 16);
+    assert_eq!(nothing["hashes_median"], 65536.0);
+    assert_eq!(nothing["answered"], 1.0);
+    // Rainbow tables keep a fraction of the plot and answer most
+    // challenges for far fewer hashes.
+    let rainbow = find("plain", "rainbow t=16 x4", 16);
+    assert!(
+        rainbow["attacker_bytes"].as_f64().unwrap() < rainbow["honest_bytes"].as_f64().unwrap()
+    );
+    assert!(rainbow["hashes_median"].as_f64().unwrap() < 65536.0);
+    // Carried to k = 32, the table-chain plot rebuilt costs more than
+    // four times 2^32 hashes.
+    let hard = find("hard", "from nothing", 32);
+    assert!(hard["hashes_median"].as_f64().unwrap() > 4.0 * 2f64.powi(32));
+    let gate = r["gate"].as_array().unwrap();
+    assert_eq!(gate.len(), 4);
+    // Rainbow tables save twice the space for a few thousand hashes.
+    assert_eq!(gate[0]["scheme"], "plain");
+    assert_eq!(gate[0]["passes"], false);
+    assert!(r["rainbow_fit"]["exponent"].as_f64().unwrap() > 1.0);
+    let svg = std::fs::read_to_string(out.join("attack.svg")).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("table-chain scheme"));
+    let saved: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("attack.json")).unwrap()).unwrap();
+    assert_eq!(saved["gate"], r["gate"]);
+    // Nonsense refused in one line.
+    sv(dir.path())
+        .args(["bench", "attack", "-k", "30"])
+        .arg("--dir")
+        .arg(dir.path())
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("the attacks run at k = 16 to 24"));
+}

@@ -136,6 +136,17 @@ fn print_report(r: &AttackReport) -> Result<()> {
         r.hash_rate,
         r.options.threads
     );
+    for size in &r.hard_sizes {
+        outln!(
+            "table chain k = {}: {}{} compact, as space is counted here",
+            size.k,
+            size.file_bytes.map_or(String::new(), |b| format!(
+                "file {}, ",
+                crate::size::format_size(b)
+            )),
+            crate::size::format_size(size.compact_bytes as u64)
+        );
+    }
     outln!();
     outln!(
         "{:<6} {:<28} {:>3} {:>8} {:>9} {:>10} {:>10} {:>10}",
