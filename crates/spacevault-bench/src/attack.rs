@@ -52,6 +52,8 @@ pub struct AttackOptions {
     pub rainbow_tables: u32,
     /// Bits dropped from each entry of one level of the table-chain plot.
     pub grind_bits: Vec<u32>,
+    /// Bits dropped from each entry of every level at once.
+    pub nested_bits: Vec<u32>,
     pub threads: usize,
     /// Where the plots go (deleted after each size).
     pub dir: PathBuf,
@@ -65,6 +67,7 @@ impl Default for AttackOptions {
             rainbow_lengths: vec![32, 128, 512],
             rainbow_tables: 4,
             grind_bits: vec![4, 8, 12],
+            nested_bits: vec![2, 3, 4, 5],
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             dir: PathBuf::from("."),
         }
@@ -250,10 +253,13 @@ impl Compact {
         (self.total_bits() - gone + matched) / 8.0
     }
 
-    /// The bytes an attacker keeps who drops `bits` of each of `level`'s
-    /// values.
-    fn without_bits(&self, level: u8, bits: u32) -> f64 {
-        let saved = self.section_bits(level, 0) - self.section_bits(level, bits);
+    /// The bytes an attacker keeps who drops `bits` of each value of the
+    /// levels `dropped`.
+    fn without_bits(&self, dropped: &[u8], bits: u32) -> f64 {
+        let saved: f64 = dropped
+            .iter()
+            .map(|&l| self.section_bits(l, 0) - self.section_bits(l, bits))
+            .sum();
         (self.total_bits() - saved) / 8.0
     }
 }
@@ -446,8 +452,8 @@ struct HardMeasured {
     compact: Compact,
     /// Entries matched at each level.
     matched: Vec<u64>,
-    /// Per grind row: the level and bits it dropped.
-    grinds: Vec<(u8, u32)>,
+    /// Per grind row: the levels and bits it dropped.
+    grinds: Vec<(Vec<u8>, u32)>,
 }
 
 fn hard_rows(
@@ -503,29 +509,29 @@ fn hard_rows(
         .map(|i| file.prove(&challenge(i)).map(|a| a.map(|a| a.score)))
         .collect::<Result<_, _>>()?;
     let mut grinds = Vec::new();
-    for level in 2..=levels {
-        for &bits in &options.grind_bits {
-            progress(&format!(
-                "k = {k}: table chain, {bits} bits dropped from level {level}"
-            ));
-            let start = Instant::now();
-            let mut costs = Vec::new();
-            for (i, honest) in honest.iter().enumerate() {
-                let got = table_chain::grind(&file, level, bits, &challenge(i as u32))?;
-                costs.push((got.score.is_some() && got.score == *honest).then_some(got.hashes));
-            }
-            rows.push(row(
-                "hard",
-                grind_name(level, levels, bits),
-                k,
-                honest_bytes,
-                compact.without_bits(level, bits),
-                &costs,
-                0.0,
-                start.elapsed().as_secs_f64() / f64::from(options.challenges),
-            ));
-            grinds.push((level, bits));
+    let every: Vec<u8> = (2..=levels).collect();
+    let single = (2..=levels).flat_map(|l| options.grind_bits.iter().map(move |&b| (vec![l], b)));
+    let nested = options.nested_bits.iter().map(|&b| (every.clone(), b));
+    for (dropped, bits) in single.chain(nested) {
+        let name = grind_name(&dropped, levels, bits);
+        progress(&format!("k = {k}: table chain, {name}"));
+        let start = Instant::now();
+        let mut costs = Vec::new();
+        for (i, honest) in honest.iter().enumerate() {
+            let got = table_chain::grind(&file, &dropped, bits, &challenge(i as u32))?;
+            costs.push((got.score.is_some() && got.score == *honest).then_some(got.hashes));
         }
+        rows.push(row(
+            "hard",
+            name,
+            k,
+            honest_bytes,
+            compact.without_bits(&dropped, bits),
+            &costs,
+            0.0,
+            start.elapsed().as_secs_f64() / f64::from(options.challenges),
+        ));
+        grinds.push((dropped, bits));
     }
     remove(&dir);
     Ok(HardMeasured {
@@ -537,11 +543,11 @@ fn hard_rows(
     })
 }
 
-fn grind_name(level: u8, levels: u8, bits: u32) -> String {
-    if level == levels {
-        format!("{bits} bits off the top level")
-    } else {
-        format!("{bits} bits off level {level}")
+fn grind_name(dropped: &[u8], levels: u8, bits: u32) -> String {
+    match dropped {
+        [level] if *level == levels => format!("{bits} bits off the top level"),
+        [level] => format!("{bits} bits off level {level}"),
+        _ => format!("{bits} bits off every level"),
     }
 }
 
@@ -647,10 +653,10 @@ fn carry(k: u8, plain: &[AttackRow], hard: &HardMeasured) -> Vec<AttackRow> {
         out.push(carried(name, kept, forward_to(high), 1.0));
     }
     let grind_rows = hard.rows.iter().filter(|r| r.attack.contains("bits off"));
-    for (r, &(level, bits)) in grind_rows.zip(&hard.grinds) {
+    for (r, (dropped, bits)) in grind_rows.zip(&hard.grinds) {
         let mut c = carried(
             r.attack.clone(),
-            compact.without_bits(level, bits),
+            compact.without_bits(dropped, *bits),
             r.hashes_median,
             r.answered,
         );
@@ -802,6 +808,7 @@ mod tests {
             rainbow_lengths: vec![16],
             rainbow_tables: 2,
             grind_bits: vec![2],
+            nested_bits: vec![2],
             threads: 2,
             dir: dir.path().to_path_buf(),
         };

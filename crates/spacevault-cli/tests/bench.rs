@@ -379,7 +379,9 @@ fn bench_attack_measures_both_schemes_and_holds_them_against_the_gate() {
             "--rainbow-lengths",
             "16,64",
             "--grind-bits",
-            "2,6",
+            "2,3",
+            "--nested-bits",
+            "3",
             "--json",
         ])
         .arg("--dir")
@@ -408,6 +410,10 @@ fn bench_attack_measures_both_schemes_and_holds_them_against_the_gate() {
     // four times 2^32 hashes.
     let hard = find("hard", "from nothing", 32);
     assert!(hard["hashes_median"].as_f64().unwrap() > 4.0 * 2f64.powi(32));
+    // Bits dropped from every level cost more than from the top alone.
+    let every = find("hard", "3 bits off every level", 16);
+    let top = find("hard", "3 bits off the top level", 16);
+    assert!(every["hashes_median"].as_f64().unwrap() > top["hashes_median"].as_f64().unwrap());
     let gate = r["gate"].as_array().unwrap();
     assert_eq!(gate.len(), 4);
     // Rainbow tables save twice the space for a few thousand hashes.

@@ -40,6 +40,15 @@ pub struct BenchAttackArgs {
         default_value = "4,8,12"
     )]
     pub grind_bits: Vec<u32>,
+    /// Bits dropped from each entry of every level of a table-chain plot
+    /// at once (each entry tried below the top must be ground back too).
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        default_value = "2,3,4,5"
+    )]
+    pub nested_bits: Vec<u32>,
     /// Worker threads (default: every core).
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
@@ -57,6 +66,9 @@ pub struct BenchAttackArgs {
 pub fn run(a: BenchAttackArgs) -> Result<()> {
     if let Some(&b) = a.grind_bits.iter().find(|&&b| b > 24) {
         anyhow::bail!("--grind-bits {b}: at most 24 (2^24 tries a challenge)");
+    }
+    if let Some(&b) = a.nested_bits.iter().find(|&&b| b > 8) {
+        anyhow::bail!("--nested-bits {b}: at most 8 (about 2^(4b) tries a challenge)");
     }
     if let Some(&t) = a
         .rainbow_lengths
@@ -79,6 +91,7 @@ pub fn run(a: BenchAttackArgs) -> Result<()> {
         rainbow_lengths: a.rainbow_lengths,
         rainbow_tables: a.rainbow_tables,
         grind_bits: a.grind_bits,
+        nested_bits: a.nested_bits,
         threads,
         dir: a.dir,
     };

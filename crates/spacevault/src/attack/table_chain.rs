@@ -9,11 +9,13 @@
 //!   below) and renumbers it as the plotter did. Hellman's tables invert a
 //!   function at one point, and no level above the leaves is one: the
 //!   leaves' hash is, but its outputs are not what the plot stores.
-//! - **Bits dropped**: the attacker keeps each entry of one level without
-//!   its low bits and grinds them back when a challenge's path crosses
-//!   the entry: every completion is tried, its children's outputs rebuilt
-//!   from the levels below and checked against the matching rule (and,
-//!   for a top entry, against its stored prefix).
+//! - **Bits dropped**: the attacker keeps each entry of some levels
+//!   without its low bits and grinds them back when a challenge's path
+//!   crosses the entry: every completion is tried, its children's outputs
+//!   rebuilt from the levels below and checked against the matching rule
+//!   (and, for a top entry, against its stored prefix). Where a level
+//!   below is short of bits too, each child tried must be ground back
+//!   first: the costs multiply down the tree.
 
 use crate::hard::construction::{
     join, leaf, line_point_pair, matches, quality_hash, score, top_prefix, Node,
@@ -67,18 +69,19 @@ pub struct Ground {
     pub hashes: u64,
 }
 
-/// Answers `challenge` from `plot` as an attacker would who kept level
-/// `dropped` (2 to the top) without the low `bits` bits of each entry.
+/// Answers `challenge` from `plot` as an attacker would who kept the
+/// levels `dropped` (2 to the top) without the low `bits` bits of each
+/// entry.
 pub fn grind(
     plot: &HardPlotFile,
-    dropped: u8,
+    dropped: &[u8],
     bits: u32,
     challenge: &[u8; 32],
 ) -> Result<Ground, ReadError> {
     let h = plot.header();
     let mut grinder = Grinder {
         plot,
-        dropped,
+        dropped: dropped.to_vec(),
         bits,
         nodes: HashMap::new(),
         hashes: 0,
@@ -115,10 +118,10 @@ pub fn grind(
 
 struct Grinder<'a> {
     plot: &'a HardPlotFile,
-    dropped: u8,
+    dropped: Vec<u8>,
     bits: u32,
     /// Entries rebuilt so far, by level and position.
-    nodes: HashMap<(u8, u64), Node>,
+    nodes: HashMap<(u8, u64), Option<Node>>,
     hashes: u64,
 }
 
@@ -131,7 +134,7 @@ impl Grinder<'_> {
         challenge: &[u8; 32],
     ) -> Result<Option<(u64, u64)>, ReadError> {
         let levels = self.plot.header().levels;
-        let mut children = if self.dropped == levels {
+        let mut children = if self.dropped.contains(&levels) {
             match self.ground(levels, top.value, Some(top.prefix))? {
                 Some(c) => c,
                 None => return Ok(None),
@@ -143,7 +146,7 @@ impl Grinder<'_> {
             let right = (challenge[31] >> step) & 1 == 1;
             let next = if right { children.1 } else { children.0 };
             let value = self.plot.entry(level, next)?;
-            children = if level == self.dropped {
+            children = if self.dropped.contains(&level) {
                 match self.ground(level, value, None)? {
                     Some(c) => c,
                     None => return Ok(None),
@@ -174,7 +177,12 @@ impl Grinder<'_> {
             let Some((l, r)) = self.decoded(level, candidate) else {
                 continue;
             };
-            let (left, right) = (self.node(level - 1, l)?, self.node(level - 1, r)?);
+            let Some(left) = self.node(level - 1, l)? else {
+                continue;
+            };
+            let Some(right) = self.node(level - 1, r)? else {
+                continue;
+            };
             if !matches(left.y, right.y) {
                 continue;
             }
@@ -206,8 +214,9 @@ impl Grinder<'_> {
         Some(if value & 1 == 1 { (a, b) } else { (b, a) })
     }
 
-    /// Entry `index` of `level` rebuilt from the stored levels below it.
-    fn node(&mut self, level: u8, index: u64) -> Result<Node, ReadError> {
+    /// Entry `index` of `level` rebuilt from the levels below it: None
+    /// when an entry short of bits on the way cannot be told apart.
+    fn node(&mut self, level: u8, index: u64) -> Result<Option<Node>, ReadError> {
         if let Some(n) = self.nodes.get(&(level, index)) {
             return Ok(*n);
         }
@@ -215,13 +224,24 @@ impl Grinder<'_> {
         let (id, k) = (h.plot_id, h.k);
         let n = if level == 1 {
             self.hashes += 1;
-            leaf(&id, k, index)
+            Some(leaf(&id, k, index))
         } else {
             let value = self.plot.entry(level, index)?;
-            let (l, r) = self.plot.children(level, index, value)?;
-            let (left, right) = (self.node(level - 1, l)?, self.node(level - 1, r)?);
-            self.hashes += 1;
-            join(&id, k, level, &left, &right)
+            let children = if self.dropped.contains(&level) {
+                self.ground(level, value, None)?
+            } else {
+                Some(self.plot.children(level, index, value)?)
+            };
+            match children {
+                Some((l, r)) => match (self.node(level - 1, l)?, self.node(level - 1, r)?) {
+                    (Some(left), Some(right)) => {
+                        self.hashes += 1;
+                        Some(join(&id, k, level, &left, &right))
+                    }
+                    _ => None,
+                },
+                None => None,
+            }
         };
         self.nodes.insert((level, index), n);
         Ok(n)
@@ -262,7 +282,7 @@ mod tests {
                 for i in 0..20u8 {
                     let c = [i.wrapping_mul(37); 32];
                     let honest = plot.prove(&c).unwrap().map(|a| (a.score, a.pair));
-                    let got = grind(&plot, dropped, bits, &c).unwrap();
+                    let got = grind(&plot, &[dropped], bits, &c).unwrap();
                     if let Some(s) = got.score {
                         // What the attacker finds is the plot's answer.
                         assert_eq!(Some((s, got.pair.unwrap())), honest);
@@ -280,8 +300,34 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let plot = small_plot(dir.path(), 16);
         let c = [7; 32];
-        let few = grind(&plot, 3, 2, &c).unwrap().hashes;
-        let many = grind(&plot, 3, 8, &c).unwrap().hashes;
+        let few = grind(&plot, &[3], 2, &c).unwrap().hashes;
+        let many = grind(&plot, &[3], 8, &c).unwrap().hashes;
         assert!(many > 10 * few, "{few} then {many}");
+    }
+
+    #[test]
+    fn bits_dropped_from_every_level_multiply_down_the_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        let plot = small_plot(dir.path(), 16);
+        let (mut one, mut all, mut equal) = (0, 0, 0);
+        for i in 0..10u8 {
+            let c = [i.wrapping_mul(53); 32];
+            let honest = plot.prove(&c).unwrap().map(|a| (a.score, a.pair));
+            one += grind(&plot, &[5], 5, &c).unwrap().hashes;
+            let got = grind(&plot, &[2, 3, 4, 5], 5, &c).unwrap();
+            all += got.hashes;
+            if let Some(s) = got.score {
+                assert_eq!(Some((s, got.pair.unwrap())), honest);
+                equal += 1;
+            }
+        }
+        assert!(equal >= 9, "{equal} of 10");
+        // Each entry tried below the top must be ground back first: about
+        // 16 new positions a level (the flip bit's tries share their
+        // children), four levels deep, against 16 at the top alone.
+        assert!(
+            all > 50 * one,
+            "{one} for the top alone, {all} for every level"
+        );
     }
 }
