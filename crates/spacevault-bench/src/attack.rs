@@ -746,9 +746,9 @@ mod tests {
         assert_eq!(PowerFit::of(&points[..1]), None);
     }
 
-    #[test]
-    fn the_frontier_keeps_only_what_nothing_beats() {
-        let r = |attack: &str, attacker_bytes: f64, hashes: f64| AttackRow {
+    /// A carried table-chain row of an honest plot of 100 bytes.
+    fn r(attack: &str, attacker_bytes: f64, hashes: f64) -> AttackRow {
+        AttackRow {
             scheme: "hard",
             attack: attack.into(),
             k: 32,
@@ -760,7 +760,11 @@ mod tests {
             hashes_p90: Some(hashes),
             precomputed_hashes: 0.0,
             seconds_per_challenge: None,
-        };
+        }
+    }
+
+    #[test]
+    fn the_frontier_keeps_only_what_nothing_beats() {
         let rows = [
             r("cheap", 90.0, 10.0),
             r("beaten", 80.0, 1e9),
@@ -773,19 +777,6 @@ mod tests {
 
     #[test]
     fn the_gate_takes_the_cheapest_attack_that_saves_enough() {
-        let r = |attack: &str, attacker_bytes: f64, hashes: f64| AttackRow {
-            scheme: "hard",
-            attack: attack.into(),
-            k: 32,
-            extrapolated: true,
-            honest_bytes: 100.0,
-            attacker_bytes,
-            answered: 1.0,
-            hashes_median: hashes,
-            hashes_p90: Some(hashes),
-            precomputed_hashes: 0.0,
-            seconds_per_challenge: None,
-        };
         let rows = [
             r("small", 90.0, 10.0),
             r("half", 40.0, 2e9),
