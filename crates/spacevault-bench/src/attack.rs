@@ -31,6 +31,13 @@ use std::time::{Duration, Instant};
 /// The size the attacks are carried to.
 pub const TARGET_K: u8 = 32;
 
+/// The most bits ground off one level's entries (2^24 tries a challenge).
+pub const MAX_GRIND_BITS: u32 = 24;
+
+/// The most bits ground off every level at once: the tries multiply
+/// down the tree, about `2^(4b)` a challenge.
+pub const MAX_NESTED_BITS: u32 = 6;
+
 /// The share of challenges an attack must answer with equal quality to
 /// count for the gate.
 pub const ANSWERED: f64 = 0.9;
@@ -193,7 +200,7 @@ pub fn frontier(rows: &[AttackRow]) -> Vec<AttackRow> {
 
 /// A table-chain plot's size in the compact encoding an attacker would use
 /// first: each middle level's sorted values and the top level's sorted
-/// prefixes in Elias–Fano form (`2 + ⌈log2(range / n)⌉` bits an entry
+/// prefixes in Elias–Fano form (`2 + ⌊log2(range / n)⌋` bits an entry
 /// for `n` sorted values below `range`), the top's values (pairs of
 /// positions, in prefix order) at their full width, and no index (the
 /// sorted prefixes are one).
@@ -209,7 +216,7 @@ fn elias_fano_bits(n: f64, range: f64) -> f64 {
     if n < 1.0 {
         return 0.0;
     }
-    n * (2.0 + (range / n).log2().ceil().max(0.0))
+    n * (2.0 + (range / n).log2().floor().max(0.0))
 }
 
 impl Compact {
@@ -281,10 +288,14 @@ pub fn challenge(i: u32) -> [u8; 32] {
     *h.finalize().as_bytes()
 }
 
-/// The least cost that answers [`ANSWERED`] of `costs` (None a failure),
-/// and the median (failures last).
+/// The median cost of the challenges answered, the least cost that
+/// answers [`ANSWERED`] of `costs` (None a failure), and the share
+/// answered.
 fn spread(costs: &[Option<u64>]) -> (f64, Option<f64>, f64) {
     let n = costs.len();
+    if n == 0 {
+        return (0.0, None, 0.0);
+    }
     let mut sorted: Vec<f64> = costs
         .iter()
         .map(|c| c.map_or(f64::INFINITY, |c| c as f64))
@@ -321,6 +332,29 @@ pub fn run(
             )));
         }
     }
+    if let Some(t) = options
+        .rainbow_lengths
+        .iter()
+        .find(|&&t| !(1..=65_536).contains(&t))
+    {
+        return Err(BenchError::Invalid(format!(
+            "a rainbow chain of {t} steps: 1 to 65536"
+        )));
+    }
+    if let Some(b) = options.grind_bits.iter().find(|&&b| b > MAX_GRIND_BITS) {
+        return Err(BenchError::Invalid(format!(
+            "{b} bits ground off one level: at most {MAX_GRIND_BITS} (2^{MAX_GRIND_BITS} tries a challenge)"
+        )));
+    }
+    if let Some(b) = options.nested_bits.iter().find(|&&b| b > MAX_NESTED_BITS) {
+        return Err(BenchError::Invalid(format!(
+            "{b} bits ground off every level: at most {MAX_NESTED_BITS} (about 2^(4b) tries a challenge)"
+        )));
+    }
+    // Carried to k = 32 from the largest size, whatever the order given.
+    let mut ks = options.ks.clone();
+    ks.sort_unstable();
+    ks.dedup();
     std::fs::create_dir_all(&options.dir)
         .map_err(|e| BenchError::io(format!("creating {}", options.dir.display()), e))?;
     progress("measuring this machine's hash rate");
@@ -328,7 +362,7 @@ pub fn run(
     let mut rows = Vec::new();
     let mut hard_sizes = Vec::new();
     let mut last = None;
-    for &k in &options.ks {
+    for &k in &ks {
         let plain = plain_rows(options, k, progress)?;
         let hard = hard_rows(options, k, progress)?;
         rows.extend(plain.clone());
@@ -376,10 +410,10 @@ fn plain_rows(
     progress: &mut dyn FnMut(&str),
 ) -> Result<Vec<AttackRow>, BenchError> {
     progress(&format!("k = {k}: plotting the plain scheme"));
-    let dir = tempfile_dir(options, "plain")?;
+    let dir = PlotDir::new(options, "plain")?;
     let mut plot_options = PlotOptions::new(k, [0xA7; 32], [k; 32]);
     plot_options.threads = options.threads;
-    let summary = spacevault::plot(&plot_options, &dir, &NoProgress)?;
+    let summary = spacevault::plot(&plot_options, &dir.0, &NoProgress)?;
     let file = spacevault::PlotFile::open(&summary.path)?;
     let honest: Vec<_> = (0..options.challenges)
         .map(|i| file.prove(&challenge(i)).map(|a| a.candidate()))
@@ -439,7 +473,6 @@ fn plain_rows(
             start.elapsed().as_secs_f64() / f64::from(options.challenges),
         ));
     }
-    remove(&dir);
     Ok(rows)
 }
 
@@ -462,10 +495,10 @@ fn hard_rows(
     progress: &mut dyn FnMut(&str),
 ) -> Result<HardMeasured, BenchError> {
     progress(&format!("k = {k}: plotting the table-chain scheme"));
-    let dir = tempfile_dir(options, "hard")?;
+    let dir = PlotDir::new(options, "hard")?;
     let mut plot_options = HardPlotOptions::new(k, [0xA7; 32], [k; 32]);
     plot_options.threads = options.threads;
-    let summary = spacevault::hard::plot(&plot_options, &dir)?;
+    let summary = spacevault::hard::plot(&plot_options, &dir.0)?;
     let file = HardPlotFile::open(&summary.path)?;
     let levels = summary.levels;
     let compact = Compact {
@@ -499,7 +532,7 @@ fn hard_rows(
             k,
             honest_bytes,
             kept,
-            &exact(forward.hashes_to(top_dropped)),
+            &exact(recompute_hashes(&forward.hashes, top_dropped)),
             0.0,
             forward.seconds[usize::from(top_dropped) - 1],
         ));
@@ -533,7 +566,6 @@ fn hard_rows(
         ));
         grinds.push((dropped, bits));
     }
-    remove(&dir);
     Ok(HardMeasured {
         rows,
         file_bytes: summary.bytes,
@@ -549,6 +581,15 @@ fn grind_name(dropped: &[u8], levels: u8, bits: u32) -> String {
         [level] => format!("{bits} bits off level {level}"),
         _ => format!("{bits} bits off every level"),
     }
+}
+
+/// The hashes that recompute dropped levels up to `high`: the entries
+/// of every level below it (the leaves, then each join, whose outputs
+/// the next level matches on). Level `high`'s own entries are found by
+/// matching and numbered by their children's positions, which take no
+/// hash, and a quality needs only leaves.
+fn recompute_hashes(matched: &[u64], high: u8) -> u64 {
+    matched[..usize::from(high) - 1].iter().sum()
 }
 
 /// Every run of middle levels an attacker may drop, with the top: each
@@ -650,7 +691,12 @@ fn carry(k: u8, plain: &[AttackRow], hard: &HardMeasured) -> Vec<AttackRow> {
     for (name, dropped) in dropped_level_sets(levels) {
         let high = *dropped.last().unwrap();
         let kept = compact.without_levels(&dropped, matched[usize::from(high) - 1] as f64);
-        out.push(carried(name, kept, forward_to(high), 1.0));
+        out.push(carried(
+            name,
+            kept,
+            recompute_hashes(&matched, high) as f64,
+            1.0,
+        ));
     }
     let grind_rows = hard.rows.iter().filter(|r| r.attack.contains("bits off"));
     for (r, (dropped, bits)) in grind_rows.zip(&hard.grinds) {
@@ -689,17 +735,25 @@ fn gate(carried: &[AttackRow]) -> Vec<GateLine> {
     lines
 }
 
-fn tempfile_dir(options: &AttackOptions, what: &str) -> Result<PathBuf, BenchError> {
-    let dir = options
-        .dir
-        .join(format!("spacevault-attack-{what}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| BenchError::io(format!("creating {}", dir.display()), e))?;
-    Ok(dir)
+/// A directory for one size's plot, removed when dropped (an attack that
+/// fails part way leaves nothing behind either).
+struct PlotDir(PathBuf);
+
+impl PlotDir {
+    fn new(options: &AttackOptions, what: &str) -> Result<PlotDir, BenchError> {
+        let dir = options
+            .dir
+            .join(format!("spacevault-attack-{what}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| BenchError::io(format!("creating {}", dir.display()), e))?;
+        Ok(PlotDir(dir))
+    }
 }
 
-fn remove(dir: &std::path::Path) {
-    let _ = std::fs::remove_dir_all(dir);
+impl Drop for PlotDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 #[cfg(test)]
@@ -794,7 +848,8 @@ mod tests {
     fn a_small_run_measures_both_schemes_and_carries_them_to_k_32() {
         let dir = tempfile::tempdir().unwrap();
         let options = AttackOptions {
-            ks: vec![16],
+            // Carried from the larger, whatever the order.
+            ks: vec![17, 16],
             challenges: 20,
             rainbow_lengths: vec![16],
             rainbow_tables: 2,
@@ -806,7 +861,25 @@ mod tests {
         let report = run(&options, &mut |_| {}).unwrap();
         let measured: Vec<_> = report.rows.iter().filter(|r| !r.extrapolated).collect();
         let carried: Vec<_> = report.rows.iter().filter(|r| r.extrapolated).collect();
-        assert_eq!(measured.len(), carried.len());
+        assert_eq!(measured.len(), 2 * carried.len());
+        // A level recomputed costs what it did at k = 17, times 2^15; a
+        // grind's hashes do not grow.
+        let at = |rows: &[&AttackRow], attack: &str| {
+            rows.iter()
+                .find(|r| r.scheme == "hard" && r.attack == attack && (r.k == 17 || r.extrapolated))
+                .map(|r| r.hashes_median)
+                .unwrap()
+        };
+        assert_eq!(
+            at(&carried, "drop level 2"),
+            at(&measured, "drop level 2") * 2f64.powi(15)
+        );
+        // Level 2 recomputed is its leaves: 2^k hashes.
+        assert_eq!(at(&measured, "drop level 2"), 2f64.powi(17));
+        assert_eq!(
+            at(&carried, "2 bits off level 3"),
+            at(&measured, "2 bits off level 3")
+        );
         let nothing = measured
             .iter()
             .find(|r| r.scheme == "plain" && r.attack == "from nothing")

@@ -406,6 +406,7 @@ fn bench_attack_measures_both_schemes_and_holds_them_against_the_gate() {
         rainbow["attacker_bytes"].as_f64().unwrap() < rainbow["honest_bytes"].as_f64().unwrap()
     );
     assert!(rainbow["hashes_median"].as_f64().unwrap() < 65536.0);
+    assert!(rainbow["answered"].as_f64().unwrap() >= 0.5, "{rainbow}");
     // Carried to k = 32, the table-chain plot rebuilt costs more than
     // four times 2^32 hashes.
     let hard = find("hard", "from nothing", 32);

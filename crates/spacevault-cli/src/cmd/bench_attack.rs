@@ -64,19 +64,6 @@ pub struct BenchAttackArgs {
 }
 
 pub fn run(a: BenchAttackArgs) -> Result<()> {
-    if let Some(&b) = a.grind_bits.iter().find(|&&b| b > 24) {
-        anyhow::bail!("--grind-bits {b}: at most 24 (2^24 tries a challenge)");
-    }
-    if let Some(&b) = a.nested_bits.iter().find(|&&b| b > 8) {
-        anyhow::bail!("--nested-bits {b}: at most 8 (about 2^(4b) tries a challenge)");
-    }
-    if let Some(&t) = a
-        .rainbow_lengths
-        .iter()
-        .find(|&&t| !(1..=65_536).contains(&t))
-    {
-        anyhow::bail!("--rainbow-lengths {t}: 1 to 65536");
-    }
     let threads = match a.threads {
         Some(t) => {
             spacevault::plot::check_threads(t)
