@@ -5,8 +5,10 @@
 //! challenge, to answer with the quality the whole plot gives
 //! ([`spacevault::attack`] has the attacks). At each measured size the
 //! bench plots both schemes, answers every challenge honestly, runs each
-//! attack on the same challenges and counts the hashes it made and
-//! whether its answer was the honest one. At k = 32 the hashes that grow
+//! attack that answers on the same challenges (counting the hashes it made
+//! and whether its answer was the honest one), and runs the forward pass
+//! that a rebuild or a dropped level's recomputation costs, counting its
+//! entries. At k = 32 the hashes that grow
 //! with the plot (a forward pass, a rebuild) scale by `2^(32 - k)` from
 //! the largest size measured, those that do not (rainbow lookups, grinds
 //! of a few bits) stay, and each level's entries keep their measured

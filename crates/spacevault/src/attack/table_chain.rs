@@ -1,21 +1,22 @@
 //! Attacks on the table-chain scheme ([`crate::hard`]).
 //!
-//! - **From nothing**: the plot rebuilt for each challenge, the forward
-//!   pass's hashes (one a leaf, one a join) and its sorts.
-//! - **Levels dropped**: the attacker keeps every section but one middle
-//!   level's, and a bit a matched entry of that level saying whether the
-//!   plot kept it; to answer, it recomputes the forward pass up to that
-//!   level (the entries exist only as matches found among the whole level
-//!   below) and renumbers it as the plotter did. Hellman's tables invert a
-//!   function at one point, and no level above the leaves is one: the
-//!   leaves' hash is, but its outputs are not what the plot stores.
-//! - **Bits dropped**: the attacker keeps each entry of some levels
-//!   without its low bits and grinds them back when a challenge's path
-//!   crosses the entry: every completion is tried, its children's outputs
-//!   rebuilt from the levels below and checked against the matching rule
-//!   (and, for a top entry, against its stored prefix). Where a level
-//!   below is short of bits too, each child tried must be ground back
-//!   first: the costs multiply down the tree.
+//! - **From nothing** ([`forward`]): the plot rebuilt for each challenge,
+//!   the forward pass's hashes (one a leaf, one a join) and its sorts.
+//! - **Levels dropped** (costed by [`forward`]): the attacker keeps every
+//!   section but a run of middle levels, and a bit a matched entry of the
+//!   highest saying whether the plot kept it; to answer, it recomputes
+//!   the levels below (the dropped entries exist only as matches found
+//!   among the whole level below), matches, and renumbers as the plotter
+//!   did. Hellman's tables invert a function at one point, and no level
+//!   above the leaves is one: the leaves' hash is, but its outputs are not
+//!   what the plot stores.
+//! - **Bits dropped** ([`grind`]): the attacker keeps each entry of some
+//!   levels without its low bits and grinds them back when a challenge's
+//!   path crosses the entry: completions are tried until one checks out,
+//!   its children's outputs rebuilt from the levels below and checked
+//!   against the matching rule (and, for a top entry, against its stored
+//!   prefix). Where a level below is short of bits too, each child tried
+//!   must be ground back first: the costs multiply down the tree.
 
 use crate::hard::construction::{
     join, leaf, line_point_pair, matches, quality_hash, score, top_prefix, Node,
