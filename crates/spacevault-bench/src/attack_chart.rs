@@ -3,6 +3,7 @@
 //! k = 32 as points, and the gate as the line they must lie above.
 
 use crate::attack::{AttackReport, AttackRow, GATE};
+use crate::heatmap::escape;
 use std::fmt::Write;
 
 const WIDTH: f64 = 860.0;
@@ -34,12 +35,6 @@ fn colour(scheme: &str) -> &'static str {
         "plain" => "#d95f02",
         _ => "#1b9e77",
     }
-}
-
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
 }
 
 /// The chart as an SVG document: the carried rows of `report` that

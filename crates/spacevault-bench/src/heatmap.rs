@@ -54,7 +54,8 @@ pub fn colour(t: f64) -> (u8, u8, u8) {
     (mix(a.0, b.0), mix(a.1, b.1), mix(a.2, b.2))
 }
 
-fn escape(s: &str) -> String {
+/// Text made safe inside an SVG element or attribute.
+pub(crate) fn escape(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
