@@ -19,6 +19,12 @@
 //! ([`Compact`]), not as the fixed-width file stores it: an attacker's
 //! first saving would be to compress the file, which costs no hashes.
 
+mod compact;
+mod verdict;
+
+pub use compact::Compact;
+pub use verdict::{frontier, GateLine, PowerFit};
+
 use crate::machine::{self, Machine};
 use crate::BenchError;
 use serde::Serialize;
@@ -29,6 +35,7 @@ use spacevault::plot::NoProgress;
 use spacevault::PlotOptions;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
+use verdict::{gate, spread};
 
 /// The size the attacks are carried to.
 pub const TARGET_K: u8 = 32;
@@ -118,19 +125,6 @@ impl AttackRow {
     }
 }
 
-/// One line of the gate: the cheapest attack saving `factor` of the space.
-#[derive(Clone, Debug, Serialize)]
-pub struct GateLine {
-    pub scheme: &'static str,
-    pub factor: f64,
-    pub threshold: f64,
-    /// The cheapest attack that saves that much and answers
-    /// [`ANSWERED`] of challenges, and its hashes a challenge.
-    pub cheapest: Option<String>,
-    pub hashes: Option<f64>,
-    pub passes: bool,
-}
-
 /// What `bench attack` measured.
 #[derive(Clone, Debug, Serialize)]
 pub struct AttackReport {
@@ -152,127 +146,6 @@ pub struct AttackReport {
     pub gate: Vec<GateLine>,
 }
 
-/// `y = coefficient · x^exponent`, fitted by least squares on logs.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct PowerFit {
-    pub coefficient: f64,
-    pub exponent: f64,
-}
-
-impl PowerFit {
-    /// The fit through `points`; None for fewer than two distinct x.
-    pub fn of(points: &[(f64, f64)]) -> Option<PowerFit> {
-        let logs: Vec<(f64, f64)> = points.iter().map(|(x, y)| (x.ln(), y.ln())).collect();
-        let n = logs.len() as f64;
-        let mx = logs.iter().map(|p| p.0).sum::<f64>() / n;
-        let my = logs.iter().map(|p| p.1).sum::<f64>() / n;
-        let sxx: f64 = logs.iter().map(|p| (p.0 - mx).powi(2)).sum();
-        if logs.len() < 2 || sxx < 1e-12 {
-            return None;
-        }
-        let sxy: f64 = logs.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
-        let exponent = sxy / sxx;
-        Some(PowerFit {
-            coefficient: (my - exponent * mx).exp(),
-            exponent,
-        })
-    }
-}
-
-/// The rows no other row of their scheme beats: another saving as much
-/// or more for fewer hashes. Sorted by scheme, then saving.
-pub fn frontier(rows: &[AttackRow]) -> Vec<AttackRow> {
-    let key = |r: &AttackRow| r.saving().unwrap_or(f64::INFINITY);
-    let mut out: Vec<AttackRow> = rows
-        .iter()
-        .filter(|r| {
-            let Some(h) = r.hashes_p90 else { return false };
-            !rows.iter().any(|o| {
-                o.scheme == r.scheme
-                    && o.hashes_p90.is_some_and(|oh| {
-                        key(o) >= key(r) && oh <= h && (key(o) > key(r) || oh < h)
-                    })
-            })
-        })
-        .cloned()
-        .collect();
-    out.sort_by(|a, b| a.scheme.cmp(b.scheme).then(key(a).total_cmp(&key(b))));
-    out
-}
-
-/// A table-chain plot's size in the compact encoding an attacker would use
-/// first: each middle level's sorted values and the top level's sorted
-/// prefixes in Elias–Fano form (`2 + ⌊log2(range / n)⌋` bits an entry
-/// for `n` sorted values below `range`), the top's values (pairs of
-/// positions, in prefix order) at their full width, and no index (the
-/// sorted prefixes are one).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Compact {
-    pub k: u8,
-    pub levels: u8,
-    /// Entries stored at levels 2 to `levels`.
-    pub stored: Vec<u64>,
-}
-
-fn elias_fano_bits(n: f64, range: f64) -> f64 {
-    if n < 1.0 {
-        return 0.0;
-    }
-    n * (2.0 + (range / n).log2().floor().max(0.0))
-}
-
-impl Compact {
-    fn count(&self, level: u8) -> f64 {
-        if level == 1 {
-            2f64.powi(i32::from(self.k))
-        } else {
-            self.stored[usize::from(level) - 2] as f64
-        }
-    }
-
-    /// The bits of `level`'s section with the low `dropped` bits of each
-    /// value gone.
-    pub fn section_bits(&self, level: u8, dropped: u32) -> f64 {
-        let n = self.count(level);
-        // A value is a line point of two positions below (about half the
-        // square of the count) and one bit for which child is left.
-        let values = self.count(level - 1).powi(2);
-        let shrink = 2f64.powi(dropped as i32);
-        if level < self.levels {
-            elias_fano_bits(n, values / shrink)
-        } else {
-            let prefixes = elias_fano_bits(n, 2f64.powi(i32::from(self.k)));
-            prefixes + n * ((values / shrink).log2().ceil().max(0.0))
-        }
-    }
-
-    pub fn total_bits(&self) -> f64 {
-        (2..=self.levels).map(|l| self.section_bits(l, 0)).sum()
-    }
-
-    pub fn bytes(&self) -> f64 {
-        self.total_bits() / 8.0
-    }
-
-    /// The bytes an attacker keeps who drops `dropped` (middle levels)
-    /// and keeps a bit a matched entry of the highest of them, `matched`
-    /// of them, to prune the recomputed level as the plotter did.
-    fn without_levels(&self, dropped: &[u8], matched: f64) -> f64 {
-        let gone: f64 = dropped.iter().map(|&l| self.section_bits(l, 0)).sum();
-        (self.total_bits() - gone + matched) / 8.0
-    }
-
-    /// The bytes an attacker keeps who drops `bits` of each value of the
-    /// levels `dropped`.
-    fn without_bits(&self, dropped: &[u8], bits: u32) -> f64 {
-        let saved: f64 = dropped
-            .iter()
-            .map(|&l| self.section_bits(l, 0) - self.section_bits(l, bits))
-            .sum();
-        (self.total_bits() - saved) / 8.0
-    }
-}
-
 /// A table-chain plot as the plotter wrote it and in the compact count.
 #[derive(Clone, Debug, Serialize)]
 pub struct HardSize {
@@ -288,33 +161,6 @@ pub fn challenge(i: u32) -> [u8; 32] {
     h.update(b"spacevault bench attack challenge");
     h.update(&i.to_le_bytes());
     *h.finalize().as_bytes()
-}
-
-/// The median cost of the challenges answered, the least cost that
-/// answers [`ANSWERED`] of `costs` (None a failure), and the share
-/// answered.
-fn spread(costs: &[Option<u64>]) -> (f64, Option<f64>, f64) {
-    let n = costs.len();
-    if n == 0 {
-        return (0.0, None, 0.0);
-    }
-    let mut sorted: Vec<f64> = costs
-        .iter()
-        .map(|c| c.map_or(f64::INFINITY, |c| c as f64))
-        .collect();
-    sorted.sort_by(f64::total_cmp);
-    let answered = costs.iter().filter(|c| c.is_some()).count() as f64 / n.max(1) as f64;
-    let at = |q: f64| sorted[((q * n as f64).ceil() as usize).clamp(1, n) - 1];
-    let all: Vec<f64> = costs.iter().flatten().map(|&c| c as f64).collect();
-    let median = if all.is_empty() {
-        0.0
-    } else {
-        let mut all = all;
-        all.sort_by(f64::total_cmp);
-        all[all.len() / 2]
-    };
-    let p90 = at(ANSWERED);
-    (median, p90.is_finite().then_some(p90), answered)
 }
 
 /// Runs every attack at every size of `options`.
@@ -714,29 +560,6 @@ fn carry(k: u8, plain: &[AttackRow], hard: &HardMeasured) -> Vec<AttackRow> {
     out
 }
 
-/// For each scheme and saving of [`GATE`], the cheapest carried attack.
-fn gate(carried: &[AttackRow]) -> Vec<GateLine> {
-    let mut lines = Vec::new();
-    for scheme in ["plain", "hard"] {
-        for (factor, threshold) in GATE {
-            let cheapest = carried
-                .iter()
-                .filter(|r| r.scheme == scheme && r.saves_at_least(factor))
-                .filter_map(|r| r.hashes_p90.map(|h| (h, r)))
-                .min_by(|a, b| a.0.total_cmp(&b.0));
-            lines.push(GateLine {
-                scheme,
-                factor,
-                threshold,
-                cheapest: cheapest.map(|c| c.1.attack.clone()),
-                hashes: cheapest.map(|c| c.0),
-                passes: cheapest.is_none_or(|c| c.0 > threshold),
-            });
-        }
-    }
-    lines
-}
-
 /// A directory for one size's plot, removed when dropped (an attack that
 /// fails part way leaves nothing behind either).
 struct PlotDir(PathBuf);
@@ -761,90 +584,6 @@ impl Drop for PlotDir {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_spread_counts_failures_as_never_answered() {
-        let costs: Vec<Option<u64>> = (1..=10).map(Some).collect();
-        assert_eq!(spread(&costs), (6.0, Some(9.0), 1.0));
-        let mut some: Vec<Option<u64>> = (1..=8).map(Some).collect();
-        some.extend([None, None]);
-        let (_, p90, answered) = spread(&some);
-        assert_eq!((p90, answered), (None, 0.8));
-    }
-
-    #[test]
-    fn the_compact_count_takes_about_k_bits_a_middle_entry_and_2k_at_the_top() {
-        let n = 1u64 << 20;
-        let c = Compact {
-            k: 20,
-            levels: 5,
-            stored: vec![n; 4],
-        };
-        // n sorted values below n^2: 2 + 20 bits each; the top: 2 + 0
-        // for its prefixes, 40 for its pair.
-        assert_eq!(c.section_bits(3, 0), n as f64 * 22.0);
-        assert_eq!(c.section_bits(5, 0), n as f64 * 42.0);
-        assert_eq!(c.total_bits(), n as f64 * (3.0 * 22.0 + 42.0));
-        // Dropped bits come off each entry; dropping a level leaves the
-        // rest and the attacker's bits.
-        assert_eq!(c.section_bits(2, 4), n as f64 * 18.0);
-        assert_eq!(
-            c.without_levels(&[2, 3], 8.0),
-            (n as f64 * 64.0 + 8.0) / 8.0
-        );
-    }
-
-    #[test]
-    fn a_power_law_is_fitted_back() {
-        let points: Vec<(f64, f64)> = [2.0, 8.0, 32.0].iter().map(|&x| (x, 3.0 * x * x)).collect();
-        let fit = PowerFit::of(&points).unwrap();
-        assert!((fit.exponent - 2.0).abs() < 1e-9 && (fit.coefficient - 3.0).abs() < 1e-6);
-        assert_eq!(PowerFit::of(&points[..1]), None);
-    }
-
-    /// A carried table-chain row of an honest plot of 100 bytes.
-    fn r(attack: &str, attacker_bytes: f64, hashes: f64) -> AttackRow {
-        AttackRow {
-            scheme: "hard",
-            attack: attack.into(),
-            k: 32,
-            extrapolated: true,
-            honest_bytes: 100.0,
-            attacker_bytes,
-            answered: 1.0,
-            hashes_median: hashes,
-            hashes_p90: Some(hashes),
-            precomputed_hashes: 0.0,
-            seconds_per_challenge: None,
-        }
-    }
-
-    #[test]
-    fn the_frontier_keeps_only_what_nothing_beats() {
-        let rows = [
-            r("cheap", 90.0, 10.0),
-            r("beaten", 80.0, 1e9),
-            r("better", 50.0, 1e8),
-            r("nothing", 0.0, 2e10),
-        ];
-        let names: Vec<_> = frontier(&rows).into_iter().map(|r| r.attack).collect();
-        assert_eq!(names, ["cheap", "better", "nothing"]);
-    }
-
-    #[test]
-    fn the_gate_takes_the_cheapest_attack_that_saves_enough() {
-        let rows = [
-            r("small", 90.0, 10.0),
-            r("half", 40.0, 2e9),
-            r("nothing", 0.0, 2e10),
-        ];
-        let lines = gate(&rows);
-        let hard: Vec<_> = lines.iter().filter(|l| l.scheme == "hard").collect();
-        assert_eq!(hard[0].cheapest.as_deref(), Some("half"));
-        assert!(hard[0].passes);
-        assert_eq!(hard[1].cheapest.as_deref(), Some("nothing"));
-        assert!(!hard[1].passes);
-    }
 
     #[test]
     fn a_small_run_measures_both_schemes_and_carries_them_to_k_32() {
