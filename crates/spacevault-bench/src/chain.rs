@@ -226,7 +226,7 @@ impl View {
                 .block_at(h)
                 .map_err(|e| BenchError::Invalid(e.to_string()))?
                 .ok_or_else(|| BenchError::Invalid(format!("no block at height {h}")))?;
-            ours += u64::from(attacker.contains(&block.header.proof.farmer_key));
+            ours += u64::from(attacker.contains(block.header.proof.farmer_key()));
         }
         Ok((height, ours))
     }

@@ -226,7 +226,7 @@ impl SignedHeader {
     /// again.
     pub fn signed(&self, cache: Option<&crate::SigCache>) -> bool {
         producer_signed(
-            &self.header.proof.farmer_key,
+            self.header.proof.farmer_key(),
             &self.hash(),
             &self.signature,
             cache,
@@ -263,7 +263,7 @@ impl Equivocation {
     /// checked here: see `validate::check_equivocation`).
     pub fn of(a: SignedHeader, b: SignedHeader) -> Option<Equivocation> {
         let (ha, hb) = (a.hash(), b.hash());
-        let same = a.header.proof.farmer_key == b.header.proof.farmer_key
+        let same = a.header.proof.farmer_key() == b.header.proof.farmer_key()
             && a.header.stamp.slot == b.header.stamp.slot;
         if !same || ha == hb {
             return None;
@@ -275,7 +275,7 @@ impl Equivocation {
     /// The key that signed both headers (the first's; the check makes
     /// sure it is the second's too).
     pub fn farmer_key(&self) -> [u8; 32] {
-        self.first.header.proof.farmer_key
+        *self.first.header.proof.farmer_key()
     }
 
     /// The slot both headers were signed for.
@@ -390,7 +390,7 @@ mod tests {
         let block = sample_block();
         let chain = block.header.chain_id;
         assert!(keys::verify(
-            &block.header.proof.farmer_key,
+            block.header.proof.farmer_key(),
             &block.hash(),
             &block.signature
         ));
@@ -453,7 +453,7 @@ mod tests {
         let e = Equivocation::of(a.clone(), b.clone()).unwrap();
         assert_eq!(e, Equivocation::of(b.clone(), a.clone()).unwrap());
         assert!(e.first.hash() < e.second.hash());
-        assert_eq!(e.farmer_key(), block.header.proof.farmer_key);
+        assert_eq!(&e.farmer_key(), block.header.proof.farmer_key());
         assert_eq!(e.slot(), block.header.stamp.slot);
         assert_eq!(Equivocation::decode(&e.encode()).unwrap(), e);
         // One header twice, two slots or two keys: no evidence.
@@ -462,7 +462,7 @@ mod tests {
         later.header.stamp.slot += 1;
         assert!(Equivocation::of(a.clone(), later).is_none());
         let mut another = b;
-        another.header.proof.farmer_key = [0x55; 32];
+        another.header.proof.plain_mut().unwrap().farmer_key = [0x55; 32];
         assert!(Equivocation::of(a, another).is_none());
     }
 

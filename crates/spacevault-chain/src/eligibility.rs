@@ -109,7 +109,7 @@ mod tests {
         distance[..8].copy_from_slice(&top.to_be_bytes());
         Ranked {
             distance,
-            nonce: 0,
+            tiebreak: 0,
             plot_id: [0; 32],
             quality: 0,
         }

@@ -7,7 +7,7 @@
 //!    network's blocks under the target its space has set;
 //! 2. of two chains of one weight whose first blocks after their common
 //!    ancestor were made in one slot, the better proof wins (the smaller
-//!    distance, then the smaller nonce, then the smaller plot id, as
+//!    distance, then the smaller tie-break, then the smaller plot id, as
 //!    [`Ranked::beats`]), and failing that (two blocks from one proof) the
 //!    smaller block hash: every vault settles on one of a slot's blocks;
 //! 3. of two chains of one weight whose first blocks were made in
@@ -129,7 +129,7 @@ mod tests {
             slot: 1,
             rank: Ranked {
                 distance: [distance; 32],
-                nonce: 0,
+                tiebreak: 0,
                 plot_id: [0; 32],
                 quality: 0,
             },
@@ -218,28 +218,28 @@ mod tests {
         assert!(!rival_wins(&a[0], &a[0]));
     }
 
-    fn ranked(distance: u8, nonce: u64, plot: u8) -> Ranked {
+    fn ranked(distance: u8, tiebreak: u64, plot: u8) -> Ranked {
         Ranked {
             distance: [distance; 32],
-            nonce,
+            tiebreak,
             plot_id: [plot; 32],
             quality: 0,
         }
     }
 
     #[test]
-    fn equal_distances_go_to_the_smaller_nonce_then_the_smaller_plot_id_then_the_smaller_hash() {
+    fn equal_distances_go_to_the_smaller_tiebreak_then_the_smaller_plot_id_then_the_smaller_hash() {
         let block = |rank: Ranked, hash: u8| Fork {
             hash: [hash; 32],
             slot: 1,
             rank,
             weight: 1,
         };
-        // The nonce decides before the plot id, whatever the hashes.
-        let low_nonce = block(ranked(4, 1, 9), 9);
-        let high_nonce = block(ranked(4, 2, 1), 1);
-        assert!(prefer(&[high_nonce], &[low_nonce]));
-        assert!(!prefer(&[low_nonce], &[high_nonce]));
+        // The tie-break decides before the plot id, whatever the hashes.
+        let low_tiebreak = block(ranked(4, 1, 9), 9);
+        let high_tiebreak = block(ranked(4, 2, 1), 1);
+        assert!(prefer(&[high_tiebreak], &[low_tiebreak]));
+        assert!(!prefer(&[low_tiebreak], &[high_tiebreak]));
         // Then the plot id, whatever the hashes.
         let low_plot = block(ranked(4, 1, 2), 9);
         let high_plot = block(ranked(4, 1, 3), 1);
@@ -247,8 +247,8 @@ mod tests {
         assert!(!prefer(&[low_plot], &[high_plot]));
         // The distance decides before either.
         let near = block(ranked(3, 9, 9), 8);
-        assert!(prefer(&[low_nonce], &[near]));
-        assert!(!prefer(&[near], &[low_nonce]));
+        assert!(prefer(&[low_tiebreak], &[near]));
+        assert!(!prefer(&[near], &[low_tiebreak]));
         // One proof in two blocks: the smaller hash.
         assert!(prefer(
             &[block(ranked(4, 1, 2), 8)],

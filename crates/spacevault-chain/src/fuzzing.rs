@@ -108,13 +108,7 @@ mod tests {
         // A valid block decodes and is checked; bytes after it are not a
         // block, so nothing is claimed of them.
         let producer = crate::Keypair::from_secret(&[1; 32]);
-        let proof = crate::ChainProof {
-            kind: crate::ProofKind::Plain,
-            farmer_key: producer.public(),
-            seed: [2; 32],
-            k: 16,
-            nonce: 3,
-        };
+        let proof = crate::ChainProof::plain(producer.public(), [2; 32], 16, 3);
         let stamp = crate::Stamp {
             slot: 6,
             output: [7; crate::time::FORM_BYTES],

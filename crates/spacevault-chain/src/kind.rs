@@ -2,7 +2,7 @@
 //! blocks carry before a proof's own fields, and that specs list with the
 //! plot sizes they accept.
 
-use spacevault::ProofScheme;
+use spacevault::{Hard, Plain, ProofScheme};
 
 /// The proof-of-space scheme a proof comes from, as blocks carry it: the
 /// scheme's [`ProofScheme::KIND`] number. A kind this build does not know
@@ -12,32 +12,42 @@ use spacevault::ProofScheme;
 pub enum ProofKind {
     /// [`spacevault::Plain`]: a record of one table of BLAKE3 hashes.
     Plain,
+    /// [`spacevault::Hard`]: the leaves of one top entry of a table
+    /// chain.
+    Hard,
 }
 
 impl ProofKind {
     /// The kind's number in blocks and specs.
     pub fn number(self) -> u8 {
         match self {
-            ProofKind::Plain => spacevault::Plain::KIND,
+            ProofKind::Plain => Plain::KIND,
+            ProofKind::Hard => Hard::KIND,
         }
     }
 
     /// The kind numbered `n`, if this build knows it.
     pub fn from_number(n: u8) -> Option<ProofKind> {
-        (n == spacevault::Plain::KIND).then_some(ProofKind::Plain)
+        match n {
+            Plain::KIND => Some(ProofKind::Plain),
+            Hard::KIND => Some(ProofKind::Hard),
+            _ => None,
+        }
     }
 
     /// The scheme's name for people.
     pub fn name(self) -> &'static str {
         match self {
-            ProofKind::Plain => spacevault::Plain::NAME,
+            ProofKind::Plain => Plain::NAME,
+            ProofKind::Hard => Hard::NAME,
         }
     }
 
     /// The plot sizes the scheme supports.
     pub fn sizes(self) -> std::ops::RangeInclusive<u8> {
         match self {
-            ProofKind::Plain => spacevault::Plain::MIN_K..=spacevault::Plain::MAX_K,
+            ProofKind::Plain => Plain::MIN_K..=Plain::MAX_K,
+            ProofKind::Hard => Hard::MIN_K..=Hard::MAX_K,
         }
     }
 
@@ -45,7 +55,8 @@ impl ProofKind {
     /// ([`ProofScheme::records`]).
     pub fn records(self, k: u8) -> u64 {
         match self {
-            ProofKind::Plain => spacevault::Plain::records(k),
+            ProofKind::Plain => Plain::records(k),
+            ProofKind::Hard => Hard::records(k),
         }
     }
 }
@@ -65,7 +76,7 @@ mod tests {
         assert_eq!(bytes.len(), 74);
         assert_eq!(bytes[0], 1);
         assert_eq!(ProofKind::from_number(1), Some(ProofKind::Plain));
-        for unknown in [0u8, 2, 255] {
+        for unknown in [0u8, 3, 255] {
             assert_eq!(ProofKind::from_number(unknown), None);
             bytes[0] = unknown;
             assert_eq!(
@@ -79,13 +90,20 @@ mod tests {
     }
 
     #[test]
-    fn the_plain_kind_is_the_plot_librarys_scheme() {
-        assert_eq!(ProofKind::Plain.number(), spacevault::Plain::KIND);
+    fn the_kinds_are_the_plot_librarys_schemes() {
+        assert_eq!(ProofKind::Plain.number(), Plain::KIND);
         assert_eq!(ProofKind::Plain.name(), "plain");
         assert_eq!(
             ProofKind::Plain.sizes(),
             spacevault::MIN_K..=spacevault::MAX_K
         );
         assert_eq!(ProofKind::Plain.records(20), 1 << 20);
+        assert_eq!(ProofKind::Hard.number(), Hard::KIND);
+        assert_eq!(ProofKind::Hard.name(), "hard");
+        assert_eq!(ProofKind::Hard.sizes(), 16..=32);
+        assert_eq!(ProofKind::Hard.records(20), 1 << 20);
+        for kind in [ProofKind::Plain, ProofKind::Hard] {
+            assert_eq!(ProofKind::from_number(kind.number()), Some(kind));
+        }
     }
 }

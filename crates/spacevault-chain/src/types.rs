@@ -7,7 +7,7 @@ use crate::keys::{self, Keypair};
 use crate::kind::ProofKind;
 use crate::sig_cache::SigCache;
 use crate::time::FORM_BYTES;
-use spacevault::ProofScheme;
+use spacevault::AnyProof;
 use spacevault_meter::{self as meter, Op};
 
 /// The encoding version of blocks and messages.
@@ -29,35 +29,88 @@ pub(crate) fn derive(context: &str, bytes: &[u8]) -> [u8; 32] {
     blake3::derive_key(context, bytes)
 }
 
-/// A proof of space: which record of which plot answers a challenge, and
-/// the scheme that says so.
+/// A proof of space as blocks carry it: a proof of one of the schemes this
+/// build knows ([`ProofKind`]), which names its plot and what of the plot
+/// answers a challenge.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct ChainProof {
-    pub kind: ProofKind,
-    pub farmer_key: [u8; 32],
-    pub seed: [u8; 32],
-    pub k: u8,
-    pub nonce: u64,
-}
+pub struct ChainProof(pub AnyProof);
+
+/// The leaves of a kind 2 proof (the hard scheme's five levels).
+pub const HARD_LEAVES: usize = 1 << (spacevault::hard::construction::LEVELS - 1);
 
 impl ChainProof {
     /// A proof of the plain scheme (kind 1).
     pub fn plain(farmer_key: [u8; 32], seed: [u8; 32], k: u8, nonce: u64) -> ChainProof {
-        ChainProof {
-            kind: ProofKind::Plain,
+        ChainProof(AnyProof::Plain(spacevault::Proof {
             farmer_key,
             seed,
             k,
             nonce,
+        }))
+    }
+
+    /// A proof of the hard scheme (kind 2): the leaves of one top entry's
+    /// tree in proof order.
+    pub fn hard(farmer_key: [u8; 32], seed: [u8; 32], k: u8, xs: Vec<u64>) -> ChainProof {
+        ChainProof(AnyProof::Hard(spacevault::hard::HardProof {
+            farmer_key,
+            seed,
+            k,
+            xs,
+        }))
+    }
+
+    /// The plain scheme's proof, to edit, if the proof is one.
+    pub fn plain_mut(&mut self) -> Option<&mut spacevault::Proof> {
+        match &mut self.0 {
+            AnyProof::Plain(p) => Some(p),
+            AnyProof::Hard(_) => None,
         }
     }
 
+    pub fn kind(&self) -> ProofKind {
+        match self.0 {
+            AnyProof::Plain(_) => ProofKind::Plain,
+            AnyProof::Hard(_) => ProofKind::Hard,
+        }
+    }
+
+    /// The key of the plot the proof comes from: the key that signs the
+    /// block.
+    pub fn farmer_key(&self) -> &[u8; 32] {
+        self.0.farmer_key()
+    }
+
+    pub fn seed(&self) -> &[u8; 32] {
+        self.0.seed()
+    }
+
+    pub fn k(&self) -> u8 {
+        self.0.k()
+    }
+
     pub fn encode_into(&self, w: &mut Writer) {
-        w.u8(self.kind.number())
-            .fixed(&self.farmer_key)
-            .fixed(&self.seed)
-            .u8(self.k)
-            .u64(self.nonce);
+        w.u8(self.kind().number())
+            .fixed(self.farmer_key())
+            .fixed(self.seed())
+            .u8(self.k());
+        match &self.0 {
+            AnyProof::Plain(p) => {
+                w.u64(p.nonce);
+            }
+            AnyProof::Hard(p) => {
+                // The kind has a fixed number of leaves; a proof with another
+                // number is no proof of it (verification refuses it), and is
+                // written with that many, padded with leaves no plot has.
+                for &x in
+                    p.xs.iter()
+                        .chain(std::iter::repeat(&u64::MAX))
+                        .take(HARD_LEAVES)
+                {
+                    w.u64(x);
+                }
+            }
+        }
     }
 
     pub fn decode_from(r: &mut Reader) -> Result<ChainProof, DecodeError> {
@@ -66,42 +119,35 @@ impl ChainProof {
             what: "proof",
             kind: number,
         })?;
-        Ok(ChainProof {
-            kind,
-            farmer_key: r.array("proof's farmer key")?,
-            seed: r.array("proof's seed")?,
-            k: r.u8("proof's k")?,
-            nonce: r.u64("proof's nonce")?,
+        let farmer_key = r.array("proof's farmer key")?;
+        let seed = r.array("proof's seed")?;
+        let k = r.u8("proof's k")?;
+        Ok(match kind {
+            ProofKind::Plain => ChainProof::plain(farmer_key, seed, k, r.u64("proof's nonce")?),
+            ProofKind::Hard => {
+                let xs = (0..HARD_LEAVES)
+                    .map(|_| r.u64("proof's leaf"))
+                    .collect::<Result<Vec<u64>, DecodeError>>()?;
+                ChainProof::hard(farmer_key, seed, k, xs)
+            }
         })
     }
 
-    pub fn as_proof(&self) -> spacevault::Proof {
-        spacevault::Proof {
-            farmer_key: self.farmer_key,
-            seed: self.seed,
-            k: self.k,
-            nonce: self.nonce,
-        }
-    }
-
     /// What its scheme checks of it without hashing (k's range, the
-    /// nonce's): all a vault checks of an orphan's proof.
+    /// nonce's or the leaves'): all a vault checks of an orphan's proof.
     pub fn well_formed(&self) -> Result<(), spacevault::VerifyError> {
-        match self.kind {
-            ProofKind::Plain => spacevault::Plain::well_formed(&self.as_proof()),
-        }
+        self.0.well_formed()
     }
 
     /// Verifies the proof for `challenge` by its scheme (the plain one:
-    /// one derive_key and one record hash). The rank's distance is the
+    /// one derive_key and one record hash; the hard one: its tree's 31
+    /// compressions and the quality's). The rank's distance is the
     /// proof's score on the scale every scheme shares.
     pub fn verify(&self, challenge: &[u8; 32]) -> Result<Ranked, spacevault::VerifyError> {
-        let v = meter::timed(Op::HashProof, || match self.kind {
-            ProofKind::Plain => spacevault::Plain::verify(&self.as_proof(), challenge),
-        })?;
+        let v = meter::timed(Op::HashProof, || self.0.verify(challenge))?;
         Ok(Ranked {
             distance: v.distance,
-            nonce: self.nonce,
+            tiebreak: self.0.tiebreak(challenge),
             plot_id: v.plot_id,
             quality: v.quality,
         })
@@ -109,12 +155,14 @@ impl ChainProof {
 }
 
 /// A verified proof's place in the election: the smaller distance wins, and
-/// ties go as the construction breaks them (the smaller nonce), then to the
-/// smaller plot id, so that the order is total.
+/// ties go to the smaller tie-break (the plain proof's nonce, the hard
+/// proof's first leaf on the challenge's path:
+/// [`AnyProof::tiebreak`]), then to the smaller plot id, so that the order
+/// is total.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Ranked {
     pub distance: [u8; 32],
-    pub nonce: u64,
+    pub tiebreak: u64,
     pub plot_id: [u8; 32],
     pub quality: u32,
 }
@@ -122,7 +170,8 @@ pub struct Ranked {
 impl Ranked {
     /// Whether `self` wins over `other`.
     pub fn beats(&self, other: &Ranked) -> bool {
-        (self.distance, self.nonce, self.plot_id) < (other.distance, other.nonce, other.plot_id)
+        (self.distance, self.tiebreak, self.plot_id)
+            < (other.distance, other.tiebreak, other.plot_id)
     }
 }
 

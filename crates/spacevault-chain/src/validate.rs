@@ -207,10 +207,10 @@ pub fn check_proof(
 /// size outside the spec's range for it.
 fn check_kind_and_size(spec: &ChainSpec, proof: &ChainProof) -> Result<(), Rejection> {
     let sizes = spec
-        .sizes(proof.kind)
-        .ok_or(Rejection::KindRefused(proof.kind.number()))?;
-    if !sizes.contains(&proof.k) {
-        return Err(Rejection::BadK(proof.k));
+        .sizes(proof.kind())
+        .ok_or(Rejection::KindRefused(proof.kind().number()))?;
+    if !sizes.contains(&proof.k()) {
+        return Err(Rejection::BadK(proof.k()));
     }
     Ok(())
 }
@@ -419,7 +419,7 @@ pub fn check_equivocation(
     if a.chain_id != *chain_id || b.chain_id != *chain_id {
         return Err(Rejection::WrongChain);
     }
-    if a.proof.farmer_key != b.proof.farmer_key {
+    if a.proof.farmer_key() != b.proof.farmer_key() {
         return Err(Rejection::BadEvidence("two farmer keys"));
     }
     if a.stamp.slot != b.stamp.slot {
@@ -438,7 +438,7 @@ pub fn check_equivocation(
 
 fn check_signature(block: &Block, cache: Option<&SigCache>) -> Result<(), Rejection> {
     let signed = crate::block::producer_signed(
-        &block.header.proof.farmer_key,
+        block.header.proof.farmer_key(),
         &block.hash(),
         &block.signature,
         cache,

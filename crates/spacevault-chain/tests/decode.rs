@@ -11,13 +11,7 @@ fn valid_messages() -> Vec<Vec<u8>> {
     let owner = Keypair::from_secret(&[4; 32]);
     let chain = [9; 32];
     let tx = RegisterTx::signed(&owner, &chain, b"name", 1, b"value");
-    let proof = ChainProof {
-        kind: spacevault_chain::ProofKind::Plain,
-        farmer_key: producer.public(),
-        seed: [5; 32],
-        k: 16,
-        nonce: 77,
-    };
+    let proof = ChainProof::plain(producer.public(), [5; 32], 16, 77);
     let block = Block::produce(
         &producer,
         chain,
@@ -31,7 +25,9 @@ fn valid_messages() -> Vec<Vec<u8>> {
         vec![tx.clone(), tx.clone()],
     );
     let announce = Announce::signed(&producer, &chain, 5, vec![vec![4, 127, 0, 0, 1]]);
-    let spec = ChainSpec::new("fuzz", 1_000_000, 1000);
+    let mut spec = ChainSpec::new("fuzz", 1_000_000, 1000);
+    spec.set_sizes(ProofKind::Hard, 18, 32);
+    let hard = ChainProof::hard([1; 32], [2; 32], 18, (0..16).map(|i| i * 1000).collect());
     let trace = spacevault_meter::trace::Trace {
         vault: 1,
         cores: 2,
@@ -52,6 +48,7 @@ fn valid_messages() -> Vec<Vec<u8>> {
         spec.encode(),
         spec.to_json().into_bytes(),
         trace.encode(),
+        proof_bytes(&hard),
     ]
 }
 
@@ -70,7 +67,7 @@ proptest! {
 
     #[test]
     fn changed_messages_never_panic(
-        which in 0usize..7,
+        which in 0usize..8,
         edits in proptest::collection::vec((any::<usize>(), any::<u8>(), 0u8..3), 1..6),
     ) {
         let mut data = valid_messages()[which].clone();
@@ -93,6 +90,7 @@ fn the_valid_messages_decode() {
     assert!(ChainSpec::decode(&m[4]).is_ok());
     assert!(ChainSpec::from_json(std::str::from_utf8(&m[5]).unwrap()).is_ok());
     assert!(spacevault_meter::trace::Trace::decode(&m[6]).is_ok());
+    assert_eq!(m[7].len(), 1 + 32 + 32 + 1 + 16 * 8);
     for data in &m {
         decode_everything(data);
     }

@@ -67,9 +67,17 @@ fn two_vaults_on_loopback_agree_and_keep_data() {
             "1",
             "--pot-iterations",
             "2000",
+            // Vault a farms a plain plot, vault b a table-chain one.
+            "--schemes",
+            "plain,hard",
             "--out",
         ])
         .arg(&spec)
+        .assert()
+        .success();
+    sv(&dir.path().join("cfg-b"))
+        .args(["plot", "-k", "16", "--scheme", "hard", "--out"])
+        .arg(dir.path().join("plots-b"))
         .assert()
         .success();
     // A second init does not overwrite the network's spec.
@@ -96,6 +104,34 @@ fn two_vaults_on_loopback_agree_and_keep_data() {
         let (x, y) = (block_hash(&a, h), block_hash(&b, h));
         assert!(x.is_some() && x == y, "height {h}: {x:?} {y:?}");
     }
+    // Vault b farms its table-chain plot, and its blocks carry proofs of
+    // kind 2 that vault a took: each vault wins about half the blocks.
+    let status = get_json(&b, "/v1/status").expect("b's status");
+    assert_eq!(status["plots"][0]["scheme"], "hard", "{status}");
+    assert_eq!(status["skipped_plots"], serde_json::json!([]), "{status}");
+    let b_key = status["farmer_key"].as_str().unwrap().to_string();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut next = 1;
+    let b_block = 'found: loop {
+        let top = head(dir.path(), &a).map_or(0, |h| h.0);
+        while next <= top {
+            let block = get_json(&a, &format!("/v1/blocks/{next}"));
+            next += 1;
+            if let Some(block) = block.filter(|v| v["producer"] == b_key.as_str()) {
+                break 'found block;
+            }
+        }
+        assert!(Instant::now() < deadline, "no block of b's up to {top}");
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    let proof = &b_block["proof"];
+    assert_eq!(proof["kind"], 2, "{b_block}");
+    assert_eq!(
+        proof["leaves"].as_array().map(Vec::len),
+        Some(16),
+        "{b_block}"
+    );
+    assert!(proof.get("nonce").is_none(), "{b_block}");
 
     // A blob put through one vault is read through the other.
     let file = dir.path().join("data.bin");

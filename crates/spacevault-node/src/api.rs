@@ -393,14 +393,8 @@ async fn block(State(s): S, Path(height): Path<String>) -> Result<Json<BlockJson
         slot: h.stamp.slot,
         timestamp_ms: s.chain.spec().slot_due_ms(h.stamp.slot),
         slot_output: hex::encode(h.stamp.output),
-        producer: hex::encode(h.proof.farmer_key),
-        proof: ProofJson {
-            kind: h.proof.kind.number(),
-            farmer_key: hex::encode(h.proof.farmer_key),
-            seed: hex::encode(h.proof.seed),
-            k: h.proof.k,
-            nonce: h.proof.nonce,
-        },
+        producer: hex::encode(h.proof.farmer_key()),
+        proof: ProofJson::of(&h.proof),
         quality,
         txs: block
             .txs

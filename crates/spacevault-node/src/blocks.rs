@@ -71,9 +71,11 @@ pub(crate) fn farm(shared: &Arc<Shared>, slot: u64, started_slot: u64) {
             .metrics
             .lookup_seconds
             .observe(found.took.as_secs_f64());
-        // The record's hash is inside each plot's lookup, on a blocking
-        // thread: counted here, timed in the lookup.
+        // The values' hashes are inside each plot's lookup, and the
+        // winner's verification after it, on blocking threads: counted
+        // here, timed in the lookup.
         shared.meter.add(Op::HashLookup, found.answers as u64);
+        shared.meter.add(Op::HashProof, found.verified as u64);
         if on_head(&shared.chain.head(), slot, &found.rank) == OnHead::No {
             return;
         }

@@ -287,7 +287,7 @@ impl Engine {
                 out.push(BlockSummary {
                     height,
                     hash: hex::encode(hash),
-                    producer: hex::encode(block.header.proof.farmer_key),
+                    producer: hex::encode(block.header.proof.farmer_key()),
                     quality,
                     slot: block.header.stamp.slot,
                     timestamp_ms: self.spec.slot_due_ms(block.header.stamp.slot),

@@ -1,8 +1,12 @@
-//! A vault's plots, and the best proof among them for a challenge: one read
-//! per plot, all plots looked up at once, every record re-hashed after it is
-//! read (the plot's region checksums and `PlotFile::prove`'s rehash).
+//! A vault's plots, of either scheme the chain accepts, and the best proof
+//! among them for a challenge: every plot looked up at once (one read for
+//! a plain plot, a few for a table-chain one), every value re-hashed after
+//! it is read (the plot's region checksums, `PlotFile::prove`'s rehash, the
+//! table chain's quality hashes), and the winner's whole proof read and
+//! verified before it is offered: a damaged plot is passed over, not
+//! signed for.
 
-use spacevault::PlotFile;
+use spacevault::{AnyPlot, Lookup};
 use spacevault_chain::{ChainProof, ChainSpec, ProofKind, Ranked};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -13,6 +17,8 @@ use tokio_util::task::TaskTracker;
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PlotInfo {
     pub path: PathBuf,
+    /// The plot's scheme: `plain` or `hard`.
+    pub scheme: String,
     pub k: u8,
     pub plot_id: String,
     /// How long the last lookup took, in microseconds.
@@ -31,15 +37,19 @@ pub struct Skipped {
 pub struct Found {
     pub proof: ChainProof,
     pub rank: Ranked,
-    /// The slowest plot's lookup: when the proof was ready.
+    /// From the lookups' start to the winner's proof verified: when the
+    /// proof was ready.
     pub took: Duration,
-    /// Plots that answered, each with a record read and hashed again.
+    /// Plots that answered, each with the values it read hashed again.
     pub answers: usize,
+    /// Proofs read whole and verified (the winner, and any before it that
+    /// failed its check).
+    pub verified: usize,
 }
 
 /// The plots of one farmer key.
 pub struct Farmer {
-    plots: Vec<Arc<PlotFile>>,
+    plots: Vec<Arc<AnyPlot>>,
     info: Mutex<Vec<PlotInfo>>,
     skipped: Vec<Skipped>,
     /// Where lookups' blocking threads are counted ([`Farmer::tracked_by`]).
@@ -64,11 +74,10 @@ fn plot_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
 }
 
 impl Farmer {
-    /// Opens the plots in `dirs` that belong to `farmer_key` and whose size
-    /// the chain takes; the others are skipped with the reason.
+    /// Opens the plots in `dirs` that belong to `farmer_key` and whose
+    /// scheme and size the chain takes; the others are skipped with the
+    /// reason.
     pub fn open(dirs: &[PathBuf], farmer_key: &[u8; 32], spec: &ChainSpec) -> Farmer {
-        // Plot files hold the plain scheme's records.
-        let plain_sizes = spec.sizes(ProofKind::Plain);
         let (mut plots, mut info, mut skipped) = (Vec::new(), Vec::new(), Vec::new());
         for dir in dirs {
             let files = match plot_files(dir) {
@@ -82,39 +91,25 @@ impl Farmer {
                 }
             };
             for path in files {
-                let why = match PlotFile::open(&path) {
-                    Err(e) => e.reason(),
-                    Ok(p) if p.header().farmer_key != *farmer_key => format!(
-                        "made for farmer key {}, not this node's",
-                        hex::encode(p.header().farmer_key)
-                    ),
-                    Ok(p)
-                        if !plain_sizes
-                            .as_ref()
-                            .is_some_and(|s| s.contains(&p.header().k())) =>
-                    {
-                        match &plain_sizes {
-                            Some(sizes) => format!(
-                                "k = {} is outside the chain's {}..={}",
-                                p.header().k(),
-                                sizes.start(),
-                                sizes.end()
-                            ),
-                            None => "the chain takes no proofs of the plain scheme".into(),
+                match AnyPlot::open(&path) {
+                    Err(e) => skipped.push(Skipped {
+                        path,
+                        why: e.reason(),
+                    }),
+                    Ok(plot) => match refusal(&plot, farmer_key, spec) {
+                        Some(why) => skipped.push(Skipped { path, why }),
+                        None => {
+                            info.push(PlotInfo {
+                                path,
+                                scheme: plot.scheme_name().to_string(),
+                                k: plot.k(),
+                                plot_id: hex::encode(plot.plot_id()),
+                                last_lookup_us: None,
+                            });
+                            plots.push(Arc::new(plot));
                         }
-                    }
-                    Ok(p) => {
-                        info.push(PlotInfo {
-                            path: path.clone(),
-                            k: p.header().k(),
-                            plot_id: hex::encode(p.header().plot_id),
-                            last_lookup_us: None,
-                        });
-                        plots.push(Arc::new(p));
-                        continue;
-                    }
-                };
-                skipped.push(Skipped { path, why });
+                    },
+                }
             }
         }
         Farmer {
@@ -151,8 +146,9 @@ impl Farmer {
     }
 
     /// The best proof of all plots for `challenge`, each plot looked up on
-    /// a blocking thread of its own; none without plots. A plot whose read
-    /// fails (damage) is left out.
+    /// a blocking thread of its own, then the best lookup's whole proof
+    /// read and verified (the next best's if that fails); none without
+    /// plots. A plot whose read fails (damage) is left out.
     pub async fn best(&self, challenge: [u8; 32]) -> Option<Found> {
         let started = Instant::now();
         let lookups: Vec<_> = self
@@ -162,40 +158,109 @@ impl Farmer {
                 let plot = plot.clone();
                 self.lookups.spawn_blocking(move || {
                     let t = Instant::now();
-                    let answer = plot.prove(&challenge);
-                    (answer, t.elapsed())
+                    let lookup = plot.lookup(&challenge);
+                    (lookup, t.elapsed())
                 })
             })
             .collect();
-        let mut best: Option<(ChainProof, Ranked)> = None;
-        let mut answers = 0;
+        let mut ranked: Vec<(usize, Lookup, Ranked)> = Vec::new();
         for (i, lookup) in lookups.into_iter().enumerate() {
-            let Ok((answer, took)) = lookup.await else {
+            let Ok((lookup, took)) = lookup.await else {
                 continue;
             };
             self.info.lock().unwrap()[i].last_lookup_us = Some(took.as_secs_f64() * 1e6);
-            let Ok(answer) = answer else {
-                tracing::warn!(plot = %self.plots[i].path().display(), "lookup failed");
-                continue;
+            let lookup = match lookup {
+                Ok(Some(lookup)) => lookup,
+                // A table-chain plot without top entries answers nothing.
+                Ok(None) => continue,
+                Err(e) => {
+                    tracing::warn!(plot = %self.plots[i].path().display(), %e, "lookup failed");
+                    continue;
+                }
             };
-            answers += 1;
-            let h = self.plots[i].header();
-            let proof = ChainProof::plain(h.farmer_key, h.seed, h.k(), answer.nonce);
             let rank = Ranked {
-                distance: answer.distance,
-                nonce: answer.nonce,
-                plot_id: h.plot_id,
-                quality: answer.quality,
+                distance: lookup.distance,
+                tiebreak: lookup.tiebreak(),
+                plot_id: *self.plots[i].plot_id(),
+                quality: lookup.quality,
             };
-            if best.as_ref().is_none_or(|(_, b)| rank.beats(b)) {
-                best = Some((proof, rank));
+            ranked.push((i, lookup, rank));
+        }
+        let answers = ranked.len();
+        ranked.sort_by(|a, b| {
+            if a.2.beats(&b.2) {
+                std::cmp::Ordering::Less
+            } else if b.2.beats(&a.2) {
+                std::cmp::Ordering::Greater
+            } else {
+                std::cmp::Ordering::Equal
+            }
+        });
+        for (tried, (i, lookup, rank)) in ranked.into_iter().enumerate() {
+            let plot = self.plots[i].clone();
+            let read = self
+                .lookups
+                .spawn_blocking(move || whole_proof(&plot, &lookup, &challenge, &rank));
+            match read.await {
+                Ok(Ok(proof)) => {
+                    return Some(Found {
+                        proof,
+                        rank,
+                        took: started.elapsed(),
+                        answers,
+                        verified: tried + 1,
+                    })
+                }
+                Ok(Err(why)) => {
+                    tracing::warn!(plot = %self.plots[i].path().display(), %why, "the best proof failed its check: the next plot's is offered")
+                }
+                Err(_) => {}
             }
         }
-        best.map(|(proof, rank)| Found {
-            proof,
-            rank,
-            took: started.elapsed(),
-            answers,
-        })
+        None
     }
+}
+
+/// Why a plot is not farmed by a vault of `farmer_key` on a chain of
+/// `spec`, if it is not.
+fn refusal(plot: &AnyPlot, farmer_key: &[u8; 32], spec: &ChainSpec) -> Option<String> {
+    if plot.farmer_key() != farmer_key {
+        return Some(format!(
+            "made for farmer key {}, not this node's",
+            hex::encode(plot.farmer_key())
+        ));
+    }
+    let kind = ProofKind::from_number(plot.kind())?;
+    let Some(sizes) = spec.sizes(kind) else {
+        return Some(format!(
+            "the chain takes no proofs of the {} scheme",
+            kind.name()
+        ));
+    };
+    if !sizes.contains(&plot.k()) {
+        return Some(format!(
+            "k = {} is outside the chain's {}..={} for the {} scheme",
+            plot.k(),
+            sizes.start(),
+            sizes.end(),
+            kind.name()
+        ));
+    }
+    None
+}
+
+/// The whole proof of `lookup`, read from `plot` and verified: it must
+/// give the rank the lookup gave.
+fn whole_proof(
+    plot: &AnyPlot,
+    lookup: &Lookup,
+    challenge: &[u8; 32],
+    rank: &Ranked,
+) -> Result<ChainProof, String> {
+    let proof = ChainProof(plot.proof(lookup).map_err(|e| e.to_string())?);
+    let checked = proof.verify(challenge).map_err(|e| e.to_string())?;
+    if checked != *rank {
+        return Err("the proof read does not give the lookup's score".into());
+    }
+    Ok(proof)
 }

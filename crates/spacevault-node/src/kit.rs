@@ -32,21 +32,49 @@ pub fn vault_key(i: usize) -> Keypair {
 /// The directory under `cache` holding a plot of size `k` for vault `i`'s
 /// key, plotted there unless one is there already.
 pub fn vault_plot(cache: &Path, i: usize, k: u8) -> Result<PathBuf, KitError> {
-    let plots = cache.join("plots").join(format!("k{k}-vault{i}"));
-    let made = std::fs::read_dir(&plots)
+    plot_once(&cache.join("plots").join(format!("k{k}-vault{i}")), |dir| {
+        spacevault::plot(
+            &PlotOptions::new(k, vault_key(i).public(), vault_seed(i)),
+            dir,
+            &NoProgress,
+        )
+        .map(drop)
+    })
+}
+
+/// The directory under `cache` holding a table-chain (hard scheme) plot
+/// of size `k` for vault `i`'s key, plotted there unless one is there
+/// already.
+pub fn vault_hard_plot(cache: &Path, i: usize, k: u8) -> Result<PathBuf, KitError> {
+    plot_once(
+        &cache.join("plots").join(format!("hard-k{k}-vault{i}")),
+        |dir| {
+            let options =
+                spacevault::hard::HardPlotOptions::new(k, vault_key(i).public(), vault_seed(i));
+            spacevault::hard::plot(&options, dir).map(drop)
+        },
+    )
+}
+
+fn vault_seed(i: usize) -> [u8; 32] {
+    let mut seed = [0u8; 32];
+    seed[..8].copy_from_slice(&(i as u64).to_le_bytes());
+    seed
+}
+
+/// `dir`, with `make` run on it first unless it holds a plot.
+fn plot_once(
+    dir: &Path,
+    make: impl FnOnce(&Path) -> Result<(), spacevault::PlotError>,
+) -> Result<PathBuf, KitError> {
+    let made = std::fs::read_dir(dir)
         .map(|mut d| d.any(|e| e.is_ok_and(|e| e.path().extension().is_some_and(|x| x == "plot"))))
         .unwrap_or(false);
     if !made {
-        std::fs::create_dir_all(&plots)?;
-        let mut seed = [0u8; 32];
-        seed[..8].copy_from_slice(&(i as u64).to_le_bytes());
-        spacevault::plot(
-            &PlotOptions::new(k, vault_key(i).public(), seed),
-            &plots,
-            &NoProgress,
-        )?;
+        std::fs::create_dir_all(dir)?;
+        make(dir)?;
     }
-    Ok(plots)
+    Ok(dir.to_path_buf())
 }
 
 /// A vault's config on the in-memory transport: it farms `plots`, keeps

@@ -192,6 +192,11 @@ impl Node {
         self.shared.farmer.plots()
     }
 
+    /// The plots it found and does not farm, with the reason.
+    pub fn skipped_plots(&self) -> Vec<crate::farmer::Skipped> {
+        self.shared.farmer.skipped().to_vec()
+    }
+
     /// Peers connected now.
     pub fn connected_peers(&self) -> i64 {
         self.shared.metrics.peers.get()

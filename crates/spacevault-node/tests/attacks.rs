@@ -19,13 +19,7 @@ fn made_up(key: &Keypair, chain: &[u8; 32], stamp: &Stamp, tries: u64) -> (Chain
             let mut seed = [0u8; 32];
             seed[..8].copy_from_slice(&i.to_le_bytes());
             seed[8..16].copy_from_slice(&stamp.slot.to_le_bytes());
-            let proof = ChainProof {
-                kind: spacevault_chain::ProofKind::Plain,
-                farmer_key: key.public(),
-                seed,
-                k: 16,
-                nonce: i % (1 << 16),
-            };
+            let proof = ChainProof::plain(key.public(), seed, 16, i % (1 << 16));
             let rank = proof.verify(&challenge).expect("any record verifies");
             let top = spacevault_chain::eligibility::distance_top(&rank.distance);
             (proof, top)
@@ -103,7 +97,7 @@ async fn an_attacker_without_a_plot_stamping_every_slot_never_displaces_the_hone
     for n in &nodes {
         for height in 1..=n.height() {
             let block = n.engine().block_at(height).unwrap().unwrap();
-            assert_ne!(block.header.proof.farmer_key, attacker.public());
+            assert_ne!(*block.header.proof.farmer_key(), attacker.public());
         }
     }
     assert!(

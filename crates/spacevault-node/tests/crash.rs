@@ -91,13 +91,7 @@ struct Known {
 fn child_of(known: &Known, producer: &Keypair, rng: &mut Rng) -> (Block, Known) {
     let chain = spec().chain_id();
     let height = known.parent.height + 1;
-    let proof = ChainProof {
-        kind: spacevault_chain::ProofKind::Plain,
-        farmer_key: producer.public(),
-        seed: [3; 32],
-        k: 16,
-        nonce: rng.below(1 << 16),
-    };
+    let proof = ChainProof::plain(producer.public(), [3; 32], 16, rng.below(1 << 16));
     let mut versions = known.versions;
     let txs = (0..1 + rng.below(3))
         .map(|_| {

@@ -149,13 +149,7 @@ fn branch(spec: &spacevault_chain::ChainSpec, files: &VaultFiles, n: u64) -> Vec
             output: out.output,
         };
         let answer = plot.prove(&stamp.challenge(&chain)).unwrap();
-        let proof = ChainProof {
-            kind: spacevault_chain::ProofKind::Plain,
-            farmer_key: files.key.public(),
-            seed: plot.header().seed,
-            k: 16,
-            nonce: answer.nonce,
-        };
+        let proof = ChainProof::plain(files.key.public(), plot.header().seed, 16, answer.nonce);
         let block = Block::produce(&files.key, chain, height, parent, stamp, proof, vec![]);
         parent = block.hash();
         blocks.push(block);

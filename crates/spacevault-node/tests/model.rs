@@ -279,13 +279,7 @@ fn build(plans: &[Plan]) -> Vec<Built> {
         let challenge = stamp(slot).challenge(&chain_id);
         let (proof, rank) = (p.nonce as u64..1 << 16)
             .map(|nonce| {
-                let proof = ChainProof {
-                    kind: spacevault_chain::ProofKind::Plain,
-                    farmer_key: key.public(),
-                    seed: [p.seed; 32],
-                    k: 16,
-                    nonce,
-                };
+                let proof = ChainProof::plain(key.public(), [p.seed; 32], 16, nonce);
                 let rank = proof
                     .verify(&challenge)
                     .expect("any record of any plot verifies");
@@ -312,7 +306,13 @@ fn build(plans: &[Plan]) -> Vec<Built> {
             .collect();
         let block = Block::produce(key, chain_id, height, parent_hash, stamp(slot), proof, txs);
         blocks.push(Built {
-            key: (slot, rank.distance, rank.nonce, rank.plot_id, block.hash()),
+            key: (
+                slot,
+                rank.distance,
+                rank.tiebreak,
+                rank.plot_id,
+                block.hash(),
+            ),
             block,
             target,
             child_target,

@@ -87,13 +87,7 @@ async fn an_orphan_flood_keeps_no_more_than_its_senders_share_and_the_chain_goes
     let mut most = 0;
     for i in 0..3 * MAX_ORPHANS_PER_ORIGIN as u64 {
         let head = nodes[0].engine().head();
-        let proof = ChainProof {
-            kind: spacevault_chain::ProofKind::Plain,
-            farmer_key: key.public(),
-            seed: [9; 32],
-            k: 16,
-            nonce: i,
-        };
+        let proof = ChainProof::plain(key.public(), [9; 32], 16, i);
         let parent = *blake3::hash(&i.to_le_bytes()).as_bytes();
         // In a slot the vault has reached (an orphan's slot is checked
         // for the clock alone).
@@ -156,13 +150,7 @@ async fn every_bad_message_is_refused_counted_and_not_relayed() {
     };
     let (rogue, _rogue_events) = start_rogue(99).await;
     let rogue_key = Keypair::from_secret(&[99; 32]);
-    let proof = ChainProof {
-        kind: spacevault_chain::ProofKind::Plain,
-        farmer_key: rogue_key.public(),
-        seed: [9; 32],
-        k: 16,
-        nonce: 1,
-    };
+    let proof = ChainProof::plain(rogue_key.public(), [9; 32], 16, 1);
     let owner = Keypair::from_secret(&[5; 32]);
     // Vaults that exist only in announcements; the second is heard at
     // `newest_replayed` just before its case is sent.
@@ -189,10 +177,10 @@ async fn every_bad_message_is_refused_counted_and_not_relayed() {
         };
         let now = spacevault_node::now_ms();
         let mut stolen = proof.clone();
-        stolen.farmer_key = files[0].key.public();
-        stolen.nonce = round as u64;
+        stolen.plain_mut().unwrap().farmer_key = files[0].key.public();
+        stolen.plain_mut().unwrap().nonce = round as u64;
         let mut future = proof.clone();
-        future.nonce = round as u64;
+        future.plain_mut().unwrap().nonce = round as u64;
         let mut bad_tx = RegisterTx::signed(&owner, &chain, b"n", 1, &[round]);
         bad_tx.value = b"changed".to_vec();
         vec![
@@ -272,10 +260,12 @@ async fn every_bad_message_is_refused_counted_and_not_relayed() {
                     head.height + 3,
                     [round; 32],
                     stamp,
-                    ChainProof {
-                        nonce: 1 << proof.k,
-                        ..proof.clone()
-                    },
+                    ChainProof::plain(
+                        *proof.farmer_key(),
+                        *proof.seed(),
+                        proof.k(),
+                        1 << proof.k(),
+                    ),
                     vec![],
                 )
                 .encode(),
@@ -534,13 +524,7 @@ async fn a_block_in_a_slot_not_reached_yet_waits_for_it_and_costs_its_sender_not
             slot: spec.clock_slot(spacevault_node::now_ms()) + 200,
             output: [3; spacevault_chain::time::FORM_BYTES],
         },
-        ChainProof {
-            kind: spacevault_chain::ProofKind::Plain,
-            farmer_key: key.public(),
-            seed: [9; 32],
-            k: 16,
-            nonce: 9999,
-        },
+        ChainProof::plain(key.public(), [9; 32], 16, 9999),
         vec![],
     );
     rogue.publish(Topic::Blocks, far.encode());

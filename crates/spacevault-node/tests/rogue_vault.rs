@@ -90,13 +90,7 @@ async fn rogue_vault_counted(
                 _ => continue,
             };
             let block_at = |height: u64| {
-                let proof = ChainProof {
-                    kind: spacevault_chain::ProofKind::Plain,
-                    farmer_key: key.public(),
-                    seed: [secret; 32],
-                    k: 16,
-                    nonce: height,
-                };
+                let proof = ChainProof::plain(key.public(), [secret; 32], 16, height);
                 let parent = *blake3::hash(&height.to_le_bytes()).as_bytes();
                 let stamp = Stamp {
                     slot: 1,

@@ -518,7 +518,7 @@ impl Store {
                 let block = read_block(&blocks, hash)?;
                 let refused = |why| Ok(Err(Refused { block: *hash, why }));
                 if bans
-                    .get(block.header.proof.farmer_key.as_slice())?
+                    .get(block.header.proof.farmer_key().as_slice())?
                     .is_some()
                 {
                     return refused(Rejection::Banned);

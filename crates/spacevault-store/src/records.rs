@@ -45,7 +45,7 @@ impl BlockInfo {
             .fixed(&self.parent)
             .u64(self.slot)
             .fixed(&self.rank.distance)
-            .u64(self.rank.nonce)
+            .u64(self.rank.tiebreak)
             .fixed(&self.rank.plot_id)
             .u32(self.rank.quality)
             .fixed(&self.weight.to_be_bytes())
@@ -69,7 +69,7 @@ impl BlockInfo {
             slot: r.u64("slot").map_err(bad)?,
             rank: Ranked {
                 distance: r.array("distance").map_err(bad)?,
-                nonce: r.u64("nonce").map_err(bad)?,
+                tiebreak: r.u64("tiebreak").map_err(bad)?,
                 plot_id: r.array("plot id").map_err(bad)?,
                 quality: r.u32("quality").map_err(bad)?,
             },

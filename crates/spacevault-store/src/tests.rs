@@ -8,7 +8,7 @@ fn spec() -> ChainSpec {
 fn rank(d: u8) -> Ranked {
     Ranked {
         distance: [d; 32],
-        nonce: 0,
+        tiebreak: 0,
         plot_id: [0; 32],
         quality: 0,
     }
@@ -18,13 +18,7 @@ fn rank(d: u8) -> Ranked {
 /// not check proofs, so any proof will do).
 fn block(parent: [u8; 32], height: u64, salt: u8, txs: Vec<RegisterTx>) -> Block {
     let producer = Keypair::from_secret(&[salt; 32]);
-    let proof = ChainProof {
-        kind: spacevault_chain::ProofKind::Plain,
-        farmer_key: producer.public(),
-        seed: [salt; 32],
-        k: 16,
-        nonce: height,
-    };
+    let proof = ChainProof::plain(producer.public(), [salt; 32], 16, height);
     Block::produce(
         &producer,
         spec().chain_id(),

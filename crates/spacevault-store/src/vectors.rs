@@ -20,7 +20,7 @@ fn block_info(status: Status) -> BlockInfo {
         slot: 3,
         rank: Ranked {
             distance: [0x03; 32],
-            nonce: 77,
+            tiebreak: 77,
             plot_id: [0x44; 32],
             quality: 6,
         },
@@ -42,7 +42,7 @@ fn a_block_info_of_each_status() {
     let mut v = Vector::new(
         "block_info",
         "BlockInfo { height 1, parent [0x11; 32], slot 3, rank { distance [0x03; 32],\n\
-         nonce 77, plot_id [0x44; 32], quality 6 }, weight 2^70 + 5, child_target\n\
+         tiebreak 77, plot_id [0x44; 32], quality 6 }, weight 2^70 + 5, child_target\n\
          2^43, line [0x5a; 32], opening [0x0e; 32] } with each status",
     );
     for (name, status) in statuses {

@@ -77,6 +77,25 @@ impl AnyProof {
         }
     }
 
+    /// What a chain breaks ties between equal scores with, after the
+    /// score and before the plot id: the plain proof's nonce, the hard
+    /// proof's first leaf on the path `challenge` selects. Both are known
+    /// at lookup ([`Lookup::tiebreak`]).
+    pub fn tiebreak(&self, challenge: &[u8; 32]) -> u64 {
+        match self {
+            AnyProof::Plain(p) => p.nonce,
+            AnyProof::Hard(p) => {
+                let pair = crate::hard::construction::path_pair(
+                    challenge,
+                    crate::hard::construction::LEVELS,
+                );
+                // A proof of the wrong length is refused by verification;
+                // its tie-break is never compared.
+                p.xs.get(2 * pair).copied().unwrap_or(u64::MAX)
+            }
+        }
+    }
+
     /// Records of the shared scale its plot stands for.
     pub fn records(&self) -> u64 {
         match self {
@@ -102,6 +121,17 @@ pub struct Lookup {
     /// Reads the lookup made.
     pub reads: u64,
     answer: Answered,
+}
+
+impl Lookup {
+    /// The tie-break of the proof the lookup leads to
+    /// ([`AnyProof::tiebreak`]).
+    pub fn tiebreak(&self) -> u64 {
+        match &self.answer {
+            Answered::Plain(nonce) => *nonce,
+            Answered::Hard(a) => a.pair.0,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -282,6 +312,7 @@ mod tests {
             let v = proof.verify(&challenge).unwrap();
             assert_eq!((v.distance, v.quality), (lookup.distance, lookup.quality));
             assert_eq!(&v.plot_id, plot.plot_id());
+            assert_eq!(proof.tiebreak(&challenge), lookup.tiebreak());
         }
         let junk = dir.path().join("junk.plot");
         std::fs::write(&junk, b"not a plot").unwrap();

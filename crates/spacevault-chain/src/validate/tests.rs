@@ -69,13 +69,7 @@ fn a_block_is_checked_field_by_field() {
     let parent = Parent::genesis(&spec);
     let producer = Keypair::from_secret(&[7; 32]);
     // Any plot's record is a proof; under this target, an eligible one.
-    let proof = ChainProof {
-        kind: crate::ProofKind::Plain,
-        farmer_key: producer.public(),
-        seed: [1; 32],
-        k: 16,
-        nonce: 5,
-    };
+    let proof = ChainProof::plain(producer.public(), [1; 32], 16, 5);
     let at = spec.slot_due_ms(1);
     let make = |slot, proof: ChainProof| {
         Block::produce(&producer, chain, 1, parent.hash, stamp(slot), proof, vec![])
@@ -116,17 +110,17 @@ fn a_block_is_checked_field_by_field() {
         Err(Rejection::WrongSlotOutput(1))
     );
     let mut stolen = proof.clone();
-    stolen.farmer_key = Keypair::from_secret(&[8; 32]).public();
+    stolen.plain_mut().unwrap().farmer_key = Keypair::from_secret(&[8; 32]).public();
     let r = check_block(&spec, &chain, &parent, &make(1, stolen), at, None);
     assert_eq!(r, Err(Rejection::BadSignature));
     let mut big = proof.clone();
-    big.nonce = 1 << 20;
+    big.plain_mut().unwrap().nonce = 1 << 20;
     assert!(matches!(
         check_block(&spec, &chain, &parent, &make(1, big), at, None),
         Err(Rejection::BadProof(_))
     ));
     let mut small = proof;
-    small.k = 12;
+    small.plain_mut().unwrap().k = 12;
     assert_eq!(
         check_block(&spec, &chain, &parent, &make(1, small), at, None),
         Err(Rejection::BadK(12))
@@ -208,13 +202,7 @@ fn signatures_checked_ahead_are_cache_hits_in_the_full_check() {
 fn block_with(spec: &ChainSpec, producer: &Keypair, txs: Vec<RegisterTx>) -> Block {
     let chain = spec.chain_id();
     let parent = Parent::genesis(spec);
-    let proof = ChainProof {
-        kind: crate::ProofKind::Plain,
-        farmer_key: producer.public(),
-        seed: [1; 32],
-        k: 16,
-        nonce: 5,
-    };
+    let proof = ChainProof::plain(producer.public(), [1; 32], 16, 5);
     Block::produce(producer, chain, 1, parent.hash, stamp(1), proof, txs)
 }
 
@@ -319,29 +307,30 @@ fn an_orphan_is_checked_for_what_needs_no_parent() {
     );
     let sizes = spec.sizes(crate::ProofKind::Plain).unwrap();
     let mut small = good.clone();
-    small.header.proof.k = sizes.start() - 1;
+    small.header.proof.plain_mut().unwrap().k = sizes.start() - 1;
     assert_eq!(
         check_orphan(&spec, &chain, &small, now, None),
         Err(Rejection::BadK(sizes.start() - 1))
     );
     let mut large = good.clone();
-    large.header.proof.k = sizes.end() + 1;
+    large.header.proof.plain_mut().unwrap().k = sizes.end() + 1;
     assert_eq!(
         check_orphan(&spec, &chain, &large, now, None),
         Err(Rejection::BadK(sizes.end() + 1))
     );
-    // A scheme the spec does not name (a spec no check let through: this
-    // build knows one scheme, and a valid spec names at least one).
+    // A scheme the spec does not name.
     let mut other = spec.clone();
-    other.proofs[0].kind = 2;
+    other.proofs.clear();
+    other.set_sizes(crate::ProofKind::Hard, 16, 32);
+    assert!(other.validate().is_ok());
     assert_eq!(
         check_orphan(&other, &chain, &good, now, None),
         Err(Rejection::KindRefused(1))
     );
     // Signed, but naming no record of its plot.
-    let k = good.header.proof.k;
+    let k = good.header.proof.k();
     let mut proof = good.header.proof.clone();
-    proof.nonce = 1 << k;
+    proof.plain_mut().unwrap().nonce = 1 << k;
     let beyond = Block::produce(
         &producer,
         chain,
@@ -647,4 +636,55 @@ fn a_header_whose_block_was_checked_is_not_verified_again_in_evidence() {
     let mut forged = e.clone();
     forged.second.signature[0] ^= 1;
     assert!(check_equivocation(&chain, &forged, Some(&cache)).is_err());
+}
+
+/// A proof of the hard scheme, from a real plot's best answer to a
+/// slot's challenge: taken where the spec names the kind, refused where
+/// it does not, and refused with any one bit of its encoding changed.
+#[test]
+fn a_hard_proof_is_checked_by_its_scheme() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = spacevault::hard::HardPlotOptions::new(16, [7; 32], [1; 32]);
+    options.threads = 2;
+    let plotted = spacevault::hard::plot(&options, dir.path()).unwrap();
+    let plot = spacevault::AnyPlot::open(&plotted.path).unwrap();
+    let mut spec = open_spec();
+    spec.set_sizes(crate::ProofKind::Hard, 16, 32);
+    let chain = spec.chain_id();
+    let every = Target::for_records(1, 1);
+    let challenge = stamp(1).challenge(&chain);
+    let lookup = plot.lookup(&challenge).unwrap().unwrap();
+    let proof = ChainProof(plot.proof(&lookup).unwrap());
+    assert_eq!(proof.kind(), crate::ProofKind::Hard);
+    let rank = check_proof(&spec, &chain, &stamp(1), every, &proof).unwrap();
+    assert_eq!(rank.distance, lookup.distance);
+    assert_eq!(rank.tiebreak, lookup.tiebreak());
+    assert_eq!(&rank.plot_id, plot.plot_id());
+    // Another slot's challenge is answered by another proof.
+    assert_ne!(
+        check_proof(&spec, &chain, &stamp(2), every, &proof).map(|r| r.distance),
+        Ok(rank.distance)
+    );
+    let mut plain_only = spec.clone();
+    plain_only
+        .proofs
+        .retain(|r| r.kind == crate::ProofKind::Plain.number());
+    assert_eq!(
+        check_proof(&plain_only, &chain, &stamp(1), every, &proof),
+        Err(Rejection::KindRefused(2))
+    );
+    let mut w = crate::codec::Writer::new();
+    proof.encode_into(&mut w);
+    let bytes = w.finish();
+    for bit in 0..bytes.len() * 8 {
+        let mut flipped = bytes.clone();
+        flipped[bit / 8] ^= 1 << (bit % 8);
+        let Ok(edited) = ChainProof::decode_from(&mut crate::codec::Reader::new(&flipped)) else {
+            continue;
+        };
+        assert!(
+            check_proof(&spec, &chain, &stamp(1), every, &edited).is_err(),
+            "bit {bit} changed, the proof still passes"
+        );
+    }
 }

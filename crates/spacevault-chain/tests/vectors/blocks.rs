@@ -2,7 +2,7 @@
 //! hashes, ids and signatures over them.
 
 use crate::file::Vector;
-use crate::{chain_id, limits, owner, producer, proof};
+use crate::{chain_id, hard_proof, limits, owner, producer, proof};
 use spacevault_chain::block::body_root;
 use spacevault_chain::codec::{Reader, Writer};
 use spacevault_chain::keys::verify;
@@ -27,6 +27,44 @@ fn a_chain_proof() {
     let mut w = Writer::new();
     decoded.encode_into(&mut w);
     assert_eq!(w.finish(), committed);
+}
+
+#[test]
+fn a_chain_proof_of_the_hard_scheme() {
+    let proof = hard_proof();
+    let mut w = Writer::new();
+    proof.encode_into(&mut w);
+    let c = Vector::new(
+        "chain_proof_hard",
+        "ChainProof { kind 2 (hard), farmer_key [1; 32], seed [2; 32], k 18, the\n\
+         16 leaves of the plot library's k = 18 table-chain vector's proof for the\n\
+         challenge 00 01 02 .. 1f }: its encoding (194 bytes)",
+    )
+    .field("encoding", w.finish())
+    .check();
+    let committed = c.get("encoding");
+    assert_eq!(committed.len(), 194);
+    let mut r = Reader::new(committed);
+    let decoded = ChainProof::decode_from(&mut r).expect("the committed proof decodes");
+    r.finish().expect("and nothing follows it");
+    assert_eq!(decoded, proof);
+    let mut w = Writer::new();
+    decoded.encode_into(&mut w);
+    assert_eq!(w.finish(), committed);
+    // The plot library's vector gives the same score for the challenge.
+    let challenge: [u8; 32] = std::array::from_fn(|i| i as u8);
+    let rank = decoded
+        .verify(&challenge)
+        .expect("the vector's proof verifies");
+    assert_eq!(
+        hex::encode(rank.distance),
+        "00009cf066f4bfdd5db878b9787822f0181dcd6869fc36ab4500262560cbdbb2"
+    );
+    assert_eq!(rank.tiebreak, decoded.0.tiebreak(&challenge));
+    // Cut short, it is not a proof of the kind.
+    for len in [1, 66, 67, 193] {
+        assert!(ChainProof::decode_from(&mut Reader::new(&committed[..len])).is_err());
+    }
 }
 
 /// The transactions of the block vector.
@@ -78,7 +116,7 @@ fn check_block(name: &'static str, about: &str, block: Block) {
         body_root(&chain_id(), &decoded.txs, &decoded.evidence),
         c.array::<32>("body_root")
     );
-    let producer = &decoded.header.proof.farmer_key;
+    let producer = decoded.header.proof.farmer_key();
     assert!(verify(producer, c.get("hash"), &c.array::<64>("signature")));
 }
 
@@ -135,7 +173,7 @@ fn a_block_without_transactions() {
 fn equivocation() -> Equivocation {
     let cheat = crate::owner();
     let mut proof = proof();
-    proof.farmer_key = cheat.public();
+    proof.plain_mut().unwrap().farmer_key = cheat.public();
     let header = |parent| {
         Block::produce(
             &cheat,

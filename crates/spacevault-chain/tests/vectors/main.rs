@@ -44,11 +44,16 @@ pub fn vault() -> Keypair {
 
 /// The producer's proof: its own key's plot of seed [5; 32], k 16, nonce 77.
 pub fn proof() -> ChainProof {
-    ChainProof {
-        kind: spacevault_chain::ProofKind::Plain,
-        farmer_key: producer().public(),
-        seed: [5; 32],
-        k: 16,
-        nonce: 77,
-    }
+    ChainProof::plain(producer().public(), [5; 32], 16, 77)
+}
+
+/// A proof of the hard scheme: the plot library's k = 18 table-chain
+/// vector (farmer key [1; 32], seed [2; 32]) and its best proof's leaves
+/// for the challenge 00 01 02 .. 1f.
+pub fn hard_proof() -> ChainProof {
+    let xs = vec![
+        22120, 5947, 151377, 256761, 253969, 163132, 33311, 255706, 137546, 206571, 96042, 209701,
+        182075, 55685, 40281, 96782,
+    ];
+    ChainProof::hard([1; 32], [2; 32], 18, xs)
 }

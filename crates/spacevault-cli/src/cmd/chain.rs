@@ -1,8 +1,9 @@
 //! `spacevault chain init`: a new chain spec for a network of vaults.
 
+use crate::cmd::plot::SchemeArg;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
-use spacevault_chain::{time, ChainSpec};
+use spacevault_chain::{time, ChainSpec, ProofKind};
 use std::path::PathBuf;
 
 #[derive(Subcommand, Debug)]
@@ -39,8 +40,13 @@ pub struct InitArgs {
     /// Vaults that keep each blob.
     #[arg(long, default_value_t = 4)]
     pub replication: u32,
-    /// The smallest plot a proof of the plain scheme (kind 1, the only one
-    /// today) may come from.
+    /// The proof-of-space schemes the chain takes blocks' proofs of: the
+    /// plain one (kind 1), the hard one (kind 2, the table chain that
+    /// resists trade-offs: docs/DESIGN.md), or both.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "plain")]
+    pub schemes: Vec<SchemeArg>,
+    /// The smallest plot a proof of each scheme may come from (the largest
+    /// is the scheme's own: k = 40 plain, 32 hard).
     #[arg(long, value_name = "K", default_value_t = spacevault::MIN_K)]
     pub min_k: u8,
     /// Squarings of the proof of time a slot (default: what this machine
@@ -77,11 +83,14 @@ fn init(a: InitArgs) -> Result<()> {
         a.slot_ms,
     );
     spec.replication = a.replication;
-    spec.set_sizes(
-        spacevault_chain::ProofKind::Plain,
-        a.min_k,
-        spacevault::MAX_K.max(a.min_k),
-    );
+    spec.proofs.clear();
+    for scheme in &a.schemes {
+        let kind = match scheme {
+            SchemeArg::Plain => ProofKind::Plain,
+            SchemeArg::Hard => ProofKind::Hard,
+        };
+        spec.set_sizes(kind, a.min_k, (*kind.sizes().end()).max(a.min_k));
+    }
     spec.block_interval_slots = a.block_interval_slots;
     spec.initial_records = a.initial_records;
     spec.finality_depth = a.finality_depth;

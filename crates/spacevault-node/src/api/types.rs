@@ -180,12 +180,35 @@ pub struct BlockJson {
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct ProofJson {
-    /// The proof's scheme by its kind number (1: the plain scheme).
+    /// The proof's scheme by its kind number (1: the plain scheme, 2: the
+    /// hard one).
     pub kind: u8,
     pub farmer_key: String,
     pub seed: String,
     pub k: u8,
-    pub nonce: u64,
+    /// The record of a plain proof.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nonce: Option<u64>,
+    /// The leaves of a hard proof, in proof order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leaves: Option<Vec<u64>>,
+}
+
+impl ProofJson {
+    pub fn of(proof: &spacevault_chain::ChainProof) -> ProofJson {
+        let (nonce, leaves) = match &proof.0 {
+            spacevault::AnyProof::Plain(p) => (Some(p.nonce), None),
+            spacevault::AnyProof::Hard(p) => (None, Some(p.xs.clone())),
+        };
+        ProofJson {
+            kind: proof.kind().number(),
+            farmer_key: hex::encode(proof.farmer_key()),
+            seed: hex::encode(proof.seed()),
+            k: proof.k(),
+            nonce,
+            leaves,
+        }
+    }
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]

@@ -34,7 +34,7 @@ impl Watch {
     /// over and over with other bodies makes one piece, not one each).
     /// The evidence is kept for a block and for gossip.
     pub fn note(&mut self, header: SignedHeader) -> Option<Equivocation> {
-        let key = (header.header.stamp.slot, header.header.proof.farmer_key);
+        let key = (header.header.stamp.slot, *header.header.proof.farmer_key());
         if let Some(first) = self.seen.get(&key) {
             if self.pending.contains_key(&key.1) {
                 return None;
@@ -101,7 +101,7 @@ impl Watch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use spacevault_chain::{BlockHeader, ChainProof, Keypair, ProofKind, Stamp};
+    use spacevault_chain::{BlockHeader, ChainProof, Keypair, Stamp};
 
     fn header(key: &Keypair, slot: u64, parent: u8) -> SignedHeader {
         let header = BlockHeader {
@@ -112,13 +112,7 @@ mod tests {
                 slot,
                 output: [0; spacevault_chain::time::FORM_BYTES],
             },
-            proof: ChainProof {
-                kind: ProofKind::Plain,
-                farmer_key: key.public(),
-                seed: [2; 32],
-                k: 16,
-                nonce: 1,
-            },
+            proof: ChainProof::plain(key.public(), [2; 32], 16, 1),
             body_root: [0; 32],
         };
         spacevault_chain::Block::sign(key, header, vec![], vec![]).signed_header()

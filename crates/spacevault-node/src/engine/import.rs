@@ -206,7 +206,7 @@ impl Engine {
     /// proof is checked or it is kept. (A ban the block's own branch makes
     /// above that is found when the branch becomes canonical.)
     fn banned_below(&self, block: &Block, ancestor_height: u64) -> Result<bool, StoreError> {
-        let Some(by) = self.store.ban_of(&block.header.proof.farmer_key)? else {
+        let Some(by) = self.store.ban_of(block.header.proof.farmer_key())? else {
             return Ok(false);
         };
         let info = self.store.info(&by)?.ok_or(StoreError::Corrupt("a ban"))?;

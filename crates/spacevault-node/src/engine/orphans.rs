@@ -124,13 +124,7 @@ mod tests {
         let producer = Keypair::from_secret(&[5; 32]);
         let mut parent = [0xee; 32];
         parent[..4].copy_from_slice(&parent_n.to_le_bytes());
-        let proof = ChainProof {
-            kind: spacevault_chain::ProofKind::Plain,
-            farmer_key: producer.public(),
-            seed: [1; 32],
-            k: 16,
-            nonce: 1,
-        };
+        let proof = ChainProof::plain(producer.public(), [1; 32], 16, 1);
         let stamp = spacevault_chain::Stamp {
             slot: 5,
             output: [5; spacevault_chain::time::FORM_BYTES],

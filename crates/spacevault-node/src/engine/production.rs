@@ -87,11 +87,11 @@ impl Engine {
         proof: ChainProof,
         rank: &Ranked,
     ) -> Option<Block> {
-        if proof.farmer_key != key.public() {
+        if *proof.farmer_key() != key.public() {
             return None;
         }
         // A banned key's block would be refused by every vault.
-        if !matches!(self.store.ban_of(&proof.farmer_key), Ok(None)) {
+        if !matches!(self.store.ban_of(proof.farmer_key()), Ok(None)) {
             return None;
         }
         let parent = self.parent_for(stamp.slot, rank)?;
@@ -148,7 +148,7 @@ mod on_head_tests {
         // A proof whose distance's top 64 bits are 100.
         let mut proof = Ranked {
             distance: [0; 32],
-            nonce: 0,
+            tiebreak: 0,
             plot_id: [0; 32],
             quality: 0,
         };

@@ -488,13 +488,7 @@ pub fn rogue_block(
     out: &spacevault_chain::time::SlotOutput,
     nonce: u64,
 ) -> spacevault_chain::Block {
-    let proof = spacevault_chain::ChainProof {
-        kind: spacevault_chain::ProofKind::Plain,
-        farmer_key: key.public(),
-        seed: [9; 32],
-        k: 16,
-        nonce: nonce % (1 << 16),
-    };
+    let proof = spacevault_chain::ChainProof::plain(key.public(), [9; 32], 16, nonce % (1 << 16));
     let stamp = spacevault_chain::Stamp {
         slot: out.slot,
         output: out.output,

@@ -147,13 +147,7 @@ fn orphans_are_bounded_in_all_per_sender_and_in_time() {
     let orphan = |i: u32| {
         let mut parent = [0xee; 32];
         parent[..4].copy_from_slice(&i.to_le_bytes());
-        let proof = ChainProof {
-            kind: spacevault_chain::ProofKind::Plain,
-            farmer_key: producer.public(),
-            seed: [1; 32],
-            k: 16,
-            nonce: 1,
-        };
+        let proof = ChainProof::plain(producer.public(), [1; 32], 16, 1);
         Block::produce(
             &producer,
             spec().chain_id(),

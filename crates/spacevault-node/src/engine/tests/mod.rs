@@ -182,7 +182,7 @@ async fn every_eligible_vault_produces_and_all_settle_on_the_best_proof_of_each_
         let heads: Vec<_> = vaults.iter().map(|v| v.engine.head()).collect();
         assert!(heads.iter().all(|h| h.hash == heads[0].hash), "one head");
         let head = vaults[0].engine.block_at(slot).unwrap().unwrap();
-        assert_eq!(head.header.proof.farmer_key, best.1, "the best proof's");
+        assert_eq!(*head.header.proof.farmer_key(), best.1, "the best proof's");
         assert_eq!((heads[0].height, heads[0].slot), (slot, slot));
     }
     let e = &vaults[0].engine;
