@@ -485,7 +485,11 @@ mod tests {
             .to_string()
             .contains("proofs holds 9 rules"));
         assert!(!ok(&|s| s.proofs[0].kind = 0));
-        assert!(!ok(&|s| s.proofs[0].kind = 2));
+        assert!(!ok(&|s| s.proofs[0].kind = 3));
+        // The hard scheme's sizes are its own: 16 to 32.
+        assert!(ok(&|s| s.set_sizes(ProofKind::Hard, 16, 32)));
+        assert!(!ok(&|s| s.set_sizes(ProofKind::Hard, 16, 33)));
+        assert!(!ok(&|s| s.set_sizes(ProofKind::Hard, 15, 32)));
         assert!(!ok(&|s| s.proofs.push(s.proofs[0])));
         let mut spec = ChainSpec::new("t", 0, 1000);
         spec.version = SPEC_VERSION + 1;

@@ -31,9 +31,10 @@ pub(crate) fn derive(context: &str, bytes: &[u8]) -> [u8; 32] {
 
 /// A proof of space as blocks carry it: a proof of one of the schemes this
 /// build knows ([`ProofKind`]), which names its plot and what of the plot
-/// answers a challenge.
+/// answers a challenge. A hard proof always has [`HARD_LEAVES`] leaves,
+/// so that its encoding is the proof itself.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct ChainProof(pub AnyProof);
+pub struct ChainProof(AnyProof);
 
 /// The leaves of a kind 2 proof (the hard scheme's five levels).
 pub const HARD_LEAVES: usize = 1 << (spacevault::hard::construction::LEVELS - 1);
@@ -51,13 +52,32 @@ impl ChainProof {
 
     /// A proof of the hard scheme (kind 2): the leaves of one top entry's
     /// tree in proof order.
-    pub fn hard(farmer_key: [u8; 32], seed: [u8; 32], k: u8, xs: Vec<u64>) -> ChainProof {
+    pub fn hard(farmer_key: [u8; 32], seed: [u8; 32], k: u8, xs: [u64; HARD_LEAVES]) -> ChainProof {
         ChainProof(AnyProof::Hard(spacevault::hard::HardProof {
             farmer_key,
             seed,
             k,
-            xs,
+            xs: xs.to_vec(),
         }))
+    }
+
+    /// A prover's proof as blocks carry it; a hard proof of another
+    /// number of leaves is no proof of kind 2.
+    pub fn from_any(proof: AnyProof) -> Result<ChainProof, spacevault::VerifyError> {
+        if let AnyProof::Hard(p) = &proof {
+            if p.xs.len() != HARD_LEAVES {
+                return Err(spacevault::VerifyError::LeafCount {
+                    expected: HARD_LEAVES,
+                    actual: p.xs.len(),
+                });
+            }
+        }
+        Ok(ChainProof(proof))
+    }
+
+    /// The proof as its scheme gives it.
+    pub fn any(&self) -> &AnyProof {
+        &self.0
     }
 
     /// The plain scheme's proof, to edit, if the proof is one.
@@ -99,14 +119,8 @@ impl ChainProof {
                 w.u64(p.nonce);
             }
             AnyProof::Hard(p) => {
-                // The kind has a fixed number of leaves; a proof with another
-                // number is no proof of it (verification refuses it), and is
-                // written with that many, padded with leaves no plot has.
-                for &x in
-                    p.xs.iter()
-                        .chain(std::iter::repeat(&u64::MAX))
-                        .take(HARD_LEAVES)
-                {
+                // HARD_LEAVES of them: every way to make a ChainProof says so.
+                for &x in &p.xs {
                     w.u64(x);
                 }
             }
@@ -125,9 +139,10 @@ impl ChainProof {
         Ok(match kind {
             ProofKind::Plain => ChainProof::plain(farmer_key, seed, k, r.u64("proof's nonce")?),
             ProofKind::Hard => {
-                let xs = (0..HARD_LEAVES)
-                    .map(|_| r.u64("proof's leaf"))
-                    .collect::<Result<Vec<u64>, DecodeError>>()?;
+                let mut xs = [0u64; HARD_LEAVES];
+                for x in &mut xs {
+                    *x = r.u64("proof's leaf")?;
+                }
                 ChainProof::hard(farmer_key, seed, k, xs)
             }
         })

@@ -335,8 +335,9 @@ pub fn check_signatures(
 }
 
 /// What can be checked of a block whose parent is not known: its chain,
-/// slot (not in the future), size, transaction root, k, that its proof
-/// names a record of its plot (a nonce below 2^k), and its signature.
+/// slot (not in the future), size, transaction root, k, that its proof is
+/// well formed (a nonce below 2^k; sixteen leaves below it), and its
+/// signature.
 /// Enough that a block kept until its parent comes is the one its
 /// producer signed, and, with its hash, the only block it can be. Its
 /// proof's eligibility needs the parent's target, and waits for it.

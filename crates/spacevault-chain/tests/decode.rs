@@ -27,7 +27,12 @@ fn valid_messages() -> Vec<Vec<u8>> {
     let announce = Announce::signed(&producer, &chain, 5, vec![vec![4, 127, 0, 0, 1]]);
     let mut spec = ChainSpec::new("fuzz", 1_000_000, 1000);
     spec.set_sizes(ProofKind::Hard, 18, 32);
-    let hard = ChainProof::hard([1; 32], [2; 32], 18, (0..16).map(|i| i * 1000).collect());
+    let hard = ChainProof::hard(
+        [1; 32],
+        [2; 32],
+        18,
+        std::array::from_fn(|i| i as u64 * 1000),
+    );
     let trace = spacevault_meter::trace::Trace {
         vault: 1,
         cores: 2,

@@ -64,21 +64,27 @@ pub(crate) fn farm(shared: &Arc<Shared>, slot: u64, started_slot: u64) {
             output: out.output,
         };
         let challenge = stamp.challenge(&shared.chain.chain_id());
-        let Some(found) = shared.farmer.best(challenge).await else {
+        let Some(looked) = shared.farmer.lookup(challenge).await else {
             return;
         };
         shared
             .metrics
             .lookup_seconds
-            .observe(found.took.as_secs_f64());
+            .observe(looked.took.as_secs_f64());
         // The values' hashes are inside each plot's lookup, and the
         // winner's verification after it, on blocking threads: counted
         // here, timed in the lookup.
-        shared.meter.add(Op::HashLookup, found.answers as u64);
-        shared.meter.add(Op::HashProof, found.verified as u64);
-        if on_head(&shared.chain.head(), slot, &found.rank) == OnHead::No {
+        shared.meter.add(Op::HashLookup, looked.answers() as u64);
+        // The whole proof (fourteen more reads of a table-chain plot) is
+        // read only when the best score could make a block.
+        if on_head(&shared.chain.head(), slot, looked.best()) == OnHead::No {
             return;
         }
+        let (found, verified) = shared.farmer.proof(looked).await;
+        shared.meter.add(Op::HashProof, verified as u64);
+        let Some(found) = found else {
+            return;
+        };
         shared.blocking(move |s| produce(s, stamp, found)).await;
     });
 }

@@ -17,12 +17,18 @@ use tokio_util::task::TaskTracker;
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PlotInfo {
     pub path: PathBuf,
-    /// The plot's scheme: `plain` or `hard`.
+    /// The plot's scheme: `plain` or `hard` (absent from vaults that farm
+    /// only plain plots).
+    #[serde(default = "plain")]
     pub scheme: String,
     pub k: u8,
     pub plot_id: String,
     /// How long the last lookup took, in microseconds.
     pub last_lookup_us: Option<f64>,
+}
+
+fn plain() -> String {
+    "plain".into()
 }
 
 /// A plot that is not farmed, and why.
@@ -32,19 +38,33 @@ pub struct Skipped {
     pub why: String,
 }
 
-/// The best proof of a lookup.
+/// The plots' lookups for one challenge, best first: their scores are
+/// known, their whole proofs not yet read.
+pub struct Looked {
+    challenge: [u8; 32],
+    ranked: Vec<(usize, Lookup, Ranked)>,
+    /// From the lookups' start to the last plot's answer.
+    pub took: Duration,
+}
+
+impl Looked {
+    /// The best score's rank: what eligibility is asked of before any
+    /// whole proof is read.
+    pub fn best(&self) -> &Ranked {
+        &self.ranked[0].2
+    }
+
+    /// Plots that answered, each with the values it read hashed again.
+    pub fn answers(&self) -> usize {
+        self.ranked.len()
+    }
+}
+
+/// The best proof of a lookup, read whole and verified.
 #[derive(Clone, Debug)]
 pub struct Found {
     pub proof: ChainProof,
     pub rank: Ranked,
-    /// From the lookups' start to the winner's proof verified: when the
-    /// proof was ready.
-    pub took: Duration,
-    /// Plots that answered, each with the values it read hashed again.
-    pub answers: usize,
-    /// Proofs read whole and verified (the winner, and any before it that
-    /// failed its check).
-    pub verified: usize,
 }
 
 /// The plots of one farmer key.
@@ -145,11 +165,10 @@ impl Farmer {
         &self.skipped
     }
 
-    /// The best proof of all plots for `challenge`, each plot looked up on
-    /// a blocking thread of its own, then the best lookup's whole proof
-    /// read and verified (the next best's if that fails); none without
-    /// plots. A plot whose read fails (damage) is left out.
-    pub async fn best(&self, challenge: [u8; 32]) -> Option<Found> {
+    /// Every plot's lookup for `challenge`, each on a blocking thread of
+    /// its own; none without an answer. A plot whose read fails (damage)
+    /// is left out.
+    pub async fn lookup(&self, challenge: [u8; 32]) -> Option<Looked> {
         let started = Instant::now();
         let lookups: Vec<_> = self
             .plots
@@ -186,38 +205,45 @@ impl Farmer {
             };
             ranked.push((i, lookup, rank));
         }
-        let answers = ranked.len();
-        ranked.sort_by(|a, b| {
-            if a.2.beats(&b.2) {
-                std::cmp::Ordering::Less
-            } else if b.2.beats(&a.2) {
-                std::cmp::Ordering::Greater
-            } else {
-                std::cmp::Ordering::Equal
-            }
-        });
-        for (tried, (i, lookup, rank)) in ranked.into_iter().enumerate() {
+        if ranked.is_empty() {
+            return None;
+        }
+        ranked.sort_by_key(|(_, _, r)| (r.distance, r.tiebreak, r.plot_id));
+        Some(Looked {
+            challenge,
+            ranked,
+            took: started.elapsed(),
+        })
+    }
+
+    /// The best lookup's whole proof, read and verified (the next best's
+    /// if that one fails its check: a damaged plot is passed over, not
+    /// signed for), and the proofs verified to find it.
+    pub async fn proof(&self, looked: Looked) -> (Option<Found>, usize) {
+        let mut verified = 0;
+        for (i, lookup, rank) in looked.ranked {
             let plot = self.plots[i].clone();
+            let challenge = looked.challenge;
             let read = self
                 .lookups
                 .spawn_blocking(move || whole_proof(&plot, &lookup, &challenge, &rank));
             match read.await {
-                Ok(Ok(proof)) => {
-                    return Some(Found {
-                        proof,
-                        rank,
-                        took: started.elapsed(),
-                        answers,
-                        verified: tried + 1,
-                    })
-                }
-                Ok(Err(why)) => {
-                    tracing::warn!(plot = %self.plots[i].path().display(), %why, "the best proof failed its check: the next plot's is offered")
+                Ok((Ok(proof), _)) => return (Some(Found { proof, rank }), verified + 1),
+                Ok((Err(why), checked)) => {
+                    verified += usize::from(checked);
+                    tracing::warn!(plot = %self.plots[i].path().display(), %why, "the best proof failed its check: the next plot's is offered");
                 }
                 Err(_) => {}
             }
         }
-        None
+        (None, verified)
+    }
+
+    /// [`Farmer::lookup`] then [`Farmer::proof`]: the best proof of all
+    /// plots for `challenge`.
+    pub async fn best(&self, challenge: [u8; 32]) -> Option<Found> {
+        let looked = self.lookup(challenge).await?;
+        self.proof(looked).await.0
     }
 }
 
@@ -230,7 +256,12 @@ fn refusal(plot: &AnyPlot, farmer_key: &[u8; 32], spec: &ChainSpec) -> Option<St
             hex::encode(plot.farmer_key())
         ));
     }
-    let kind = ProofKind::from_number(plot.kind())?;
+    let Some(kind) = ProofKind::from_number(plot.kind()) else {
+        return Some(format!(
+            "a {} plot: a scheme no chain takes",
+            plot.scheme_name()
+        ));
+    };
     let Some(sizes) = spec.sizes(kind) else {
         return Some(format!(
             "the chain takes no proofs of the {} scheme",
@@ -250,17 +281,31 @@ fn refusal(plot: &AnyPlot, farmer_key: &[u8; 32], spec: &ChainSpec) -> Option<St
 }
 
 /// The whole proof of `lookup`, read from `plot` and verified: it must
-/// give the rank the lookup gave.
+/// give the rank the lookup gave. Says too whether it got as far as
+/// verifying.
 fn whole_proof(
     plot: &AnyPlot,
     lookup: &Lookup,
     challenge: &[u8; 32],
     rank: &Ranked,
-) -> Result<ChainProof, String> {
-    let proof = ChainProof(plot.proof(lookup).map_err(|e| e.to_string())?);
-    let checked = proof.verify(challenge).map_err(|e| e.to_string())?;
+) -> (Result<ChainProof, String>, bool) {
+    let read = plot
+        .proof(lookup)
+        .map_err(|e| e.to_string())
+        .and_then(|p| ChainProof::from_any(p).map_err(|e| e.to_string()));
+    let proof = match read {
+        Ok(proof) => proof,
+        Err(why) => return (Err(why), false),
+    };
+    let checked = match proof.verify(challenge) {
+        Ok(checked) => checked,
+        Err(e) => return (Err(e.to_string()), true),
+    };
     if checked != *rank {
-        return Err("the proof read does not give the lookup's score".into());
+        return (
+            Err("the proof read does not give the lookup's score".into()),
+            true,
+        );
     }
-    Ok(proof)
+    (Ok(proof), true)
 }

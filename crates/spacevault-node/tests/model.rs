@@ -80,7 +80,8 @@ struct Stored {
     target: Target,
     child_target: Target,
     /// What fork choice compares of rivals as heavy: the slot, the
-    /// proof's distance, nonce and plot id, then the block's hash.
+    /// proof's distance, tie-break (a plain proof's nonce) and plot id,
+    /// then the block's hash.
     key: (u64, Hash, u64, Hash, Hash),
     txs: Vec<RegisterTx>,
 }
@@ -141,7 +142,7 @@ impl Model {
     /// Fork choice: whether `candidate` replaces `current`, the chain
     /// followed: when it is heavier; of two as heavy, when the blocks where
     /// they first differ are of one slot and the candidate's is better (the
-    /// smaller distance, nonce and plot id, then block hash). Rivals of two
+    /// smaller distance, tie-break and plot id, then block hash). Rivals of two
     /// slots keep the chain followed.
     fn replaces(&self, current: &[Hash], candidate: &[Hash]) -> bool {
         let (now, then) = (self.weight(current), self.weight(candidate));

@@ -654,13 +654,14 @@ fn a_hard_proof_is_checked_by_its_scheme() {
     let every = Target::for_records(1, 1);
     let challenge = stamp(1).challenge(&chain);
     let lookup = plot.lookup(&challenge).unwrap().unwrap();
-    let proof = ChainProof(plot.proof(&lookup).unwrap());
+    let proof = ChainProof::from_any(plot.proof(&lookup).unwrap()).unwrap();
     assert_eq!(proof.kind(), crate::ProofKind::Hard);
     let rank = check_proof(&spec, &chain, &stamp(1), every, &proof).unwrap();
     assert_eq!(rank.distance, lookup.distance);
     assert_eq!(rank.tiebreak, lookup.tiebreak());
     assert_eq!(&rank.plot_id, plot.plot_id());
-    // Another slot's challenge is answered by another proof.
+    // The proof is valid for another slot's challenge too, with another
+    // score: the score is the challenge's.
     assert_ne!(
         check_proof(&spec, &chain, &stamp(2), every, &proof).map(|r| r.distance),
         Ok(rank.distance)

@@ -51,7 +51,7 @@ pub fn proof() -> ChainProof {
 /// vector (farmer key [1; 32], seed [2; 32]) and its best proof's leaves
 /// for the challenge 00 01 02 .. 1f.
 pub fn hard_proof() -> ChainProof {
-    let xs = vec![
+    let xs = [
         22120, 5947, 151377, 256761, 253969, 163132, 33311, 255706, 137546, 206571, 96042, 209701,
         182075, 55685, 40281, 96782,
     ];

@@ -91,6 +91,8 @@ fn init(a: InitArgs) -> Result<()> {
         };
         spec.set_sizes(kind, a.min_k, (*kind.sizes().end()).max(a.min_k));
     }
+    // One chain id for one set of rules, in whatever order they were named.
+    spec.proofs.sort_by_key(|r| r.kind);
     spec.block_interval_slots = a.block_interval_slots;
     spec.initial_records = a.initial_records;
     spec.finality_depth = a.finality_depth;

@@ -73,7 +73,9 @@ pub fn run(args: ProveArgs) -> Result<()> {
     let mut answers = Vec::new();
     let mut errors = found.problems;
     let plots = found.plots;
-    let mut best: Option<(([u8; 32], u64), ProofJson)> = None;
+    // Score, the scheme's tie-break, plot id: the chain's order.
+    type Rank = ([u8; 32], u64, [u8; 32]);
+    let mut best: Option<(Rank, ProofJson)> = None;
     for path in plots {
         let started = Instant::now();
         let answered = AnyPlot::open(&path).and_then(|plot| {
@@ -94,8 +96,8 @@ pub fn run(args: ProveArgs) -> Result<()> {
                 json.distance = Some(hex::encode(lookup.distance));
                 json.quality = Some(lookup.quality);
                 // Ranked as the chain ranks proofs: the score on the
-                // shared scale, then the nonce or the first leaf.
-                let rank = (lookup.distance, json.tiebreak());
+                // shared scale, the scheme's tie-break, the plot id.
+                let rank = (lookup.distance, lookup.tiebreak(), *plot.plot_id());
                 if best.as_ref().is_none_or(|(b, _)| rank < *b) {
                     best = Some((rank, json.clone()));
                 }
@@ -185,13 +187,6 @@ impl ProofJson {
             distance: None,
             quality: None,
         }
-    }
-
-    /// What breaks a tie of scores: the nonce, or the first leaf.
-    pub fn tiebreak(&self) -> u64 {
-        self.nonce
-            .or_else(|| self.leaves.as_ref().and_then(|l| l.first().copied()))
-            .unwrap_or(0)
     }
 
     /// The proof's answer in a few words: its nonce, or its leaves.

@@ -312,12 +312,12 @@ pub fn run(args: VerifyArgs) -> Result<bool> {
     // The best of a whole output must be one of its entries, and no entry
     // may beat it.
     if reason.is_none() && entries.len() > 1 {
-        // Ranked as prove ranks them: distance, then nonce; the plot id
-        // tells equal ranks apart.
+        // Ranked as prove and the chain rank them: the score, the
+        // scheme's tie-break, the plot id.
         let rank = |v: &Verdict| {
             v.verified
                 .as_ref()
-                .map(|x| (x.distance, ProofJson::of(&v.proof).tiebreak(), x.plot_id))
+                .map(|x| (x.distance, v.proof.tiebreak(&challenge), x.plot_id))
         };
         let best = rank(&verdicts[0]);
         let listed = verdicts[1..].iter().any(|v| rank(v) == best);

@@ -196,7 +196,7 @@ pub struct ProofJson {
 
 impl ProofJson {
     pub fn of(proof: &spacevault_chain::ChainProof) -> ProofJson {
-        let (nonce, leaves) = match &proof.0 {
+        let (nonce, leaves) = match proof.any() {
             spacevault::AnyProof::Plain(p) => (Some(p.nonce), None),
             spacevault::AnyProof::Hard(p) => (None, Some(p.xs.clone())),
         };
