@@ -382,6 +382,8 @@ fn bench_attack_measures_both_schemes_and_holds_them_against_the_gate() {
             "2,3",
             "--nested-bits",
             "3",
+            "--combined-bits",
+            "4",
             "--json",
         ])
         .arg("--dir")
@@ -415,6 +417,13 @@ fn bench_attack_measures_both_schemes_and_holds_them_against_the_gate() {
     let every = find("hard", "3 bits off every level", 16);
     let top = find("hard", "3 bits off the top level", 16);
     assert!(every["hashes_median"].as_f64().unwrap() > top["hashes_median"].as_f64().unwrap());
+    // Level 2 recomputed with 4 bits off each top entry: its leaves and
+    // a few joins, for less space than either alone.
+    let both = find("hard", "level 2 recomputed, 4 bits off the top", 16);
+    assert!(both["answered"].as_f64().unwrap() >= 0.9, "{both}");
+    assert!(both["hashes_median"].as_f64().unwrap() >= 65536.0);
+    let level = find("hard", "drop level 2", 16);
+    assert!(both["attacker_bytes"].as_f64().unwrap() < level["attacker_bytes"].as_f64().unwrap());
     let gate = r["gate"].as_array().unwrap();
     assert_eq!(gate.len(), 4);
     // Rainbow tables save twice the space for a few thousand hashes.

@@ -58,18 +58,24 @@ impl Compact {
     /// and keeps a bit a matched entry of the highest of them, `matched`
     /// of them, to prune the recomputed level as the plotter did.
     pub(super) fn without_levels(&self, dropped: &[u8], matched: f64) -> f64 {
-        let gone: f64 = dropped.iter().map(|&l| self.section_bits(l, 0)).sum();
-        (self.total_bits() - gone + matched) / 8.0
+        self.without(dropped, matched, &[], 0)
     }
 
     /// The bytes an attacker keeps who drops `bits` of each value of the
-    /// levels `dropped`.
-    pub(super) fn without_bits(&self, dropped: &[u8], bits: u32) -> f64 {
-        let saved: f64 = dropped
+    /// levels `short`.
+    pub(super) fn without_bits(&self, short: &[u8], bits: u32) -> f64 {
+        self.without(&[], 0.0, short, bits)
+    }
+
+    /// Both: the levels `dropped` gone (with `matched` bits kept to prune
+    /// the highest), and `bits` off each value of the levels `short`.
+    pub(super) fn without(&self, dropped: &[u8], matched: f64, short: &[u8], bits: u32) -> f64 {
+        let gone: f64 = dropped.iter().map(|&l| self.section_bits(l, 0)).sum();
+        let saved: f64 = short
             .iter()
             .map(|&l| self.section_bits(l, 0) - self.section_bits(l, bits))
             .sum();
-        (self.total_bits() - saved) / 8.0
+        (self.total_bits() - gone + matched - saved) / 8.0
     }
 }
 
@@ -96,6 +102,10 @@ mod tests {
         assert_eq!(
             c.without_levels(&[2, 3], 8.0),
             (n as f64 * 64.0 + 8.0) / 8.0
+        );
+        assert_eq!(
+            c.without(&[2, 3], 8.0, &[5], 10),
+            (n as f64 * 54.0 + 8.0) / 8.0
         );
     }
 }

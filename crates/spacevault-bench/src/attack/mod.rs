@@ -70,6 +70,10 @@ pub struct AttackOptions {
     pub grind_bits: Vec<u32>,
     /// Bits dropped from each entry of every level at once.
     pub nested_bits: Vec<u32>,
+    /// Bits dropped from each top entry by an attacker who also drops
+    /// and recomputes middle levels (run at the largest size only: these
+    /// are the rows the gate is decided by, and the slowest).
+    pub combined_bits: Vec<u32>,
     pub threads: usize,
     /// Where the plots go (deleted after each size).
     pub dir: PathBuf,
@@ -84,6 +88,7 @@ impl Default for AttackOptions {
             rainbow_tables: 4,
             grind_bits: vec![4, 8, 12],
             nested_bits: vec![2, 3, 4, 5],
+            combined_bits: vec![12, 16, 20],
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             dir: PathBuf::from("."),
         }
@@ -189,7 +194,8 @@ pub fn run(
             "a rainbow chain of {t} steps: 1 to 65536"
         )));
     }
-    if let Some(b) = options.grind_bits.iter().find(|&&b| b > MAX_GRIND_BITS) {
+    let one_level = options.grind_bits.iter().chain(&options.combined_bits);
+    if let Some(b) = one_level.clone().find(|&&b| b > MAX_GRIND_BITS) {
         return Err(BenchError::Invalid(format!(
             "{b} bits ground off one level: at most {MAX_GRIND_BITS} (2^{MAX_GRIND_BITS} tries a challenge)"
         )));
@@ -210,9 +216,10 @@ pub fn run(
     let mut rows = Vec::new();
     let mut hard_sizes = Vec::new();
     let mut last = None;
+    let largest = *ks.last().expect("one size at least");
     for &k in &ks {
         let plain = plain_rows(options, k, progress)?;
-        let hard = hard_rows(options, k, progress)?;
+        let hard = hard_rows(options, k, k == largest, progress)?;
         rows.extend(plain.clone());
         rows.extend(hard.rows.clone());
         hard_sizes.push(HardSize {
@@ -335,11 +342,25 @@ struct HardMeasured {
     matched: Vec<u64>,
     /// Per grind row: the levels and bits it dropped.
     grinds: Vec<(Vec<u8>, u32)>,
+    /// Per combined row: what it did, and each challenge's grind alone.
+    combined: Vec<Combined>,
+}
+
+/// Levels 2 to `high` dropped and recomputed, and `bits` ground off each
+/// top entry with them in memory.
+#[derive(Clone)]
+struct Combined {
+    high: u8,
+    bits: u32,
+    /// Each challenge's grinding hashes, None where its answer was not
+    /// the honest one.
+    grinds: Vec<Option<u64>>,
 }
 
 fn hard_rows(
     options: &AttackOptions,
     k: u8,
+    with_combined: bool,
     progress: &mut dyn FnMut(&str),
 ) -> Result<HardMeasured, BenchError> {
     progress(&format!("k = {k}: plotting the table-chain scheme"));
@@ -414,13 +435,64 @@ fn hard_rows(
         ));
         grinds.push((dropped, bits));
     }
+    let mut combined = Vec::new();
+    let combined_bits = if with_combined {
+        &options.combined_bits[..]
+    } else {
+        &[]
+    };
+    for high in 2..levels {
+        let recompute = recompute_hashes(&forward.hashes, high);
+        let dropped: Vec<u8> = (2..=high).collect();
+        let matched = forward.hashes[usize::from(high) - 1] as f64;
+        for &bits in combined_bits {
+            let name = combined_name(high, bits);
+            progress(&format!("k = {k}: table chain, {name}"));
+            let start = Instant::now();
+            let mut grinds = Vec::new();
+            for (i, honest) in honest.iter().enumerate() {
+                // Level `high`'s entries are hashed as the grind needs
+                // them; the levels below are in memory.
+                let got = table_chain::grind_recomputed(
+                    &file,
+                    high - 1,
+                    &[levels],
+                    bits,
+                    &challenge(i as u32),
+                )?;
+                grinds.push((got.score.is_some() && got.score == *honest).then_some(got.hashes));
+            }
+            let costs: Vec<Option<u64>> = grinds.iter().map(|g| g.map(|h| h + recompute)).collect();
+            let ground = start.elapsed().as_secs_f64() / f64::from(options.challenges);
+            rows.push(row(
+                "hard",
+                name,
+                k,
+                honest_bytes,
+                compact.without(&dropped, matched, &[levels], bits),
+                &costs,
+                0.0,
+                forward.seconds[usize::from(high) - 1] + ground,
+            ));
+            combined.push(Combined { high, bits, grinds });
+        }
+    }
     Ok(HardMeasured {
         rows,
         file_bytes: summary.bytes,
         compact,
         matched: summary.matched,
         grinds,
+        combined,
     })
+}
+
+fn combined_name(high: u8, bits: u32) -> String {
+    if high == 2 {
+        format!("level 2 recomputed, {bits} bits off the top")
+    } else {
+        format!("levels 2-{high} recomputed, {bits} bits off the top")
+    }
 }
 
 fn grind_name(dropped: &[u8], levels: u8, bits: u32) -> String {
@@ -557,6 +629,28 @@ fn carry(k: u8, plain: &[AttackRow], hard: &HardMeasured) -> Vec<AttackRow> {
         c.hashes_p90 = r.hashes_p90;
         out.push(c);
     }
+    // The recomputation grows with the plot; the grind above it does not
+    // (at the sizes run, its lazily hashed entries are a small part of
+    // their level, and a cap there only makes the carried row cheaper).
+    for c in &hard.combined {
+        let recompute = recompute_hashes(&matched, c.high) as f64;
+        let (median, p90, answered) = spread(&c.grinds);
+        let dropped: Vec<u8> = (2..=c.high).collect();
+        let kept = compact.without(
+            &dropped,
+            matched[usize::from(c.high) - 1] as f64,
+            &[levels],
+            c.bits,
+        );
+        let mut row = carried(
+            combined_name(c.high, c.bits),
+            kept,
+            recompute + median,
+            answered,
+        );
+        row.hashes_p90 = p90.map(|p| recompute + p);
+        out.push(row);
+    }
     out
 }
 
@@ -596,13 +690,16 @@ mod tests {
             rainbow_tables: 2,
             grind_bits: vec![2],
             nested_bits: vec![2],
+            combined_bits: vec![4],
             threads: 2,
             dir: dir.path().to_path_buf(),
         };
         let report = run(&options, &mut |_| {}).unwrap();
         let measured: Vec<_> = report.rows.iter().filter(|r| !r.extrapolated).collect();
         let carried: Vec<_> = report.rows.iter().filter(|r| r.extrapolated).collect();
-        assert_eq!(measured.len(), 2 * carried.len());
+        // Every row at both sizes, carried from the larger; the three
+        // combined rows (levels 2, 2-3, 2-4) at the larger alone.
+        assert_eq!(measured.len() + 3, 2 * carried.len());
         // A level recomputed costs what it did at k = 17, times 2^15; a
         // grind's hashes do not grow.
         let at = |rows: &[&AttackRow], attack: &str| {
@@ -631,6 +728,27 @@ mod tests {
             .find(|r| r.scheme == "hard" && r.attack == "from nothing")
             .unwrap();
         assert!(hard_nothing.hashes_median > 4.0 * 2f64.powi(32));
+        // Level 2 recomputed and 4 bits off the top: the leaves, then a
+        // few joins; it keeps less than either attack alone.
+        let both = "level 2 recomputed, 4 bits off the top";
+        let measured_both = at(&measured, both);
+        assert!(
+            measured_both > 2f64.powi(17) && measured_both < 2f64.powi(17) + 1e4,
+            "{measured_both}"
+        );
+        assert_eq!(
+            at(&carried, both) - at(&carried, "drop level 2"),
+            measured_both - 2f64.powi(17)
+        );
+        let kept = |attack: &str| {
+            carried
+                .iter()
+                .find(|r| r.scheme == "hard" && r.attack == attack)
+                .unwrap()
+                .attacker_bytes
+        };
+        assert!(kept(both) < kept("drop level 2"));
+        assert!(!measured.iter().any(|r| r.k == 16 && r.attack == both));
         // A grind of two bits finds nearly every honest answer.
         let ground = measured
             .iter()

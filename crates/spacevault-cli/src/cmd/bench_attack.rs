@@ -49,6 +49,17 @@ pub struct BenchAttackArgs {
         default_value = "2,3,4,5"
     )]
     pub nested_bits: Vec<u32>,
+    /// Bits dropped from each top entry of a table-chain plot by an
+    /// attacker who also drops middle levels and recomputes them, the
+    /// recomputed entries then costing nothing to grind against (at the
+    /// largest size only).
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        default_value = "12,16,20"
+    )]
+    pub combined_bits: Vec<u32>,
     /// Worker threads (default: every core).
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
@@ -79,6 +90,7 @@ pub fn run(a: BenchAttackArgs) -> Result<()> {
         rainbow_tables: a.rainbow_tables,
         grind_bits: a.grind_bits,
         nested_bits: a.nested_bits,
+        combined_bits: a.combined_bits,
         threads,
         dir: a.dir,
     };

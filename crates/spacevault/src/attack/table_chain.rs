@@ -17,6 +17,9 @@
 //!   against the matching rule (and, for a top entry, against its stored
 //!   prefix). Where a level below is short of bits too, each child tried
 //!   must be ground back first: the costs multiply down the tree.
+//! - **Both** ([`grind_recomputed`]): levels recomputed for the
+//!   challenge (costed as above) are in memory whole, so their entries
+//!   cost no hash while the bits dropped above them are ground back.
 
 use crate::hard::construction::{
     join, leaf, line_point_pair, matches, quality_hash, score, top_prefix, Node,
@@ -78,10 +81,29 @@ pub fn grind(
     bits: u32,
     challenge: &[u8; 32],
 ) -> Result<Ground, ReadError> {
+    grind_recomputed(plot, 0, dropped, bits, challenge)
+}
+
+/// [`grind`] by an attacker who has recomputed levels 1 to `recomputed`
+/// for this challenge and holds them in memory: their entries cost no
+/// hash here (the recomputation's hashes are the caller's to count). The
+/// levels short of bits must lie above them.
+pub fn grind_recomputed(
+    plot: &HardPlotFile,
+    recomputed: u8,
+    dropped: &[u8],
+    bits: u32,
+    challenge: &[u8; 32],
+) -> Result<Ground, ReadError> {
     assert!(bits <= 64, "{bits} bits: more tries than any run can make");
+    assert!(
+        dropped.iter().all(|&l| l > recomputed),
+        "levels {dropped:?} short of bits, but recomputed up to {recomputed}"
+    );
     let h = plot.header();
     let mut grinder = Grinder {
         plot,
+        recomputed,
         dropped: dropped.to_vec(),
         bits,
         nodes: HashMap::new(),
@@ -119,6 +141,8 @@ pub fn grind(
 
 struct Grinder<'a> {
     plot: &'a HardPlotFile,
+    /// Levels 1 to this are in memory: their entries cost no hash.
+    recomputed: u8,
     dropped: Vec<u8>,
     bits: u32,
     /// Entries rebuilt so far, by level and position.
@@ -223,8 +247,9 @@ impl Grinder<'_> {
         }
         let h = self.plot.header();
         let (id, k) = (h.plot_id, h.k);
+        let cost = u64::from(level > self.recomputed);
         let n = if level == 1 {
-            self.hashes += 1;
+            self.hashes += cost;
             Some(leaf(&id, k, index))
         } else {
             let value = self.plot.entry(level, index)?;
@@ -236,7 +261,7 @@ impl Grinder<'_> {
             match children {
                 Some((l, r)) => match (self.node(level - 1, l)?, self.node(level - 1, r)?) {
                     (Some(left), Some(right)) => {
-                        self.hashes += 1;
+                        self.hashes += cost;
                         Some(join(&id, k, level, &left, &right))
                     }
                     _ => None,
@@ -310,6 +335,42 @@ mod tests {
         let few = grind(&plot, &[3], 2, &c).unwrap().hashes;
         let many = grind(&plot, &[3], 8, &c).unwrap().hashes;
         assert!(many > 10 * few, "{few} then {many}");
+    }
+
+    #[test]
+    fn levels_held_in_memory_make_the_bits_above_them_cheap() {
+        let dir = tempfile::tempdir().unwrap();
+        let plot = small_plot(dir.path(), 16);
+        let (mut alone, mut held, mut equal) = (0, 0, 0);
+        for i in 0..10u8 {
+            let c = [i.wrapping_mul(29); 32];
+            let honest = plot.prove(&c).unwrap().map(|a| (a.score, a.pair));
+            alone += grind(&plot, &[5], 8, &c).unwrap().hashes;
+            let got = grind_recomputed(&plot, 3, &[5], 8, &c).unwrap();
+            held += got.hashes;
+            if let Some(s) = got.score {
+                assert_eq!(Some((s, got.pair.unwrap())), honest);
+                equal += 1;
+            }
+        }
+        assert!(equal >= 9, "{equal} of 10");
+        // Each level-4 entry tried costs one join over the children held,
+        // against its whole subtree of eight leaves and seven joins.
+        assert!(
+            held > 0 && 4 * held < alone,
+            "{alone} with nothing held, {held} with levels 1-3 held"
+        );
+        // With everything below the top held, only the top's joins cost.
+        let top_only = grind_recomputed(&plot, 4, &[5], 8, &[3; 32]).unwrap();
+        assert!(top_only.hashes < 1 << 8, "{}", top_only.hashes);
+    }
+
+    #[test]
+    #[should_panic(expected = "short of bits, but recomputed")]
+    fn a_level_cannot_be_both_recomputed_and_short_of_bits() {
+        let dir = tempfile::tempdir().unwrap();
+        let plot = small_plot(dir.path(), 16);
+        let _ = grind_recomputed(&plot, 3, &[3, 5], 4, &[1; 32]);
     }
 
     #[test]
