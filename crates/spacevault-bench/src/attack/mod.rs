@@ -88,7 +88,7 @@ impl Default for AttackOptions {
             rainbow_tables: 4,
             grind_bits: vec![4, 8, 12],
             nested_bits: vec![2, 3, 4, 5],
-            combined_bits: vec![12, 16, 20],
+            combined_bits: vec![12, 16],
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             dir: PathBuf::from("."),
         }
