@@ -48,7 +48,14 @@ struct InfoJson {
 struct LevelJson {
     level: u8,
     entries: u64,
-    bits_per_entry: u32,
+    bytes: u64,
+    /// The section's bits over its entries, parks' slack included.
+    bits_per_entry: f64,
+    /// Bits of a value: a park's first (middle levels) or a top entry's.
+    value_bits: u32,
+    /// Middle levels only.
+    park_bytes: Option<u64>,
+    fixed_bits: Option<u32>,
 }
 
 #[derive(Serialize)]
@@ -64,7 +71,7 @@ struct HardInfoJson {
     file_size: u64,
     bytes_per_entry: f64,
     created_unix: u64,
-    index_bits: u8,
+    bucket_bits: u8,
     stored: Vec<LevelJson>,
 }
 
@@ -85,15 +92,22 @@ fn run_hard(args: &InfoArgs) -> Result<()> {
         file_size: l.file_size,
         bytes_per_entry: l.file_size as f64 / entries.max(1) as f64,
         created_unix: h.created_unix,
-        index_bits: l.index_bits,
+        bucket_bits: l.bucket_bits,
         stored: l
             .sections
             .iter()
             .enumerate()
-            .map(|(i, s)| LevelJson {
-                level: i as u8 + 2,
-                entries: s.count,
-                bits_per_entry: s.width,
+            .map(|(i, s)| {
+                let middle = i + 1 < l.sections.len();
+                LevelJson {
+                    level: i as u8 + 2,
+                    entries: s.count,
+                    bytes: s.bytes,
+                    bits_per_entry: 8.0 * s.bytes as f64 / s.count.max(1) as f64,
+                    value_bits: s.width,
+                    park_bytes: middle.then_some(s.park_bytes),
+                    fixed_bits: middle.then_some(s.fixed_bits),
+                }
             })
             .collect(),
     };
@@ -118,14 +132,20 @@ fn run_hard(args: &InfoArgs) -> Result<()> {
     outln!("bytes per entry    {:.3}", info.bytes_per_entry);
     outln!("created (unix)     {}", info.created_unix);
     for s in &info.stored {
+        let how = match (s.park_bytes, s.fixed_bits) {
+            (Some(park), Some(fixed_bits)) => {
+                format!("parks of {park} bytes, {fixed_bits} fixed bits")
+            }
+            _ => format!("values of {} bits, in buckets", s.value_bits),
+        };
         outln!(
-            "level {}            {} entries of {} bits",
+            "level {}            {} entries, {:.2} bits each ({how})",
             s.level,
             s.entries,
             s.bits_per_entry
         );
     }
-    outln!("index bits         {}", info.index_bits);
+    outln!("bucket bits        {}", info.bucket_bits);
     Ok(())
 }
 

@@ -1,11 +1,12 @@
 //! Finding damage in a table-chain plot: every section against its
-//! checksum, the index against the top level, and top entries' trees
-//! rebuilt through the reader and verified (a sample, or all of them).
-//! Sections are read in pieces, so that checking a plot takes little
-//! memory whatever its size.
+//! checksum, the index and the top level's buckets decoded side by side,
+//! and top entries' trees rebuilt through the reader and verified (a
+//! sample, or all of them). Sections are read in pieces, so that checking
+//! a plot takes little memory whatever its size.
 
-use super::format::value_at;
-use super::reader::HardPlotFile;
+use super::format::INDEX_VALUE_BYTES;
+use super::park::{bucket_bytes_bound, decode_bucket};
+use super::reader::{HardPlotFile, TopEntry, MAX_BUCKET_ENTRIES};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
@@ -81,12 +82,11 @@ pub fn check(path: &Path, full: bool) -> HardCheckReport {
             Err(e) => report.problems.push(format!("{name} cannot be read: {e}")),
         }
     }
-    if let Err(e) = check_index(&file, &raw, &mut report) {
+    if let Err(e) = check_top(&file, &raw, full, &mut report) {
         report
             .problems
-            .push(format!("the index cannot be read: {e}"));
+            .push(format!("the top level cannot be read: {e}"));
     }
-    verify_trees(&file, full, &mut report);
     report
 }
 
@@ -103,91 +103,134 @@ fn crc_of(raw: &std::fs::File, offset: u64, bytes: u64) -> std::io::Result<u32> 
     Ok(hasher.finalize())
 }
 
-/// The index must start each bucket where its first prefix is: both read
-/// in pieces, side by side.
-fn check_index(
+/// A section's bytes, read a piece at a time.
+struct Window<'a> {
+    raw: &'a std::fs::File,
+    end: u64,
+    start: u64,
+    buf: Vec<u8>,
+}
+
+impl Window<'_> {
+    fn get(&mut self, offset: u64, len: usize) -> std::io::Result<&[u8]> {
+        let inside =
+            offset >= self.start && offset + len as u64 <= self.start + self.buf.len() as u64;
+        if !inside {
+            let n = PIECE.max(len as u64).min(self.end.saturating_sub(offset));
+            self.buf.resize(n as usize, 0);
+            self.raw.read_exact_at(&mut self.buf, offset)?;
+            self.start = offset;
+        }
+        let at = (offset - self.start) as usize;
+        Ok(&self.buf[at..at + len])
+    }
+}
+
+/// Walks the index and the top level's buckets side by side: the index
+/// must start at (0, 0), end at the level's count and length, and never
+/// go back; each bucket must decode to its entries exactly. The trees of
+/// every entry (`full`, or a level no larger than the sample) or of
+/// [`SAMPLE_TREES`] spread over the level are rebuilt and verified.
+fn check_top(
     file: &HardPlotFile,
     raw: &std::fs::File,
+    full: bool,
     report: &mut HardCheckReport,
 ) -> std::io::Result<()> {
     let layout = file.layout();
-    let top = layout.top();
-    let pair_bits = top.width - u32::from(layout.k);
-    let bucket_shift = layout.k - layout.index_bits;
-    let per_piece = (PIECE * 8 / u64::from(top.width)).max(1);
-    // The top level's entries, a piece at a time.
-    let (mut piece, mut piece_first, mut piece_shift) = (Vec::new(), 0u64, 0u32);
-    let mut bucket_of = |i: u64| -> std::io::Result<u64> {
-        if piece.is_empty() || i < piece_first || i >= piece_first + per_piece {
-            let end = (i + per_piece).min(top.count);
-            let (offset, len, shift) = top.range_span(i, end);
-            piece = vec![0u8; len];
-            raw.read_exact_at(&mut piece, offset)?;
-            (piece_first, piece_shift) = (i, shift);
-        }
-        let value = value_at(&piece, piece_shift, top.width, i - piece_first);
-        Ok(((value >> pair_bits) as u64) >> bucket_shift)
+    let top = *layout.top();
+    let (k, bits) = (layout.k, layout.bucket_bits);
+    let every = full || top.count <= SAMPLE_TREES;
+    // The sample: entries s · count / SAMPLE_TREES.
+    let mut sample = (0..SAMPLE_TREES)
+        .map(|s| s * top.count / SAMPLE_TREES)
+        .peekable();
+    let mut window = Window {
+        raw,
+        end: top.offset + top.bytes,
+        start: 0,
+        buf: Vec::new(),
     };
-    let index_values = layout.index.count;
-    let mut entry = 0u64;
+    let mut bad = 0u64;
+    let values = layout.index.count;
+    let mut previous: Option<(u64, u64)> = None;
     let mut at = 0u64;
-    while at < index_values {
-        let n = (PIECE / 8).min(index_values - at);
-        let mut bytes = vec![0u8; (8 * n) as usize];
-        raw.read_exact_at(&mut bytes, layout.index.offset + 8 * at)?;
-        for (j, value) in bytes.chunks_exact(8).enumerate() {
-            let bucket = at + j as u64;
-            while entry < top.count && bucket_of(entry)? < bucket {
-                entry += 1;
-            }
-            let stored = u64::from_le_bytes(value.try_into().unwrap());
-            if stored != entry {
+    while at < values {
+        let n = (PIECE / INDEX_VALUE_BYTES).min(values - at);
+        let mut bytes = vec![0u8; (INDEX_VALUE_BYTES * n) as usize];
+        raw.read_exact_at(&mut bytes, layout.index.offset + INDEX_VALUE_BYTES * at)?;
+        for (j, value) in bytes.chunks_exact(INDEX_VALUE_BYTES as usize).enumerate() {
+            let i = at + j as u64;
+            let first = u64::from_le_bytes(value[..8].try_into().unwrap());
+            let offset = u64::from_le_bytes(value[8..].try_into().unwrap());
+            let Some((start, from)) = previous else {
+                if (first, offset) != (0, 0) {
+                    report
+                        .problems
+                        .push(format!("the index starts at entry {first}, byte {offset}"));
+                    return Ok(());
+                }
+                previous = Some((first, offset));
+                continue;
+            };
+            let bucket = i - 1;
+            let count = first.wrapping_sub(start);
+            if first < start
+                || offset < from
+                || first > top.count
+                || offset > top.bytes
+                || count > MAX_BUCKET_ENTRIES
+                || offset - from > bucket_bytes_bound(count, top.width, k - bits)
+            {
                 report.problems.push(format!(
-                    "the index puts bucket {bucket} at entry {stored}, the top level at {entry}"
+                    "the index puts bucket {bucket} at entries {start}..{first}, bytes {from}..{offset}"
                 ));
                 return Ok(());
             }
+            let bucket_bytes = window.get(top.offset + from, (offset - from) as usize)?;
+            let entries = match decode_bucket(bucket_bytes, count, k - bits, top.width) {
+                Ok(e) => e,
+                Err(what) => {
+                    report
+                        .problems
+                        .push(format!("bucket {bucket} of the top level: {what}"));
+                    return Ok(());
+                }
+            };
+            let mut chosen = Vec::new();
+            while let Some(s) = sample.next_if(|&s| s < first) {
+                chosen.push(s);
+            }
+            for (index, (low, value)) in (start..).zip(entries) {
+                if !every && !chosen.contains(&index) {
+                    continue;
+                }
+                let entry = TopEntry {
+                    index,
+                    prefix: bucket << (k - bits) | low,
+                    value,
+                };
+                match file.checked_leaves(&entry) {
+                    Ok(_) => report.trees_verified += 1,
+                    Err(_) => bad += 1,
+                }
+            }
+            previous = Some((first, offset));
         }
         at += n;
     }
-    Ok(())
-}
-
-/// Rebuilds top entries' trees through the reader and verifies each,
-/// prefix included.
-fn verify_trees(file: &HardPlotFile, full: bool, report: &mut HardCheckReport) {
-    let top = file.layout().top();
-    let step = if full {
-        1
-    } else {
-        (top.count / SAMPLE_TREES).max(1)
-    };
-    let mut bad = 0u64;
-    // Every entry a piece at a time, or the sample's entries one by one.
-    let piece = if step == 1 { 4096 } else { 1 };
-    let mut i = 0;
-    while i < top.count {
-        let end = (i + piece).min(top.count);
-        let entries = match file.top_range(i, end) {
-            Ok(e) => e,
-            Err(e) => {
-                report.problems.push(e.reason());
-                return;
-            }
-        };
-        for entry in &entries {
-            match file.checked_leaves(entry) {
-                Ok(_) => report.trees_verified += 1,
-                Err(_) => bad += 1,
-            }
-        }
-        i = if step == 1 { end } else { i + step };
+    if previous != Some((top.count, top.bytes)) {
+        report.problems.push(format!(
+            "the index ends at {previous:?}, the top level at entry {}, byte {}",
+            top.count, top.bytes
+        ));
     }
     if bad > 0 {
         report
             .problems
             .push(format!("{bad} top entries' trees do not verify"));
     }
+    Ok(())
 }
 
 #[cfg(test)]

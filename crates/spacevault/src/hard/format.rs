@@ -2,37 +2,36 @@
 //! stored level and one for the top level's index, each starting on a
 //! 4 KiB boundary. `docs/FORMAT.md` describes every byte.
 //!
-//! Levels 2 to `levels - 1` each hold their entries as fixed-width
-//! values sorted ascending: `2 · line_point(a, b) + flip`, where `(a, b)`,
-//! `a > b`, are the two children's positions in the level below (for
-//! level 2, the two leaves x), and `flip` is 1 when the left child of the
-//! join is `a`. The top level holds `prefix ‖ value` (k bits, then the
-//! same kind of value), sorted by prefix: the index gives, for each of
-//! `2^index_bits` prefix buckets, where its entries start.
+//! Levels 2 to `levels - 1` each hold their entries' values sorted
+//! ascending, in parks ([`super::park`]): a value is `2 · line_point(a,
+//! b) + flip`, where `(a, b)`, `a > b`, are the two children's positions
+//! in the level below (for level 2, the two leaves x), and `flip` is 1
+//! when the left child of the join is `a`. The top level holds the same
+//! kind of value with each entry's prefix (k bits), in buckets by the
+//! prefix's high bits; the index gives where each bucket starts.
 
 use super::construction::{k_is_supported, levels_are_supported, line_point, plot_id};
+use super::park::{BUCKET_ENTRIES_LOG2, MAX_PARK_BYTES, MAX_WIDTH, PARK_ENTRIES};
 use crate::format::FormatError;
 
 pub const MAGIC: [u8; 8] = *b"SPCVTABL";
-pub const VERSION: u16 = 1;
+/// 2: parks and buckets (version 1 stored fixed-width values).
+pub const VERSION: u16 = 2;
 pub const HEADER_SIZE: usize = 4096;
 const CRC_OFFSET: usize = HEADER_SIZE - 4;
 const LEVELS_OFFSET: usize = 128;
-const LEVEL_FIELD: usize = 16;
+const LEVEL_FIELD: usize = 32;
 /// Sections start on this boundary, so that a read of one entry never
 /// touches two sections' pages.
 pub const SECTION_ALIGN: u64 = 4096;
-/// A value is read as 16 bytes at most: its width plus a bit offset of up
-/// to 7 must fit.
-pub const MAX_WIDTH: u32 = 121;
 
-/// Top entries a prefix bucket holds on average: 2^3, so that a bucket's
-/// entries are one small read and the index costs a byte an entry.
-pub const INDEX_ENTRIES_LOG2: u8 = 3;
+/// Bytes an index value takes: the bucket's first entry and its byte
+/// offset in the top level's section, u64 each.
+pub const INDEX_VALUE_BYTES: u64 = 16;
 
 /// The index's bucket bits for a plot of size k.
-pub fn index_bits(k: u8) -> u8 {
-    k - INDEX_ENTRIES_LOG2
+pub fn bucket_bits(k: u8) -> u8 {
+    k - BUCKET_ENTRIES_LOG2
 }
 
 fn bit_length(v: u128) -> u32 {
@@ -48,11 +47,24 @@ pub fn pair_width(count: u64) -> u32 {
     bit_length(2 * line_point(count - 1, count - 2) + 1)
 }
 
+/// The width of each stored level's values, given the levels' counts
+/// (levels 2 to the top).
+pub fn widths(k: u8, counts: &[u64]) -> Vec<u32> {
+    let below = std::iter::once(1u64 << k).chain(counts.iter().copied());
+    below.take(counts.len()).map(pair_width).collect()
+}
+
 /// One stored level as the header gives it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LevelInfo {
     pub count: u64,
+    /// The section's length.
+    pub bytes: u64,
     pub crc: u32,
+    /// A park's bytes (middle levels; 0 for the top).
+    pub park_bytes: u32,
+    /// The low bits of a park's offsets kept in fixed fields (0 for the top).
+    pub fixed_bits: u8,
 }
 
 /// Everything a table-chain plot says about itself.
@@ -74,105 +86,136 @@ pub struct Header {
 pub struct Layout {
     pub k: u8,
     pub levels: u8,
-    /// For levels 2 to `levels`: count, width in bits, byte offset, bytes.
+    /// For levels 2 to `levels`.
     pub sections: Vec<Section>,
+    /// `2^bucket_bits + 1` values of [`INDEX_VALUE_BYTES`].
     pub index: Section,
-    pub index_bits: u8,
+    pub bucket_bits: u8,
     pub file_size: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Section {
     pub count: u64,
+    /// Bits of a value (a park's first, or a top entry's).
     pub width: u32,
+    pub fixed_bits: u32,
+    pub park_bytes: u64,
     pub offset: u64,
     pub bytes: u64,
 }
 
 impl Section {
-    /// The byte range that holds entry `i`: `(offset, length, bit shift)`.
-    pub fn entry_span(&self, i: u64) -> (u64, usize, u32) {
-        let bit = i * u64::from(self.width);
-        let first = bit / 8;
-        let last = (bit + u64::from(self.width)).div_ceil(8);
+    /// Where the park holding entry `i` lies, and the entry's place in it:
+    /// `(offset, length, place)`.
+    pub fn park_of(&self, i: u64) -> (u64, usize, u64) {
+        let park = i / PARK_ENTRIES;
         (
-            self.offset + first,
-            (last - first) as usize,
-            (bit % 8) as u32,
+            self.offset + park * self.park_bytes,
+            self.park_bytes as usize,
+            i % PARK_ENTRIES,
         )
-    }
-
-    /// The bytes holding entries `first..end`, as [`Section::entry_span`].
-    pub fn range_span(&self, first: u64, end: u64) -> (u64, usize, u32) {
-        let bit = first * u64::from(self.width);
-        let byte = bit / 8;
-        let last = (end * u64::from(self.width)).div_ceil(8).max(byte);
-        (self.offset + byte, (last - byte) as usize, (bit % 8) as u32)
     }
 }
 
+fn invalid(what: String) -> FormatError {
+    FormatError::InvalidLayout(what)
+}
+
 impl Layout {
-    pub fn new(k: u8, levels: u8, counts: &[u64]) -> Result<Layout, FormatError> {
+    pub fn new(k: u8, levels: u8, stored: &[LevelInfo]) -> Result<Layout, FormatError> {
         if !k_is_supported(k) {
-            return Err(FormatError::InvalidLayout(format!(
+            return Err(invalid(format!(
                 "k = {k} is outside the table-chain scheme's {}..={}",
                 super::construction::MIN_K,
                 super::construction::MAX_K
             )));
         }
         if !levels_are_supported(levels) {
-            return Err(FormatError::InvalidLayout(format!("{levels} levels")));
+            return Err(invalid(format!("{levels} levels")));
         }
-        if counts.len() != usize::from(levels) - 1 {
-            return Err(FormatError::InvalidLayout(format!(
-                "{} level counts for {levels} levels",
-                counts.len()
+        if stored.len() != usize::from(levels) - 1 {
+            return Err(invalid(format!(
+                "{} stored levels for {levels} levels",
+                stored.len()
             )));
         }
         // A level has at most a few times 2^k entries; far more is damage.
         let limit = 4u64 << k;
-        if let Some(&c) = counts.iter().find(|&&c| c > limit) {
-            return Err(FormatError::InvalidLayout(format!(
-                "a level of {c} entries"
-            )));
+        if let Some(l) = stored.iter().find(|l| l.count > limit) {
+            return Err(invalid(format!("a level of {} entries", l.count)));
         }
+        let bucket_bits = bucket_bits(k);
+        let counts: Vec<u64> = stored.iter().map(|l| l.count).collect();
         let mut offset = HEADER_SIZE as u64;
-        let mut sections = Vec::with_capacity(counts.len());
-        let mut below = 1u64 << k;
-        for (i, &count) in counts.iter().enumerate() {
-            let pair = pair_width(below);
-            let width = if i + 2 == usize::from(levels) {
-                pair + u32::from(k)
-            } else {
-                pair
-            };
+        let mut sections = Vec::with_capacity(stored.len());
+        for (i, (info, width)) in stored.iter().zip(widths(k, &counts)).enumerate() {
+            let level = i + 2;
             if width > MAX_WIDTH {
-                return Err(FormatError::InvalidLayout(format!("width {width}")));
+                return Err(invalid(format!("level {level}: width {width}")));
             }
-            let bytes = (count * u64::from(width)).div_ceil(8);
+            let fixed_bits = u32::from(info.fixed_bits);
+            let park_bytes = u64::from(info.park_bytes);
+            if level < usize::from(levels) {
+                if fixed_bits > width {
+                    return Err(invalid(format!(
+                        "level {level}: {fixed_bits} fixed bits over its width {width}"
+                    )));
+                }
+                if park_bytes < u64::from(width).div_ceil(8) || park_bytes > MAX_PARK_BYTES {
+                    return Err(invalid(format!(
+                        "level {level}: parks of {park_bytes} bytes"
+                    )));
+                }
+                if info.bytes != info.count.div_ceil(PARK_ENTRIES) * park_bytes {
+                    return Err(invalid(format!(
+                        "level {level}: {} bytes for {} parks of {park_bytes}",
+                        info.bytes,
+                        info.count.div_ceil(PARK_ENTRIES)
+                    )));
+                }
+            } else {
+                if fixed_bits != 0 || park_bytes != 0 {
+                    return Err(invalid("the top level has no parks".into()));
+                }
+                // Each entry's value and the bit ending its prefix step;
+                // the steps' other bits, at most 2^k in all; each bucket's
+                // padding.
+                let most =
+                    (info.count * (u64::from(width) + 1) + (1u64 << k) + (8u64 << bucket_bits))
+                        .div_ceil(8);
+                if info.bytes > most {
+                    return Err(invalid(format!(
+                        "the top level takes {} bytes, more than {most} for {} entries",
+                        info.bytes, info.count
+                    )));
+                }
+            }
             sections.push(Section {
-                count,
+                count: info.count,
                 width,
+                fixed_bits,
+                park_bytes,
                 offset,
-                bytes,
+                bytes: info.bytes,
             });
-            offset = (offset + bytes).next_multiple_of(SECTION_ALIGN);
-            below = count;
+            offset = (offset + info.bytes).next_multiple_of(SECTION_ALIGN);
         }
-        let index_bits = index_bits(k);
-        let index_count = (1u64 << index_bits) + 1;
+        let index_count = (1u64 << bucket_bits) + 1;
         let index = Section {
             count: index_count,
-            width: 64,
+            width: 8 * INDEX_VALUE_BYTES as u32,
+            fixed_bits: 0,
+            park_bytes: 0,
             offset,
-            bytes: index_count * 8,
+            bytes: index_count * INDEX_VALUE_BYTES,
         };
         Ok(Layout {
             k,
             levels,
             sections,
             index,
-            index_bits,
+            bucket_bits,
             file_size: offset + index.bytes,
         })
     }
@@ -195,7 +238,7 @@ impl Header {
     }
 
     pub fn layout(&self) -> Result<Layout, FormatError> {
-        Layout::new(self.k, self.levels, &self.counts())
+        Layout::new(self.k, self.levels, &self.stored)
     }
 
     pub fn encode(&self) -> [u8; HEADER_SIZE] {
@@ -209,7 +252,7 @@ impl Header {
         b[11] = self.levels;
         b[12..16].copy_from_slice(&(HEADER_SIZE as u32).to_le_bytes());
         b[16..24].copy_from_slice(&self.created_unix.to_le_bytes());
-        b[24] = layout.index_bits;
+        b[24] = layout.bucket_bits;
         b[28..32].copy_from_slice(&self.index_crc.to_le_bytes());
         b[32..64].copy_from_slice(&self.farmer_key);
         b[64..96].copy_from_slice(&self.seed);
@@ -217,8 +260,11 @@ impl Header {
         for (i, (level, section)) in self.stored.iter().zip(&layout.sections).enumerate() {
             let o = LEVELS_OFFSET + i * LEVEL_FIELD;
             b[o..o + 8].copy_from_slice(&level.count.to_le_bytes());
-            b[o + 8..o + 12].copy_from_slice(&level.crc.to_le_bytes());
-            b[o + 12] = section.width as u8;
+            b[o + 8..o + 16].copy_from_slice(&level.bytes.to_le_bytes());
+            b[o + 16..o + 20].copy_from_slice(&level.crc.to_le_bytes());
+            b[o + 20..o + 24].copy_from_slice(&level.park_bytes.to_le_bytes());
+            b[o + 24] = section.width as u8;
+            b[o + 25] = level.fixed_bits;
         }
         let crc = crc32fast::hash(&b[..CRC_OFFSET]);
         b[CRC_OFFSET..].copy_from_slice(&crc.to_le_bytes());
@@ -226,8 +272,8 @@ impl Header {
     }
 
     /// Parses and checks a header: magic, version, checksum, k, levels,
-    /// widths, reserved bytes and plot id. The file size is the caller's
-    /// to check against [`Layout::file_size`].
+    /// widths, parks, reserved bytes and plot id. The file size is the
+    /// caller's to check against [`Layout::file_size`].
     pub fn decode(b: &[u8]) -> Result<Header, FormatError> {
         if b.len() >= 8 && b[0..8] == crate::format::MAGIC {
             return Err(FormatError::OtherScheme {
@@ -256,13 +302,10 @@ impl Header {
         }
         let (k, levels) = (b[10], b[11]);
         if !levels_are_supported(levels) {
-            return Err(FormatError::InvalidLayout(format!("{levels} levels")));
+            return Err(invalid(format!("{levels} levels")));
         }
         if u32_at(12) as usize != HEADER_SIZE {
-            return Err(FormatError::InvalidLayout(format!(
-                "header size {}",
-                u32_at(12)
-            )));
+            return Err(invalid(format!("header size {}", u32_at(12))));
         }
         let stored_end = LEVELS_OFFSET + (usize::from(levels) - 1) * LEVEL_FIELD;
         let stored: Vec<LevelInfo> = (0..usize::from(levels) - 1)
@@ -270,30 +313,30 @@ impl Header {
                 let o = LEVELS_OFFSET + i * LEVEL_FIELD;
                 LevelInfo {
                     count: u64_at(o),
-                    crc: u32_at(o + 8),
+                    bytes: u64_at(o + 8),
+                    crc: u32_at(o + 16),
+                    park_bytes: u32_at(o + 20),
+                    fixed_bits: b[o + 25],
                 }
             })
             .collect();
-        let counts: Vec<u64> = stored.iter().map(|l| l.count).collect();
-        let layout = Layout::new(k, levels, &counts)?;
-        if b[24] != layout.index_bits {
-            return Err(FormatError::InvalidLayout(format!("index bits {}", b[24])));
+        let layout = Layout::new(k, levels, &stored)?;
+        if b[24] != layout.bucket_bits {
+            return Err(invalid(format!("bucket bits {}", b[24])));
         }
         for (i, section) in layout.sections.iter().enumerate() {
             let o = LEVELS_OFFSET + i * LEVEL_FIELD;
-            if u32::from(b[o + 12]) != section.width || b[o + 13..o + 16].iter().any(|&x| x != 0) {
-                return Err(FormatError::InvalidLayout(format!(
+            if u32::from(b[o + 24]) != section.width || b[o + 26..o + 32].iter().any(|&x| x != 0) {
+                return Err(invalid(format!(
                     "level {} has width {}, its count needs {}",
                     i + 2,
-                    b[o + 12],
+                    b[o + 24],
                     section.width
                 )));
             }
         }
         if b[25..28].iter().any(|&x| x != 0) || b[stored_end..CRC_OFFSET].iter().any(|&x| x != 0) {
-            return Err(FormatError::InvalidLayout(
-                "reserved header bytes are not zero".into(),
-            ));
+            return Err(invalid("reserved header bytes are not zero".into()));
         }
         let header = Header {
             k,
@@ -310,66 +353,6 @@ impl Header {
         }
         Ok(header)
     }
-}
-
-/// Packs values of one width, most significant bit first, into bytes.
-pub struct BitWriter {
-    bytes: Vec<u8>,
-    acc: u128,
-    bits: u32,
-    width: u32,
-}
-
-impl BitWriter {
-    pub fn new(width: u32, capacity_bytes: usize) -> BitWriter {
-        assert!((1..=MAX_WIDTH).contains(&width));
-        BitWriter {
-            bytes: Vec::with_capacity(capacity_bytes),
-            acc: 0,
-            bits: 0,
-            width,
-        }
-    }
-
-    pub fn push(&mut self, value: u128) {
-        debug_assert!(self.width == 128 || value >> self.width == 0);
-        // acc holds fewer than 8 pending bits; 121 more still fit.
-        self.acc = (self.acc << self.width) | value;
-        self.bits += self.width;
-        while self.bits >= 8 {
-            self.bits -= 8;
-            self.bytes.push((self.acc >> self.bits) as u8);
-        }
-        self.acc &= (1u128 << self.bits) - 1;
-    }
-
-    pub fn finish(mut self) -> Vec<u8> {
-        if self.bits > 0 {
-            self.bytes.push((self.acc << (8 - self.bits)) as u8);
-        }
-        self.bytes
-    }
-}
-
-/// The value of `width` bits starting `shift` bits into `bytes` (which
-/// holds at most 16 bytes and all of the value's bits).
-pub fn read_value(bytes: &[u8], shift: u32, width: u32) -> u128 {
-    debug_assert!(bytes.len() <= 16 && shift < 8 && width <= MAX_WIDTH);
-    let mut acc = 0u128;
-    for &b in bytes {
-        acc = (acc << 8) | u128::from(b);
-    }
-    let total = 8 * bytes.len() as u32;
-    let low = total - shift - width;
-    (acc >> low) & ((1u128 << width) - 1)
-}
-
-/// Value `i` of a packed run that starts at bit `shift` of `bytes`.
-pub fn value_at(bytes: &[u8], shift: u32, width: u32, i: u64) -> u128 {
-    let bit = u64::from(shift) + i * u64::from(width);
-    let first = (bit / 8) as usize;
-    let last = (bit + u64::from(width)).div_ceil(8) as usize;
-    read_value(&bytes[first..last], (bit % 8) as u32, width)
 }
 
 #[cfg(test)]
@@ -389,9 +372,20 @@ mod tests {
             stored: counts
                 .iter()
                 .enumerate()
-                .map(|(i, &count)| LevelInfo {
-                    count,
-                    crc: 0x1000 + i as u32,
+                .map(|(i, &count)| {
+                    let top = i == counts.len() - 1;
+                    let park_bytes = if top { 0 } else { 2400 + i as u32 };
+                    LevelInfo {
+                        count,
+                        bytes: if top {
+                            count * 4
+                        } else {
+                            count.div_ceil(PARK_ENTRIES) * u64::from(park_bytes)
+                        },
+                        crc: 0x1000 + i as u32,
+                        park_bytes,
+                        fixed_bits: if top { 0 } else { 15 },
+                    }
                 })
                 .collect(),
             index_crc: 77,
@@ -436,24 +430,36 @@ mod tests {
             Header::decode(&h.encode()),
             Err(FormatError::PlotIdMismatch)
         );
-        // A width that is not the one its count needs, resealed.
-        let mut b = sample().encode();
-        b[LEVELS_OFFSET + 12] += 1;
-        let crc = crc32fast::hash(&b[..CRC_OFFSET]);
-        b[CRC_OFFSET..].copy_from_slice(&crc.to_le_bytes());
-        assert!(matches!(
-            Header::decode(&b),
-            Err(FormatError::InvalidLayout(_))
-        ));
-        // A count far past what the plot can hold.
-        let mut b = sample().encode();
-        b[LEVELS_OFFSET..LEVELS_OFFSET + 8].copy_from_slice(&u64::MAX.to_le_bytes());
-        let crc = crc32fast::hash(&b[..CRC_OFFSET]);
-        b[CRC_OFFSET..].copy_from_slice(&crc.to_le_bytes());
-        assert!(matches!(
-            Header::decode(&b),
-            Err(FormatError::InvalidLayout(_))
-        ));
+        // A width that is not the one its count needs, resealed; and parks,
+        // fixed bits or section lengths the counts refuse.
+        let reseal = |change: &dyn Fn(&mut [u8; HEADER_SIZE])| {
+            let mut b = sample().encode();
+            change(&mut b);
+            let crc = crc32fast::hash(&b[..CRC_OFFSET]);
+            b[CRC_OFFSET..].copy_from_slice(&crc.to_le_bytes());
+            Header::decode(&b)
+        };
+        let field = |level: usize| LEVELS_OFFSET + (level - 2) * LEVEL_FIELD;
+        type Change<'a> = &'a dyn Fn(&mut [u8; HEADER_SIZE]);
+        let refused: [Change; 8] = [
+            &|b| b[field(2) + 24] += 1,
+            &|b| b[field(2)..field(2) + 8].copy_from_slice(&u64::MAX.to_le_bytes()),
+            &|b| b[field(3) + 8] ^= 1,
+            &|b| b[field(3) + 20] ^= 1,
+            &|b| b[field(3) + 25] = 40,
+            &|b| b[field(5) + 20] = 1,
+            &|b| b[field(5) + 8..field(5) + 16].copy_from_slice(&(1u64 << 30).to_le_bytes()),
+            &|b| b[field(4) + 31] = 1,
+        ];
+        for (i, change) in refused.iter().enumerate() {
+            assert!(
+                matches!(reseal(change), Err(FormatError::InvalidLayout(_))),
+                "change {i}: {:?}",
+                reseal(change)
+            );
+        }
+        // The top level's length is its own (any up to the bound).
+        assert!(reseal(&|b| b[field(5) + 8] ^= 1).is_ok());
     }
 
     #[test]
@@ -462,41 +468,19 @@ mod tests {
         // Level 2 joins leaves: 2·lp(2^16 - 1, 2^16 - 2) + 1 < 2^32.
         assert_eq!(layout.sections[0].width, 32);
         assert_eq!(layout.sections[0].offset, 4096);
-        assert_eq!(layout.sections[0].bytes, 60_000 * 4);
+        assert_eq!(layout.sections[0].bytes, 59 * 2400);
+        assert_eq!(layout.sections[0].park_of(1025), (4096 + 2400, 2400, 1));
         assert_eq!(
             layout.sections[1].offset,
-            (4096u64 + 240_000).next_multiple_of(4096)
+            (4096u64 + 59 * 2400).next_multiple_of(4096)
         );
-        // The top level: 16 prefix bits and a pair of 58_500 positions.
-        assert_eq!(layout.sections[3].width, 16 + pair_width(58_500));
-        assert_eq!(layout.index_bits, 13);
-        assert_eq!(layout.index.bytes, ((1 << 13) + 1) * 8);
-    }
-
-    #[test]
-    fn values_round_trip_at_every_width() {
-        for width in [1u32, 7, 8, 31, 32, 33, 64, 65, 98, MAX_WIDTH] {
-            let mask = if width == 128 {
-                u128::MAX
-            } else {
-                (1u128 << width) - 1
-            };
-            let values: Vec<u128> = (0..50u128)
-                .map(|i| (i.wrapping_mul(0x9E37_79B9_7F4A_7C15_F39C_C060_5CED_C835)) & mask)
-                .collect();
-            let mut w = BitWriter::new(width, 0);
-            for &v in &values {
-                w.push(v);
-            }
-            let bytes = w.finish();
-            assert_eq!(bytes.len() as u64, (50 * u64::from(width)).div_ceil(8));
-            for (i, &v) in values.iter().enumerate() {
-                assert_eq!(
-                    value_at(&bytes, 0, width, i as u64),
-                    v,
-                    "width {width} value {i}"
-                );
-            }
-        }
+        // The top level: a pair of 58_500 positions; 2^8 entries a bucket.
+        assert_eq!(layout.sections[3].width, pair_width(58_500));
+        assert_eq!(layout.bucket_bits, 8);
+        assert_eq!(layout.index.bytes, ((1 << 8) + 1) * 16);
+        assert_eq!(
+            layout.file_size,
+            layout.sections[3].offset + (58_000u64 * 4).next_multiple_of(4096) + layout.index.bytes
+        );
     }
 }

@@ -10,13 +10,15 @@
 //! searching for matches level by level.
 //!
 //! - [`construction`]: the hashes, the matching rule and the score.
-//! - [`plot`](mod@plot): the plotter; [`format`]: the file.
+//! - [`plot`](mod@plot): the plotter; [`format`]: the file; [`park`]: its
+//!   compact encodings.
 //! - [`reader`]: answering challenges; [`verify`](mod@verify): checking.
 //! - [`reference`]: the slow, obvious twin the tests compare with.
 
 pub mod check;
 pub mod construction;
 pub mod format;
+pub mod park;
 pub mod plot;
 pub mod reader;
 pub mod reference;

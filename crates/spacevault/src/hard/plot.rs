@@ -7,7 +7,8 @@ use super::construction::{
     join_message, k_is_supported, levels_are_supported, line_point, node_of, plot_id, top_prefix,
     Node, B, BUCKET, C, IS_TARGET,
 };
-use super::format::{BitWriter, Header, Layout, LevelInfo};
+use super::format::{bucket_bits, widths, Header, LevelInfo};
+use super::park::{encode_level, encode_top};
 use super::sort::sort_by;
 use crate::aligned::{AlignedBuf, ALIGN};
 use crate::kernel::Kernel;
@@ -364,31 +365,6 @@ pub(crate) fn build_tables(id: &[u8; 32], k: u8, levels: u8, threads: usize) -> 
     }
 }
 
-/// Packs one section's values.
-fn pack(values: impl ExactSizeIterator<Item = u128>, width: u32) -> Vec<u8> {
-    let mut w = BitWriter::new(width, (values.len() * width as usize).div_ceil(8));
-    for v in values {
-        w.push(v);
-    }
-    w.finish()
-}
-
-/// The index of a top level sorted by prefix: where each of the
-/// `2^index_bits` prefix buckets starts, and the end.
-fn index_of(top: &[(u64, u128)], k: u8, index_bits: u8) -> Vec<u8> {
-    let shift = k - index_bits;
-    let buckets = 1usize << index_bits;
-    let mut bytes = Vec::with_capacity((buckets + 1) * 8);
-    let mut i = 0usize;
-    for bucket in 0..=buckets as u64 {
-        while i < top.len() && top[i].0 >> shift < bucket {
-            i += 1;
-        }
-        bytes.extend_from_slice(&(i as u64).to_le_bytes());
-    }
-    bytes
-}
-
 /// Writes `bytes` at `offset` (a multiple of the page size) through
 /// page-aligned copies, as a file opened for O_DIRECT needs; the last
 /// page is padded with zeros, which the next section or the file's final
@@ -447,22 +423,31 @@ pub fn plot(options: &HardPlotOptions, out_dir: &Path) -> Result<HardPlotSummary
     let tables = build_tables(&id, k, levels, options.threads);
     let mut counts: Vec<u64> = tables.middle.iter().map(|t| t.len() as u64).collect();
     counts.push(tables.top.len() as u64);
-    let layout = Layout::new(k, levels, &counts)?;
-    let mut sections: Vec<Vec<u8>> = tables
-        .middle
-        .iter()
-        .zip(&layout.sections)
-        .map(|(values, s)| pack(values.iter().copied(), s.width))
-        .collect();
-    let top_width = layout.top().width;
-    sections.push(pack(
-        tables
-            .top
-            .iter()
-            .map(|&(prefix, v)| (u128::from(prefix) << (top_width - u32::from(k))) | v),
-        top_width,
-    ));
-    let index = index_of(&tables.top, k, layout.index_bits);
+    let widths = widths(k, &counts);
+    let mut sections = Vec::with_capacity(counts.len());
+    let mut stored = Vec::with_capacity(counts.len());
+    for (values, &width) in tables.middle.iter().zip(&widths) {
+        let level = encode_level(values, width);
+        stored.push(LevelInfo {
+            count: values.len() as u64,
+            bytes: level.bytes.len() as u64,
+            crc: crc32fast::hash(&level.bytes),
+            park_bytes: u32::try_from(level.park_bytes).map_err(|_| {
+                PlotError::InvalidOptions(format!("parks of {} bytes", level.park_bytes))
+            })?,
+            fixed_bits: level.fixed_bits as u8,
+        });
+        sections.push(level.bytes);
+    }
+    let (top, index) = encode_top(&tables.top, k, bucket_bits(k), *widths.last().unwrap());
+    stored.push(LevelInfo {
+        count: tables.top.len() as u64,
+        bytes: top.len() as u64,
+        crc: crc32fast::hash(&top),
+        park_bytes: 0,
+        fixed_bits: 0,
+    });
+    sections.push(top);
     let header = Header {
         k,
         levels,
@@ -472,16 +457,10 @@ pub fn plot(options: &HardPlotOptions, out_dir: &Path) -> Result<HardPlotSummary
         farmer_key: options.farmer_key,
         seed: options.seed,
         plot_id: id,
-        stored: sections
-            .iter()
-            .zip(&counts)
-            .map(|(bytes, &count)| LevelInfo {
-                count,
-                crc: crc32fast::hash(bytes),
-            })
-            .collect(),
+        stored,
         index_crc: crc32fast::hash(&index),
     };
+    let layout = header.layout()?;
 
     files::check_space(out_dir, layout.file_size, out_dir, 0)?;
     let temp_path = files::temp_path(&final_path);

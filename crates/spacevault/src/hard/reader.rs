@@ -1,11 +1,14 @@
 //! Opening a table-chain plot and answering challenges from it: the
 //! top-level index and one bucket of entries give the candidates (two
-//! reads), one entry a level gives each candidate's quality (three reads
+//! reads), one park a level gives each candidate's quality (three reads
 //! at five levels), and the whole tree (fourteen more) only for a proof
 //! that wins.
 
 use super::construction::{challenge_prefix, line_point_pair, quality_hash, score, top_prefix};
-use super::format::{value_at, Header, Layout, HEADER_SIZE};
+use super::format::{Header, Layout, HEADER_SIZE, INDEX_VALUE_BYTES};
+use super::park::{
+    bucket_bytes_bound, decode_bucket, park_value, BUCKET_ENTRIES_LOG2, PARK_ENTRIES,
+};
 use super::verify::{top_of, HardProof};
 use crate::format::FormatError;
 use crate::reader::ReadError;
@@ -15,11 +18,12 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Consecutive empty index buckets a lookup reads past: an honest plot's
-/// bucket is empty one time in e^8, so 64 in a row never happen.
+/// bucket (2^8 entries on average) is next to never empty, so 64 in a row
+/// are damage.
 const MAX_EMPTY_BUCKETS: u64 = 64;
 
-/// Entries one index bucket may hold: 64 times the average of eight.
-const MAX_BUCKET_ENTRIES: u64 = 512;
+/// Entries one bucket may hold: 64 times the average.
+pub const MAX_BUCKET_ENTRIES: u64 = 64 << BUCKET_ENTRIES_LOG2;
 
 /// An open table-chain plot.
 pub struct HardPlotFile {
@@ -123,15 +127,18 @@ impl HardPlotFile {
         }
     }
 
-    /// Entry `i` of a middle level (2 to `levels - 1`): one read.
+    /// Entry `i` of a middle level (2 to `levels - 1`): one read of its
+    /// park.
     pub(crate) fn entry(&self, level: u8, i: u64) -> Result<u128, ReadError> {
         let section = self.layout.level(level);
         if i >= section.count {
             return Err(self.damaged(level + 1, i, "it points past the level below"));
         }
-        let (offset, len, shift) = section.entry_span(i);
-        let bytes = self.read_at(offset, len)?;
-        Ok(super::format::read_value(&bytes, shift, section.width))
+        let (offset, len, place) = section.park_of(i);
+        let park = self.read_at(offset, len)?;
+        let n = PARK_ENTRIES.min(section.count - (i - place));
+        park_value(&park, section.width, section.fixed_bits, n, place)
+            .map_err(|what| self.damaged(level, i, what))
     }
 
     /// The left and right children, in proof order, that a value of
@@ -154,41 +161,73 @@ impl HardPlotFile {
         Ok(if value & 1 == 1 { (a, b) } else { (b, a) })
     }
 
-    /// Top entries `first..end`, in order: one read.
-    pub fn top_range(&self, first: u64, end: u64) -> Result<Vec<TopEntry>, ReadError> {
+    /// Where bucket `bucket` starts and ends: its entries' numbers and
+    /// its bytes in the top level's section. One read.
+    fn bucket_bounds(&self, bucket: u64) -> Result<([u64; 2], [u64; 2]), ReadError> {
         let top = self.layout.top();
-        if first > end || end > top.count {
-            return Err(self.damaged(self.header.levels, first, "it lies past the level"));
+        let levels = self.header.levels;
+        let at = self.layout.index.offset + INDEX_VALUE_BYTES * bucket;
+        let raw = self.read_at(at, 2 * INDEX_VALUE_BYTES as usize)?;
+        let u64_at = |o: usize| u64::from_le_bytes(raw[o..o + 8].try_into().unwrap());
+        let (entries, bytes) = ([u64_at(0), u64_at(16)], [u64_at(8), u64_at(24)]);
+        if entries[0] > entries[1] || entries[1] > top.count {
+            return Err(self.damaged(levels, entries[0], "the index is out of order"));
         }
+        if bytes[0] > bytes[1] || bytes[1] > top.bytes {
+            return Err(self.damaged(levels, entries[0], "the index points past the level"));
+        }
+        let count = entries[1] - entries[0];
+        let low_bits = self.header.k - self.layout.bucket_bits;
+        if count > MAX_BUCKET_ENTRIES
+            || bytes[1] - bytes[0] > bucket_bytes_bound(count, top.width, low_bits)
+        {
+            return Err(self.damaged(
+                levels,
+                entries[0],
+                "the index gives a bucket far too many entries",
+            ));
+        }
+        Ok((entries, bytes))
+    }
+
+    /// The entries of bucket `bucket`, in order: two reads.
+    pub fn bucket(&self, bucket: u64) -> Result<Vec<TopEntry>, ReadError> {
+        let (k, bits) = (self.header.k, self.layout.bucket_bits);
+        if bucket >= 1u64 << bits {
+            return Ok(Vec::new());
+        }
+        let ([first, end], [start, stop]) = self.bucket_bounds(bucket)?;
         if first == end {
             return Ok(Vec::new());
         }
-        let (offset, len, shift) = top.range_span(first, end);
-        let bytes = self.read_at(offset, len)?;
-        Ok((0..end - first)
-            .map(|i| self.top_entry(first + i, value_at(&bytes, shift, top.width, i)))
+        let top = self.layout.top();
+        let bytes = self.read_at(top.offset + start, (stop - start) as usize)?;
+        let entries = decode_bucket(&bytes, end - first, k - bits, top.width)
+            .map_err(|what| self.damaged(self.header.levels, first, what))?;
+        Ok((first..)
+            .zip(entries)
+            .map(|(index, (low, value))| TopEntry {
+                index,
+                prefix: bucket << (k - bits) | low,
+                value,
+            })
             .collect())
     }
 
-    /// Every top entry, in order: for tests (one read of the whole level).
+    /// Every top entry, in order: for tests (two reads a bucket).
     pub fn top_entries(&self) -> Result<Vec<TopEntry>, ReadError> {
-        self.top_range(0, self.layout.top().count)
-    }
-
-    fn top_entry(&self, index: u64, raw: u128) -> TopEntry {
-        let pair_bits = self.layout.top().width - u32::from(self.header.k);
-        TopEntry {
-            index,
-            prefix: (raw >> pair_bits) as u64,
-            value: raw & ((1u128 << pair_bits) - 1),
+        let mut all = Vec::with_capacity(self.layout.top().count as usize);
+        for bucket in 0..1u64 << self.layout.bucket_bits {
+            all.extend(self.bucket(bucket)?);
         }
+        Ok(all)
     }
 
     /// The top entries whose prefixes are nearest the challenge's by XOR:
     /// all with the least distance (usually one, or none where the plot
     /// is empty). Two reads, unless the challenge's bucket is empty.
     pub fn candidates(&self, challenge: &[u8; 32]) -> Result<Vec<TopEntry>, ReadError> {
-        let (k, bits) = (self.header.k, self.layout.index_bits);
+        let (k, bits) = (self.header.k, self.layout.bucket_bits);
         let top = self.layout.top();
         if top.count == 0 {
             return Ok(Vec::new());
@@ -197,38 +236,19 @@ impl HardPlotFile {
         let home = target >> (k - bits);
         // A bucket's prefixes differ from the target's in its bits above
         // the bucket's: the nearest non-empty bucket by XOR holds them.
-        // Buckets hold eight entries on average: a run of empty ones or a
-        // crowded one longer than an honest plot ever has is damage, not
-        // a reason to read on.
+        // A run of empty buckets longer than an honest plot ever has is
+        // damage, not a reason to read on.
         for d in 0..(1u64 << bits).min(MAX_EMPTY_BUCKETS) {
-            let bucket = home ^ d;
-            let ends = self.read_at(self.layout.index.offset + 8 * bucket, 16)?;
-            let first = u64::from_le_bytes(ends[..8].try_into().unwrap());
-            let end = u64::from_le_bytes(ends[8..].try_into().unwrap());
-            if first > end || end > top.count {
-                return Err(self.damaged(self.header.levels, first, "the index is out of order"));
-            }
-            if end - first > MAX_BUCKET_ENTRIES {
-                return Err(self.damaged(
-                    self.header.levels,
-                    first,
-                    "the index gives a bucket far too many entries",
-                ));
-            }
-            if first == end {
+            let entries = self.bucket(home ^ d)?;
+            let Some(best) = entries.iter().map(|e| e.prefix ^ target).min() else {
                 continue;
-            }
-            let entries = self.top_range(first, end)?;
-            if let Some(e) = entries.iter().find(|e| e.prefix >> (k - bits) != bucket) {
-                return Err(self.damaged(self.header.levels, e.index, "it lies in another bucket"));
-            }
-            let best = entries.iter().map(|e| e.prefix ^ target).min().unwrap();
+            };
             return Ok(entries
                 .into_iter()
                 .filter(|e| e.prefix ^ target == best)
                 .collect());
         }
-        if top.count > 0 && (1u64 << bits) > MAX_EMPTY_BUCKETS {
+        if (1u64 << bits) > MAX_EMPTY_BUCKETS {
             return Err(self.damaged(
                 self.header.levels,
                 0,

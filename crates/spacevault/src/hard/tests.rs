@@ -16,10 +16,29 @@ fn plot_in(dir: &std::path::Path, k: u8, seed: u8) -> HardPlotFile {
     HardPlotFile::open(&summary.path).unwrap()
 }
 
-/// Bit `i` of `bytes`, most significant first: FORMAT.md's packing,
-/// read one bit at a time.
-fn bit(bytes: &[u8], i: u64) -> u128 {
-    u128::from(bytes[(i / 8) as usize] >> (7 - i % 8) & 1)
+/// A FORMAT.md bit stream (most significant bit first) read one bit at a
+/// time.
+struct Bits<'a> {
+    bytes: &'a [u8],
+    at: u64,
+}
+
+impl Bits<'_> {
+    fn take(&mut self, n: u32) -> u128 {
+        (0..n).fold(0u128, |v, _| {
+            let bit = self.bytes[(self.at / 8) as usize] >> (7 - self.at % 8) & 1;
+            self.at += 1;
+            2 * v + u128::from(bit)
+        })
+    }
+
+    fn unary(&mut self) -> u64 {
+        let mut q = 0;
+        while self.take(1) == 1 {
+            q += 1;
+        }
+        q
+    }
 }
 
 /// The pair of a line point, by search rather than the square root the
@@ -38,20 +57,57 @@ fn pair_of(p: u128) -> (u64, u64) {
 }
 
 /// Every top entry's tree as the file holds it, decoded from whole
-/// sections as FORMAT.md describes them, with none of the reader's or the
-/// format module's code.
+/// sections as FORMAT.md describes them, with none of the reader's, the
+/// park module's or the format module's code past the header's numbers.
 fn stored_trees(file: &HardPlotFile) -> BTreeSet<Vec<u64>> {
+    const PARK: u64 = 1024;
     let bytes = std::fs::read(file.path()).unwrap();
     let layout = file.layout();
-    let decode = |s: &format::Section| -> Vec<u128> {
-        let area = &bytes[s.offset as usize..(s.offset + s.bytes) as usize];
-        let w = u64::from(s.width);
-        (0..s.count)
-            .map(|i| (0..w).fold(0u128, |v, j| 2 * v + bit(area, i * w + j)))
-            .collect()
+    let area = |offset: u64, len: u64| &bytes[offset as usize..(offset + len) as usize];
+    let middle = |s: &format::Section| -> Vec<u128> {
+        let mut values = Vec::new();
+        for park in 0..s.count.div_ceil(PARK) {
+            let mut bits = Bits {
+                bytes: area(s.offset + park * s.park_bytes, s.park_bytes),
+                at: 0,
+            };
+            let n = PARK.min(s.count - park * PARK);
+            let first = bits.take(s.width);
+            values.push(first);
+            let lows: Vec<u128> = (1..n).map(|_| bits.take(s.fixed_bits)).collect();
+            let mut high = 0u128;
+            for low in lows {
+                // The high part's step: zeros, then a one.
+                while bits.take(1) == 0 {
+                    high += 1;
+                }
+                values.push(first + (high << s.fixed_bits) + low);
+            }
+        }
+        values
     };
-    let levels: Vec<Vec<u128>> = layout.sections.iter().map(decode).collect();
-    let pair_bits = layout.top().width - u32::from(file.header().k);
+    let levels: Vec<Vec<u128>> = layout.sections[..layout.sections.len() - 1]
+        .iter()
+        .map(middle)
+        .collect();
+    // The top level, bucket by bucket as the index places them.
+    let top = layout.top();
+    let index = area(layout.index.offset, layout.index.bytes);
+    let u64_at = |i: usize| u64::from_le_bytes(index[i..i + 8].try_into().unwrap());
+    let mut tops = Vec::new();
+    for bucket in 0..1usize << layout.bucket_bits {
+        let (first, end) = (u64_at(16 * bucket), u64_at(16 * bucket + 16));
+        let (from, to) = (u64_at(16 * bucket + 8), u64_at(16 * bucket + 24));
+        let mut bits = Bits {
+            bytes: area(top.offset + from, to - from),
+            at: 0,
+        };
+        for _ in first..end {
+            bits.unary();
+            tops.push(bits.take(top.width));
+        }
+    }
+    assert_eq!(tops.len() as u64, top.count);
     let children = |v: u128| {
         let (a, b) = pair_of(v >> 1);
         if v & 1 == 1 {
@@ -60,13 +116,10 @@ fn stored_trees(file: &HardPlotFile) -> BTreeSet<Vec<u64>> {
             [b, a]
         }
     };
-    levels
-        .last()
-        .unwrap()
-        .iter()
-        .map(|&raw| {
-            let mut nodes = children(raw & ((1 << pair_bits) - 1)).to_vec();
-            for level in (0..levels.len() - 1).rev() {
+    tops.iter()
+        .map(|&value| {
+            let mut nodes = children(value).to_vec();
+            for level in (0..levels.len()).rev() {
                 nodes = nodes
                     .iter()
                     .flat_map(|&i| children(levels[level][i as usize]))
