@@ -6,7 +6,7 @@
 
 use super::format::INDEX_VALUE_BYTES;
 use super::park::{bucket_bytes_bound, decode_bucket};
-use super::reader::{HardPlotFile, TopEntry, MAX_BUCKET_ENTRIES};
+use super::reader::{HardPlotFile, TopEntry, MAX_BUCKET_ENTRIES, MAX_EMPTY_BUCKETS};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
@@ -82,10 +82,16 @@ pub fn check(path: &Path, full: bool) -> HardCheckReport {
             Err(e) => report.problems.push(format!("{name} cannot be read: {e}")),
         }
     }
-    if let Err(e) = check_top(&file, &raw, full, &mut report) {
+    let mut bad = 0u64;
+    if let Err(e) = check_top(&file, &raw, full, &mut report, &mut bad) {
         report
             .problems
             .push(format!("the top level cannot be read: {e}"));
+    }
+    if bad > 0 {
+        report
+            .problems
+            .push(format!("{bad} top entries' trees do not verify"));
     }
     report
 }
@@ -128,14 +134,17 @@ impl Window<'_> {
 
 /// Walks the index and the top level's buckets side by side: the index
 /// must start at (0, 0), end at the level's count and length, and never
-/// go back; each bucket must decode to its entries exactly. The trees of
-/// every entry (`full`, or a level no larger than the sample) or of
-/// [`SAMPLE_TREES`] spread over the level are rebuilt and verified.
+/// go back; each bucket must decode to its entries exactly, and no
+/// aligned block of [`MAX_EMPTY_BUCKETS`] be empty (a lookup would stop
+/// there). The trees of every entry (`full`, or a level no larger than
+/// the sample) or of [`SAMPLE_TREES`] spread over the level are rebuilt
+/// and verified; those that fail are counted in `bad`.
 fn check_top(
     file: &HardPlotFile,
     raw: &std::fs::File,
     full: bool,
     report: &mut HardCheckReport,
+    bad: &mut u64,
 ) -> std::io::Result<()> {
     let layout = file.layout();
     let top = *layout.top();
@@ -151,7 +160,7 @@ fn check_top(
         start: 0,
         buf: Vec::new(),
     };
-    let mut bad = 0u64;
+    let mut block_has_entries = false;
     let values = layout.index.count;
     let mut previous: Option<(u64, u64)> = None;
     let mut at = 0u64;
@@ -212,8 +221,19 @@ fn check_top(
                 };
                 match file.checked_leaves(&entry) {
                     Ok(_) => report.trees_verified += 1,
-                    Err(_) => bad += 1,
+                    Err(_) => *bad += 1,
                 }
+            }
+            block_has_entries |= count > 0;
+            if (bucket + 1).is_multiple_of(MAX_EMPTY_BUCKETS) {
+                if !block_has_entries && top.count > 0 {
+                    report.problems.push(format!(
+                        "buckets {}..={bucket} of the top level are all empty",
+                        bucket + 1 - MAX_EMPTY_BUCKETS
+                    ));
+                    return Ok(());
+                }
+                block_has_entries = false;
             }
             previous = Some((first, offset));
         }
@@ -224,11 +244,6 @@ fn check_top(
             "the index ends at {previous:?}, the top level at entry {}, byte {}",
             top.count, top.bytes
         ));
-    }
-    if bad > 0 {
-        report
-            .problems
-            .push(format!("{bad} top entries' trees do not verify"));
     }
     Ok(())
 }

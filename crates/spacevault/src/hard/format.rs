@@ -181,12 +181,13 @@ impl Layout {
                 // Each entry's value and the bit ending its prefix step;
                 // the steps' other bits, at most 2^k in all; each bucket's
                 // padding.
+                let least = (info.count * (u64::from(width) + 1)).div_ceil(8);
                 let most =
                     (info.count * (u64::from(width) + 1) + (1u64 << k) + (8u64 << bucket_bits))
                         .div_ceil(8);
-                if info.bytes > most {
+                if info.bytes < least || info.bytes > most {
                     return Err(invalid(format!(
-                        "the top level takes {} bytes, more than {most} for {} entries",
+                        "the top level takes {} bytes, outside {least}..={most} for {} entries",
                         info.bytes, info.count
                     )));
                 }
@@ -378,7 +379,7 @@ mod tests {
                     LevelInfo {
                         count,
                         bytes: if top {
-                            count * 4
+                            240_000
                         } else {
                             count.div_ceil(PARK_ENTRIES) * u64::from(park_bytes)
                         },
@@ -458,8 +459,13 @@ mod tests {
                 reseal(change)
             );
         }
-        // The top level's length is its own (any up to the bound).
+        // The top level's length is its own (any between the bounds), but
+        // not shorter than its entries' values.
         assert!(reseal(&|b| b[field(5) + 8] ^= 1).is_ok());
+        assert!(matches!(
+            reseal(&|b| b[field(5) + 8..field(5) + 16].copy_from_slice(&1000u64.to_le_bytes())),
+            Err(FormatError::InvalidLayout(_))
+        ));
     }
 
     #[test]
@@ -480,7 +486,7 @@ mod tests {
         assert_eq!(layout.index.bytes, ((1 << 8) + 1) * 16);
         assert_eq!(
             layout.file_size,
-            layout.sections[3].offset + (58_000u64 * 4).next_multiple_of(4096) + layout.index.bytes
+            layout.sections[3].offset + 240_000u64.next_multiple_of(4096) + layout.index.bytes
         );
     }
 }

@@ -17,10 +17,10 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Consecutive empty index buckets a lookup reads past: an honest plot's
-/// bucket (2^8 entries on average) is next to never empty, so 64 in a row
-/// are damage.
-const MAX_EMPTY_BUCKETS: u64 = 64;
+/// Empty buckets a lookup reads past (`home XOR d` for `d` below it, an
+/// aligned block): an honest plot's bucket (2^8 entries on average) is
+/// next to never empty, so a block of 64 empty ones is damage.
+pub const MAX_EMPTY_BUCKETS: u64 = 64;
 
 /// Entries one bucket may hold: 64 times the average.
 pub const MAX_BUCKET_ENTRIES: u64 = 64 << BUCKET_ENTRIES_LOG2;
@@ -299,8 +299,15 @@ impl HardPlotFile {
     /// leaves.
     pub fn prove(&self, challenge: &[u8; 32]) -> Result<Option<HardAnswer>, ReadError> {
         let h = &self.header;
+        let mut candidates = self.candidates(challenge)?;
+        // Two entries alike are one tree (only a damaged file has them):
+        // each is looked up once.
+        candidates.sort_unstable_by_key(|t| (t.prefix, t.value));
+        candidates.dedup_by_key(|t| (t.prefix, t.value));
         let mut best: Option<HardAnswer> = None;
-        for top in self.candidates(challenge)? {
+        // The best answer's leaves, once a tie has needed them.
+        let mut best_leaves: Option<Vec<u64>> = None;
+        for top in candidates {
             let pair = self.path_leaves(&top, challenge)?;
             let quality_hash = quality_hash(&h.plot_id, challenge, pair.0, pair.1);
             let answer = HardAnswer {
@@ -310,18 +317,26 @@ impl HardPlotFile {
                 quality_hash,
                 score: score(h.k, top.prefix, challenge, &quality_hash),
             };
-            best = Some(match best {
-                None => answer,
-                Some(b) if answer.score < b.score => answer,
-                Some(b) if answer.score == b.score => {
-                    if self.leaves(&answer.top)? < self.leaves(&b.top)? {
-                        answer
-                    } else {
-                        b
-                    }
+            let better = match &best {
+                None => true,
+                Some(b) if answer.score != b.score => answer.score < b.score,
+                Some(b) => {
+                    let held = match best_leaves.take() {
+                        Some(leaves) => leaves,
+                        None => self.leaves(&b.top)?,
+                    };
+                    let leaves = self.leaves(&answer.top)?;
+                    let better = leaves < held;
+                    best_leaves = Some(if better { leaves } else { held });
+                    better
                 }
-                Some(b) => b,
-            });
+            };
+            if better {
+                if best.as_ref().is_some_and(|b| b.score != answer.score) {
+                    best_leaves = None;
+                }
+                best = Some(answer);
+            }
         }
         Ok(best)
     }
