@@ -1,11 +1,14 @@
-//! `bench lookup`: lookup latency of a plot, warm and cold, against the
-//! disk's own random 4 KiB read latency, and proof verification time.
+//! `bench lookup`: lookup latency of a plot of either scheme, warm and
+//! cold, against the disk's own random 4 KiB read latency, the time to
+//! read a whole proof where that is more than the lookup (a table-chain
+//! plot's fourteen reads more), and proof verification time.
 
 use crate::machine::{drop_page_cache, random_read_latency, Machine, SplitMix};
 use crate::stats::Summary;
 use crate::BenchError;
 use serde::Serialize;
-use spacevault::{verify, PlotFile, Proof, ReadMode};
+use spacevault::any::{AnyPlot, AnyProof};
+use spacevault::{PlotFile, ReadMode};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -18,9 +21,14 @@ pub struct LookupOptions {
 
 #[derive(Clone, Debug, Serialize)]
 pub struct LookupRun {
-    /// Microseconds per lookup.
+    /// Microseconds per lookup: the best score, what a farmer asks of
+    /// every plot each slot.
     pub micros: Summary,
     pub reads_per_lookup: f64,
+    /// Microseconds to read and check the whole proof after the lookup
+    /// (a table-chain plot; a plain plot's lookup is its proof).
+    pub proof_micros: Option<Summary>,
+    pub reads_per_proof: Option<f64>,
     /// Whether reads bypassed the page cache with O_DIRECT.
     pub direct: bool,
 }
@@ -29,6 +37,8 @@ pub struct LookupRun {
 pub struct LookupBench {
     pub machine: Machine,
     pub path: PathBuf,
+    /// "plain" or "hard".
+    pub scheme: &'static str,
     pub k: u8,
     pub lookups: usize,
     pub warm: LookupRun,
@@ -46,30 +56,41 @@ pub struct LookupBench {
 }
 
 fn timed_lookups(
-    plot: &PlotFile,
+    plot: &AnyPlot,
     challenges: &[[u8; 32]],
-) -> Result<(LookupRun, Vec<Proof>), BenchError> {
+) -> Result<(LookupRun, Vec<AnyProof>), BenchError> {
     let mut samples = Vec::with_capacity(challenges.len());
+    let mut proof_samples = Vec::with_capacity(challenges.len());
     let mut proofs = Vec::with_capacity(challenges.len());
-    let reads_before = plot.reads();
-    let h = plot.header();
+    let (mut lookup_reads, mut proof_reads) = (0u64, 0u64);
+    let reads = || match plot {
+        AnyPlot::Plain(p) => p.reads(),
+        AnyPlot::Hard(p) => p.reads(),
+    };
     for c in challenges {
         let t = Instant::now();
-        let answer = plot.prove(c)?;
+        let lookup = plot
+            .lookup(c)?
+            .ok_or_else(|| BenchError::Invalid("the plot holds no top entries".into()))?;
         samples.push(t.elapsed().as_secs_f64() * 1e6);
-        proofs.push(Proof {
-            farmer_key: h.farmer_key,
-            seed: h.seed,
-            k: h.k(),
-            nonce: answer.nonce,
-        });
+        lookup_reads += lookup.reads;
+        let (t, before) = (Instant::now(), reads());
+        proofs.push(plot.proof(&lookup)?);
+        proof_samples.push(t.elapsed().as_secs_f64() * 1e6);
+        proof_reads += reads() - before;
     }
-    let reads = (plot.reads() - reads_before) as f64 / challenges.len() as f64;
+    let n = challenges.len() as f64;
+    let hard = matches!(plot, AnyPlot::Hard(_));
     Ok((
         LookupRun {
             micros: Summary::of(&samples),
-            reads_per_lookup: reads,
-            direct: plot.is_direct(),
+            reads_per_lookup: lookup_reads as f64 / n,
+            proof_micros: hard.then(|| Summary::of(&proof_samples)),
+            reads_per_proof: hard.then_some(proof_reads as f64 / n),
+            direct: match plot {
+                AnyPlot::Plain(p) => p.is_direct(),
+                AnyPlot::Hard(_) => false,
+            },
         },
         proofs,
     ))
@@ -82,7 +103,8 @@ pub fn run(options: &LookupOptions) -> Result<LookupBench, BenchError> {
     let mut rng = SplitMix(options.seed);
     let challenges: Vec<[u8; 32]> = (0..options.lookups).map(|_| rng.bytes32()).collect();
 
-    let plot = PlotFile::open(&options.path)?;
+    let plot = AnyPlot::open(&options.path)?;
+    let hard = matches!(plot, AnyPlot::Hard(_));
     // One untimed pass brings the regions into the page cache.
     timed_lookups(&plot, &challenges)?;
     let (warm, proofs) = timed_lookups(&plot, &challenges)?;
@@ -94,9 +116,15 @@ pub fn run(options: &LookupOptions) -> Result<LookupBench, BenchError> {
     if options.cold {
         let cold_challenges: Vec<[u8; 32]> = (0..options.lookups).map(|_| rng.bytes32()).collect();
         dropped = drop_page_cache();
-        let plot = PlotFile::open_with(&options.path, ReadMode::Direct)?;
+        // The table-chain reader reads through the page cache.
+        let plot = if hard {
+            AnyPlot::open(&options.path)?
+        } else {
+            AnyPlot::Plain(PlotFile::open_with(&options.path, ReadMode::Direct)?)
+        };
         let (run, _) = timed_lookups(&plot, &cold_challenges)?;
         note = Some(match (dropped, run.direct) {
+            (true, false) if hard => "page cache dropped; the table-chain reader reads through it, so repeated pages may be cached".to_string(),
             (true, true) => "page cache dropped; reads with O_DIRECT".to_string(),
             (false, true) => "page cache not dropped (needs root); reads with O_DIRECT bypass it".to_string(),
             (true, false) => "page cache dropped; this file system has no O_DIRECT, so repeated regions may be cached".to_string(),
@@ -115,7 +143,8 @@ pub fn run(options: &LookupOptions) -> Result<LookupBench, BenchError> {
     Ok(LookupBench {
         machine: Machine::this(),
         path: options.path.clone(),
-        k: plot.header().k(),
+        scheme: plot.scheme_name(),
+        k: plot.k(),
         lookups: options.lookups,
         warm,
         cold,
@@ -127,13 +156,13 @@ pub fn run(options: &LookupOptions) -> Result<LookupBench, BenchError> {
     })
 }
 
-fn time_verify(proofs: &[Proof], challenges: &[[u8; 32]]) -> Summary {
+fn time_verify(proofs: &[AnyProof], challenges: &[[u8; 32]]) -> Summary {
     let samples: Vec<f64> = proofs
         .iter()
         .zip(challenges.iter())
         .map(|(p, c)| {
             let t = Instant::now();
-            let v = verify(p, c);
+            let v = p.verify(c);
             let micros = t.elapsed().as_secs_f64() * 1e6;
             std::hint::black_box(v.ok());
             micros

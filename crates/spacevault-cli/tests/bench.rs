@@ -286,6 +286,9 @@ fn bench_lookup_times_lookups_of_one_read_each() {
     );
     assert_eq!(r["lookups"], 300);
     assert_eq!(r["k"], 16);
+    assert_eq!(r["scheme"], "plain");
+    // A plain plot's lookup is its proof.
+    assert!(r["warm"]["proof_micros"].is_null());
     assert!(!r["machine"]["cpu"].as_str().unwrap().is_empty());
     let warm = &r["warm"];
     assert_eq!(warm["reads_per_lookup"].as_f64().unwrap(), 1.0);
@@ -309,6 +312,55 @@ fn bench_lookup_times_lookups_of_one_read_each() {
         .assert()
         .code(1)
         .stderr(predicate::str::contains("not a spacevault plot"));
+}
+
+/// A table-chain plot's lookup: the index and a bucket, then one park a
+/// level down the path; its whole proof fourteen reads more.
+#[test]
+fn bench_lookup_times_a_table_chain_plots_lookups_and_proofs() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = sv(dir.path())
+        .args([
+            "plot",
+            "--scheme",
+            "hard",
+            "-k",
+            "16",
+            "--threads",
+            "2",
+            "--out",
+        ])
+        .arg(dir.path())
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let path = std::path::PathBuf::from(String::from_utf8(out).unwrap().trim());
+    let r = json(
+        sv(dir.path())
+            .args(["bench", "lookup", "-n", "100", "--json"])
+            .arg(&path),
+    );
+    assert_eq!(r["scheme"], "hard");
+    assert_eq!(r["k"], 16);
+    let warm = &r["warm"];
+    // Five reads for the bucket and one candidate's path, three more for
+    // each other entry with the nearest prefix (at k = 16 about a third
+    // of the challenges have two).
+    let reads = warm["reads_per_lookup"].as_f64().unwrap();
+    assert!((5.0..8.0).contains(&reads), "{reads}");
+    assert_eq!(warm["reads_per_proof"].as_f64().unwrap(), 14.0);
+    assert_eq!(warm["proof_micros"]["count"], 100);
+    assert!(r["verify_micros"]["median"].as_f64().unwrap() > 0.0);
+    sv(dir.path())
+        .args(["bench", "lookup", "-n", "10"])
+        .arg(&path)
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains("hard scheme").and(predicate::str::contains("warm proof")),
+        );
 }
 
 #[test]

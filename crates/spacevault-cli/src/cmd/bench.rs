@@ -12,7 +12,8 @@ use std::path::PathBuf;
 pub enum BenchCommand {
     /// Time one plot against this machine's hash and disk bounds.
     Plot(BenchPlotArgs),
-    /// Lookup latency of a plot, warm and cold, and proof verification time.
+    /// Lookup latency of a plot of either scheme, warm and cold, the whole
+    /// proof's reads where they are more than the lookup, and verification.
     Lookup(BenchLookupArgs),
     /// Hash functions compared: BLAKE3, SHA-256, SHA-512, SHA3-256, BLAKE2b.
     Hash(super::hash::BenchHashArgs),
@@ -473,8 +474,9 @@ fn bench_lookup(a: BenchLookupArgs) -> Result<()> {
     }
     outln!("machine     {}", r.machine.describe());
     outln!(
-        "plot        {} (k={}), {} random challenges",
+        "plot        {} ({} scheme, k={}), {} random challenges",
         r.path.display(),
+        r.scheme,
         r.k,
         r.lookups
     );
@@ -501,8 +503,14 @@ fn bench_lookup(a: BenchLookupArgs) -> Result<()> {
             Ok(())
         };
     row("warm", &r.warm.micros, Some(r.warm.reads_per_lookup))?;
+    if let Some(p) = &r.warm.proof_micros {
+        row("warm proof", p, r.warm.reads_per_proof)?;
+    }
     if let Some(c) = &r.cold {
         row("cold", &c.micros, Some(c.reads_per_lookup))?;
+        if let Some(p) = &c.proof_micros {
+            row("cold proof", p, c.reads_per_proof)?;
+        }
     }
     if let Some(rr) = &r.random_read_4k_micros {
         row("4KiB read", rr, None)?;
