@@ -71,9 +71,9 @@ pub(crate) fn farm(shared: &Arc<Shared>, slot: u64, started_slot: u64) {
             .metrics
             .lookup_seconds
             .observe(looked.took.as_secs_f64());
-        // The values' hashes are inside each plot's lookup, and the
-        // winner's verification after it, on blocking threads: counted
-        // here, timed in the lookup.
+        // A hash a plot's answer, made inside its lookup on blocking
+        // threads: counted here, timed in the lookup. The winner's
+        // verification, when there is one, is counted after eligibility.
         shared.meter.add(Op::HashLookup, looked.answers() as u64);
         // The whole proof (fourteen more reads of a table-chain plot) is
         // read only when the best score could make a block.
