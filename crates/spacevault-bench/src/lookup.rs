@@ -8,6 +8,7 @@ use crate::stats::Summary;
 use crate::BenchError;
 use serde::Serialize;
 use spacevault::any::{AnyPlot, AnyProof};
+use spacevault::hard::HardPlotFile;
 use spacevault::{PlotFile, ReadMode};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -89,7 +90,7 @@ fn timed_lookups(
             reads_per_proof: hard.then_some(proof_reads as f64 / n),
             direct: match plot {
                 AnyPlot::Plain(p) => p.is_direct(),
-                AnyPlot::Hard(_) => false,
+                AnyPlot::Hard(p) => p.is_direct(),
             },
         },
         proofs,
@@ -116,15 +117,13 @@ pub fn run(options: &LookupOptions) -> Result<LookupBench, BenchError> {
     if options.cold {
         let cold_challenges: Vec<[u8; 32]> = (0..options.lookups).map(|_| rng.bytes32()).collect();
         dropped = drop_page_cache();
-        // The table-chain reader reads through the page cache.
         let plot = if hard {
-            AnyPlot::open(&options.path)?
+            AnyPlot::Hard(HardPlotFile::open_with(&options.path, ReadMode::Direct)?)
         } else {
             AnyPlot::Plain(PlotFile::open_with(&options.path, ReadMode::Direct)?)
         };
         let (run, _) = timed_lookups(&plot, &cold_challenges)?;
         note = Some(match (dropped, run.direct) {
-            (true, false) if hard => "page cache dropped; the table-chain reader reads through it, so repeated pages may be cached".to_string(),
             (true, true) => "page cache dropped; reads with O_DIRECT".to_string(),
             (false, true) => "page cache not dropped (needs root); reads with O_DIRECT bypass it".to_string(),
             (true, false) => "page cache dropped; this file system has no O_DIRECT, so repeated regions may be cached".to_string(),

@@ -10,8 +10,9 @@ use super::park::{
     bucket_bytes_bound, decode_bucket, park_value, BUCKET_ENTRIES_LOG2, PARK_ENTRIES,
 };
 use super::verify::{top_of, HardProof};
+use crate::aligned::{AlignedBuf, ALIGN};
 use crate::format::FormatError;
-use crate::reader::ReadError;
+use crate::reader::{ReadError, ReadMode};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -29,6 +30,8 @@ pub const MAX_BUCKET_ENTRIES: u64 = 64 << BUCKET_ENTRIES_LOG2;
 pub struct HardPlotFile {
     path: PathBuf,
     file: File,
+    /// Whether reads bypass the page cache (O_DIRECT).
+    direct: bool,
     header: Header,
     layout: Layout,
     reads: AtomicU64,
@@ -55,19 +58,53 @@ pub struct HardAnswer {
     pub score: [u8; 32],
 }
 
+/// `len` bytes at `offset`: with O_DIRECT, through the aligned pages
+/// that hold them (the file's end need not be aligned, so the last read
+/// may come back short, past what was asked for).
+fn read_span(file: &File, direct: bool, offset: u64, len: usize) -> std::io::Result<Vec<u8>> {
+    if !direct {
+        let mut buf = vec![0u8; len];
+        file.read_exact_at(&mut buf, offset)?;
+        return Ok(buf);
+    }
+    let start = offset / ALIGN as u64 * ALIGN as u64;
+    let end = (offset + len as u64).next_multiple_of(ALIGN as u64);
+    let mut pages = AlignedBuf::zeroed((end - start) as usize);
+    let wanted = (offset + len as u64 - start) as usize;
+    let mut got = 0;
+    while got < wanted {
+        // Reads stay whole pages: O_DIRECT takes nothing else.
+        let from = got / ALIGN * ALIGN;
+        let n = file.read_at(&mut pages[from..], start + from as u64)?;
+        // A read that ends where the last did is the file's end.
+        if from + n <= got {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        got = from + n;
+    }
+    let at = (offset - start) as usize;
+    Ok(pages[at..at + len].to_vec())
+}
+
 impl HardPlotFile {
     /// Opens and checks the header, and that the file has exactly the
     /// size it implies.
     pub fn open(path: impl AsRef<Path>) -> Result<HardPlotFile, ReadError> {
+        HardPlotFile::open_with(path, ReadMode::Buffered)
+    }
+
+    /// [`HardPlotFile::open`], reading with O_DIRECT where `mode` asks
+    /// for it and the file system has it (what a cold lookup measures).
+    pub fn open_with(path: impl AsRef<Path>, mode: ReadMode) -> Result<HardPlotFile, ReadError> {
         let path = path.as_ref().to_path_buf();
         let io_err = |cause| ReadError::Io {
             path: path.clone(),
             cause,
         };
-        let (file, _) = crate::aligned::open_read(&path, false).map_err(io_err)?;
+        let (file, direct) =
+            crate::aligned::open_read(&path, mode == ReadMode::Direct).map_err(io_err)?;
         let size = file.metadata().map_err(io_err)?.len();
-        let mut head = vec![0u8; HEADER_SIZE.min(size as usize)];
-        file.read_exact_at(&mut head, 0).map_err(io_err)?;
+        let head = read_span(&file, direct, 0, HEADER_SIZE.min(size as usize)).map_err(io_err)?;
         let fmt_err = |cause| ReadError::Format {
             path: path.clone(),
             cause,
@@ -83,6 +120,7 @@ impl HardPlotFile {
         Ok(HardPlotFile {
             path,
             file,
+            direct,
             header,
             layout,
             reads: AtomicU64::new(0),
@@ -106,16 +144,17 @@ impl HardPlotFile {
         self.reads.load(Ordering::Relaxed)
     }
 
+    /// Whether reads bypass the page cache.
+    pub fn is_direct(&self) -> bool {
+        self.direct
+    }
+
     fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>, ReadError> {
         self.reads.fetch_add(1, Ordering::Relaxed);
-        let mut buf = vec![0u8; len];
-        self.file
-            .read_exact_at(&mut buf, offset)
-            .map_err(|cause| ReadError::Io {
-                path: self.path.clone(),
-                cause,
-            })?;
-        Ok(buf)
+        read_span(&self.file, self.direct, offset, len).map_err(|cause| ReadError::Io {
+            path: self.path.clone(),
+            cause,
+        })
     }
 
     fn damaged(&self, level: u8, index: u64, what: &'static str) -> ReadError {

@@ -187,6 +187,27 @@ fn proofs_are_the_references_and_verify() {
     }
 }
 
+/// Reads through aligned pages (O_DIRECT, where the file system has it)
+/// give what buffered reads give, the file's unaligned end included.
+#[test]
+fn direct_reads_answer_as_buffered_reads_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let buffered = plot_in(dir.path(), 16, 5);
+    let direct = HardPlotFile::open_with(buffered.path(), crate::ReadMode::Direct).unwrap();
+    assert_eq!(direct.header(), buffered.header());
+    for i in 0..200 {
+        let c = challenge(i);
+        let (a, b) = (buffered.prove(&c).unwrap(), direct.prove(&c).unwrap());
+        assert_eq!(a, b, "challenge {i}");
+        let a = a.unwrap();
+        assert_eq!(buffered.proof(&a).unwrap(), direct.proof(&a).unwrap());
+    }
+    // The index ends the file, past its last aligned page.
+    let last = (1u64 << direct.layout().bucket_bits) - 1;
+    assert_eq!(direct.bucket(last).unwrap(), buffered.bucket(last).unwrap());
+    assert_eq!(direct.top_entries().unwrap(), buffered.top_entries().unwrap());
+}
+
 #[test]
 fn a_quality_takes_five_reads_and_a_proof_sixteen() {
     let dir = tempfile::tempdir().unwrap();
