@@ -7,7 +7,7 @@ use crate::crypto_trace::Trace;
 use crate::profiles::Distance;
 use crate::BenchError;
 use serde::Serialize;
-use spacevault_chain::{ChainSpec, Keypair};
+use spacevault_chain::{ChainSpec, Keypair, ProofKind};
 use spacevault_node::client::{Client, Status};
 use spacevault_node::kit::{self, bootstrap_of};
 use spacevault_node::links::LinksFile;
@@ -30,6 +30,8 @@ pub enum Mode {
 pub struct LaunchOptions {
     pub vaults: usize,
     pub k: u8,
+    /// Every vault's plot is of this scheme, the only one the chain takes.
+    pub scheme: ProofKind,
     pub slot_ms: u64,
     /// The proof of time's squarings a slot, where not the spec's default.
     pub pot_iterations: Option<u64>,
@@ -89,7 +91,7 @@ impl Network {
         }
         std::fs::create_dir_all(&options.run_dir).map_err(io("creating the run directory"))?;
         let plots: Vec<(Keypair, PathBuf)> = (0..options.vaults)
-            .map(|i| vault_plot(&options.plot_cache, i, options.k))
+            .map(|i| vault_plot(&options.plot_cache, i, options.k, options.scheme))
             .collect::<Result<_, _>>()?;
         let mut spec = ChainSpec::new(
             "bench-network",
@@ -100,10 +102,12 @@ impl Network {
             spacevault_node::now_ms() + 1000 + 40 * options.vaults as u64,
             options.slot_ms,
         );
+        let sizes = options.scheme.sizes();
+        spec.proofs.clear();
         spec.set_sizes(
-            spacevault_chain::ProofKind::Plain,
-            options.k.clamp(spacevault::MIN_K, spacevault::MAX_K),
-            spacevault::MAX_K,
+            options.scheme,
+            options.k.clamp(*sizes.start(), *sizes.end()),
+            *sizes.end(),
         );
         spec.replication = options.replication;
         if let Some(n) = options.pot_iterations {
@@ -347,8 +351,17 @@ enum Vaults {
 
 /// The key and plot directory of vault `i`, plotted once and kept in `dir`
 /// ([`spacevault_node::kit`]).
-fn vault_plot(dir: &Path, i: usize, k: u8) -> Result<(Keypair, PathBuf), BenchError> {
-    let plots = kit::vault_plot(dir, i, k).map_err(|e| match e {
+fn vault_plot(
+    dir: &Path,
+    i: usize,
+    k: u8,
+    scheme: ProofKind,
+) -> Result<(Keypair, PathBuf), BenchError> {
+    let plotted = match scheme {
+        ProofKind::Plain => kit::vault_plot(dir, i, k),
+        ProofKind::Hard => kit::vault_hard_plot(dir, i, k),
+    };
+    let plots = plotted.map_err(|e| match e {
         kit::KitError::Plot(e) => BenchError::from(e),
         kit::KitError::Io(e) => io("creating the plot cache")(e),
     })?;

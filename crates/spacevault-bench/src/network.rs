@@ -21,6 +21,8 @@ use std::time::{Duration, Instant};
 pub struct NetworkBenchOptions {
     pub vaults: usize,
     pub k: u8,
+    /// The scheme of every vault's plot and of the chain's proofs.
+    pub scheme: spacevault_chain::ProofKind,
     pub slot_ms: u64,
     /// The proof of time's squarings a slot, where not the spec's default.
     pub pot_iterations: Option<u64>,
@@ -146,6 +148,7 @@ async fn run_async(options: &NetworkBenchOptions) -> Result<NetworkBench, BenchE
     let network = Network::start(&LaunchOptions {
         vaults: options.vaults,
         k: options.k,
+        scheme: options.scheme,
         slot_ms: options.slot_ms,
         pot_iterations: options.pot_iterations,
         replication: options.replication,

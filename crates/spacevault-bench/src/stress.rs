@@ -37,6 +37,8 @@ pub struct StressOptions {
     /// Operations each client keeps outstanding at once.
     pub in_flight: usize,
     pub k: u8,
+    /// The scheme of every vault's plot and of the chain's proofs.
+    pub scheme: spacevault_chain::ProofKind,
     pub slot_ms: u64,
     /// The proof of time's squarings a slot, where not the spec's default.
     pub pot_iterations: Option<u64>,
@@ -415,6 +417,7 @@ fn launch_options(
     LaunchOptions {
         vaults,
         k: options.k,
+        scheme: options.scheme,
         slot_ms: options.slot_ms,
         pot_iterations: options.pot_iterations,
         replication: options.replication,
@@ -513,6 +516,7 @@ mod tests {
             size: 1024,
             in_flight: 1,
             k: 16,
+            scheme: spacevault_chain::ProofKind::Plain,
             slot_ms: 500,
             pot_iterations: None,
             replication: 4,

@@ -431,6 +431,7 @@ mod tests {
             size: 1024,
             in_flight: 8,
             k: 16,
+            scheme: spacevault_chain::ProofKind::Plain,
             slot_ms: 500,
             pot_iterations: None,
             replication: 4,

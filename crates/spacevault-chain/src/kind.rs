@@ -17,6 +17,13 @@ pub enum ProofKind {
     Hard,
 }
 
+/// A kind is written by its scheme's name in reports.
+impl serde::Serialize for ProofKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
 impl ProofKind {
     /// The kind's number in blocks and specs.
     pub fn number(self) -> u8 {

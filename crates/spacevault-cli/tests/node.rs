@@ -205,13 +205,14 @@ fn two_vaults_on_loopback_agree_and_keep_data() {
     }
 }
 
-#[test]
-fn bench_network_runs_a_small_network_and_reports_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = sv(&dir.path().join("cfg"))
+/// `bench network` of three vaults on plots of `scheme`, its report.
+fn small_network(dir: &std::path::Path, scheme: &str) -> Value {
+    let out = sv(&dir.join("cfg"))
         .args([
             "bench",
             "network",
+            "--scheme",
+            scheme,
             "--vaults",
             "3",
             "-k",
@@ -234,10 +235,38 @@ fn bench_network_runs_a_small_network_and_reports_it() {
             "--json",
             "--dir",
         ])
-        .arg(dir.path().join("bench"))
+        .arg(dir.join("bench"))
         .assert()
         .success();
-    let r: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    serde_json::from_slice(&out.get_output().stdout).unwrap()
+}
+
+/// Vaults farming table-chain plots on a chain that takes only those
+/// agree, make blocks and keep data as plain ones do.
+#[test]
+fn bench_network_runs_vaults_on_the_hard_scheme() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = small_network(dir.path(), "hard");
+    assert_eq!(r["disagreements"], 0, "{r}");
+    assert!(r["settled_heights"].as_u64().unwrap() >= 2, "{r}");
+    for op in ["put", "get"] {
+        assert!(r[op]["ok"].as_u64().unwrap() > 0, "{r}");
+        assert_eq!(r[op]["errors"], 0, "{r}");
+    }
+    let plots: Vec<_> = std::fs::read_dir(dir.path().join("bench/plots"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert!(
+        plots.len() == 3 && plots.iter().all(|p| p.starts_with("hard-k16-")),
+        "{plots:?}"
+    );
+}
+
+#[test]
+fn bench_network_runs_a_small_network_and_reports_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = small_network(dir.path(), "plain");
     assert_eq!(r["disagreements"], 0, "{r}");
     assert!(r["settled_heights"].as_u64().unwrap() >= 2, "{r}");
     for op in ["put", "get"] {

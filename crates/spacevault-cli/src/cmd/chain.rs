@@ -3,7 +3,7 @@
 use crate::cmd::plot::SchemeArg;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
-use spacevault_chain::{time, ChainSpec, ProofKind};
+use spacevault_chain::{time, ChainSpec};
 use std::path::PathBuf;
 
 #[derive(Subcommand, Debug)]
@@ -85,10 +85,7 @@ fn init(a: InitArgs) -> Result<()> {
     spec.replication = a.replication;
     spec.proofs.clear();
     for scheme in &a.schemes {
-        let kind = match scheme {
-            SchemeArg::Plain => ProofKind::Plain,
-            SchemeArg::Hard => ProofKind::Hard,
-        };
+        let kind = scheme.kind();
         spec.set_sizes(kind, a.min_k, (*kind.sizes().end()).max(a.min_k));
     }
     // One chain id for one set of rules, in whatever order they were named.

@@ -63,6 +63,9 @@ pub struct BenchNetworkArgs {
     /// Each vault's plot size.
     #[arg(short = 'k', long = "k", value_name = "K", default_value_t = 18)]
     pub k: u8,
+    /// The scheme of every vault's plot, the only one the chain takes.
+    #[arg(long, value_enum, default_value_t = super::plot::SchemeArg::Plain)]
+    pub scheme: super::plot::SchemeArg,
     /// The chain's slot.
     #[arg(long, value_name = "MS", default_value_t = 1000)]
     pub slot_ms: u64,
@@ -148,6 +151,7 @@ fn options_of(a: BenchNetworkArgs) -> Result<NetworkBenchOptions> {
     Ok(NetworkBenchOptions {
         vaults: a.vaults,
         k: a.k,
+        scheme: a.scheme.kind(),
         slot_ms: a.slot_ms,
         pot_iterations: a.pot_iterations,
         replication: a.replication,

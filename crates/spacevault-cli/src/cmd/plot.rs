@@ -71,6 +71,15 @@ pub enum SchemeArg {
     Hard,
 }
 
+impl SchemeArg {
+    pub fn kind(self) -> spacevault_chain::ProofKind {
+        match self {
+            SchemeArg::Plain => spacevault_chain::ProofKind::Plain,
+            SchemeArg::Hard => spacevault_chain::ProofKind::Hard,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum StrategyArg {
     Auto,

@@ -45,6 +45,9 @@ pub struct StressArgs {
     /// Each vault's plot size.
     #[arg(short = 'k', long = "k", value_name = "K", default_value_t = 16)]
     pub k: u8,
+    /// The scheme of every vault's plot, the only one the chain takes.
+    #[arg(long, value_enum, default_value_t = super::plot::SchemeArg::Plain)]
+    pub scheme: super::plot::SchemeArg,
     /// The chain's slot: by default the spec's (`chain init`'s), a block
     /// every two seconds on average. Shorter slots make blocks faster than
     /// 64 vaults sharing two cores relay them under load (docs/PROFILING.md).
@@ -110,6 +113,7 @@ pub fn run(a: StressArgs) -> Result<()> {
         size: a.size as usize,
         in_flight: a.in_flight,
         k: a.k,
+        scheme: a.scheme.kind(),
         slot_ms: a.slot_ms,
         pot_iterations: a.pot_iterations,
         replication: a.replication,

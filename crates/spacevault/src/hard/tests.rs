@@ -205,7 +205,10 @@ fn direct_reads_answer_as_buffered_reads_do() {
     // The index ends the file, past its last aligned page.
     let last = (1u64 << direct.layout().bucket_bits) - 1;
     assert_eq!(direct.bucket(last).unwrap(), buffered.bucket(last).unwrap());
-    assert_eq!(direct.top_entries().unwrap(), buffered.top_entries().unwrap());
+    assert_eq!(
+        direct.top_entries().unwrap(),
+        buffered.top_entries().unwrap()
+    );
 }
 
 #[test]
