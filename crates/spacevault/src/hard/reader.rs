@@ -62,20 +62,26 @@ pub struct HardAnswer {
 /// that hold them (the file's end need not be aligned, so the last read
 /// may come back short, past what was asked for).
 fn read_span(file: &File, direct: bool, offset: u64, len: usize) -> std::io::Result<Vec<u8>> {
-    if !direct {
+    if !direct || len == 0 {
         let mut buf = vec![0u8; len];
         file.read_exact_at(&mut buf, offset)?;
         return Ok(buf);
     }
     let start = offset / ALIGN as u64 * ALIGN as u64;
     let end = (offset + len as u64).next_multiple_of(ALIGN as u64);
-    let mut pages = AlignedBuf::zeroed((end - start) as usize);
+    let span = (end - start) as usize;
+    // The buffer may be longer than asked for (large ones are whole huge
+    // pages): only the span's pages are read.
+    let mut pages = AlignedBuf::zeroed(span);
     let wanted = (offset + len as u64 - start) as usize;
     let mut got = 0;
     while got < wanted {
         // Reads stay whole pages: O_DIRECT takes nothing else.
         let from = got / ALIGN * ALIGN;
-        let n = file.read_at(&mut pages[from..], start + from as u64)?;
+        let n = match file.read_at(&mut pages[from..span], start + from as u64) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            r => r?,
+        };
         // A read that ends where the last did is the file's end.
         if from + n <= got {
             return Err(std::io::ErrorKind::UnexpectedEof.into());
@@ -139,7 +145,8 @@ impl HardPlotFile {
         &self.path
     }
 
-    /// Reads made so far (each one `pread`).
+    /// Reads made so far (each one span of the file; with O_DIRECT, a
+    /// short read may make one span two `pread`s).
     pub fn reads(&self) -> u64 {
         self.reads.load(Ordering::Relaxed)
     }
