@@ -155,8 +155,9 @@ pub fn markdown(report: &StressReport, command: &str, date: &str) -> String {
     );
     let _ = writeln!(
         s,
-        "- network: k={} plots, {} ms slots, {} copies a blob, verify cache {}, {}, {} run(s) a cell",
+        "- network: k={} plots of the {} scheme, {} ms slots, {} copies a blob, verify cache {}, {}, {} run(s) a cell",
         o.k,
+        o.scheme.name(),
         o.slot_ms,
         o.replication,
         if o.verify_cache { "on" } else { "off" },

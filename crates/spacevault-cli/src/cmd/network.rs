@@ -132,9 +132,10 @@ pub fn run(a: BenchNetworkArgs) -> Result<()> {
     let options = options_of(a)?;
     if !json {
         errln!(
-            "starting {} vaults with a k={} plot each, then {} clients for {} s ...",
+            "starting {} vaults with a k={} {} plot each, then {} clients for {} s ...",
             options.vaults,
             options.k,
+            options.scheme.name(),
             options.clients,
             options.seconds
         );
