@@ -319,23 +319,17 @@ fn bench_lookup_times_lookups_of_one_read_each() {
 #[test]
 fn bench_lookup_times_a_table_chain_plots_lookups_and_proofs() {
     let dir = tempfile::tempdir().unwrap();
-    let out = sv(dir.path())
-        .args([
-            "plot",
-            "--scheme",
-            "hard",
-            "-k",
-            "16",
-            "--threads",
-            "2",
-            "--out",
-        ])
-        .arg(dir.path())
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
+    let out = plot_cmd(
+        dir.path(),
+        "16",
+        SEED,
+        &["--scheme", "hard", "--threads", "2"],
+    )
+    .assert()
+    .success()
+    .get_output()
+    .stdout
+    .clone();
     let path = std::path::PathBuf::from(String::from_utf8(out).unwrap().trim());
     let r = json(
         sv(dir.path())
