@@ -10,13 +10,15 @@
 //! searching for matches level by level.
 //!
 //! - [`construction`]: the hashes, the matching rule and the score.
-//! - [`plot`](mod@plot): the plotter; [`format`]: the file; [`park`]: its
+//! - [`plot`](mod@plot): the plotter, in memory or through disk for
+//!   plots larger than memory; [`format`]: the file; [`park`]: its
 //!   compact encodings.
 //! - [`reader`]: answering challenges; [`verify`](mod@verify): checking.
 //! - [`reference`]: the slow, obvious twin the tests compare with.
 
 pub mod check;
 pub mod construction;
+mod disk;
 pub mod format;
 pub mod park;
 pub mod plot;
@@ -25,7 +27,8 @@ pub mod reference;
 mod sort;
 pub mod verify;
 
-pub use plot::{plot, HardPlotOptions, HardPlotSummary};
+pub use disk::{disk_memory_needed, TEMP_BYTES_PER_LEAF};
+pub use plot::{plot, HardPlotOptions, HardPlotSummary, HardStrategy};
 pub use reader::{HardAnswer, HardPlotFile, TopEntry};
 pub use verify::{verify, verify_with, HardProof};
 

@@ -196,26 +196,58 @@ impl<'a> BitReader<'a> {
     }
 }
 
+/// What choosing a level's fixed bits needs of one park: its first and
+/// last values and how many it holds. A plotter that streams a level
+/// keeps these and never the level.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ParkSummary {
+    pub first: u128,
+    pub last: u128,
+    pub n: u64,
+}
+
+impl ParkSummary {
+    /// The summary of one park of sorted `values` (none when empty).
+    pub fn of(values: &[u128]) -> Option<ParkSummary> {
+        Some(ParkSummary {
+            first: *values.first()?,
+            last: *values.last()?,
+            n: values.len() as u64,
+        })
+    }
+
+    /// The bits the park takes with `fixed_bits` low bits.
+    pub fn bits(&self, width: u32, fixed_bits: u32) -> u64 {
+        let highs = u64::try_from((self.last - self.first) >> fixed_bits).unwrap_or(u64::MAX);
+        let fields = (self.n - 1) * (u64::from(fixed_bits) + 1);
+        u64::from(width)
+            .saturating_add(fields)
+            .saturating_add(highs)
+    }
+}
+
 /// The bits one park of sorted `values` takes with `fixed_bits` low bits.
 pub fn park_bits(values: &[u128], width: u32, fixed_bits: u32) -> u64 {
-    let (Some(first), Some(last)) = (values.first(), values.last()) else {
-        return 0;
-    };
-    let highs = u64::try_from((last - first) >> fixed_bits).unwrap_or(u64::MAX);
-    let fields = (values.len() as u64 - 1) * (u64::from(fixed_bits) + 1);
-    u64::from(width)
-        .saturating_add(fields)
-        .saturating_add(highs)
+    ParkSummary::of(values).map_or(0, |p| p.bits(width, fixed_bits))
 }
 
 /// The number of low bits kept in fixed fields that makes a
 /// level's largest park, which every park's size is, the smallest; among
 /// equals, the fewest bits in all, then the smallest parameter.
 pub fn fixed_bits_for(values: &[u128], width: u32) -> u32 {
+    let parks: Vec<ParkSummary> = values
+        .chunks(PARK_ENTRIES as usize)
+        .filter_map(ParkSummary::of)
+        .collect();
+    fixed_bits_from(&parks, width)
+}
+
+/// [`fixed_bits_for`] from the level's park summaries.
+pub fn fixed_bits_from(parks: &[ParkSummary], width: u32) -> u32 {
     let cost = |fixed_bits: u32| {
-        values
-            .chunks(PARK_ENTRIES as usize)
-            .map(|park| park_bits(park, width, fixed_bits))
+        parks
+            .iter()
+            .map(|park| park.bits(width, fixed_bits))
             .fold((0u64, 0u64), |(most, all), b| {
                 (most.max(b), all.saturating_add(b))
             })
@@ -223,6 +255,26 @@ pub fn fixed_bits_for(values: &[u128], width: u32) -> u32 {
     (0..=width.min(MAX_WIDTH))
         .min_by_key(|&fixed_bits| (cost(fixed_bits), fixed_bits))
         .unwrap_or(0)
+}
+
+/// The bytes every park of a level takes: its largest park's, and at
+/// least its first value's.
+pub fn park_bytes_from(parks: &[ParkSummary], width: u32, fixed_bits: u32) -> u64 {
+    let largest = parks
+        .iter()
+        .map(|p| p.bits(width, fixed_bits))
+        .max()
+        .unwrap_or(0);
+    largest.div_ceil(8).max(u64::from(width).div_ceil(8))
+}
+
+/// One park of sorted `values` as `park_bytes` bytes, zero padded.
+pub fn park_bytes_of(values: &[u128], width: u32, fixed_bits: u32, park_bytes: usize) -> Vec<u8> {
+    let mut w = BitWriter::new(park_bytes);
+    encode_park(values, width, fixed_bits, &mut w);
+    let mut bytes = w.finish();
+    bytes.resize(park_bytes, 0);
+    bytes
 }
 
 /// Writes one park of sorted `values` (at most [`PARK_ENTRIES`]): the
@@ -261,20 +313,15 @@ pub struct EncodedLevel {
 }
 
 pub fn encode_level(values: &[u128], width: u32) -> EncodedLevel {
-    let fixed_bits = fixed_bits_for(values, width);
-    let parks = values.chunks(PARK_ENTRIES as usize);
-    let largest = parks
-        .clone()
-        .map(|p| park_bits(p, width, fixed_bits))
-        .max()
-        .unwrap_or(0);
-    let park_bytes = largest.div_ceil(8).max(u64::from(width).div_ceil(8));
-    let mut bytes = vec![0u8; parks.len() * park_bytes as usize];
-    for (park, place) in parks.zip(bytes.chunks_mut(park_bytes as usize)) {
-        let mut w = BitWriter::new(park_bytes as usize);
-        encode_park(park, width, fixed_bits, &mut w);
-        let encoded = w.finish();
-        place[..encoded.len()].copy_from_slice(&encoded);
+    let parks: Vec<ParkSummary> = values
+        .chunks(PARK_ENTRIES as usize)
+        .filter_map(ParkSummary::of)
+        .collect();
+    let fixed_bits = fixed_bits_from(&parks, width);
+    let park_bytes = park_bytes_from(&parks, width, fixed_bits);
+    let mut bytes = Vec::with_capacity(parks.len() * park_bytes as usize);
+    for park in values.chunks(PARK_ENTRIES as usize) {
+        bytes.extend_from_slice(&park_bytes_of(park, width, fixed_bits, park_bytes as usize));
     }
     EncodedLevel {
         bytes,
@@ -330,32 +377,93 @@ pub fn encode_bucket(entries: &[(u64, u128)], width: u32, out: &mut BitWriter) {
     }
 }
 
-/// The top level's section and its index, from its entries sorted by
-/// `(prefix, value)`: bucket `b` holds the prefixes whose high
-/// `bucket_bits` bits are `b`, and index value `b` is the bucket's first
-/// entry and its first byte (u64 LE each), value `2^bucket_bits` the
-/// count and the section's length.
-pub fn encode_top(top: &[(u64, u128)], k: u8, bucket_bits: u8, width: u32) -> (Vec<u8>, Vec<u8>) {
-    let low_bits = k - bucket_bits;
-    let mask = (1u64 << low_bits) - 1;
-    let buckets = 1u64 << bucket_bits;
-    let mut section = Vec::with_capacity(top.len() * (width as usize + 3) / 8);
-    let mut index = Vec::with_capacity(((buckets + 1) * 16) as usize);
-    let mut i = 0;
-    let mut entries = Vec::new();
-    for bucket in 0..=buckets {
-        index.extend_from_slice(&(i as u64).to_le_bytes());
-        index.extend_from_slice(&(section.len() as u64).to_le_bytes());
-        entries.clear();
-        while i < top.len() && top[i].0 >> low_bits == bucket {
-            entries.push((top[i].0 & mask, top[i].1));
-            i += 1;
-        }
-        let mut w = BitWriter::new(entries.len() * (width as usize + 3) / 8 + 1);
-        encode_bucket(&entries, width, &mut w);
-        section.extend_from_slice(&w.finish());
+/// Writes the top level's section and its index from its entries
+/// sorted by `(prefix, value)`, fed in order in as many calls as the
+/// caller likes: bucket `b` holds the prefixes whose high `bucket_bits`
+/// bits are `b`, and index value `b` is the bucket's first entry and its
+/// first byte (u64 LE each), value `2^bucket_bits` the count and the
+/// section's length.
+pub struct TopEncoder {
+    low_bits: u8,
+    width: u32,
+    buckets: u64,
+    /// The bucket being gathered; its index value is written.
+    current: u64,
+    entries: Vec<(u64, u128)>,
+    count: u64,
+    bytes: u64,
+    index: Vec<u8>,
+}
+
+impl TopEncoder {
+    pub fn new(k: u8, bucket_bits: u8, width: u32) -> TopEncoder {
+        let buckets = 1u64 << bucket_bits;
+        let mut encoder = TopEncoder {
+            low_bits: k - bucket_bits,
+            width,
+            buckets,
+            current: 0,
+            entries: Vec::new(),
+            count: 0,
+            bytes: 0,
+            index: Vec::with_capacity(((buckets + 1) * 16) as usize),
+        };
+        encoder.open_bucket();
+        encoder
     }
-    assert_eq!(i, top.len(), "top entries sorted by prefix, below 2^k");
+
+    fn open_bucket(&mut self) {
+        self.index.extend_from_slice(&self.count.to_le_bytes());
+        self.index.extend_from_slice(&self.bytes.to_le_bytes());
+    }
+
+    /// Encodes the gathered bucket onto `out` and opens the next.
+    fn close_bucket(&mut self, out: &mut Vec<u8>) {
+        let mut w = BitWriter::new(self.entries.len() * (self.width as usize + 3) / 8 + 1);
+        encode_bucket(&self.entries, self.width, &mut w);
+        let bytes = w.finish();
+        self.bytes += bytes.len() as u64;
+        out.extend_from_slice(&bytes);
+        self.entries.clear();
+        self.current += 1;
+        self.open_bucket();
+    }
+
+    /// Takes the next entries, in order after every entry before; appends
+    /// the bytes of the buckets they close to `out`.
+    pub fn push(&mut self, top: &[(u64, u128)], out: &mut Vec<u8>) {
+        let mask = (1u64 << self.low_bits) - 1;
+        for &(prefix, value) in top {
+            let bucket = prefix >> self.low_bits;
+            assert!(
+                bucket >= self.current && bucket < self.buckets,
+                "top entries sorted by prefix, below 2^k"
+            );
+            while self.current < bucket {
+                self.close_bucket(out);
+            }
+            self.entries.push((prefix & mask, value));
+            self.count += 1;
+        }
+    }
+
+    /// Closes every bucket left, appending their bytes to `out`; returns
+    /// the index.
+    pub fn finish(mut self, out: &mut Vec<u8>) -> Vec<u8> {
+        while self.current < self.buckets {
+            self.close_bucket(out);
+        }
+        self.index
+    }
+}
+
+/// The top level's section and its index, from its entries sorted by
+/// `(prefix, value)`, in one piece: [`TopEncoder`] fed once.
+pub fn encode_top(top: &[(u64, u128)], k: u8, bucket_bits: u8, width: u32) -> (Vec<u8>, Vec<u8>) {
+    let mut encoder = TopEncoder::new(k, bucket_bits, width);
+    let mut section = Vec::with_capacity(top.len() * (width as usize + 3) / 8);
+    encoder.push(top, &mut section);
+    let index = encoder.finish(&mut section);
     (section, index)
 }
 

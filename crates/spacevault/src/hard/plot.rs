@@ -33,6 +33,20 @@ pub struct HardPlotOptions {
     /// Upper bound for the plotter's memory, in bytes.
     pub memory: u64,
     pub force: bool,
+    pub strategy: HardStrategy,
+    /// Where the disk plotter keeps its temp files (default: the output
+    /// directory).
+    pub temp_dir: Option<PathBuf>,
+}
+
+/// Where the plotter keeps the levels it builds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HardStrategy {
+    /// In memory when they fit `memory`, else through disk.
+    #[default]
+    Auto,
+    Memory,
+    Disk,
 }
 
 impl HardPlotOptions {
@@ -45,6 +59,8 @@ impl HardPlotOptions {
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             memory: crate::plot::default_memory(),
             force: false,
+            strategy: HardStrategy::Auto,
+            temp_dir: None,
         }
     }
 
@@ -72,10 +88,14 @@ pub struct HardPlotSummary {
     pub matched: Vec<u64>,
     /// Entries of levels 2 to `levels` as stored.
     pub stored: Vec<u64>,
+    /// The most the disk plotter's temp files held at once, and all it
+    /// wrote to them (0 for a plot made in memory).
+    pub temp_peak_bytes: u64,
+    pub temp_written_bytes: u64,
 }
 
 /// An entry of a level being built: output, children, digest.
-type Joined = (u64, [u32; 2], [u8; 16]);
+pub(crate) type Joined = (u64, [u32; 2], [u8; 16]);
 
 /// One level as the forward pass leaves it: sorted by output, with each
 /// entry's two children's positions in the level below (for level 1,
@@ -95,7 +115,7 @@ pub(crate) struct Tables {
 }
 
 /// Splits `0..n` into `parts` ranges of nearly equal size.
-fn split(n: usize, parts: usize) -> Vec<std::ops::Range<usize>> {
+pub(crate) fn split(n: usize, parts: usize) -> Vec<std::ops::Range<usize>> {
     let parts = parts.max(1);
     (0..parts)
         .map(|i| n * i / parts..n * (i + 1) / parts)
@@ -142,7 +162,7 @@ pub(crate) fn level_one(id: &[u8; 32], k: u8, threads: usize) -> Level {
 }
 
 /// The start of each bucket's run in sorted outputs, and its bucket.
-fn bucket_runs(ys: &[u64]) -> Vec<(u64, usize)> {
+pub(crate) fn bucket_runs(ys: &[u64]) -> Vec<(u64, usize)> {
     let mut runs = Vec::new();
     let mut i = 0;
     while i < ys.len() {
@@ -220,21 +240,30 @@ fn find_matches(ys: &[u64]) -> Vec<[u32; 2]> {
     out
 }
 
-/// Level `level` from the one below it.
-pub(crate) fn next_level(id: &[u8; 32], k: u8, level: u8, below: &Level, threads: usize) -> Level {
-    let runs = bucket_runs(&below.ys);
-    let kernel = &Kernel::new(id);
-    // Each thread matches and joins a share of the left runs.
-    let shares = split(runs.len(), threads);
-    let mut parts: Vec<Vec<Joined>> = Vec::new();
+/// The entries of `level` joined from the matching pairs whose left
+/// entries lie in runs `lefts` of the sorted level below (`ys`, `metas`;
+/// `runs` from [`bucket_runs`]), the runs split between threads, each
+/// thread's share in one part; children are positions in `ys`.
+pub(crate) fn join_runs(
+    kernel: &Kernel,
+    k: u8,
+    level: u8,
+    (ys, metas): (&[u64], &[[u8; 16]]),
+    runs: &[(u64, usize)],
+    lefts: std::ops::Range<usize>,
+    threads: usize,
+) -> Vec<Vec<Joined>> {
+    let shares: Vec<_> = split(lefts.len(), threads)
+        .into_iter()
+        .map(|r| lefts.start + r.start..lefts.start + r.end)
+        .collect();
     std::thread::scope(|s| {
         let handles: Vec<_> = shares
             .into_iter()
             .map(|share| {
-                let runs = &runs;
                 s.spawn(move || {
                     let mut pairs = Vec::new();
-                    match_share(&below.ys, runs, share, &mut pairs);
+                    match_share(ys, runs, share, &mut pairs);
                     // The joins hashed a batch at a time, a register's lanes at once.
                     const BATCH: usize = 1024;
                     let mut joined = Vec::with_capacity(pairs.len());
@@ -242,8 +271,8 @@ pub(crate) fn next_level(id: &[u8; 32], k: u8, level: u8, below: &Level, threads
                     let mut hashes = vec![[0u8; 32]; BATCH];
                     for batch in pairs.chunks(BATCH) {
                         let node = |i: u32| Node {
-                            y: below.ys[i as usize],
-                            meta: below.metas[i as usize],
+                            y: ys[i as usize],
+                            meta: metas[i as usize],
                         };
                         for (block, &[l, r]) in blocks.iter_mut().zip(batch) {
                             *block = join_message(level, &node(l), &node(r));
@@ -259,10 +288,26 @@ pub(crate) fn next_level(id: &[u8; 32], k: u8, level: u8, below: &Level, threads
                 })
             })
             .collect();
-        for h in handles {
-            parts.push(h.join().expect("a plotting thread panicked"));
-        }
-    });
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a plotting thread panicked"))
+            .collect()
+    })
+}
+
+/// Level `level` from the one below it.
+pub(crate) fn next_level(id: &[u8; 32], k: u8, level: u8, below: &Level, threads: usize) -> Level {
+    let runs = bucket_runs(&below.ys);
+    let kernel = Kernel::new(id);
+    let parts = join_runs(
+        &kernel,
+        k,
+        level,
+        (&below.ys, &below.metas),
+        &runs,
+        0..runs.len(),
+        threads,
+    );
     let all = parts.concat();
     drop(parts);
     let bound = 1u128 << (k + super::construction::EXTRA_BITS);
@@ -274,7 +319,7 @@ pub(crate) fn next_level(id: &[u8; 32], k: u8, level: u8, below: &Level, threads
     }
 }
 
-fn stored_value(left: u64, right: u64) -> u128 {
+pub(crate) fn stored_value(left: u64, right: u64) -> u128 {
     2 * line_point(left, right) + u128::from(left > right)
 }
 
@@ -399,20 +444,36 @@ pub fn plot(options: &HardPlotOptions, out_dir: &Path) -> Result<HardPlotSummary
             super::construction::MAX_LEVELS
         )));
     }
-    if k > MAX_IN_MEMORY_K {
-        return Err(PlotError::InvalidOptions(format!(
-            "k = {k}: the hard scheme's plotter works in memory, up to k = {MAX_IN_MEMORY_K} \
-             (positions of 32 bits); larger plots need a plotter through disk, not built yet"
-        )));
-    }
     crate::plot::check_threads(options.threads)?;
     let needed = options.memory_needed();
-    if options.memory < needed {
-        return Err(PlotError::MemoryTooSmall {
-            given: options.memory,
-            needed,
-        });
+    let fits = k <= MAX_IN_MEMORY_K && options.memory >= needed;
+    match options.strategy {
+        HardStrategy::Memory if k > MAX_IN_MEMORY_K => {
+            return Err(PlotError::InvalidOptions(format!(
+                "k = {k}: the hard scheme's plotter works in memory up to k = \
+                 {MAX_IN_MEMORY_K} (positions of 32 bits); larger plots go through disk"
+            )));
+        }
+        HardStrategy::Memory if !fits => {
+            return Err(PlotError::MemoryTooSmall {
+                given: options.memory,
+                needed,
+            });
+        }
+        HardStrategy::Disk => {}
+        HardStrategy::Auto if !fits => {}
+        _ => return plot_in_memory(options, out_dir, started),
     }
+    let temp_dir = options.temp_dir.as_deref().unwrap_or(out_dir);
+    super::disk::plot_on_disk(options, out_dir, temp_dir)
+}
+
+fn plot_in_memory(
+    options: &HardPlotOptions,
+    out_dir: &Path,
+    started: Instant,
+) -> Result<HardPlotSummary, PlotError> {
+    let (k, levels) = (options.k, options.levels);
     let id = plot_id(&options.farmer_key, &options.seed, k, levels);
     let final_path = out_dir.join(plot_file_name(k, &id));
     if final_path.exists() && !options.force {
@@ -484,6 +545,8 @@ pub fn plot(options: &HardPlotOptions, out_dir: &Path) -> Result<HardPlotSummary
         seconds: started.elapsed().as_secs_f64(),
         matched: tables.matched,
         stored: counts,
+        temp_peak_bytes: 0,
+        temp_written_bytes: 0,
     })
 }
 

@@ -1,0 +1,252 @@
+//! The disk plotter's temp files: records of fixed-width little-endian
+//! fields, appended through a buffer and read back in pieces, and
+//! *spills* that scatter records into files by a key's high bits so that
+//! each file sorts in memory. Every file is created locked (a cleanup by
+//! another plotter leaves it alone) and removed when dropped; what all of
+//! them hold at once is counted, for the summary's temp peak.
+
+use crate::plot::files::{create_locked, unique_temp_name};
+use crate::plot::PlotError;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Bytes a temp file buffers before writing.
+pub(super) const BUFFER: usize = 128 << 10;
+
+/// Bytes the temp files hold now, at most at once, and in all written.
+#[derive(Debug, Default)]
+pub(super) struct Usage {
+    live: AtomicU64,
+    peak: AtomicU64,
+    written: AtomicU64,
+}
+
+impl Usage {
+    fn add(&self, bytes: u64) {
+        let now = self.live.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        self.peak.fetch_max(now, Ordering::Relaxed);
+        self.written.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    fn remove(&self, bytes: u64) {
+        self.live.fetch_sub(bytes, Ordering::Relaxed);
+    }
+
+    pub fn peak(&self) -> u64 {
+        self.peak.load(Ordering::Relaxed)
+    }
+
+    pub fn written(&self) -> u64 {
+        self.written.load(Ordering::Relaxed)
+    }
+}
+
+/// Appends the low `bytes` bytes of `v`, little-endian.
+pub(super) fn put(out: &mut Vec<u8>, v: u128, bytes: usize) {
+    debug_assert!(bytes == 16 || v >> (8 * bytes) == 0, "{v} in {bytes} bytes");
+    out.extend_from_slice(&v.to_le_bytes()[..bytes]);
+}
+
+/// The little-endian number in `b` (at most 16 bytes).
+pub(super) fn get(b: &[u8]) -> u128 {
+    let mut full = [0u8; 16];
+    full[..b.len()].copy_from_slice(b);
+    u128::from_le_bytes(full)
+}
+
+pub(super) fn get64(b: &[u8]) -> u64 {
+    get(b) as u64
+}
+
+pub(super) fn io_error(what: &str, path: &Path, e: std::io::Error) -> PlotError {
+    PlotError::io(format!("{what} {}", path.display()), e)
+}
+
+/// One temp file of records, written by appending or at places.
+pub(super) struct TempFile {
+    path: PathBuf,
+    file: File,
+    len: u64,
+    buffer: Vec<u8>,
+    usage: Arc<Usage>,
+}
+
+impl TempFile {
+    pub fn create(dir: &Path, stem: &str, usage: &Arc<Usage>) -> Result<TempFile, PlotError> {
+        let path = dir.join(unique_temp_name(stem, "part"));
+        let file = create_locked(&path, false).map_err(|e| io_error("creating", &path, e))?;
+        Ok(TempFile {
+            path,
+            file,
+            len: 0,
+            buffer: Vec::new(),
+            usage: usage.clone(),
+        })
+    }
+
+    /// Appends `bytes` after everything appended before.
+    pub fn append(&mut self, bytes: &[u8]) -> Result<(), PlotError> {
+        if self.buffer.capacity() == 0 {
+            self.buffer.reserve_exact(BUFFER);
+        }
+        self.buffer.extend_from_slice(bytes);
+        if self.buffer.len() >= BUFFER {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Writes what the buffer holds and gives its memory back.
+    pub fn flush(&mut self) -> Result<(), PlotError> {
+        if !self.buffer.is_empty() {
+            self.file
+                .write_all_at(&self.buffer, self.len)
+                .map_err(|e| io_error("writing", &self.path, e))?;
+            self.len += self.buffer.len() as u64;
+            self.usage.add(self.buffer.len() as u64);
+        }
+        self.buffer = Vec::new();
+        Ok(())
+    }
+
+    /// Makes the file `len` bytes long (zeros past what was written), for
+    /// writing at places.
+    pub fn extend_to(&mut self, len: u64) -> Result<(), PlotError> {
+        self.flush()?;
+        if len > self.len {
+            self.file
+                .set_len(len)
+                .map_err(|e| io_error("sizing", &self.path, e))?;
+            self.usage.add(len - self.len);
+            self.len = len;
+        }
+        Ok(())
+    }
+
+    /// Writes `bytes` at `offset`, inside the file's length.
+    pub fn write_at(&self, bytes: &[u8], offset: u64) -> Result<(), PlotError> {
+        assert!(offset + bytes.len() as u64 <= self.len && self.buffer.is_empty());
+        self.file
+            .write_all_at(bytes, offset)
+            .map_err(|e| io_error("writing", &self.path, e))
+    }
+
+    /// The file's bytes from `offset`, at most `len` of them.
+    pub fn read(&self, offset: u64, len: u64) -> Result<Vec<u8>, PlotError> {
+        assert!(self.buffer.is_empty(), "read after flush");
+        let len = len.min(self.len.saturating_sub(offset));
+        let mut bytes = vec![0u8; len as usize];
+        self.file
+            .read_exact_at(&mut bytes, offset)
+            .map_err(|e| io_error("reading", &self.path, e))?;
+        Ok(bytes)
+    }
+
+    /// Reads the file `piece` bytes at a time (`piece` a multiple of
+    /// the record size keeps records whole).
+    pub fn pieces(&self, piece: u64) -> impl Iterator<Item = Result<Vec<u8>, PlotError>> + '_ {
+        let piece = piece.max(1);
+        (0..self.len.div_ceil(piece)).map(move |i| self.read(i * piece, piece))
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+        self.usage.remove(self.len);
+    }
+}
+
+/// Records scattered into `2^log2` files by the high bits of a key of
+/// `key_bits` bits: file `b` holds the keys of `[b, b + 1) · 2^shift`,
+/// so the files in order hold the keys in order.
+pub(super) struct Spill {
+    files: Vec<TempFile>,
+    shift: u32,
+}
+
+impl Spill {
+    pub fn create(
+        dir: &Path,
+        stem: &str,
+        log2: u32,
+        key_bits: u32,
+        usage: &Arc<Usage>,
+    ) -> Result<Spill, PlotError> {
+        let files = (0..1usize << log2)
+            .map(|b| TempFile::create(dir, &format!("{stem}{b}"), usage))
+            .collect::<Result<_, _>>()?;
+        Ok(Spill {
+            files,
+            shift: key_bits.saturating_sub(log2),
+        })
+    }
+
+    /// The keys file `b` holds: `[b, b + 1) · 2^shift`.
+    pub fn key_range(&self, b: usize) -> (u64, u64) {
+        let lo = (b as u64) << self.shift;
+        (lo, lo + (1u64 << self.shift))
+    }
+
+    pub fn push(&mut self, key: u64, record: &[u8]) -> Result<(), PlotError> {
+        let b = ((key >> self.shift) as usize).min(self.files.len() - 1);
+        self.files[b].append(record)
+    }
+
+    /// The files, written out, in key order, each with its key range.
+    pub fn finish(mut self) -> Result<Vec<(TempFile, (u64, u64))>, PlotError> {
+        for f in &mut self.files {
+            f.flush()?;
+        }
+        let ranges: Vec<_> = (0..self.files.len()).map(|b| self.key_range(b)).collect();
+        Ok(self.files.into_iter().zip(ranges).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_round_trip_at_their_widths() {
+        let mut out = Vec::new();
+        put(&mut out, 0x12_3456_789A, 5);
+        put(&mut out, 7, 2);
+        put(&mut out, u128::MAX, 16);
+        assert_eq!(out.len(), 23);
+        assert_eq!(get64(&out[..5]), 0x12_3456_789A);
+        assert_eq!(get(&out[5..7]), 7);
+        assert_eq!(get(&out[7..]), u128::MAX);
+    }
+
+    #[test]
+    fn a_spill_keeps_keys_in_file_order_and_its_files_go_when_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let usage = Arc::new(Usage::default());
+        let mut spill = Spill::create(dir.path(), "t", 2, 10, &usage).unwrap();
+        let keys: Vec<u64> = (0..5000u64).map(|i| (i * 7919) % 1024).collect();
+        for &key in &keys {
+            let mut r = Vec::new();
+            put(&mut r, u128::from(key), 2);
+            spill.push(key, &r).unwrap();
+        }
+        let files = spill.finish().unwrap();
+        assert_eq!(files.len(), 4);
+        assert_eq!(usage.peak(), 10_000);
+        let mut seen = 0;
+        for (file, (lo, hi)) in &files {
+            let bytes = file.read(0, u64::MAX).unwrap();
+            for r in bytes.chunks(2) {
+                let key = get64(r);
+                assert!((*lo..*hi).contains(&key), "{key} outside {lo}..{hi}");
+                seen += 1;
+            }
+        }
+        assert_eq!(seen, keys.len());
+        drop(files);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+}
