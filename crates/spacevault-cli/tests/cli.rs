@@ -728,3 +728,63 @@ fn hard_plots_plot_prove_verify_check_info() {
         .failure()
         .stderr(predicate::str::contains("not supported by the hard scheme"));
 }
+
+/// A hard plot through temp files (`--strategy external --tmp`) is the
+/// file the in-memory plotter makes, leaves no temp file, says where it
+/// went, and checks in full; too small a --memory is one clear line.
+#[test]
+fn hard_plots_through_temp_files_are_the_in_memory_plots() {
+    let dir = tempfile::tempdir().unwrap();
+    let (memory, disk, tmp) = (
+        dir.path().join("memory"),
+        dir.path().join("disk"),
+        dir.path().join("tmp"),
+    );
+    for d in [&memory, &disk, &tmp] {
+        std::fs::create_dir(d).unwrap();
+    }
+    let plot = |out: &std::path::Path, extra: &[&str]| {
+        json(
+            sv(dir.path())
+                .args(["plot", "--scheme", "hard", "-k", "17", "--threads", "2"])
+                .args(["--farmer-key", FARMER, "--seed", SEED, "--json"])
+                .args(extra)
+                .arg("--out")
+                .arg(out),
+        )
+    };
+    let in_memory = plot(&memory, &["--strategy", "memory"]);
+    let tmp_arg = tmp.to_str().unwrap();
+    let on_disk = plot(&disk, &["--strategy", "external", "--tmp", tmp_arg]);
+    assert_eq!(in_memory[0]["strategy"], "memory");
+    assert_eq!(on_disk[0]["strategy"], "external");
+    assert!(on_disk[0]["temp_peak_bytes"].as_u64().unwrap() > 0);
+    let read = |p: &serde_json::Value| std::fs::read(p["path"].as_str().unwrap()).unwrap();
+    let (a, b) = (read(&in_memory[0]), read(&on_disk[0]));
+    // Past the header, which holds the time each was made.
+    assert!(
+        a.len() == b.len() && a[4096..] == b[4096..],
+        "the files differ"
+    );
+    assert_eq!(
+        std::fs::read_dir(&tmp).unwrap().count(),
+        0,
+        "temp files left"
+    );
+
+    let check = json(
+        sv(dir.path())
+            .args(["check", "--json", "--full"])
+            .arg(&disk),
+    );
+    assert_eq!(check["ok"], true);
+
+    sv(dir.path())
+        .args([
+            "plot", "--scheme", "hard", "-k", "17", "--memory", "1MiB", "--out",
+        ])
+        .arg(&tmp)
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("memory").and(predicate::str::contains("panicked").not()));
+}

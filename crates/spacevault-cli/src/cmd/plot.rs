@@ -22,13 +22,13 @@ pub struct PlotArgs {
     /// The proof-of-space scheme: plain (one table of hashes, one read a
     /// proof: for hashing research and benchmarks) or hard (a chain of
     /// matched tables that resists time-memory trade-offs: for a chain).
-    /// Hard plots are made in memory.
+    /// Hard plots larger than --memory are made through temp files.
     #[arg(long, value_enum, default_value_t = SchemeArg::Plain)]
     pub scheme: SchemeArg,
     /// Directory for finished plots; repeat to fill several drives in turn.
     #[arg(long = "out", value_name = "DIR", default_value = ".")]
     pub out: Vec<PathBuf>,
-    /// Directory for the temp file of plots larger than --memory (default: the plot's --out).
+    /// Directory for the temp files of plots larger than --memory (default: the plot's --out).
     #[arg(long, value_name = "DIR")]
     pub tmp: Option<PathBuf>,
     /// Memory limit for the plotter, e.g. 4GiB (default: half the machine's memory).
@@ -126,6 +126,9 @@ pub struct PlotJson {
     pub records_per_second: f64,
     pub strategy: &'static str,
     pub temp_bytes_written: u64,
+    /// The most a hard plot's temp files held at once.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub temp_peak_bytes: Option<u64>,
 }
 
 /// `seed + i` as a 256-bit little-endian integer.
@@ -364,6 +367,7 @@ impl From<&PlotSummary> for PlotJson {
             records_per_second: summary.records_per_second(),
             strategy: summary.strategy.name(),
             temp_bytes_written: summary.temp_bytes_written,
+            temp_peak_bytes: None,
         }
     }
 }

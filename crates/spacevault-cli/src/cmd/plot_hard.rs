@@ -1,11 +1,12 @@
-//! `spacevault plot --scheme hard`: table-chain plots, made in memory one
-//! after another, the output directories taken in turn.
+//! `spacevault plot --scheme hard`: table-chain plots, one after another,
+//! the output directories taken in turn; each in memory, or through temp
+//! files in --tmp when its levels do not fit --memory.
 
 use super::plot::{failure_of, key_and_seed, nth_seed, PlotArgs, PlotJson, StrategyArg};
 use crate::size::format_size;
 use anyhow::{bail, Result};
 use spacevault::hard::construction::{MAX_K, MIN_K};
-use spacevault::hard::{HardPlotOptions, HardPlotSummary};
+use spacevault::hard::{HardPlotOptions, HardPlotSummary, HardStrategy};
 use std::time::Instant;
 
 pub fn run(args: &PlotArgs) -> Result<()> {
@@ -14,9 +15,6 @@ pub fn run(args: &PlotArgs) -> Result<()> {
             "k = {} is not supported by the hard scheme: use {MIN_K} to {MAX_K}",
             args.k
         );
-    }
-    if matches!(args.strategy, StrategyArg::External) || args.tmp.is_some() {
-        bail!("the hard scheme plots in memory: --strategy external and --tmp are for plain plots");
     }
     super::plot::prepare(args)?;
     let (farmer_key, seed) = key_and_seed(args)?;
@@ -28,6 +26,12 @@ pub fn run(args: &PlotArgs) -> Result<()> {
         base.threads = t;
     }
     base.force = args.force;
+    base.strategy = match args.strategy {
+        StrategyArg::Auto => HardStrategy::Auto,
+        StrategyArg::Memory => HardStrategy::Memory,
+        StrategyArg::External => HardStrategy::Disk,
+    };
+    base.temp_dir = args.tmp.clone();
     let started = Instant::now();
     let mut summaries = Vec::new();
     for i in 0..args.count {
@@ -76,8 +80,16 @@ pub fn run(args: &PlotArgs) -> Result<()> {
 
 fn plotted_line(prefix: &str, s: &HardPlotSummary) -> String {
     let stored: u64 = s.stored.iter().sum();
+    let place = match s.temp_peak_bytes {
+        0 => "in memory".to_string(),
+        peak => format!(
+            "through temp files (at most {}, {} written)",
+            format_size(peak),
+            format_size(s.temp_written_bytes)
+        ),
+    };
     format!(
-        "{prefix} plotted k={} hard ({}, {:.2} bytes an entry) in {:.2} s, {:.2} M leaves/s, memory",
+        "{prefix} plotted k={} hard ({}, {:.2} bytes an entry) in {:.2} s, {:.2} M leaves/s, {place}",
         s.k,
         format_size(s.bytes),
         s.bytes as f64 / stored.max(1) as f64,
@@ -95,7 +107,12 @@ fn json_of(s: &HardPlotSummary) -> PlotJson {
         bytes: s.bytes,
         seconds: s.seconds,
         records_per_second: (1u64 << s.k) as f64 / s.seconds,
-        strategy: "memory",
-        temp_bytes_written: 0,
+        strategy: if s.temp_peak_bytes == 0 {
+            "memory"
+        } else {
+            "external"
+        },
+        temp_bytes_written: s.temp_written_bytes,
+        temp_peak_bytes: Some(s.temp_peak_bytes),
     }
 }

@@ -10,15 +10,13 @@
 //! go straight to the encoder.
 
 use super::forward::{pointers, position, SortedLevel, BACK, POS, TOP_BACK};
-use super::temp::{get, get64, put, Spill, TempFile, Usage};
-use super::Plan;
+use super::temp::{get, get64, put, Spill, TempFile};
+use super::Work;
 use crate::hard::construction::top_prefix;
 use crate::hard::park::{ParkSummary, PARK_ENTRIES};
 use crate::hard::plot::stored_value;
 use crate::hard::sort::sort_by;
 use crate::plot::PlotError;
-use std::path::Path;
-use std::sync::Arc;
 
 /// Bytes of a stored value: `2 · line point + 1` of positions below 2^34.
 pub(super) const VALUE: usize = 9;
@@ -96,18 +94,16 @@ fn children_positions(
     record: usize,
     kept: Option<&[u64]>,
     below: (&TempFile, u64),
-    plan: &Plan,
-    dir: &Path,
-    usage: &Arc<Usage>,
+    work: &Work,
     mut emit: impl FnMut(u64, u64, u64) -> Result<(), PlotError>,
 ) -> Result<(), PlotError> {
     let (positions, below_count) = below;
     let mut spill = Spill::create(
-        dir,
+        work.dir,
         "hard-children",
-        plan.log2,
+        work.plan.log2,
         bits_below(below_count),
-        usage,
+        &work.usage,
     )?;
     let mut out = Vec::with_capacity(POS + 2 + POS);
     for_each_pointer(&level.back, record, |e, (l, r, y)| {
@@ -156,31 +152,32 @@ pub(super) fn renumber_middle(
     level: &SortedLevel,
     kept: &[u64],
     below: (&TempFile, u64),
-    plan: &Plan,
-    dir: &Path,
-    usage: &Arc<Usage>,
+    work: &Work,
 ) -> Result<Renumbered, PlotError> {
     // Values spilled by their larger position, which orders them.
-    let mut by_value = Spill::create(dir, "hard-values", plan.log2, bits_below(below.1), usage)?;
-    let mut out = Vec::with_capacity(VALUE + POS);
-    children_positions(
-        level,
-        BACK,
-        Some(kept),
-        below,
-        plan,
-        dir,
-        usage,
-        |e, pl, pr| {
-            out.clear();
-            put(&mut out, stored_value(pl, pr), VALUE);
-            put(&mut out, u128::from(e), POS);
-            by_value.push(pl.max(pr), &out)
-        },
+    let mut by_value = Spill::create(
+        work.dir,
+        "hard-values",
+        work.plan.log2,
+        bits_below(below.1),
+        &work.usage,
     )?;
+    let mut out = Vec::with_capacity(VALUE + POS);
+    children_positions(level, BACK, Some(kept), below, work, |e, pl, pr| {
+        out.clear();
+        put(&mut out, stored_value(pl, pr), VALUE);
+        put(&mut out, u128::from(e), POS);
+        by_value.push(pl.max(pr), &out)
+    })?;
 
-    let mut values = TempFile::create(dir, "hard-sorted", usage)?;
-    let mut by_entry = Spill::create(dir, "hard-ranks", plan.log2, bits_below(level.count), usage)?;
+    let mut values = TempFile::create(work.dir, "hard-sorted", &work.usage)?;
+    let mut by_entry = Spill::create(
+        work.dir,
+        "hard-ranks",
+        work.plan.log2,
+        bits_below(level.count),
+        &work.usage,
+    )?;
     let mut parks = Vec::new();
     let mut park: Vec<u128> = Vec::with_capacity(PARK_ENTRIES as usize);
     let mut rank = 0u64;
@@ -197,7 +194,7 @@ pub(super) fn renumber_middle(
             u128::from(lo) * u128::from(lo.saturating_sub(1)),
             u128::from(hi) * u128::from(hi.saturating_sub(1)),
         );
-        let items = sort_by(items, vhi - vlo, |v| v.0 - vlo, |v| *v, plan.threads);
+        let items = sort_by(items, vhi - vlo, |v| v.0 - vlo, |v| *v, work.plan.threads);
         let mut sorted = Vec::with_capacity(items.len() * VALUE);
         for &(value, e) in &items {
             put(&mut sorted, value, VALUE);
@@ -218,7 +215,7 @@ pub(super) fn renumber_middle(
     values.flush()?;
 
     // The ranks scattered to the entries: unkept entries are never read.
-    let mut positions = TempFile::create(dir, "hard-positions", usage)?;
+    let mut positions = TempFile::create(work.dir, "hard-positions", &work.usage)?;
     positions.extend_to(level.count * POS as u64)?;
     for (file, (lo, hi)) in by_entry.finish()? {
         let bytes = file.read(0, u64::MAX)?;
@@ -248,29 +245,24 @@ pub(super) fn renumber_top(
     k: u8,
     level: &SortedLevel,
     below: (&TempFile, u64),
-    plan: &Plan,
-    dir: &Path,
-    usage: &Arc<Usage>,
+    work: &Work,
     mut take: impl FnMut(&[(u64, u128)]) -> Result<(), PlotError>,
 ) -> Result<(), PlotError> {
-    let mut by_prefix = Spill::create(dir, "hard-top", plan.log2, u32::from(k), usage)?;
-    let mut out = Vec::with_capacity(POS + VALUE);
-    children_positions(
-        level,
-        TOP_BACK,
-        None,
-        below,
-        plan,
-        dir,
-        usage,
-        |y, pl, pr| {
-            let prefix = top_prefix(y);
-            out.clear();
-            put(&mut out, u128::from(prefix), POS);
-            put(&mut out, stored_value(pl, pr), VALUE);
-            by_prefix.push(prefix, &out)
-        },
+    let mut by_prefix = Spill::create(
+        work.dir,
+        "hard-top",
+        work.plan.log2,
+        u32::from(k),
+        &work.usage,
     )?;
+    let mut out = Vec::with_capacity(POS + VALUE);
+    children_positions(level, TOP_BACK, None, below, work, |y, pl, pr| {
+        let prefix = top_prefix(y);
+        out.clear();
+        put(&mut out, u128::from(prefix), POS);
+        put(&mut out, stored_value(pl, pr), VALUE);
+        by_prefix.push(prefix, &out)
+    })?;
     for (file, (lo, hi)) in by_prefix.finish()? {
         let bytes = file.read(0, u64::MAX)?;
         drop(file);
@@ -283,7 +275,7 @@ pub(super) fn renumber_top(
             u128::from(hi - lo),
             |t| u128::from(t.0 - lo),
             |t| *t,
-            plan.threads,
+            work.plan.threads,
         );
         take(&items)?;
     }

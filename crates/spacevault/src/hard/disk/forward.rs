@@ -10,15 +10,13 @@
 //! left child's position and the right's distance from it; for the top
 //! level also the output, whose prefix the file is indexed by).
 
-use super::temp::{get, get64, put, Spill, TempFile, Usage};
-use super::Plan;
+use super::temp::{get, get64, put, Spill, TempFile};
+use super::{Plan, Work};
 use crate::hard::construction::{node_of, EXTRA_BITS};
 use crate::hard::plot::{bucket_runs, join_runs, split};
 use crate::hard::sort::sort_by;
 use crate::kernel::Kernel;
 use crate::plot::PlotError;
-use std::path::Path;
-use std::sync::Arc;
 
 /// Bytes of an output (k + 6 ≤ 38 bits), a position (levels hold fewer
 /// than 2^40 entries) and a digest.
@@ -53,23 +51,23 @@ fn window_entries(plan: &Plan) -> u64 {
 }
 
 /// Level 1: every x hashed, spilled by output, each spill file sorted.
-pub(super) fn level_one(
-    id: &[u8; 32],
-    k: u8,
-    plan: &Plan,
-    dir: &Path,
-    usage: &Arc<Usage>,
-) -> Result<SortedLevel, PlotError> {
+pub(super) fn level_one(id: &[u8; 32], k: u8, work: &Work) -> Result<SortedLevel, PlotError> {
     let kernel = Kernel::new(id);
     let n = 1u64 << k;
     let key_bits = u32::from(k + EXTRA_BITS);
-    let mut spill = Spill::create(dir, "hard-leaves", plan.log2, key_bits, usage)?;
-    let piece = window_entries(plan).max(4096 * plan.threads as u64);
+    let mut spill = Spill::create(
+        work.dir,
+        "hard-leaves",
+        work.plan.log2,
+        key_bits,
+        &work.usage,
+    )?;
+    let piece = window_entries(&work.plan).max(4096 * work.plan.threads as u64);
     let mut record = Vec::with_capacity(LEAF);
     for start in (0..n).step_by(piece as usize) {
         let end = (start + piece).min(n);
         let parts: Vec<Vec<(u64, [u8; 16])>> = std::thread::scope(|s| {
-            let handles: Vec<_> = split((end - start) as usize, plan.threads)
+            let handles: Vec<_> = split((end - start) as usize, work.plan.threads)
                 .into_iter()
                 .map(|r| {
                     let kernel = &kernel;
@@ -100,8 +98,8 @@ pub(super) fn level_one(
             spill.push(y, &record)?;
         }
     }
-    let mut stream = TempFile::create(dir, "hard-stream1", usage)?;
-    let mut back = TempFile::create(dir, "hard-back1", usage)?;
+    let mut stream = TempFile::create(work.dir, "hard-stream1", &work.usage)?;
+    let mut back = TempFile::create(work.dir, "hard-back1", &work.usage)?;
     let mut count = 0u64;
     for (file, (lo, hi)) in spill.finish()? {
         let bytes = file.read(0, u64::MAX)?;
@@ -122,7 +120,7 @@ pub(super) fn level_one(
             u128::from(hi - lo),
             |e| u128::from(e.0 - lo),
             |e| (e.0, e.1),
-            plan.threads,
+            work.plan.threads,
         );
         let mut out = Vec::with_capacity(leaves.len() * STREAM);
         let mut xs = Vec::with_capacity(leaves.len() * POS);
@@ -151,23 +149,21 @@ pub(super) fn next_level(
     level: u8,
     top: bool,
     below: TempFile,
-    plan: &Plan,
-    dir: &Path,
-    usage: &Arc<Usage>,
+    work: &Work,
 ) -> Result<SortedLevel, PlotError> {
     let kernel = Kernel::new(id);
     let key_bits = u32::from(k + EXTRA_BITS);
     let mut spill = Spill::create(
-        dir,
+        work.dir,
         &format!("hard-joins{level}-"),
-        plan.log2,
+        work.plan.log2,
         key_bits,
-        usage,
+        &work.usage,
     )?;
     // The window: whole runs of buckets, from position `base` on.
     let (mut ys, mut metas) = (Vec::<u64>::new(), Vec::<[u8; 16]>::new());
     let mut base = 0u64;
-    let piece = window_entries(plan) * STREAM as u64;
+    let piece = window_entries(&work.plan) * STREAM as u64;
     let mut pieces = below.pieces(piece).peekable();
     let mut record = Vec::with_capacity(JOINED);
     loop {
@@ -197,7 +193,7 @@ pub(super) fn next_level(
             (&ys, &metas),
             &runs,
             0..lefts,
-            plan.threads,
+            work.plan.threads,
         );
         for (y, [l, r], meta) in parts.into_iter().flatten() {
             record.clear();
@@ -222,12 +218,12 @@ pub(super) fn next_level(
         None
     } else {
         Some(TempFile::create(
-            dir,
+            work.dir,
             &format!("hard-stream{level}-"),
-            usage,
+            &work.usage,
         )?)
     };
-    let mut back = TempFile::create(dir, &format!("hard-back{level}-"), usage)?;
+    let mut back = TempFile::create(work.dir, &format!("hard-back{level}-"), &work.usage)?;
     let mut count = 0u64;
     for (file, (lo, hi)) in spill.finish()? {
         let bytes = file.read(0, u64::MAX)?;
@@ -250,7 +246,7 @@ pub(super) fn next_level(
             u128::from(hi - lo),
             |e| u128::from(e.0 - lo),
             |e| (e.0, e.1, e.2),
-            plan.threads,
+            work.plan.threads,
         );
         let mut out = Vec::with_capacity(joined.len() * STREAM);
         let mut pointers = Vec::with_capacity(joined.len() * TOP_BACK);

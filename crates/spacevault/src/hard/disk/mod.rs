@@ -42,6 +42,13 @@ pub(crate) struct Plan {
     pub threads: usize,
 }
 
+/// The plan and where its temp files go.
+struct Work<'a> {
+    plan: Plan,
+    dir: &'a Path,
+    usage: Arc<Usage>,
+}
+
 /// The most files one spill is cut into: each is an open file and a
 /// write buffer.
 const MAX_LOG2: u32 = 9;
@@ -66,9 +73,9 @@ pub fn disk_memory_needed(k: u8, levels: u8, log2: u32) -> u64 {
     bitmaps + index + parks + sorting + buffers + (16 << 20)
 }
 
-/// Temp disk the plotter holds at most, a leaf (measured at k = 20 to 24:
-/// while level 5 is joined, level 4's stream and level 5's spill, and
-/// the pointers of levels 1 to 4).
+/// Temp disk the plotter holds at most, a leaf (74 measured at k = 22 and
+/// 24: while level 5 is joined, level 4's stream and level 5's spill, 21
+/// and 28 bytes an entry, and the pointers of levels 1 to 4).
 pub const TEMP_BYTES_PER_LEAF: u64 = 80;
 
 impl Plan {
@@ -79,7 +86,10 @@ impl Plan {
             .find(|&log2| disk_memory_needed(k, levels, log2) <= options.memory)
             .ok_or(PlotError::MemoryTooSmall {
                 given: options.memory,
-                needed: disk_memory_needed(k, levels, MAX_LOG2),
+                needed: (1..=MAX_LOG2)
+                    .map(|log2| disk_memory_needed(k, levels, log2))
+                    .min()
+                    .unwrap_or(u64::MAX),
             })?;
         Ok(Plan {
             log2,
@@ -177,24 +187,19 @@ fn plot_with_plan(
         temp_dir,
         (1u64 << k) * TEMP_BYTES_PER_LEAF,
     )?;
-    let usage = Arc::new(Usage::default());
+    let work = Work {
+        plan,
+        dir: temp_dir,
+        usage: Arc::new(Usage::default()),
+    };
 
-    let mut sorted = vec![forward::level_one(&id, k, &plan, temp_dir, &usage)?];
+    let mut sorted = vec![forward::level_one(&id, k, &work)?];
     for level in 2..=levels {
         let below = sorted
             .last_mut()
             .and_then(|l| l.stream.take())
             .expect("every level below the top has a stream");
-        let next = forward::next_level(
-            &id,
-            k,
-            level,
-            level == levels,
-            below,
-            &plan,
-            temp_dir,
-            &usage,
-        )?;
+        let next = forward::next_level(&id, k, level, level == levels, below, &work)?;
         sorted.push(next);
     }
     let matched: Vec<u64> = sorted.iter().map(|l| l.count).collect();
@@ -211,14 +216,7 @@ fn plot_with_plan(
     let mut below_count = 1u64 << k;
     for (i, level) in sorted.by_ref().take(usize::from(levels) - 2).enumerate() {
         let width = pair_width(below_count);
-        let r = backward::renumber_middle(
-            &level,
-            &kept[i + 1],
-            (&positions, matched[i]),
-            &plan,
-            temp_dir,
-            &usage,
-        )?;
+        let r = backward::renumber_middle(&level, &kept[i + 1], (&positions, matched[i]), &work)?;
         drop(level);
         let fixed_bits = fixed_bits_from(&r.parks, width);
         let park_bytes = park_bytes_from(&r.parks, width, fixed_bits);
@@ -255,19 +253,11 @@ fn plot_with_plan(
     let mut encoder = TopEncoder::new(k, bucket_bits(k), pair_width(below_count));
     let mut writer = SectionWriter::new(temp.file(), offset);
     let mut out = Vec::new();
-    backward::renumber_top(
-        k,
-        &top,
-        (&positions, below_matched),
-        &plan,
-        temp_dir,
-        &usage,
-        |entries| {
-            out.clear();
-            encoder.push(entries, &mut out);
-            writer.write(&out).map_err(io)
-        },
-    )?;
+    backward::renumber_top(k, &top, (&positions, below_matched), &work, |entries| {
+        out.clear();
+        encoder.push(entries, &mut out);
+        writer.write(&out).map_err(io)
+    })?;
     drop((top, positions));
     out.clear();
     let index = encoder.finish(&mut out);
@@ -316,8 +306,8 @@ fn plot_with_plan(
         seconds: started.elapsed().as_secs_f64(),
         matched,
         stored: stored_counts,
-        temp_peak_bytes: usage.peak(),
-        temp_written_bytes: usage.written(),
+        temp_peak_bytes: work.usage.peak(),
+        temp_written_bytes: work.usage.written(),
     })
 }
 

@@ -160,6 +160,9 @@ impl Drop for TempFile {
     }
 }
 
+/// A spill's file and the keys it holds, `[lo, hi)`.
+pub(super) type Piece = (TempFile, (u64, u64));
+
 /// Records scattered into `2^log2` files by the high bits of a key of
 /// `key_bits` bits: file `b` holds the keys of `[b, b + 1) · 2^shift`,
 /// so the files in order hold the keys in order.
@@ -197,7 +200,7 @@ impl Spill {
     }
 
     /// The files, written out, in key order, each with its key range.
-    pub fn finish(mut self) -> Result<Vec<(TempFile, (u64, u64))>, PlotError> {
+    pub fn finish(mut self) -> Result<Vec<Piece>, PlotError> {
         for f in &mut self.files {
             f.flush()?;
         }
