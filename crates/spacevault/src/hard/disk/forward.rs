@@ -31,7 +31,8 @@ pub(super) const DR: usize = 2;
 const STREAM: usize = Y + META;
 /// A level-1 spill record: output, x, digest.
 const LEAF: usize = Y + POS + META;
-/// A join's spill record: output, left child, distance to the right, digest.
+/// A join's spill record: output, left child, distance to the right,
+/// digest (none for the top level).
 const JOINED: usize = Y + POS + DR + META;
 /// Pointers of a middle level (left, distance) and of the top (and output).
 pub(super) const BACK: usize = POS + DR;
@@ -200,7 +201,10 @@ pub(super) fn next_level(
             put(&mut record, u128::from(y), Y);
             put(&mut record, u128::from(base + u64::from(l)), POS);
             put(&mut record, u128::from(distance(l, r)?), DR);
-            record.extend_from_slice(&meta);
+            // The top level's digests are never joined: not kept.
+            if !top {
+                record.extend_from_slice(&meta);
+            }
             spill.push(y, &record)?;
         }
         if last {
@@ -228,14 +232,16 @@ pub(super) fn next_level(
     for (file, (lo, hi)) in spill.finish()? {
         let bytes = file.read(0, u64::MAX)?;
         drop(file);
+        let size = if top { JOINED - META } else { JOINED };
         let joined: Vec<(u64, u64, u64, [u8; 16])> = bytes
-            .chunks_exact(JOINED)
+            .chunks_exact(size)
             .map(|r| {
                 (
                     get64(&r[..Y]),
                     get64(&r[Y..Y + POS]),
                     get64(&r[Y + POS..Y + POS + DR]),
-                    r[Y + POS + DR..].try_into().unwrap(),
+                    r.get(Y + POS + DR..JOINED)
+                        .map_or([0; 16], |m| m.try_into().unwrap()),
                 )
             })
             .collect();

@@ -78,10 +78,10 @@ pub fn disk_memory_needed(k: u8, levels: u8, log2: u32) -> u64 {
     bitmaps + index + parks + sorting + buffers + (16 << 20)
 }
 
-/// Temp disk the plotter holds at most, a leaf (74 measured at k = 22 and
-/// 24: while level 5 is joined, level 4's stream and level 5's spill, 21
-/// and 28 bytes an entry, and the pointers of levels 1 to 4).
-pub const TEMP_BYTES_PER_LEAF: u64 = 80;
+/// Temp disk the plotter holds at most, a leaf (67 measured at k = 22:
+/// while level 4 is joined, level 3's stream and level 4's spill, 21
+/// and 28 bytes an entry, and the pointers of levels 1 to 3).
+pub const TEMP_BYTES_PER_LEAF: u64 = 72;
 
 impl Plan {
     /// The fewest spill files that fit `options.memory`.
