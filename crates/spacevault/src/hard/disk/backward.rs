@@ -4,7 +4,7 @@
 //! positions of its two children, which lie next to each other in the
 //! level below: the entries are spilled by left child, and each spill
 //! file reads the slice of the level below's positions it spans. The
-//! values are then spilled by their larger position (which orders them),
+//! values are then spilled by their high bits (they are near uniform),
 //! sorted, ranked, and the ranks scattered back to the entries by a spill
 //! on the entry; the top level's values are spilled by prefix instead and
 //! go straight to the encoder.
@@ -51,15 +51,26 @@ fn for_each_pointer(
     Ok(())
 }
 
-/// For levels 1 to the one below the top, which entries a top entry
-/// reaches, as bitmaps.
+/// For levels 2 to the one below the top, which entries a top entry
+/// reaches, as bitmaps (level 1's, index 0, is left empty: its entries
+/// are not stored, so nothing asks).
 pub(super) fn reached(levels: &[SortedLevel]) -> Result<Vec<Vec<u64>>, PlotError> {
     let top = levels.len() - 1;
     let mut maps: Vec<Vec<u64>> = levels[..top]
         .iter()
-        .map(|l| vec![0u64; l.count.div_ceil(64) as usize])
+        .enumerate()
+        .map(|(i, l)| {
+            vec![
+                0u64;
+                if i == 0 {
+                    0
+                } else {
+                    l.count.div_ceil(64) as usize
+                }
+            ]
+        })
         .collect();
-    for i in (1..=top).rev() {
+    for i in (2..=top).rev() {
         let record = if i == top { TOP_BACK } else { BACK };
         let (lower, upper) = maps.split_at_mut(i);
         let below = &mut lower[i - 1];
@@ -99,11 +110,10 @@ fn children_positions(
 ) -> Result<(), PlotError> {
     let (positions, below_count) = below;
     let mut spill = Spill::create(
-        work.dir,
+        &work.temps,
         "hard-children",
         work.plan.log2,
         bits_below(below_count),
-        &work.usage,
     )?;
     let mut out = Vec::with_capacity(POS + 2 + POS);
     for_each_pointer(&level.back, record, |e, (l, r, y)| {
@@ -148,35 +158,42 @@ fn children_positions(
 }
 
 /// Renumbers a middle level: its kept entries sorted by value.
+///
+/// `below` is the level below's positions file and its entries; its new
+/// positions are below `ranks`.
 pub(super) fn renumber_middle(
     level: &SortedLevel,
     kept: &[u64],
     below: (&TempFile, u64),
+    ranks: u64,
     work: &Work,
 ) -> Result<Renumbered, PlotError> {
-    // Values spilled by their larger position, which orders them.
+    // Values spilled by their high bits: a value is twice the line point
+    // of two positions below `ranks` (and a bit), and line points are
+    // near uniform below ranks^2 / 2.
+    let value_bits = 128 - (u128::from(ranks) * u128::from(ranks)).leading_zeros();
+    let shift = value_bits.saturating_sub(63);
     let mut by_value = Spill::create(
-        work.dir,
+        &work.temps,
         "hard-values",
         work.plan.log2,
-        bits_below(below.1),
-        &work.usage,
+        value_bits - shift,
     )?;
     let mut out = Vec::with_capacity(VALUE + POS);
     children_positions(level, BACK, Some(kept), below, work, |e, pl, pr| {
+        let value = stored_value(pl, pr);
         out.clear();
-        put(&mut out, stored_value(pl, pr), VALUE);
+        put(&mut out, value, VALUE);
         put(&mut out, u128::from(e), POS);
-        by_value.push(pl.max(pr), &out)
+        by_value.push((value >> shift) as u64, &out)
     })?;
 
-    let mut values = TempFile::create(work.dir, "hard-sorted", &work.usage)?;
+    let mut values = TempFile::create(&work.temps, "hard-sorted")?;
     let mut by_entry = Spill::create(
-        work.dir,
+        &work.temps,
         "hard-ranks",
         work.plan.log2,
         bits_below(level.count),
-        &work.usage,
     )?;
     let mut parks = Vec::new();
     let mut park: Vec<u128> = Vec::with_capacity(PARK_ENTRIES as usize);
@@ -189,11 +206,7 @@ pub(super) fn renumber_middle(
             .map(|r| (get(&r[..VALUE]), get64(&r[VALUE..])))
             .collect();
         drop(bytes);
-        // Values of larger positions in [lo, hi) lie in [lo(lo-1), hi(hi-1)).
-        let (vlo, vhi) = (
-            u128::from(lo) * u128::from(lo.saturating_sub(1)),
-            u128::from(hi) * u128::from(hi.saturating_sub(1)),
-        );
+        let (vlo, vhi) = (u128::from(lo) << shift, u128::from(hi) << shift);
         let items = sort_by(items, vhi - vlo, |v| v.0 - vlo, |v| *v, work.plan.threads);
         let mut sorted = Vec::with_capacity(items.len() * VALUE);
         for &(value, e) in &items {
@@ -215,7 +228,7 @@ pub(super) fn renumber_middle(
     values.flush()?;
 
     // The ranks scattered to the entries: unkept entries are never read.
-    let mut positions = TempFile::create(work.dir, "hard-positions", &work.usage)?;
+    let mut positions = TempFile::create(&work.temps, "hard-positions")?;
     positions.extend_to(level.count * POS as u64)?;
     for (file, (lo, hi)) in by_entry.finish()? {
         let bytes = file.read(0, u64::MAX)?;
@@ -248,13 +261,7 @@ pub(super) fn renumber_top(
     work: &Work,
     mut take: impl FnMut(&[(u64, u128)]) -> Result<(), PlotError>,
 ) -> Result<(), PlotError> {
-    let mut by_prefix = Spill::create(
-        work.dir,
-        "hard-top",
-        work.plan.log2,
-        u32::from(k),
-        &work.usage,
-    )?;
+    let mut by_prefix = Spill::create(&work.temps, "hard-top", work.plan.log2, u32::from(k))?;
     let mut out = Vec::with_capacity(POS + VALUE);
     children_positions(level, TOP_BACK, None, below, work, |y, pl, pr| {
         let prefix = top_prefix(y);
@@ -270,6 +277,7 @@ pub(super) fn renumber_top(
             .chunks_exact(POS + VALUE)
             .map(|r| (get64(&r[..POS]), get(&r[POS..])))
             .collect();
+        drop(bytes);
         let items = sort_by(
             items,
             u128::from(hi - lo),

@@ -56,13 +56,7 @@ pub(super) fn level_one(id: &[u8; 32], k: u8, work: &Work) -> Result<SortedLevel
     let kernel = Kernel::new(id);
     let n = 1u64 << k;
     let key_bits = u32::from(k + EXTRA_BITS);
-    let mut spill = Spill::create(
-        work.dir,
-        "hard-leaves",
-        work.plan.log2,
-        key_bits,
-        &work.usage,
-    )?;
+    let mut spill = Spill::create(&work.temps, "hard-leaves", work.plan.log2, key_bits)?;
     let piece = window_entries(&work.plan).max(4096 * work.plan.threads as u64);
     let mut record = Vec::with_capacity(LEAF);
     for start in (0..n).step_by(piece as usize) {
@@ -99,8 +93,8 @@ pub(super) fn level_one(id: &[u8; 32], k: u8, work: &Work) -> Result<SortedLevel
             spill.push(y, &record)?;
         }
     }
-    let mut stream = TempFile::create(work.dir, "hard-stream1", &work.usage)?;
-    let mut back = TempFile::create(work.dir, "hard-back1", &work.usage)?;
+    let mut stream = TempFile::create(&work.temps, "hard-stream1")?;
+    let mut back = TempFile::create(&work.temps, "hard-back1")?;
     let mut count = 0u64;
     for (file, (lo, hi)) in spill.finish()? {
         let bytes = file.read(0, u64::MAX)?;
@@ -155,11 +149,10 @@ pub(super) fn next_level(
     let kernel = Kernel::new(id);
     let key_bits = u32::from(k + EXTRA_BITS);
     let mut spill = Spill::create(
-        work.dir,
+        &work.temps,
         &format!("hard-joins{level}-"),
         work.plan.log2,
         key_bits,
-        &work.usage,
     )?;
     // The window: whole runs of buckets, from position `base` on.
     let (mut ys, mut metas) = (Vec::<u64>::new(), Vec::<[u8; 16]>::new());
@@ -222,12 +215,11 @@ pub(super) fn next_level(
         None
     } else {
         Some(TempFile::create(
-            work.dir,
+            &work.temps,
             &format!("hard-stream{level}-"),
-            &work.usage,
         )?)
     };
-    let mut back = TempFile::create(work.dir, &format!("hard-back{level}-"), &work.usage)?;
+    let mut back = TempFile::create(&work.temps, &format!("hard-back{level}-"))?;
     let mut count = 0u64;
     for (file, (lo, hi)) in spill.finish()? {
         let bytes = file.read(0, u64::MAX)?;

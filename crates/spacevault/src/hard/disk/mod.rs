@@ -30,7 +30,7 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
-use temp::{get, Usage};
+use temp::{get, TempPlace, Usage};
 
 /// How the plot is cut to fit the memory limit.
 #[derive(Clone, Copy, Debug)]
@@ -43,10 +43,9 @@ pub(crate) struct Plan {
 }
 
 /// The plan and where its temp files go.
-struct Work<'a> {
+struct Work {
     plan: Plan,
-    dir: &'a Path,
-    usage: Arc<Usage>,
+    temps: TempPlace,
 }
 
 /// The most files one spill is cut into: each is an open file and a
@@ -87,21 +86,30 @@ impl Plan {
     /// The fewest spill files that fit `options.memory`.
     pub fn for_options(options: &HardPlotOptions) -> Result<Plan, PlotError> {
         let (k, levels) = (options.k, options.levels);
-        let fits = |log2: u32| disk_memory_needed(k, levels, log2) <= options.memory;
+        // Two spills may be open at once, beside a few other files.
+        let files = temp::open_files_allowed();
+        let most = (1..=MAX_LOG2)
+            .rev()
+            .find(|&log2| 2 * (1u64 << log2) + 32 <= files)
+            .ok_or_else(|| {
+                PlotError::InvalidOptions(format!(
+                    "{files} open files allowed: plotting through disk needs at least 36"
+                ))
+            })?;
+        let fits =
+            |log2: u32| log2 <= most && disk_memory_needed(k, levels, log2) <= options.memory;
         let fewest = (1..=MAX_LOG2)
             .find(|&log2| fits(log2))
             .ok_or(PlotError::MemoryTooSmall {
                 given: options.memory,
-                needed: (1..=MAX_LOG2)
+                needed: (1..=most)
                     .map(|log2| disk_memory_needed(k, levels, log2))
                     .min()
                     .unwrap_or(u64::MAX),
             })?;
         // Spill files of about 2^CACHED_LOG2 entries sort within the
         // cores' caches: more files than the memory needs, where it allows.
-        let wanted = u32::from(k)
-            .saturating_sub(CACHED_LOG2)
-            .clamp(fewest, MAX_LOG2);
+        let wanted = u32::from(k).saturating_sub(CACHED_LOG2).clamp(fewest, most);
         let log2 = (fewest..=wanted).rev().find(|&l| fits(l)).unwrap_or(fewest);
         Ok(Plan {
             log2,
@@ -201,8 +209,11 @@ fn plot_with_plan(
     )?;
     let work = Work {
         plan,
-        dir: temp_dir,
-        usage: Arc::new(Usage::default()),
+        temps: TempPlace {
+            dir: temp_dir.to_path_buf(),
+            prefix: format!("{}-hard", plot_file_name(k, &id).trim_end_matches(".plot")),
+            usage: Arc::new(Usage::default()),
+        },
     };
 
     let mut sorted = vec![forward::level_one(&id, k, &work)?];
@@ -228,7 +239,13 @@ fn plot_with_plan(
     let mut below_count = 1u64 << k;
     for (i, level) in sorted.by_ref().take(usize::from(levels) - 2).enumerate() {
         let width = pair_width(below_count);
-        let r = backward::renumber_middle(&level, &kept[i + 1], (&positions, matched[i]), &work)?;
+        let r = backward::renumber_middle(
+            &level,
+            &kept[i + 1],
+            (&positions, matched[i]),
+            below_count,
+            &work,
+        )?;
         drop(level);
         let fixed_bits = fixed_bits_from(&r.parks, width);
         let park_bytes = park_bytes_from(&r.parks, width, fixed_bits);
@@ -318,8 +335,8 @@ fn plot_with_plan(
         seconds: started.elapsed().as_secs_f64(),
         matched,
         stored: stored_counts,
-        temp_peak_bytes: work.usage.peak(),
-        temp_written_bytes: work.usage.written(),
+        temp_peak_bytes: work.temps.usage.peak(),
+        temp_written_bytes: work.temps.usage.written(),
     })
 }
 

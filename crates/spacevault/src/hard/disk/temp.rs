@@ -31,6 +31,16 @@ impl Usage {
         self.written.fetch_add(bytes, Ordering::Relaxed);
     }
 
+    /// Space taken without writing (a file made longer, sparse).
+    fn reserve(&self, bytes: u64) {
+        let now = self.live.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        self.peak.fetch_max(now, Ordering::Relaxed);
+    }
+
+    fn wrote(&self, bytes: u64) {
+        self.written.fetch_add(bytes, Ordering::Relaxed);
+    }
+
     fn remove(&self, bytes: u64) {
         self.live.fetch_sub(bytes, Ordering::Relaxed);
     }
@@ -42,6 +52,48 @@ impl Usage {
     pub fn written(&self) -> u64 {
         self.written.load(Ordering::Relaxed)
     }
+}
+
+/// Where a plot's temp files go: their directory, the name they begin
+/// with (the plot's, which [`crate::plot::files`] knows as a temp file of
+/// spacevault's, so a cleanup finds one a killed plotter left), and
+/// their shared count.
+pub(super) struct TempPlace {
+    pub dir: PathBuf,
+    pub prefix: String,
+    pub usage: Arc<Usage>,
+}
+
+/// The open files a plot may take: the soft limit, raised to the hard
+/// one where the system allows (a spill holds up to 512 open at once, and
+/// two spills may be open together).
+pub(super) fn open_files_allowed() -> u64 {
+    // SAFETY: getrlimit and setrlimit read and write the struct passed.
+    unsafe {
+        let mut limit: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+            return 1024;
+        }
+        if limit.rlim_cur < limit.rlim_max {
+            let raised = libc::rlimit {
+                rlim_cur: limit.rlim_max,
+                rlim_max: limit.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                limit = raised;
+            }
+        }
+        limit.rlim_cur
+    }
+}
+
+/// A stop requested (Ctrl-C) ends the plot at the next piece of a temp
+/// file read or written, its files removed.
+fn check_stop() -> Result<(), PlotError> {
+    if crate::plot::stop_requested() {
+        return Err(PlotError::Interrupted);
+    }
+    Ok(())
 }
 
 /// Appends the low `bytes` bytes of `v`, little-endian.
@@ -75,15 +127,18 @@ pub(super) struct TempFile {
 }
 
 impl TempFile {
-    pub fn create(dir: &Path, stem: &str, usage: &Arc<Usage>) -> Result<TempFile, PlotError> {
-        let path = dir.join(unique_temp_name(stem, "part"));
+    pub fn create(place: &TempPlace, stem: &str) -> Result<TempFile, PlotError> {
+        let path = place.dir.join(unique_temp_name(
+            &format!("{}-{stem}", place.prefix),
+            "part",
+        ));
         let file = create_locked(&path, false).map_err(|e| io_error("creating", &path, e))?;
         Ok(TempFile {
             path,
             file,
             len: 0,
             buffer: Vec::new(),
-            usage: usage.clone(),
+            usage: place.usage.clone(),
         })
     }
 
@@ -101,6 +156,7 @@ impl TempFile {
 
     /// Writes what the buffer holds and gives its memory back.
     pub fn flush(&mut self) -> Result<(), PlotError> {
+        check_stop()?;
         if !self.buffer.is_empty() {
             self.file
                 .write_all_at(&self.buffer, self.len)
@@ -120,7 +176,7 @@ impl TempFile {
             self.file
                 .set_len(len)
                 .map_err(|e| io_error("sizing", &self.path, e))?;
-            self.usage.add(len - self.len);
+            self.usage.reserve(len - self.len);
             self.len = len;
         }
         Ok(())
@@ -129,14 +185,18 @@ impl TempFile {
     /// Writes `bytes` at `offset`, inside the file's length.
     pub fn write_at(&self, bytes: &[u8], offset: u64) -> Result<(), PlotError> {
         assert!(offset + bytes.len() as u64 <= self.len && self.buffer.is_empty());
+        check_stop()?;
         self.file
             .write_all_at(bytes, offset)
-            .map_err(|e| io_error("writing", &self.path, e))
+            .map_err(|e| io_error("writing", &self.path, e))?;
+        self.usage.wrote(bytes.len() as u64);
+        Ok(())
     }
 
     /// The file's bytes from `offset`, at most `len` of them.
     pub fn read(&self, offset: u64, len: u64) -> Result<Vec<u8>, PlotError> {
         assert!(self.buffer.is_empty(), "read after flush");
+        check_stop()?;
         let len = len.min(self.len.saturating_sub(offset));
         let mut bytes = vec![0u8; len as usize];
         self.file
@@ -173,14 +233,13 @@ pub(super) struct Spill {
 
 impl Spill {
     pub fn create(
-        dir: &Path,
+        place: &TempPlace,
         stem: &str,
         log2: u32,
         key_bits: u32,
-        usage: &Arc<Usage>,
     ) -> Result<Spill, PlotError> {
         let files = (0..1usize << log2)
-            .map(|b| TempFile::create(dir, &format!("{stem}{b}"), usage))
+            .map(|b| TempFile::create(place, &format!("{stem}{b}")))
             .collect::<Result<_, _>>()?;
         Ok(Spill {
             files,
@@ -229,7 +288,12 @@ mod tests {
     fn a_spill_keeps_keys_in_file_order_and_its_files_go_when_dropped() {
         let dir = tempfile::tempdir().unwrap();
         let usage = Arc::new(Usage::default());
-        let mut spill = Spill::create(dir.path(), "t", 2, 10, &usage).unwrap();
+        let place = TempPlace {
+            dir: dir.path().to_path_buf(),
+            prefix: "spacevault-k16-test".into(),
+            usage: usage.clone(),
+        };
+        let mut spill = Spill::create(&place, "t", 2, 10).unwrap();
         let keys: Vec<u64> = (0..5000u64).map(|i| (i * 7919) % 1024).collect();
         for &key in &keys {
             let mut r = Vec::new();
@@ -249,6 +313,9 @@ mod tests {
             }
         }
         assert_eq!(seen, keys.len());
+        let temps = crate::plot::files::temps_in(dir.path());
+        assert_eq!(temps.len(), 4, "seen as spacevault's temp files");
+        assert!(temps.iter().all(|t| t.2), "and as live");
         drop(files);
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
