@@ -101,10 +101,10 @@ pub(super) struct Renumbered {
 /// bytes each) the spill file spans; `emit` gets the entry (or, for the
 /// top level, its output) and the two positions.
 fn children_positions(
-    level: &SortedLevel,
+    back: TempFile,
     record: usize,
     kept: Option<&[u64]>,
-    below: (&TempFile, u64),
+    below: (TempFile, u64),
     work: &Work,
     mut emit: impl FnMut(u64, u64, u64) -> Result<(), PlotError>,
 ) -> Result<(), PlotError> {
@@ -116,7 +116,7 @@ fn children_positions(
         bits_below(below_count),
     )?;
     let mut out = Vec::with_capacity(POS + 2 + POS);
-    for_each_pointer(&level.back, record, |e, (l, r, y)| {
+    for_each_pointer(&back, record, |e, (l, r, y)| {
         if kept.is_none_or(|map| bit(map, e)) {
             out.clear();
             put(&mut out, u128::from(l), POS);
@@ -130,6 +130,7 @@ fn children_positions(
         }
         Ok(())
     })?;
+    drop(back);
     for (file, (lo, _)) in spill.finish()? {
         let bytes = file.read(0, u64::MAX)?;
         drop(file);
@@ -140,6 +141,8 @@ fn children_positions(
         else {
             continue;
         };
+        // Later files' children lie at `lo` or past it.
+        positions.release_before(lo * POS as u64);
         let slice = positions.read(lo * POS as u64, (last + 1 - lo) * POS as u64)?;
         let at = |i: u64| -> Result<u64, PlotError> {
             let offset = ((i - lo) as usize) * POS;
@@ -162,9 +165,9 @@ fn children_positions(
 /// `below` is the level below's positions file and its entries; its new
 /// positions are below `ranks`.
 pub(super) fn renumber_middle(
-    level: &SortedLevel,
+    level: SortedLevel,
     kept: &[u64],
-    below: (&TempFile, u64),
+    below: (TempFile, u64),
     ranks: u64,
     work: &Work,
 ) -> Result<Renumbered, PlotError> {
@@ -180,7 +183,8 @@ pub(super) fn renumber_middle(
         value_bits - shift,
     )?;
     let mut out = Vec::with_capacity(VALUE + POS);
-    children_positions(level, BACK, Some(kept), below, work, |e, pl, pr| {
+    let SortedLevel { back, count, .. } = level;
+    children_positions(back, BACK, Some(kept), below, work, |e, pl, pr| {
         let value = stored_value(pl, pr);
         out.clear();
         put(&mut out, value, VALUE);
@@ -189,12 +193,7 @@ pub(super) fn renumber_middle(
     })?;
 
     let mut values = TempFile::create(&work.temps, "hard-sorted")?;
-    let mut by_entry = Spill::create(
-        &work.temps,
-        "hard-ranks",
-        work.plan.log2,
-        bits_below(level.count),
-    )?;
+    let mut by_entry = Spill::create(&work.temps, "hard-ranks", work.plan.log2, bits_below(count))?;
     let mut parks = Vec::new();
     let mut park: Vec<u128> = Vec::with_capacity(PARK_ENTRIES as usize);
     let mut rank = 0u64;
@@ -229,11 +228,11 @@ pub(super) fn renumber_middle(
 
     // The ranks scattered to the entries: unkept entries are never read.
     let mut positions = TempFile::create(&work.temps, "hard-positions")?;
-    positions.extend_to(level.count * POS as u64)?;
+    positions.extend_to(count * POS as u64)?;
     for (file, (lo, hi)) in by_entry.finish()? {
         let bytes = file.read(0, u64::MAX)?;
         drop(file);
-        let hi = hi.min(level.count);
+        let hi = hi.min(count);
         if lo >= hi {
             continue;
         }
@@ -256,14 +255,14 @@ pub(super) fn renumber_middle(
 /// order a spill file at a time.
 pub(super) fn renumber_top(
     k: u8,
-    level: &SortedLevel,
-    below: (&TempFile, u64),
+    level: SortedLevel,
+    below: (TempFile, u64),
     work: &Work,
     mut take: impl FnMut(&[(u64, u128)]) -> Result<(), PlotError>,
 ) -> Result<(), PlotError> {
     let mut by_prefix = Spill::create(&work.temps, "hard-top", work.plan.log2, u32::from(k))?;
     let mut out = Vec::with_capacity(POS + VALUE);
-    children_positions(level, TOP_BACK, None, below, work, |y, pl, pr| {
+    children_positions(level.back, TOP_BACK, None, below, work, |y, pl, pr| {
         let prefix = top_prefix(y);
         out.clear();
         put(&mut out, u128::from(prefix), POS);

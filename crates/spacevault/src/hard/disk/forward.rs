@@ -160,9 +160,14 @@ pub(super) fn next_level(
     let piece = window_entries(&work.plan) * STREAM as u64;
     let mut pieces = below.pieces(piece).peekable();
     let mut record = Vec::with_capacity(JOINED);
+    let mut read = 0u64;
     loop {
         let more = pieces.next().transpose()?;
         if let Some(bytes) = &more {
+            // In the window now: the level below's file need not keep it,
+            // so the level and its joins take little more than the larger.
+            read += bytes.len() as u64;
+            below.release_before(read);
             for r in bytes.chunks_exact(STREAM) {
                 ys.push(get64(&r[..Y]));
                 metas.push(r[Y..].try_into().unwrap());

@@ -7,8 +7,10 @@
 
 use crate::plot::files::{create_locked, unique_temp_name};
 use crate::plot::PlotError;
+use std::cell::Cell;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
+use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -122,6 +124,9 @@ pub(super) struct TempFile {
     path: PathBuf,
     file: File,
     len: u64,
+    /// Bytes from the start already read for the last time and given
+    /// back to the file system.
+    released: Cell<u64>,
     buffer: Vec<u8>,
     usage: Arc<Usage>,
 }
@@ -137,6 +142,7 @@ impl TempFile {
             path,
             file,
             len: 0,
+            released: Cell::new(0),
             buffer: Vec::new(),
             usage: place.usage.clone(),
         })
@@ -205,6 +211,33 @@ impl TempFile {
         Ok(bytes)
     }
 
+    /// Gives the file's blocks before `offset` back to the file system
+    /// (a hole punched; what was there reads as zeros): a file read once
+    /// in order then takes no more space than what is left of it. Where
+    /// the file system cannot punch holes, the space stays taken until
+    /// the file is dropped.
+    pub fn release_before(&self, offset: u64) {
+        const BLOCK: u64 = 4096;
+        let end = offset.min(self.len) / BLOCK * BLOCK;
+        let start = self.released.get();
+        if end <= start {
+            return;
+        }
+        // SAFETY: fallocate on a valid descriptor with integer arguments.
+        let rc = unsafe {
+            libc::fallocate(
+                self.file.as_raw_fd(),
+                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                start as libc::off_t,
+                (end - start) as libc::off_t,
+            )
+        };
+        if rc == 0 {
+            self.usage.remove(end - start);
+            self.released.set(end);
+        }
+    }
+
     /// Reads the file `piece` bytes at a time (`piece` a multiple of
     /// the record size keeps records whole).
     pub fn pieces(&self, piece: u64) -> impl Iterator<Item = Result<Vec<u8>, PlotError>> + '_ {
@@ -216,7 +249,7 @@ impl TempFile {
 impl Drop for TempFile {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
-        self.usage.remove(self.len);
+        self.usage.remove(self.len - self.released.get());
     }
 }
 
