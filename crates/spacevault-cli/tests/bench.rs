@@ -437,6 +437,10 @@ fn bench_attack_measures_both_schemes_and_holds_them_against_the_gate() {
         .arg("--out")
         .arg(&out);
     let r = json(&mut cmd);
+    let measured = &r["hard_sizes"][0];
+    assert_eq!(measured["k"], 16);
+    assert!(measured["rebuilt_entries"].as_u64().unwrap() > 3 * 50_000);
+    assert!(measured["rebuilt_seconds"].as_f64().unwrap() > 0.0);
     let rows = r["rows"].as_array().unwrap();
     let find = |scheme: &str, attack: &str, k: u64| {
         rows.iter()

@@ -161,6 +161,13 @@ pub struct HardSize {
     /// None for the size carried to k = 32.
     pub file_bytes: Option<u64>,
     pub compact_bytes: f64,
+    /// The "levels dropped" attack run for real at this size: every
+    /// middle level rebuilt from the plot's id (forward pass, pruning,
+    /// renumbering) in this many seconds, and found equal to the file's
+    /// (a difference fails the bench). None for the size carried.
+    pub rebuilt_seconds: Option<f64>,
+    /// Middle entries rebuilt and compared.
+    pub rebuilt_entries: Option<u64>,
 }
 
 /// The challenges every attack answers.
@@ -229,6 +236,8 @@ pub fn run(
             k,
             file_bytes: Some(hard.file_bytes),
             compact_bytes: hard.compact.bytes(),
+            rebuilt_seconds: Some(hard.rebuilt.seconds),
+            rebuilt_entries: Some(hard.rebuilt.entries),
         });
         last = Some((k, plain, hard));
     }
@@ -239,6 +248,8 @@ pub fn run(
             k: TARGET_K,
             file_bytes: None,
             compact_bytes: r.honest_bytes,
+            rebuilt_seconds: None,
+            rebuilt_entries: None,
         });
     }
     let gate = gate(&carried);
@@ -340,6 +351,7 @@ fn plain_rows(
 struct HardMeasured {
     rows: Vec<AttackRow>,
     file_bytes: u64,
+    rebuilt: table_chain::Recomputed,
     compact: Compact,
     /// Entries matched at each level.
     matched: Vec<u64>,
@@ -381,6 +393,16 @@ fn hard_rows(
     let honest_bytes = compact.bytes();
     let mut rows = Vec::new();
 
+    progress(&format!(
+        "k = {k}: table chain, every middle level rebuilt and compared with the file's"
+    ));
+    let rebuilt = table_chain::recompute_middle(&file, options.threads)?;
+    if let Some((level, i)) = rebuilt.first_difference {
+        return Err(BenchError::Invalid(format!(
+            "k = {k}: level {level} rebuilt from the plot's id differs from the file's at \
+             entry {i}: the levels-dropped attack does not recompute what the plot stores"
+        )));
+    }
     progress(&format!("k = {k}: table chain, the forward pass"));
     let forward = table_chain::forward(&summary.plot_id, k, levels, options.threads);
     let exact = |hashes: u64| vec![Some(hashes); 1];
@@ -483,6 +505,7 @@ fn hard_rows(
     Ok(HardMeasured {
         rows,
         file_bytes: summary.bytes,
+        rebuilt,
         compact,
         matched: summary.matched,
         grinds,

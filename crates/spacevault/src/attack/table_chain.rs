@@ -62,6 +62,57 @@ pub fn forward(id: &[u8; 32], k: u8, upto: u8, threads: usize) -> Forward {
     out
 }
 
+/// The middle levels rebuilt from nothing as an attacker who dropped
+/// them does, and compared with the plot's.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Recomputed {
+    /// The whole rebuild: forward pass, pruning, renumbering.
+    pub seconds: f64,
+    /// Middle entries compared with the plot's sections.
+    pub entries: u64,
+    /// The first entry that differs (level, index), or None when every
+    /// level came back as the plot stores it.
+    pub first_difference: Option<(u8, u64)>,
+}
+
+/// Rebuilds `plot`'s middle levels (2 to the one below the top) from its
+/// id alone: the forward pass, the pruning (here by the top level, which
+/// the attacker's bit a matched entry of its highest dropped level
+/// stands for), and the renumbering by sorted line points; then compares
+/// each with the level the file stores, entry by entry. This is the
+/// "levels dropped" attack run, where the bench counts its hashes.
+pub fn recompute_middle(plot: &HardPlotFile, threads: usize) -> Result<Recomputed, ReadError> {
+    let started = Instant::now();
+    let h = plot.header();
+    let tables = crate::hard::plot::build_tables(&h.plot_id, h.k, h.levels, threads);
+    let seconds = started.elapsed().as_secs_f64();
+    let mut entries = 0;
+    for (level, values) in (2u8..).zip(&tables.middle) {
+        if values.len() as u64 != plot.layout().level(level).count {
+            return Ok(Recomputed {
+                seconds,
+                entries,
+                first_difference: Some((level, values.len() as u64)),
+            });
+        }
+        for (i, &value) in (0u64..).zip(values) {
+            entries += 1;
+            if plot.entry(level, i)? != value {
+                return Ok(Recomputed {
+                    seconds,
+                    entries,
+                    first_difference: Some((level, i)),
+                });
+            }
+        }
+    }
+    Ok(Recomputed {
+        seconds,
+        entries,
+        first_difference: None,
+    })
+}
+
 /// What grinding a challenge's path back cost, and the answer it gave.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Ground {
@@ -284,6 +335,35 @@ mod tests {
         o.threads = 2;
         let s = hard_plot(&o, dir).unwrap();
         HardPlotFile::open(&s.path).unwrap()
+    }
+
+    #[test]
+    fn recomputed_levels_are_the_plots_and_another_plots_are_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let plot = small_plot(dir.path(), 16);
+        let r = recompute_middle(&plot, 2).unwrap();
+        assert_eq!(r.first_difference, None);
+        let stored: u64 = (2..5).map(|l| plot.layout().level(l).count).sum();
+        assert_eq!(r.entries, stored);
+
+        // The same sections under another plot's header: the rebuild
+        // (from the other id) differs at once.
+        let other = tempfile::tempdir().unwrap();
+        let mut o = HardPlotOptions::new(16, [5; 32], [7; 32]);
+        o.threads = 2;
+        let s = hard_plot(&o, other.path()).unwrap();
+        let mut bytes = std::fs::read(plot.path()).unwrap();
+        let theirs = std::fs::read(&s.path).unwrap();
+        let mut header = crate::hard::format::Header::decode(&bytes[..4096]).unwrap();
+        let their_header = crate::hard::format::Header::decode(&theirs[..4096]).unwrap();
+        header.seed = their_header.seed;
+        header.plot_id = their_header.plot_id;
+        bytes[..4096].copy_from_slice(&header.encode());
+        let forged = dir.path().join("forged.plot");
+        std::fs::write(&forged, &bytes).unwrap();
+        let forged = HardPlotFile::open(&forged).unwrap();
+        let r = recompute_middle(&forged, 2).unwrap();
+        assert!(r.first_difference.is_some());
     }
 
     #[test]
