@@ -79,8 +79,10 @@ pub fn disk_memory_needed(k: u8, levels: u8, log2: u32) -> u64 {
 
 /// Temp disk the plotter holds at most, a leaf: 47 measured at k = 22
 /// (the records' widths are the same at every k), where the file system
-/// punches holes behind the readers; 67 where it does not.
-pub const TEMP_BYTES_PER_LEAF: u64 = 70;
+/// punches holes behind the readers, as Linux's common ones do; 67 where
+/// it does not, which the check of free space before the start does not
+/// foresee (the plot then stops with the disk full, its files removed).
+pub const TEMP_BYTES_PER_LEAF: u64 = 50;
 
 impl Plan {
     /// The fewest spill files that fit `options.memory`.
