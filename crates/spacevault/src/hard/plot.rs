@@ -410,6 +410,28 @@ pub(crate) fn build_tables(id: &[u8; 32], k: u8, levels: u8, threads: usize) -> 
     }
 }
 
+/// The header of a plot made now with `options`, its levels `stored`
+/// and its top level's `index`.
+pub(crate) fn header_of(
+    options: &HardPlotOptions,
+    plot_id: [u8; 32],
+    stored: Vec<LevelInfo>,
+    index: &[u8],
+) -> Header {
+    Header {
+        k: options.k,
+        levels: options.levels,
+        created_unix: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+        farmer_key: options.farmer_key,
+        seed: options.seed,
+        plot_id,
+        stored,
+        index_crc: crc32fast::hash(index),
+    }
+}
+
 /// Writes `bytes` at `offset` (a multiple of the page size) through
 /// page-aligned copies, as a file opened for O_DIRECT needs; the last
 /// page is padded with zeros, which the next section or the file's final
@@ -509,18 +531,7 @@ fn plot_in_memory(
         fixed_bits: 0,
     });
     sections.push(top);
-    let header = Header {
-        k,
-        levels,
-        created_unix: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs()),
-        farmer_key: options.farmer_key,
-        seed: options.seed,
-        plot_id: id,
-        stored,
-        index_crc: crc32fast::hash(&index),
-    };
+    let header = header_of(options, id, stored, &index);
     let layout = header.layout()?;
 
     files::check_space(out_dir, layout.file_size, out_dir, 0)?;

@@ -18,9 +18,9 @@ mod forward;
 mod temp;
 
 use super::construction::plot_id;
-use super::format::{bucket_bits, pair_width, Header, LevelInfo, HEADER_SIZE, SECTION_ALIGN};
+use super::format::{bucket_bits, pair_width, LevelInfo, HEADER_SIZE, SECTION_ALIGN};
 use super::park::{fixed_bits_from, park_bytes_from, park_bytes_of, TopEncoder, PARK_ENTRIES};
-use super::plot::{HardPlotOptions, HardPlotSummary};
+use super::plot::{header_of, HardPlotOptions, HardPlotSummary};
 use crate::aligned::{AlignedBuf, ALIGN};
 use crate::plot::files::{self, TempPlot};
 use crate::plot::{plot_file_name, PlotError};
@@ -302,18 +302,7 @@ fn plot_with_plan(
     });
     offset = (offset + bytes).next_multiple_of(SECTION_ALIGN);
 
-    let header = Header {
-        k,
-        levels,
-        created_unix: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs()),
-        farmer_key: options.farmer_key,
-        seed: options.seed,
-        plot_id: id,
-        stored,
-        index_crc: crc32fast::hash(&index),
-    };
+    let header = header_of(options, id, stored, &index);
     let layout = header.layout()?;
     if layout.index.offset != offset {
         return Err(PlotError::Inconsistent(format!(
@@ -343,7 +332,7 @@ fn plot_with_plan(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hard::format::HEADER_SIZE;
+    use crate::hard::format::{Header, HEADER_SIZE};
     use crate::hard::HardStrategy;
 
     fn options(k: u8, threads: usize) -> HardPlotOptions {
