@@ -565,6 +565,30 @@ fn ctrl_c_stops_the_plot_and_removes_its_files() {
 }
 
 #[test]
+fn ctrl_c_stops_a_hard_plot_through_temp_files_and_removes_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let child = spawn_plot(
+        dir.path(),
+        &["--scheme", "hard", "-k", "23", "--strategy", "external"],
+    );
+    // The temp files carry the plot's name, as a cleanup knows them.
+    let started = wait_until(Duration::from_secs(60), || {
+        names_in(dir.path())
+            .iter()
+            .any(|n| n.starts_with("spacevault-k23-") && n.ends_with(".part.tmp"))
+    });
+    assert!(started, "no temp file appeared");
+    child.signal(libc::SIGINT);
+    let out = child.finish(Duration::from_secs(60));
+    let err = String::from_utf8_lossy(&out.stderr);
+    // A k = 23 plot takes seconds; the signal comes within milliseconds
+    // of its first temp file, so it must stop the plot, not wait for it.
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("interrupted"), "{err}");
+    assert_eq!(names_in(dir.path()), Vec::<String>::new(), "files left");
+}
+
+#[test]
 fn ctrl_c_during_overlapping_plots_keeps_only_the_finished_ones() {
     // Through temp files, each in half the memory; in memory, two at once.
     let external = ["--memory", "200MiB", "--strategy", "external"];
