@@ -132,8 +132,7 @@ fn children_positions(
     })?;
     drop(back);
     for (file, (lo, _)) in spill.finish()? {
-        let bytes = file.read(0, u64::MAX)?;
-        drop(file);
+        let bytes = file.take()?;
         let Some(last) = bytes
             .chunks_exact(2 * POS + 2)
             .map(|r| get64(&r[..POS]) + get64(&r[POS..POS + 2]))
@@ -198,13 +197,8 @@ pub(super) fn renumber_middle(
     let mut park: Vec<u128> = Vec::with_capacity(PARK_ENTRIES as usize);
     let mut rank = 0u64;
     for (file, (lo, hi)) in by_value.finish()? {
-        let bytes = file.read(0, u64::MAX)?;
-        drop(file);
-        let items: Vec<(u128, u64)> = bytes
-            .chunks_exact(VALUE + POS)
-            .map(|r| (get(&r[..VALUE]), get64(&r[VALUE..])))
-            .collect();
-        drop(bytes);
+        let items: Vec<(u128, u64)> =
+            file.take_records(VALUE + POS, |r| (get(&r[..VALUE]), get64(&r[VALUE..])))?;
         let (vlo, vhi) = (u128::from(lo) << shift, u128::from(hi) << shift);
         let items = sort_by(items, vhi - vlo, |v| v.0 - vlo, |v| *v, work.plan.threads);
         let mut sorted = Vec::with_capacity(items.len() * VALUE);
@@ -230,8 +224,7 @@ pub(super) fn renumber_middle(
     let mut positions = TempFile::create(&work.temps, "hard-positions")?;
     positions.extend_to(count * POS as u64)?;
     for (file, (lo, hi)) in by_entry.finish()? {
-        let bytes = file.read(0, u64::MAX)?;
-        drop(file);
+        let bytes = file.take()?;
         let hi = hi.min(count);
         if lo >= hi {
             continue;
@@ -270,13 +263,8 @@ pub(super) fn renumber_top(
         by_prefix.push(prefix, &out)
     })?;
     for (file, (lo, hi)) in by_prefix.finish()? {
-        let bytes = file.read(0, u64::MAX)?;
-        drop(file);
-        let items: Vec<(u64, u128)> = bytes
-            .chunks_exact(POS + VALUE)
-            .map(|r| (get64(&r[..POS]), get(&r[POS..])))
-            .collect();
-        drop(bytes);
+        let items: Vec<(u64, u128)> =
+            file.take_records(POS + VALUE, |r| (get64(&r[..POS]), get(&r[POS..])))?;
         let items = sort_by(
             items,
             u128::from(hi - lo),

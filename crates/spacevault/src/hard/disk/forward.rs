@@ -97,19 +97,13 @@ pub(super) fn level_one(id: &[u8; 32], k: u8, work: &Work) -> Result<SortedLevel
     let mut back = TempFile::create(&work.temps, "hard-back1")?;
     let mut count = 0u64;
     for (file, (lo, hi)) in spill.finish()? {
-        let bytes = file.read(0, u64::MAX)?;
-        drop(file);
-        let leaves: Vec<(u64, u64, [u8; 16])> = bytes
-            .chunks_exact(LEAF)
-            .map(|r| {
-                (
-                    get64(&r[..Y]),
-                    get64(&r[Y..Y + POS]),
-                    r[Y + POS..].try_into().unwrap(),
-                )
-            })
-            .collect();
-        drop(bytes);
+        let leaves: Vec<(u64, u64, [u8; 16])> = file.take_records(LEAF, |r| {
+            (
+                get64(&r[..Y]),
+                get64(&r[Y..Y + POS]),
+                r[Y + POS..].try_into().unwrap(),
+            )
+        })?;
         let leaves = sort_by(
             leaves,
             u128::from(hi - lo),
@@ -227,22 +221,16 @@ pub(super) fn next_level(
     let mut back = TempFile::create(&work.temps, &format!("hard-back{level}-"))?;
     let mut count = 0u64;
     for (file, (lo, hi)) in spill.finish()? {
-        let bytes = file.read(0, u64::MAX)?;
-        drop(file);
         let size = if top { JOINED - META } else { JOINED };
-        let joined: Vec<(u64, u64, u64, [u8; 16])> = bytes
-            .chunks_exact(size)
-            .map(|r| {
-                (
-                    get64(&r[..Y]),
-                    get64(&r[Y..Y + POS]),
-                    get64(&r[Y + POS..Y + POS + DR]),
-                    r.get(Y + POS + DR..JOINED)
-                        .map_or([0; 16], |m| m.try_into().unwrap()),
-                )
-            })
-            .collect();
-        drop(bytes);
+        let joined: Vec<(u64, u64, u64, [u8; 16])> = file.take_records(size, |r| {
+            (
+                get64(&r[..Y]),
+                get64(&r[Y..Y + POS]),
+                get64(&r[Y + POS..Y + POS + DR]),
+                r.get(Y + POS + DR..JOINED)
+                    .map_or([0; 16], |m| m.try_into().unwrap()),
+            )
+        })?;
         // (output, left, distance) orders as (output, left, right).
         let joined = sort_by(
             joined,

@@ -211,6 +211,21 @@ impl TempFile {
         Ok(bytes)
     }
 
+    /// The whole file, read once; the file is removed, its space given
+    /// back before the caller works on what it held.
+    pub fn take(self) -> Result<Vec<u8>, PlotError> {
+        self.read(0, self.len)
+    }
+
+    /// The file's records of `record` bytes, decoded, the file removed.
+    pub fn take_records<T>(
+        self,
+        record: usize,
+        decode: impl Fn(&[u8]) -> T,
+    ) -> Result<Vec<T>, PlotError> {
+        Ok(self.take()?.chunks_exact(record).map(decode).collect())
+    }
+
     /// Gives the file's blocks before `offset` back to the file system
     /// (a hole punched; what was there reads as zeros): a file read once
     /// in order then takes no more space than what is left of it. Where
