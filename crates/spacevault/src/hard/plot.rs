@@ -490,18 +490,35 @@ pub fn plot(options: &HardPlotOptions, out_dir: &Path) -> Result<HardPlotSummary
     super::disk::plot_on_disk(options, out_dir, temp_dir)
 }
 
+/// The plot's id and its file's path in `out_dir`, once a finished plot
+/// of that name is known not to be overwritten without `force`; temp
+/// files an interrupted run left in `out_dir` are removed. Both plotters
+/// start here.
+pub(crate) fn destination(
+    options: &HardPlotOptions,
+    out_dir: &Path,
+) -> Result<([u8; 32], PathBuf), PlotError> {
+    let id = plot_id(
+        &options.farmer_key,
+        &options.seed,
+        options.k,
+        options.levels,
+    );
+    let final_path = out_dir.join(plot_file_name(options.k, &id));
+    if final_path.exists() && !options.force {
+        return Err(PlotError::AlreadyExists(final_path));
+    }
+    files::remove_stale_temps(out_dir);
+    Ok((id, final_path))
+}
+
 fn plot_in_memory(
     options: &HardPlotOptions,
     out_dir: &Path,
     started: Instant,
 ) -> Result<HardPlotSummary, PlotError> {
     let (k, levels) = (options.k, options.levels);
-    let id = plot_id(&options.farmer_key, &options.seed, k, levels);
-    let final_path = out_dir.join(plot_file_name(k, &id));
-    if final_path.exists() && !options.force {
-        return Err(PlotError::AlreadyExists(final_path));
-    }
-    files::remove_stale_temps(out_dir);
+    let (id, final_path) = destination(options, out_dir)?;
 
     let tables = build_tables(&id, k, levels, options.threads);
     let mut counts: Vec<u64> = tables.middle.iter().map(|t| t.len() as u64).collect();

@@ -17,10 +17,9 @@ mod backward;
 mod forward;
 mod temp;
 
-use super::construction::plot_id;
 use super::format::{bucket_bits, pair_width, LevelInfo, HEADER_SIZE, SECTION_ALIGN};
 use super::park::{fixed_bits_from, park_bytes_from, park_bytes_of, TopEncoder, PARK_ENTRIES};
-use super::plot::{header_of, HardPlotOptions, HardPlotSummary};
+use super::plot::{destination, header_of, HardPlotOptions, HardPlotSummary};
 use crate::aligned::{AlignedBuf, ALIGN};
 use crate::plot::files::{self, TempPlot};
 use crate::plot::{plot_file_name, PlotError};
@@ -194,12 +193,7 @@ fn plot_with_plan(
 ) -> Result<HardPlotSummary, PlotError> {
     let started = Instant::now();
     let (k, levels) = (options.k, options.levels);
-    let id = plot_id(&options.farmer_key, &options.seed, k, levels);
-    let final_path = out_dir.join(plot_file_name(k, &id));
-    if final_path.exists() && !options.force {
-        return Err(PlotError::AlreadyExists(final_path));
-    }
-    files::remove_stale_temps(out_dir);
+    let (id, final_path) = destination(options, out_dir)?;
     files::remove_stale_temps(temp_dir);
     // A plot takes about 19.5 bytes a leaf.
     let plot_estimate = (1u64 << k) * 20;
