@@ -3,6 +3,7 @@
 
 #[macro_use]
 mod out;
+mod allocator;
 mod cmd;
 mod input;
 mod keys;
@@ -92,6 +93,7 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
         Command::Plot(_) | Command::Bench(cmd::bench::BenchCommand::Plot(_))
     ) {
         signals::install();
+        allocator::keep_freed_memory();
     }
     match cli.command {
         Command::Plot(a) if a.scheme == cmd::plot::SchemeArg::Hard => {

@@ -243,8 +243,11 @@ fn find_matches(ys: &[u64]) -> Vec<[u32; 2]> {
 /// The entries of `level` joined from the matching pairs whose left
 /// entries lie in runs `lefts` of the sorted level below (`ys`, `metas`;
 /// `runs` from [`bucket_runs`]), the runs split between threads, each
-/// thread's share in one part; children are positions in `ys`.
-pub(crate) fn join_runs(
+/// thread's share in one part, which the thread hands to `then` (so that
+/// what follows a join, serializing it, runs on the threads too);
+/// children are positions in `ys`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn join_runs<T: Send>(
     kernel: &Kernel,
     k: u8,
     level: u8,
@@ -252,7 +255,8 @@ pub(crate) fn join_runs(
     runs: &[(u64, usize)],
     lefts: std::ops::Range<usize>,
     threads: usize,
-) -> Vec<Vec<Joined>> {
+    then: impl Fn(Vec<Joined>) -> T + Sync,
+) -> Vec<T> {
     let shares: Vec<_> = split(lefts.len(), threads)
         .into_iter()
         .map(|r| lefts.start + r.start..lefts.start + r.end)
@@ -261,6 +265,7 @@ pub(crate) fn join_runs(
         let handles: Vec<_> = shares
             .into_iter()
             .map(|share| {
+                let then = &then;
                 s.spawn(move || {
                     let mut pairs = Vec::new();
                     match_share(ys, runs, share, &mut pairs);
@@ -284,7 +289,7 @@ pub(crate) fn join_runs(
                             joined.push((node.y, pair, node.meta));
                         }
                     }
-                    joined
+                    then(joined)
                 })
             })
             .collect();
@@ -307,6 +312,7 @@ pub(crate) fn next_level(id: &[u8; 32], k: u8, level: u8, below: &Level, threads
         &runs,
         0..runs.len(),
         threads,
+        |joined| joined,
     );
     let all = parts.concat();
     drop(parts);

@@ -13,6 +13,53 @@ const PER_RANGE: usize = 32;
 /// the second pass.
 const COARSE: usize = 256;
 
+/// A monotone map of keys in `lo..hi` onto ranges `0..n` of about equal
+/// spans, by a shift and a multiplication: dividing each key (a 128-bit
+/// division) took a tenth of the disk plotter's time. Sorting by range,
+/// then within each, is sorting whatever the ranges' spans, as long as
+/// the map never decreases.
+#[derive(Clone, Copy)]
+struct Spread {
+    lo: u128,
+    hi: u128,
+    /// Keys' offsets from `lo` lose this many low bits, to fit 32.
+    shift: u32,
+    /// Ranges a reduced offset spans, times 2^32.
+    factor: u128,
+    n: usize,
+}
+
+impl Spread {
+    fn new(lo: u128, hi: u128, n: usize) -> Spread {
+        let hi = hi.max(lo + 1);
+        let largest = hi - 1 - lo;
+        let shift = (128 - largest.leading_zeros()).saturating_sub(32);
+        let reduced = (largest >> shift) + 1;
+        Spread {
+            lo,
+            hi,
+            shift,
+            factor: ((n.max(1) as u128) << 32) / reduced,
+            n: n.max(1),
+        }
+    }
+
+    #[inline(always)]
+    fn of(&self, key: u128) -> usize {
+        let reduced = (key.clamp(self.lo, self.hi - 1) - self.lo) >> self.shift;
+        (((reduced * self.factor) >> 32) as usize).min(self.n - 1)
+    }
+
+    /// The first key range `c` holds (`hi` past the last).
+    fn edge(&self, c: usize) -> u128 {
+        if c >= self.n {
+            return self.hi;
+        }
+        let reduced = ((c as u128) << 32).div_ceil(self.factor);
+        self.lo.saturating_add(reduced << self.shift).min(self.hi)
+    }
+}
+
 /// Sorts `items` (all with keys in `lo..hi`) into `out` by `full`: a
 /// counting pass into ranges of about [`PER_RANGE`] items, then a
 /// comparison sort of each range.
@@ -24,11 +71,8 @@ fn fine_sort<T: Copy, K: Ord>(
     full: &impl Fn(&T) -> K,
 ) {
     let ranges = (items.len() / PER_RANGE).max(1);
-    let span = (hi - lo).max(1);
-    let range_of = |item: &T| -> usize {
-        let k = key(item).clamp(lo, hi - 1) - lo;
-        (k * ranges as u128 / span) as usize
-    };
+    let spread = Spread::new(lo, hi, ranges);
+    let range_of = |item: &T| -> usize { spread.of(key(item)) };
     let mut starts = vec![0usize; ranges + 1];
     for item in items {
         starts[range_of(item) + 1] += 1;
@@ -61,13 +105,9 @@ where
     T: Copy + Send + Sync + Default,
     K: Ord,
 {
-    let bound = bound.max(1);
-    // Key bounds of coarse bucket c: [c·bound/COARSE, (c+1)·bound/COARSE).
-    let edge = |c: usize| (bound * c as u128).div_ceil(COARSE as u128);
-    let coarse_of = |item: &T| -> usize {
-        let k = key(item).min(bound - 1);
-        (k * COARSE as u128 / bound) as usize
-    };
+    let coarse = Spread::new(0, bound.max(1), COARSE);
+    let edge = |c: usize| coarse.edge(c);
+    let coarse_of = |item: &T| -> usize { coarse.of(key(item)) };
     let mut starts = vec![0usize; COARSE + 1];
     for item in &items {
         starts[coarse_of(item) + 1] += 1;
@@ -127,6 +167,33 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_spread_never_decreases_and_its_edges_bound_its_ranges() {
+        for (lo, hi, n) in [
+            (0u128, 10u128, 4usize),
+            (5, 6, 1),
+            (0, 1 << 20, 256),
+            (1 << 40, (1 << 40) + (1 << 33) + 17, 1000),
+            (0, 1 << 69, 256),
+            (3, 7, 100),
+        ] {
+            let spread = Spread::new(lo, hi, n);
+            let step = ((hi - lo) / 5000).max(1);
+            let mut last = 0;
+            let mut key = lo;
+            while key < hi {
+                let r = spread.of(key);
+                assert!(r >= last && r < n, "{key} in {lo}..{hi}: {r}");
+                assert!(
+                    spread.edge(r) <= key && key < spread.edge(r + 1),
+                    "{key}: {r}"
+                );
+                last = r;
+                key += step;
+            }
+        }
+    }
+
+    #[test]
     fn it_sorts_as_a_comparison_sort_does() {
         for (n, bound) in [
             (0usize, 10u128),
@@ -134,6 +201,7 @@ mod tests {
             (1000, 1 << 20),
             (100_000, 1 << 44),
             (5000, 7),
+            (20_000, 1 << 69),
         ] {
             let items: Vec<(u64, u32)> = (0..n as u64)
                 .map(|i| {

@@ -10,6 +10,7 @@
 //! go straight to the encoder.
 
 use super::forward::{pointers, position, SortedLevel, BACK, POS, TOP_BACK};
+use super::ordered::map_in_order;
 use super::temp::{get, get64, put, Spill, TempFile};
 use super::Work;
 use crate::hard::construction::top_prefix;
@@ -98,15 +99,18 @@ pub(super) struct Renumbered {
 
 /// Each kept entry's children as their new positions, by a spill on the
 /// left child and a read of the slice of `below` (positions, [`POS`]
-/// bytes each) the spill file spans; `emit` gets the entry (or, for the
-/// top level, its output) and the two positions.
-fn children_positions(
+/// bytes each) the spill file spans. The files are worked on by the
+/// plan's threads: `prepare` gets a file's triples (the entry or, for the
+/// top level, its output, and the two positions) on a thread, `take` what
+/// it made, in order.
+fn children_positions<P: Send>(
     back: TempFile,
     record: usize,
     kept: Option<&[u64]>,
     below: (TempFile, u64),
     work: &Work,
-    mut emit: impl FnMut(u64, u64, u64) -> Result<(), PlotError>,
+    prepare: impl Fn(&[(u64, u64, u64)]) -> Result<P, PlotError> + Sync,
+    mut take: impl FnMut(P) -> Result<(), PlotError>,
 ) -> Result<(), PlotError> {
     let (positions, below_count) = below;
     let mut spill = Spill::create(
@@ -115,48 +119,66 @@ fn children_positions(
         work.plan.log2,
         bits_below(below_count),
     )?;
-    let mut out = Vec::with_capacity(POS + 2 + POS);
-    for_each_pointer(&back, record, |e, (l, r, y)| {
-        if kept.is_none_or(|map| bit(map, e)) {
-            out.clear();
-            put(&mut out, u128::from(l), POS);
-            put(&mut out, u128::from(r - l), 2);
-            put(
-                &mut out,
-                u128::from(if record == TOP_BACK { y } else { e }),
-                POS,
-            );
-            spill.push(l, &out)?;
-        }
-        Ok(())
-    })?;
+    let template = spill.gatherer();
+    const PIECE: u64 = 1 << 20;
+    let pieces = back.size().div_ceil(PIECE * record as u64);
+    map_in_order(
+        0..pieces,
+        work.plan.parallel,
+        |piece| {
+            let bytes = back.read(piece * PIECE * record as u64, PIECE * record as u64)?;
+            let mut gathered = template.clone();
+            for (e, r) in (piece * PIECE..).zip(bytes.chunks_exact(record)) {
+                let (l, r, y) = pointers(r);
+                if kept.is_none_or(|map| bit(map, e)) {
+                    let out = gathered.part(l);
+                    put(out, u128::from(l), POS);
+                    put(out, u128::from(r - l), 2);
+                    put(out, u128::from(if record == TOP_BACK { y } else { e }), POS);
+                }
+            }
+            Ok(gathered)
+        },
+        |gathered| spill.absorb(gathered),
+    )?;
     drop(back);
-    for (file, (lo, _)) in spill.finish()? {
-        let bytes = file.take()?;
-        let Some(last) = bytes
-            .chunks_exact(2 * POS + 2)
-            .map(|r| get64(&r[..POS]) + get64(&r[POS..POS + 2]))
-            .max()
-        else {
-            continue;
-        };
-        // Later files' children lie at `lo` or past it.
-        positions.release_before(lo * POS as u64);
-        let slice = positions.read(lo * POS as u64, (last + 1 - lo) * POS as u64)?;
-        let at = |i: u64| -> Result<u64, PlotError> {
-            let offset = ((i - lo) as usize) * POS;
-            slice
-                .get(offset..offset + POS)
-                .map(position)
-                .ok_or_else(|| PlotError::Inconsistent(format!("a child {i} past its level")))
-        };
-        for r in bytes.chunks_exact(2 * POS + 2) {
-            let l = get64(&r[..POS]);
-            let right = l + get64(&r[POS..POS + 2]);
-            emit(get64(&r[POS + 2..]), at(l)?, at(right)?)?;
-        }
-    }
-    Ok(())
+    map_in_order(
+        spill.finish()?,
+        work.plan.parallel,
+        |(file, (lo, _))| {
+            let bytes = file.take()?;
+            let Some(last) = bytes
+                .chunks_exact(2 * POS + 2)
+                .map(|r| get64(&r[..POS]) + get64(&r[POS..POS + 2]))
+                .max()
+            else {
+                return Ok((lo, None));
+            };
+            let slice = positions.read(lo * POS as u64, (last + 1 - lo) * POS as u64)?;
+            let at = |i: u64| -> Result<u64, PlotError> {
+                let offset = ((i - lo) as usize) * POS;
+                slice
+                    .get(offset..offset + POS)
+                    .map(position)
+                    .ok_or_else(|| PlotError::Inconsistent(format!("a child {i} past its level")))
+            };
+            let triples = bytes
+                .chunks_exact(2 * POS + 2)
+                .map(|r| {
+                    let l = get64(&r[..POS]);
+                    let right = l + get64(&r[POS..POS + 2]);
+                    Ok((get64(&r[POS + 2..]), at(l)?, at(right)?))
+                })
+                .collect::<Result<Vec<_>, PlotError>>()?;
+            Ok((lo, Some(prepare(&triples)?)))
+        },
+        |(lo, prepared)| {
+            // Files taken later read their children at their `lo` or
+            // past it, which is past this one's.
+            positions.release_before(lo * POS as u64);
+            prepared.map_or(Ok(()), &mut take)
+        },
+    )
 }
 
 /// Renumbers a middle level: its kept entries sorted by value.
@@ -181,67 +203,120 @@ pub(super) fn renumber_middle(
         work.plan.log2,
         value_bits - shift,
     )?;
-    let mut out = Vec::with_capacity(VALUE + POS);
+    let template = by_value.gatherer();
     let SortedLevel { back, count, .. } = level;
-    children_positions(back, BACK, Some(kept), below, work, |e, pl, pr| {
-        let value = stored_value(pl, pr);
-        out.clear();
-        put(&mut out, value, VALUE);
-        put(&mut out, u128::from(e), POS);
-        by_value.push((value >> shift) as u64, &out)
-    })?;
+    children_positions(
+        back,
+        BACK,
+        Some(kept),
+        below,
+        work,
+        |triples| {
+            let mut gathered = template.clone();
+            for &(e, pl, pr) in triples {
+                let value = stored_value(pl, pr);
+                let out = gathered.part((value >> shift) as u64);
+                put(out, value, VALUE);
+                put(out, u128::from(e), POS);
+            }
+            Ok(gathered)
+        },
+        |gathered| by_value.absorb(gathered),
+    )?;
 
     let mut values = TempFile::create(&work.temps, "hard-sorted")?;
     let mut by_entry = Spill::create(&work.temps, "hard-ranks", work.plan.log2, bits_below(count))?;
-    let mut parks = Vec::new();
-    let mut park: Vec<u128> = Vec::with_capacity(PARK_ENTRIES as usize);
+    let template = by_entry.gatherer();
+    // Each file's first rank, from the entries the files before it hold.
+    let files = by_value.finish()?;
+    let firsts: Vec<u64> = files
+        .iter()
+        .scan(0u64, |rank, (file, _)| {
+            let first = *rank;
+            *rank += file.size() / (VALUE + POS) as u64;
+            Some(first)
+        })
+        .collect();
+    let mut parks: Vec<ParkSummary> = Vec::new();
     let mut rank = 0u64;
-    for (file, (lo, hi)) in by_value.finish()? {
-        let items: Vec<(u128, u64)> =
-            file.take_records(VALUE + POS, |r| (get(&r[..VALUE]), get64(&r[VALUE..])))?;
-        let (vlo, vhi) = (u128::from(lo) << shift, u128::from(hi) << shift);
-        let items = sort_by(items, vhi - vlo, |v| v.0 - vlo, |v| *v, work.plan.threads);
-        let mut sorted = Vec::with_capacity(items.len() * VALUE);
-        for &(value, e) in &items {
-            put(&mut sorted, value, VALUE);
-            park.push(value);
-            if park.len() == PARK_ENTRIES as usize {
-                parks.extend(ParkSummary::of(&park));
-                park.clear();
+    let sort_threads = work.plan.sort_threads();
+    map_in_order(
+        files.into_iter().zip(firsts),
+        work.plan.parallel,
+        |((file, (lo, hi)), first)| {
+            let items: Vec<(u128, u64)> =
+                file.take_records(VALUE + POS, |r| (get(&r[..VALUE]), get64(&r[VALUE..])))?;
+            let (vlo, vhi) = (u128::from(lo) << shift, u128::from(hi) << shift);
+            let items = sort_by(items, vhi - vlo, |v| v.0 - vlo, |v| *v, sort_threads);
+            let mut sorted = Vec::with_capacity(items.len() * VALUE);
+            let mut gathered = template.clone();
+            for (rank, &(value, e)) in (first..).zip(&items) {
+                put(&mut sorted, value, VALUE);
+                let out = gathered.part(e);
+                put(out, u128::from(e), POS);
+                put(out, u128::from(rank), POS);
             }
-            out.clear();
-            put(&mut out, u128::from(e), POS);
-            put(&mut out, u128::from(rank), POS);
-            by_entry.push(e, &out)?;
-            rank += 1;
-        }
-        values.append(&sorted)?;
-    }
-    parks.extend(ParkSummary::of(&park));
+            let values: Vec<u128> = items.iter().map(|v| v.0).collect();
+            Ok((sorted, values, gathered))
+        },
+        |(sorted, sorted_values, gathered)| {
+            add_to_parks(&mut parks, rank, &sorted_values);
+            rank += sorted_values.len() as u64;
+            values.append(&sorted)?;
+            by_entry.absorb(gathered)
+        },
+    )?;
     values.flush()?;
 
     // The ranks scattered to the entries: unkept entries are never read.
     let mut positions = TempFile::create(&work.temps, "hard-positions")?;
     positions.extend_to(count * POS as u64)?;
-    for (file, (lo, hi)) in by_entry.finish()? {
-        let bytes = file.take()?;
-        let hi = hi.min(count);
-        if lo >= hi {
-            continue;
-        }
-        let mut dense = vec![0xFFu8; ((hi - lo) as usize) * POS];
-        for r in bytes.chunks_exact(2 * POS) {
-            let offset = (get64(&r[..POS]) - lo) as usize * POS;
-            dense[offset..offset + POS].copy_from_slice(&r[POS..]);
-        }
-        positions.write_at(&dense, lo * POS as u64)?;
-    }
+    map_in_order(
+        by_entry.finish()?,
+        work.plan.parallel,
+        |(file, (lo, hi))| {
+            let bytes = file.take()?;
+            let hi = hi.min(count);
+            if lo >= hi {
+                return Ok(());
+            }
+            let mut dense = vec![0xFFu8; ((hi - lo) as usize) * POS];
+            for r in bytes.chunks_exact(2 * POS) {
+                let offset = (get64(&r[..POS]) - lo) as usize * POS;
+                dense[offset..offset + POS].copy_from_slice(&r[POS..]);
+            }
+            positions.write_at(&dense, lo * POS as u64)
+        },
+        |()| Ok(()),
+    )?;
     Ok(Renumbered {
         values,
         parks,
         positions,
         count: rank,
     })
+}
+
+/// Adds sorted `values`, the entries of ranks `first..`, to the parks'
+/// summaries: a park holds the ranks `[p, p + 1) · PARK_ENTRIES`, and the
+/// last may be continued by the next call.
+fn add_to_parks(parks: &mut Vec<ParkSummary>, first: u64, values: &[u128]) {
+    let mut rank = first;
+    let mut rest = values;
+    while !rest.is_empty() {
+        let room = (PARK_ENTRIES - rank % PARK_ENTRIES) as usize;
+        let (part, after) = rest.split_at(room.min(rest.len()));
+        let summary = ParkSummary::of(part).expect("a part is never empty");
+        match parks.last_mut() {
+            Some(open) if !rank.is_multiple_of(PARK_ENTRIES) => {
+                open.last = summary.last;
+                open.n += summary.n;
+            }
+            _ => parks.push(summary),
+        }
+        rank += part.len() as u64;
+        rest = after;
+    }
 }
 
 /// The top level's entries as `(prefix, value)`, handed to `take` in
@@ -254,27 +329,42 @@ pub(super) fn renumber_top(
     mut take: impl FnMut(&[(u64, u128)]) -> Result<(), PlotError>,
 ) -> Result<(), PlotError> {
     let mut by_prefix = Spill::create(&work.temps, "hard-top", work.plan.log2, u32::from(k))?;
-    let mut out = Vec::with_capacity(POS + VALUE);
-    children_positions(level.back, TOP_BACK, None, below, work, |y, pl, pr| {
-        let prefix = top_prefix(y);
-        out.clear();
-        put(&mut out, u128::from(prefix), POS);
-        put(&mut out, stored_value(pl, pr), VALUE);
-        by_prefix.push(prefix, &out)
-    })?;
-    for (file, (lo, hi)) in by_prefix.finish()? {
-        let items: Vec<(u64, u128)> =
-            file.take_records(POS + VALUE, |r| (get64(&r[..POS]), get(&r[POS..])))?;
-        let items = sort_by(
-            items,
-            u128::from(hi - lo),
-            |t| u128::from(t.0 - lo),
-            |t| *t,
-            work.plan.threads,
-        );
-        take(&items)?;
-    }
-    Ok(())
+    let template = by_prefix.gatherer();
+    children_positions(
+        level.back,
+        TOP_BACK,
+        None,
+        below,
+        work,
+        |triples| {
+            let mut gathered = template.clone();
+            for &(y, pl, pr) in triples {
+                let prefix = top_prefix(y);
+                let out = gathered.part(prefix);
+                put(out, u128::from(prefix), POS);
+                put(out, stored_value(pl, pr), VALUE);
+            }
+            Ok(gathered)
+        },
+        |gathered| by_prefix.absorb(gathered),
+    )?;
+    let sort_threads = work.plan.sort_threads();
+    map_in_order(
+        by_prefix.finish()?,
+        work.plan.parallel,
+        |(file, (lo, hi))| {
+            let items: Vec<(u64, u128)> =
+                file.take_records(POS + VALUE, |r| (get64(&r[..POS]), get(&r[POS..])))?;
+            Ok(sort_by(
+                items,
+                u128::from(hi - lo),
+                |t| u128::from(t.0 - lo),
+                |t| *t,
+                sort_threads,
+            ))
+        },
+        |items| take(&items),
+    )
 }
 
 #[cfg(test)]
@@ -287,5 +377,29 @@ mod tests {
         assert_eq!(bits_below(2), 1);
         assert_eq!(bits_below(1 << 20), 20);
         assert_eq!(bits_below((1 << 20) + 1), 21);
+    }
+
+    #[test]
+    fn parks_added_a_file_at_a_time_are_the_parks_of_the_whole() {
+        let values: Vec<u128> = (0..5000u128).map(|i| i * i + 3).collect();
+        let whole: Vec<ParkSummary> = values
+            .chunks(PARK_ENTRIES as usize)
+            .filter_map(ParkSummary::of)
+            .collect();
+        for cuts in [
+            vec![5000],
+            vec![1, 1023, 1024, 2952],
+            vec![700, 700, 700, 2900],
+        ] {
+            let mut parks = Vec::new();
+            let mut first = 0usize;
+            for cut in cuts {
+                let end = (first + cut).min(values.len());
+                add_to_parks(&mut parks, first as u64, &values[first..end]);
+                first = end;
+            }
+            assert_eq!(first, values.len());
+            assert_eq!(parks, whole);
+        }
     }
 }

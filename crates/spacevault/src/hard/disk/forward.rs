@@ -10,7 +10,8 @@
 //! left child's position and the right's distance from it; for the top
 //! level also the output, whose prefix the file is indexed by).
 
-use super::temp::{get, get64, put, Spill, TempFile};
+use super::ordered::map_in_order;
+use super::temp::{get, get64, put, Gathered, Spill, TempFile};
 use super::{Plan, Work};
 use crate::hard::construction::{node_of, EXTRA_BITS};
 use crate::hard::plot::{bucket_runs, join_runs, split};
@@ -58,25 +59,25 @@ pub(super) fn level_one(id: &[u8; 32], k: u8, work: &Work) -> Result<SortedLevel
     let key_bits = u32::from(k + EXTRA_BITS);
     let mut spill = Spill::create(&work.temps, "hard-leaves", work.plan.log2, key_bits)?;
     let piece = window_entries(&work.plan).max(4096 * work.plan.threads as u64);
-    let mut record = Vec::with_capacity(LEAF);
     for start in (0..n).step_by(piece as usize) {
         let end = (start + piece).min(n);
-        let parts: Vec<Vec<(u64, [u8; 16])>> = std::thread::scope(|s| {
+        let parts: Vec<Gathered> = std::thread::scope(|s| {
             let handles: Vec<_> = split((end - start) as usize, work.plan.threads)
                 .into_iter()
                 .map(|r| {
-                    let kernel = &kernel;
+                    let (kernel, mut gathered) = (&kernel, spill.gatherer());
                     s.spawn(move || {
                         let xs: Vec<u64> = (start + r.start as u64..start + r.end as u64).collect();
                         let mut hashes = vec![[0u8; 32]; xs.len()];
                         kernel.hashes(&xs, &mut hashes);
-                        hashes
-                            .iter()
-                            .map(|h| {
-                                let node = node_of(h, k);
-                                (node.y, node.meta)
-                            })
-                            .collect()
+                        for (x, h) in xs.iter().zip(&hashes) {
+                            let node = node_of(h, k);
+                            let record = gathered.part(node.y);
+                            put(record, u128::from(node.y), Y);
+                            put(record, u128::from(*x), POS);
+                            record.extend_from_slice(&node.meta);
+                        }
+                        gathered
                     })
                 })
                 .collect();
@@ -85,43 +86,48 @@ pub(super) fn level_one(id: &[u8; 32], k: u8, work: &Work) -> Result<SortedLevel
                 .map(|h| h.join().expect("a plotting thread panicked"))
                 .collect()
         });
-        for (x, (y, meta)) in (start..).zip(parts.into_iter().flatten()) {
-            record.clear();
-            put(&mut record, u128::from(y), Y);
-            put(&mut record, u128::from(x), POS);
-            record.extend_from_slice(&meta);
-            spill.push(y, &record)?;
+        for gathered in parts {
+            spill.absorb(gathered)?;
         }
     }
     let mut stream = TempFile::create(&work.temps, "hard-stream1")?;
     let mut back = TempFile::create(&work.temps, "hard-back1")?;
     let mut count = 0u64;
-    for (file, (lo, hi)) in spill.finish()? {
-        let leaves: Vec<(u64, u64, [u8; 16])> = file.take_records(LEAF, |r| {
-            (
-                get64(&r[..Y]),
-                get64(&r[Y..Y + POS]),
-                r[Y + POS..].try_into().unwrap(),
-            )
-        })?;
-        let leaves = sort_by(
-            leaves,
-            u128::from(hi - lo),
-            |e| u128::from(e.0 - lo),
-            |e| (e.0, e.1),
-            work.plan.threads,
-        );
-        let mut out = Vec::with_capacity(leaves.len() * STREAM);
-        let mut xs = Vec::with_capacity(leaves.len() * POS);
-        for (y, x, meta) in &leaves {
-            put(&mut out, u128::from(*y), Y);
-            out.extend_from_slice(meta);
-            put(&mut xs, u128::from(*x), POS);
-        }
-        stream.append(&out)?;
-        back.append(&xs)?;
-        count += leaves.len() as u64;
-    }
+    let sort_threads = work.plan.sort_threads();
+    map_in_order(
+        spill.finish()?,
+        work.plan.parallel,
+        |(file, (lo, hi))| {
+            let leaves: Vec<(u64, u64, [u8; 16])> = file.take_records(LEAF, |r| {
+                (
+                    get64(&r[..Y]),
+                    get64(&r[Y..Y + POS]),
+                    r[Y + POS..].try_into().unwrap(),
+                )
+            })?;
+            let leaves = sort_by(
+                leaves,
+                u128::from(hi - lo),
+                |e| u128::from(e.0 - lo),
+                |e| (e.0, e.1),
+                sort_threads,
+            );
+            let mut out = Vec::with_capacity(leaves.len() * STREAM);
+            let mut xs = Vec::with_capacity(leaves.len() * POS);
+            for (y, x, meta) in &leaves {
+                put(&mut out, u128::from(*y), Y);
+                out.extend_from_slice(meta);
+                put(&mut xs, u128::from(*x), POS);
+            }
+            Ok((out, xs, leaves.len() as u64))
+        },
+        |(out, xs, n)| {
+            stream.append(&out)?;
+            back.append(&xs)?;
+            count += n;
+            Ok(())
+        },
+    )?;
     stream.flush()?;
     back.flush()?;
     Ok(SortedLevel {
@@ -153,7 +159,6 @@ pub(super) fn next_level(
     let mut base = 0u64;
     let piece = window_entries(&work.plan) * STREAM as u64;
     let mut pieces = below.pieces(piece).peekable();
-    let mut record = Vec::with_capacity(JOINED);
     let mut read = 0u64;
     loop {
         let more = pieces.next().transpose()?;
@@ -187,17 +192,23 @@ pub(super) fn next_level(
             &runs,
             0..lefts,
             work.plan.threads,
+            |joined| -> Result<Gathered, PlotError> {
+                let mut gathered = spill.gatherer();
+                for (y, [l, r], meta) in joined {
+                    let record = gathered.part(y);
+                    put(record, u128::from(y), Y);
+                    put(record, u128::from(base + u64::from(l)), POS);
+                    put(record, u128::from(distance(l, r)?), DR);
+                    // The top level's digests are never joined: not kept.
+                    if !top {
+                        record.extend_from_slice(&meta);
+                    }
+                }
+                Ok(gathered)
+            },
         );
-        for (y, [l, r], meta) in parts.into_iter().flatten() {
-            record.clear();
-            put(&mut record, u128::from(y), Y);
-            put(&mut record, u128::from(base + u64::from(l)), POS);
-            put(&mut record, u128::from(distance(l, r)?), DR);
-            // The top level's digests are never joined: not kept.
-            if !top {
-                record.extend_from_slice(&meta);
-            }
-            spill.push(y, &record)?;
+        for gathered in parts {
+            spill.absorb(gathered?)?;
         }
         if last {
             break;
@@ -220,43 +231,52 @@ pub(super) fn next_level(
     };
     let mut back = TempFile::create(&work.temps, &format!("hard-back{level}-"))?;
     let mut count = 0u64;
-    for (file, (lo, hi)) in spill.finish()? {
-        let size = if top { JOINED - META } else { JOINED };
-        let joined: Vec<(u64, u64, u64, [u8; 16])> = file.take_records(size, |r| {
-            (
-                get64(&r[..Y]),
-                get64(&r[Y..Y + POS]),
-                get64(&r[Y + POS..Y + POS + DR]),
-                r.get(Y + POS + DR..JOINED)
-                    .map_or([0; 16], |m| m.try_into().unwrap()),
-            )
-        })?;
-        // (output, left, distance) orders as (output, left, right).
-        let joined = sort_by(
-            joined,
-            u128::from(hi - lo),
-            |e| u128::from(e.0 - lo),
-            |e| (e.0, e.1, e.2),
-            work.plan.threads,
-        );
-        let mut out = Vec::with_capacity(joined.len() * STREAM);
-        let mut pointers = Vec::with_capacity(joined.len() * TOP_BACK);
-        for (y, l, dr, meta) in &joined {
-            put(&mut pointers, u128::from(*l), POS);
-            put(&mut pointers, u128::from(*dr), DR);
-            if top {
-                put(&mut pointers, u128::from(*y), Y);
-            } else {
-                put(&mut out, u128::from(*y), Y);
-                out.extend_from_slice(meta);
+    let sort_threads = work.plan.sort_threads();
+    map_in_order(
+        spill.finish()?,
+        work.plan.parallel,
+        |(file, (lo, hi))| {
+            let size = if top { JOINED - META } else { JOINED };
+            let joined: Vec<(u64, u64, u64, [u8; 16])> = file.take_records(size, |r| {
+                (
+                    get64(&r[..Y]),
+                    get64(&r[Y..Y + POS]),
+                    get64(&r[Y + POS..Y + POS + DR]),
+                    r.get(Y + POS + DR..JOINED)
+                        .map_or([0; 16], |m| m.try_into().unwrap()),
+                )
+            })?;
+            // (output, left, distance) orders as (output, left, right).
+            let joined = sort_by(
+                joined,
+                u128::from(hi - lo),
+                |e| u128::from(e.0 - lo),
+                |e| (e.0, e.1, e.2),
+                sort_threads,
+            );
+            let mut out = Vec::with_capacity(joined.len() * STREAM);
+            let mut pointers = Vec::with_capacity(joined.len() * TOP_BACK);
+            for (y, l, dr, meta) in &joined {
+                put(&mut pointers, u128::from(*l), POS);
+                put(&mut pointers, u128::from(*dr), DR);
+                if top {
+                    put(&mut pointers, u128::from(*y), Y);
+                } else {
+                    put(&mut out, u128::from(*y), Y);
+                    out.extend_from_slice(meta);
+                }
             }
-        }
-        if let Some(stream) = &mut stream {
-            stream.append(&out)?;
-        }
-        back.append(&pointers)?;
-        count += joined.len() as u64;
-    }
+            Ok((out, pointers, joined.len() as u64))
+        },
+        |(out, pointers, n)| {
+            if let Some(stream) = &mut stream {
+                stream.append(&out)?;
+            }
+            back.append(&pointers)?;
+            count += n;
+            Ok(())
+        },
+    )?;
     if let Some(stream) = &mut stream {
         stream.flush()?;
     }

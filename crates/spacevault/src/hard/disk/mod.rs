@@ -10,11 +10,14 @@
 //! What stays in memory for the whole plot: one bit an entry a level for
 //! the pruning, the top level's index (16 bytes a bucket of about 256
 //! entries) and a summary of each park (48 bytes a park of 1024). The
-//! rest is one spill file at a time and a window of the level being
-//! matched.
+//! rest is a spill file a thread (each sorted, encoded or renumbered on
+//! its own thread, the results taken in order: `ordered`) and a window of
+//! the level being matched, whose joins each thread serializes into its
+//! own share of the spill's files.
 
 mod backward;
 mod forward;
+mod ordered;
 mod temp;
 
 use super::format::{bucket_bits, pair_width, LevelInfo, HEADER_SIZE, SECTION_ALIGN};
@@ -39,6 +42,15 @@ pub(crate) struct Plan {
     /// Entries a spill file holds on average.
     pub bucket_entries: u64,
     pub threads: usize,
+    /// Spill files (or other pieces) worked on at once, each by a thread.
+    pub parallel: usize,
+}
+
+impl Plan {
+    /// Threads for the sort of one of the `parallel` files in hand.
+    fn sort_threads(&self) -> usize {
+        (self.threads / self.parallel).max(1)
+    }
 }
 
 /// The plan and where its temp files go.
@@ -62,16 +74,16 @@ const CACHED_LOG2: u32 = 17;
 const BYTES_PER_SORTED_ENTRY: u64 = 176;
 
 /// Memory the disk plotter needs at size `k` with spills of `2^log2`
-/// files: the pruning's bitmaps (a level holds about 2^k entries), the
-/// top level's index, the parks' summaries, one spill file being sorted,
-/// the spill's write buffers, and 16 MiB for the file's writer and the
-/// rest.
-pub fn disk_memory_needed(k: u8, levels: u8, log2: u32) -> u64 {
+/// files, `parallel` of them sorted at once: the pruning's bitmaps (a
+/// level holds about 2^k entries), the top level's index, the parks'
+/// summaries, the spill files being sorted, the spill's write buffers,
+/// and 16 MiB for the file's writer and the rest.
+pub fn disk_memory_needed(k: u8, levels: u8, log2: u32, parallel: usize) -> u64 {
     let leaves = 1u64 << k;
     let bitmaps = u64::from(levels) * leaves / 8 * 11 / 10;
     let index = leaves / 16;
     let parks = leaves / PARK_ENTRIES * 48;
-    let sorting = BYTES_PER_SORTED_ENTRY * (leaves >> log2);
+    let sorting = BYTES_PER_SORTED_ENTRY * (leaves >> log2) * parallel.max(1) as u64;
     let buffers = (1u64 << log2) * temp::BUFFER as u64;
     bitmaps + index + parks + sorting + buffers + (16 << 20)
 }
@@ -97,25 +109,32 @@ impl Plan {
                     "{files} open files allowed: plotting through disk needs at least 36"
                 ))
             })?;
-        let fits =
-            |log2: u32| log2 <= most && disk_memory_needed(k, levels, log2) <= options.memory;
-        let fewest = (1..=MAX_LOG2)
-            .find(|&log2| fits(log2))
+        let fits = |log2: u32, parallel: usize| {
+            log2 <= most && disk_memory_needed(k, levels, log2, parallel) <= options.memory
+        };
+        // A spill file a thread, or as many as the memory allows.
+        let (parallel, fewest) = (1..=options.threads.max(1))
+            .rev()
+            .find_map(|p| (1..=MAX_LOG2).find(|&l| fits(l, p)).map(|l| (p, l)))
             .ok_or(PlotError::MemoryTooSmall {
                 given: options.memory,
                 needed: (1..=most)
-                    .map(|log2| disk_memory_needed(k, levels, log2))
+                    .map(|log2| disk_memory_needed(k, levels, log2, 1))
                     .min()
                     .unwrap_or(u64::MAX),
             })?;
         // Spill files of about 2^CACHED_LOG2 entries sort within the
         // cores' caches: more files than the memory needs, where it allows.
         let wanted = u32::from(k).saturating_sub(CACHED_LOG2).clamp(fewest, most);
-        let log2 = (fewest..=wanted).rev().find(|&l| fits(l)).unwrap_or(fewest);
+        let log2 = (fewest..=wanted)
+            .rev()
+            .find(|&l| fits(l, parallel))
+            .unwrap_or(fewest);
         Ok(Plan {
             log2,
             bucket_entries: (1u64 << k) >> log2,
             threads: options.threads,
+            parallel,
         })
     }
 }
@@ -245,20 +264,22 @@ fn plot_with_plan(
         let fixed_bits = fixed_bits_from(&r.parks, width);
         let park_bytes = park_bytes_from(&r.parks, width, fixed_bits);
         let mut writer = SectionWriter::new(temp.file(), offset);
-        let piece = PARK_ENTRIES * VALUE as u64;
-        let mut park = Vec::with_capacity(PARK_ENTRIES as usize);
-        for bytes in r.values.pieces(piece) {
-            park.clear();
-            park.extend(bytes?.chunks_exact(VALUE).map(get));
-            writer
-                .write(&park_bytes_of(
-                    &park,
-                    width,
-                    fixed_bits,
-                    park_bytes as usize,
-                ))
-                .map_err(io)?;
-        }
+        // Parks encoded on the threads a run of them at a time.
+        const RUN: u64 = 256;
+        let piece = RUN * PARK_ENTRIES * VALUE as u64;
+        ordered::map_in_order(
+            r.values.pieces(piece),
+            work.plan.threads,
+            |bytes| {
+                let values: Vec<u128> = bytes?.chunks_exact(VALUE).map(get).collect();
+                let mut encoded = Vec::with_capacity(park_bytes as usize * RUN as usize);
+                for park in values.chunks(PARK_ENTRIES as usize) {
+                    encoded.extend(park_bytes_of(park, width, fixed_bits, park_bytes as usize));
+                }
+                Ok(encoded)
+            },
+            |encoded| writer.write(&encoded).map_err(io),
+        )?;
         let (bytes, crc) = writer.finish().map_err(io)?;
         stored.push(LevelInfo {
             count: r.count,
@@ -345,7 +366,13 @@ mod tests {
 
     #[test]
     fn the_disk_plotter_writes_the_in_memory_plotters_file() {
-        for (k, log2, threads) in [(16, 1, 1), (16, 6, 2), (17, 3, 3), (18, 4, 2)] {
+        for (k, log2, threads, parallel) in [
+            (16, 1, 1, 1),
+            (16, 6, 2, 2),
+            (17, 3, 3, 2),
+            (18, 4, 2, 1),
+            (18, 5, 4, 4),
+        ] {
             let (memory, disk, temp) = (
                 tempfile::tempdir().unwrap(),
                 tempfile::tempdir().unwrap(),
@@ -358,6 +385,7 @@ mod tests {
                 log2,
                 bucket_entries: (1u64 << k) >> log2,
                 threads,
+                parallel,
             };
             let got = plot_with_plan(&o, disk.path(), temp.path(), plan).unwrap();
             assert_eq!(got.matched, reference.matched, "k {k} log2 {log2}");
@@ -377,7 +405,7 @@ mod tests {
     fn auto_goes_through_disk_when_memory_is_short_and_refuses_too_little() {
         let (out, temp) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         let mut o = options(18, 2);
-        o.memory = disk_memory_needed(18, o.levels, 3);
+        o.memory = disk_memory_needed(18, o.levels, 3, 2);
         assert!(o.memory < o.memory_needed());
         o.temp_dir = Some(temp.path().to_path_buf());
         let summary = crate::hard::plot(&o, out.path()).unwrap();
@@ -392,7 +420,7 @@ mod tests {
             Err(PlotError::MemoryTooSmall { .. })
         ));
         o.strategy = HardStrategy::Memory;
-        o.memory = disk_memory_needed(18, o.levels, 3);
+        o.memory = disk_memory_needed(18, o.levels, 3, 2);
         assert!(matches!(
             crate::hard::plot(&o, out.path()),
             Err(PlotError::MemoryTooSmall { .. })

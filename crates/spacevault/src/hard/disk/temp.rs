@@ -7,7 +7,6 @@
 
 use crate::plot::files::{create_locked, unique_temp_name};
 use crate::plot::PlotError;
-use std::cell::Cell;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::os::unix::io::AsRawFd;
@@ -99,18 +98,21 @@ fn check_stop() -> Result<(), PlotError> {
 }
 
 /// Appends the low `bytes` bytes of `v`, little-endian.
+#[inline(always)]
 pub(super) fn put(out: &mut Vec<u8>, v: u128, bytes: usize) {
     debug_assert!(bytes == 16 || v >> (8 * bytes) == 0, "{v} in {bytes} bytes");
     out.extend_from_slice(&v.to_le_bytes()[..bytes]);
 }
 
 /// The little-endian number in `b` (at most 16 bytes).
+#[inline(always)]
 pub(super) fn get(b: &[u8]) -> u128 {
     let mut full = [0u8; 16];
     full[..b.len()].copy_from_slice(b);
     u128::from_le_bytes(full)
 }
 
+#[inline(always)]
 pub(super) fn get64(b: &[u8]) -> u64 {
     get(b) as u64
 }
@@ -126,7 +128,7 @@ pub(super) struct TempFile {
     len: u64,
     /// Bytes from the start already read for the last time and given
     /// back to the file system.
-    released: Cell<u64>,
+    released: AtomicU64,
     buffer: Vec<u8>,
     usage: Arc<Usage>,
 }
@@ -142,34 +144,60 @@ impl TempFile {
             path,
             file,
             len: 0,
-            released: Cell::new(0),
+            released: AtomicU64::new(0),
             buffer: Vec::new(),
             usage: place.usage.clone(),
         })
     }
 
-    /// Appends `bytes` after everything appended before.
+    /// Appends `bytes` after everything appended before: through the
+    /// buffer when small, straight to the file when a buffer's worth.
     pub fn append(&mut self, bytes: &[u8]) -> Result<(), PlotError> {
+        if bytes.len() >= BUFFER {
+            self.write_buffer()?;
+            return self.write_end(bytes);
+        }
         if self.buffer.capacity() == 0 {
             self.buffer.reserve_exact(BUFFER);
         }
         self.buffer.extend_from_slice(bytes);
         if self.buffer.len() >= BUFFER {
-            self.flush()?;
+            self.write_buffer()?;
         }
         Ok(())
     }
 
-    /// Writes what the buffer holds and gives its memory back.
-    pub fn flush(&mut self) -> Result<(), PlotError> {
+    /// Writes what the buffer holds, keeping its memory for what follows
+    /// (a buffer allocated anew is pages the kernel clears again).
+    fn write_buffer(&mut self) -> Result<(), PlotError> {
+        let buffer = std::mem::take(&mut self.buffer);
+        let written = self.write_end(&buffer);
+        self.buffer = buffer;
+        self.buffer.clear();
+        written
+    }
+
+    fn write_end(&mut self, bytes: &[u8]) -> Result<(), PlotError> {
         check_stop()?;
-        if !self.buffer.is_empty() {
+        if !bytes.is_empty() {
             self.file
-                .write_all_at(&self.buffer, self.len)
+                .write_all_at(bytes, self.len)
                 .map_err(|e| io_error("writing", &self.path, e))?;
-            self.len += self.buffer.len() as u64;
-            self.usage.add(self.buffer.len() as u64);
+            self.len += bytes.len() as u64;
+            self.usage.add(bytes.len() as u64);
         }
+        Ok(())
+    }
+
+    /// Bytes written (or reserved by [`TempFile::extend_to`]).
+    pub fn size(&self) -> u64 {
+        self.len + self.buffer.len() as u64
+    }
+
+    /// Writes what the buffer holds and gives its memory back: the last
+    /// write before the file is read.
+    pub fn flush(&mut self) -> Result<(), PlotError> {
+        self.write_buffer()?;
         self.buffer = Vec::new();
         Ok(())
     }
@@ -234,7 +262,7 @@ impl TempFile {
     pub fn release_before(&self, offset: u64) {
         const BLOCK: u64 = 4096;
         let end = offset.min(self.len) / BLOCK * BLOCK;
-        let start = self.released.get();
+        let start = self.released.load(Ordering::Relaxed);
         if end <= start {
             return;
         }
@@ -249,7 +277,7 @@ impl TempFile {
         };
         if rc == 0 {
             self.usage.remove(end - start);
-            self.released.set(end);
+            self.released.store(end, Ordering::Relaxed);
         }
     }
 
@@ -264,12 +292,33 @@ impl TempFile {
 impl Drop for TempFile {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
-        self.usage.remove(self.len - self.released.get());
+        self.usage
+            .remove(self.len - self.released.load(Ordering::Relaxed));
     }
 }
 
 /// A spill's file and the keys it holds, `[lo, hi)`.
 pub(super) type Piece = (TempFile, (u64, u64));
+
+fn file_of(key: u64, shift: u32, files: usize) -> usize {
+    ((key >> shift) as usize).min(files - 1)
+}
+
+/// Records gathered for a spill's files by one thread, in memory.
+#[derive(Clone)]
+pub(super) struct Gathered {
+    parts: Vec<Vec<u8>>,
+    shift: u32,
+}
+
+impl Gathered {
+    /// Where a record of `key` goes: the caller appends its fields (in
+    /// place, so that fields of constant widths are copied as such).
+    pub fn part(&mut self, key: u64) -> &mut Vec<u8> {
+        let b = file_of(key, self.shift, self.parts.len());
+        &mut self.parts[b]
+    }
+}
 
 /// Records scattered into `2^log2` files by the high bits of a key of
 /// `key_bits` bits: file `b` holds the keys of `[b, b + 1) · 2^shift`,
@@ -301,9 +350,22 @@ impl Spill {
         (lo, lo + (1u64 << self.shift))
     }
 
-    pub fn push(&mut self, key: u64, record: &[u8]) -> Result<(), PlotError> {
-        let b = ((key >> self.shift) as usize).min(self.files.len() - 1);
-        self.files[b].append(record)
+    /// Empty buffers, one a file, for a thread to gather records into
+    /// (the order of records within a file does not matter: each file is
+    /// sorted by a total order when read back).
+    pub fn gatherer(&self) -> Gathered {
+        Gathered {
+            parts: vec![Vec::new(); self.files.len()],
+            shift: self.shift,
+        }
+    }
+
+    /// Appends what a thread gathered.
+    pub fn absorb(&mut self, gathered: Gathered) -> Result<(), PlotError> {
+        for (file, part) in self.files.iter_mut().zip(gathered.parts) {
+            file.append(&part)?;
+        }
+        Ok(())
     }
 
     /// The files, written out, in key order, each with its key range.
@@ -343,10 +405,15 @@ mod tests {
         };
         let mut spill = Spill::create(&place, "t", 2, 10).unwrap();
         let keys: Vec<u64> = (0..5000u64).map(|i| (i * 7919) % 1024).collect();
-        for &key in &keys {
+        // Gathered by two threads apart, absorbed one after the other.
+        let mut gathered = [spill.gatherer(), spill.gatherer()];
+        for (i, &key) in keys.iter().enumerate() {
             let mut r = Vec::new();
             put(&mut r, u128::from(key), 2);
-            spill.push(key, &r).unwrap();
+            gathered[i % 2].part(key).extend_from_slice(&r);
+        }
+        for g in gathered {
+            spill.absorb(g).unwrap();
         }
         let files = spill.finish().unwrap();
         assert_eq!(files.len(), 4);
