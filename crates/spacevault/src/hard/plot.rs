@@ -483,6 +483,7 @@ pub fn plot(options: &HardPlotOptions, out_dir: &Path) -> Result<HardPlotSummary
     let needed = options.memory_needed();
     let fits = k <= MAX_IN_MEMORY_K && options.memory >= needed;
     let memory_faster = k < DISK_FASTER_FROM_K;
+    let temp_dir = options.temp_dir.as_deref().unwrap_or(out_dir);
     match options.strategy {
         HardStrategy::Memory if k > MAX_IN_MEMORY_K => {
             return Err(PlotError::InvalidOptions(format!(
@@ -497,10 +498,12 @@ pub fn plot(options: &HardPlotOptions, out_dir: &Path) -> Result<HardPlotSummary
             });
         }
         HardStrategy::Disk => {}
-        HardStrategy::Auto if !fits || !memory_faster => {}
+        HardStrategy::Auto if !fits => {}
+        // Faster through disk, if it can start; else in memory.
+        HardStrategy::Auto
+            if !memory_faster && super::disk::can_plot_on_disk(options, out_dir, temp_dir) => {}
         _ => return plot_in_memory(options, out_dir, started),
     }
-    let temp_dir = options.temp_dir.as_deref().unwrap_or(out_dir);
     super::disk::plot_on_disk(options, out_dir, temp_dir)
 }
 

@@ -120,7 +120,9 @@ fn children_positions<P: Send>(
         bits_below(below_count),
     )?;
     let template = spill.gatherer();
-    const PIECE: u64 = 1 << 20;
+    // Pointers read a piece at a time (within BYTES_PER_PIECE with what
+    // the piece gathers).
+    const PIECE: u64 = 1 << 18;
     let pieces = back.size().div_ceil(PIECE * record as u64);
     map_in_order(
         0..pieces,

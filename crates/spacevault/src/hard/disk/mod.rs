@@ -73,19 +73,39 @@ const CACHED_LOG2: u32 = 17;
 /// written, and a fifth more for a file fuller than the average.
 const BYTES_PER_SORTED_ENTRY: u64 = 176;
 
+/// Memory a piece of fixed size takes while a thread works on it (a
+/// piece of pointers read and its records gathered for the next spill, or
+/// a run of parks being encoded), beside what its spill files take.
+const BYTES_PER_PIECE: u64 = 16 << 20;
+
 /// Memory the disk plotter needs at size `k` with spills of `2^log2`
-/// files, `parallel` of them sorted at once: the pruning's bitmaps (a
-/// level holds about 2^k entries), the top level's index, the parks'
-/// summaries, the spill files being sorted, the spill's write buffers,
-/// and 16 MiB for the file's writer and the rest.
+/// files, `parallel` of them (or of other pieces) in hand at once: the
+/// pruning's bitmaps (a level holds about 2^k entries), the top level's
+/// index, the parks' summaries, the spill files being sorted and the
+/// pieces being worked on, the write buffers of the two spills open at
+/// once, and 16 MiB for the file's writer and the rest.
 pub fn disk_memory_needed(k: u8, levels: u8, log2: u32, parallel: usize) -> u64 {
     let leaves = 1u64 << k;
     let bitmaps = u64::from(levels) * leaves / 8 * 11 / 10;
     let index = leaves / 16;
     let parks = leaves / PARK_ENTRIES * 48;
-    let sorting = BYTES_PER_SORTED_ENTRY * (leaves >> log2) * parallel.max(1) as u64;
-    let buffers = (1u64 << log2) * temp::BUFFER as u64;
-    bitmaps + index + parks + sorting + buffers + (16 << 20)
+    let in_hand =
+        (BYTES_PER_SORTED_ENTRY * (leaves >> log2) + BYTES_PER_PIECE) * parallel.max(1) as u64;
+    let buffers = 2 * (1u64 << log2) * temp::BUFFER as u64;
+    bitmaps + index + parks + in_hand + buffers + (16 << 20)
+}
+
+/// What a plot of size `k` takes in its directory, about 19.5 bytes a
+/// leaf, and in the temp directory.
+fn space_needed(k: u8) -> (u64, u64) {
+    ((1u64 << k) * 20, (1u64 << k) * TEMP_BYTES_PER_LEAF)
+}
+
+/// Whether the plotter through disk can start: a plan within the memory
+/// and open-files limits, and the space it needs in both directories.
+pub(crate) fn can_plot_on_disk(options: &HardPlotOptions, out_dir: &Path, temp_dir: &Path) -> bool {
+    let (plot, temp) = space_needed(options.k);
+    Plan::for_options(options).is_ok() && files::check_space(out_dir, plot, temp_dir, temp).is_ok()
 }
 
 /// Temp disk the plotter holds at most, a leaf: 47 measured at k = 22
@@ -214,14 +234,8 @@ fn plot_with_plan(
     let (k, levels) = (options.k, options.levels);
     let (id, final_path) = destination(options, out_dir)?;
     files::remove_stale_temps(temp_dir);
-    // A plot takes about 19.5 bytes a leaf.
-    let plot_estimate = (1u64 << k) * 20;
-    files::check_space(
-        out_dir,
-        plot_estimate,
-        temp_dir,
-        (1u64 << k) * TEMP_BYTES_PER_LEAF,
-    )?;
+    let (plot_estimate, temp_estimate) = space_needed(k);
+    files::check_space(out_dir, plot_estimate, temp_dir, temp_estimate)?;
     let work = Work {
         plan,
         temps: TempPlace {
@@ -269,7 +283,7 @@ fn plot_with_plan(
         let piece = RUN * PARK_ENTRIES * VALUE as u64;
         ordered::map_in_order(
             r.values.pieces(piece),
-            work.plan.threads,
+            work.plan.parallel,
             |bytes| {
                 let values: Vec<u128> = bytes?.chunks_exact(VALUE).map(get).collect();
                 let mut encoded = Vec::with_capacity(park_bytes as usize * RUN as usize);
@@ -402,10 +416,22 @@ mod tests {
     }
 
     #[test]
+    fn the_disk_plotter_cannot_start_without_its_temp_space() {
+        let (out, temp) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let o = options(22, 2);
+        assert!(can_plot_on_disk(&o, out.path(), temp.path()));
+        let gone = temp.path().join("not-there");
+        assert!(!can_plot_on_disk(&o, out.path(), &gone));
+        let mut short = o.clone();
+        short.memory = 1 << 20;
+        assert!(!can_plot_on_disk(&short, out.path(), temp.path()));
+    }
+
+    #[test]
     fn auto_goes_through_disk_when_memory_is_short_and_refuses_too_little() {
         let (out, temp) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         let mut o = options(18, 2);
-        o.memory = disk_memory_needed(18, o.levels, 3, 2);
+        o.memory = disk_memory_needed(18, o.levels, 3, 1);
         assert!(o.memory < o.memory_needed());
         o.temp_dir = Some(temp.path().to_path_buf());
         let summary = crate::hard::plot(&o, out.path()).unwrap();
@@ -420,7 +446,7 @@ mod tests {
             Err(PlotError::MemoryTooSmall { .. })
         ));
         o.strategy = HardStrategy::Memory;
-        o.memory = disk_memory_needed(18, o.levels, 3, 2);
+        o.memory = disk_memory_needed(18, o.levels, 3, 1);
         assert!(matches!(
             crate::hard::plot(&o, out.path()),
             Err(PlotError::MemoryTooSmall { .. })

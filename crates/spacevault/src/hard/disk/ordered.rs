@@ -47,7 +47,7 @@ where
     let changed = Condvar::new();
     let (tx, rx) = mpsc::channel::<(usize, Result<O, PlotError>)>();
     let next_item = || -> Option<(usize, I)> {
-        let mut g = gate.lock().expect("the gate is never poisoned");
+        let mut g = gate.lock().unwrap_or_else(|e| e.into_inner());
         loop {
             if g.stop {
                 return None;
@@ -57,18 +57,30 @@ where
                 g.started += 1;
                 return Some((g.started - 1, item));
             }
-            g = changed.wait(g).expect("the gate is never poisoned");
+            g = changed.wait(g).unwrap_or_else(|e| e.into_inner());
         }
     };
     let stop = || {
-        gate.lock().expect("the gate is never poisoned").stop = true;
+        gate.lock().unwrap_or_else(|e| e.into_inner()).stop = true;
         changed.notify_all();
     };
+    // A thread that panics (a worker, or the caller in `take`) stops the
+    // rest on its way out, so that the scope ends and passes the panic on
+    // instead of every other thread waiting for its result forever.
+    struct StopOnPanic<F: Fn()>(F);
+    impl<F: Fn()> Drop for StopOnPanic<F> {
+        fn drop(&mut self) {
+            if std::thread::panicking() {
+                (self.0)();
+            }
+        }
+    }
     std::thread::scope(|s| {
         for _ in 0..parallel {
             let tx = tx.clone();
-            let (next_item, work) = (&next_item, &work);
+            let (next_item, work, stop) = (&next_item, &work, &stop);
             s.spawn(move || {
+                let _guard = StopOnPanic(stop);
                 while let Some((i, item)) = next_item() {
                     if tx.send((i, work(item))).is_err() {
                         break;
@@ -77,6 +89,7 @@ where
             });
         }
         drop(tx);
+        let _guard = StopOnPanic(&stop);
         let mut waiting = BTreeMap::new();
         let mut next = 0usize;
         let mut outcome = Ok(());
@@ -88,7 +101,7 @@ where
                 if outcome.is_err() {
                     break;
                 }
-                gate.lock().expect("the gate is never poisoned").taken = next;
+                gate.lock().unwrap_or_else(|e| e.into_inner()).taken = next;
                 changed.notify_all();
             }
             if outcome.is_err() {
@@ -147,6 +160,41 @@ mod tests {
         )
         .unwrap();
         assert!(most.load(Ordering::SeqCst) <= 3, "{most:?}");
+    }
+
+    /// Runs `f` on a thread of its own and says whether it panicked,
+    /// failing (rather than hanging) if it has not ended within a minute.
+    fn panics_within_a_minute(f: impl FnOnce() + Send + 'static) -> bool {
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+            let _ = tx.send(outcome.is_err());
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(60))
+            .expect("map_in_order hung after a panic")
+    }
+
+    #[test]
+    fn a_panic_in_a_worker_or_in_take_ends_the_map_with_that_panic() {
+        for parallel in [2, 3] {
+            assert!(panics_within_a_minute(move || {
+                let _ = map_in_order(
+                    0..100u32,
+                    parallel,
+                    |i| {
+                        assert!(i != 3, "a worker's panic");
+                        Ok(i)
+                    },
+                    |_| Ok(()),
+                );
+            }));
+            assert!(panics_within_a_minute(move || {
+                let _ = map_in_order(0..100u32, parallel, Ok, |i| {
+                    assert!(i != 3, "take's panic");
+                    Ok(())
+                });
+            }));
+        }
     }
 
     #[test]

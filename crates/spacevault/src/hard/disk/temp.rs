@@ -157,13 +157,14 @@ impl TempFile {
             self.write_buffer()?;
             return self.write_end(bytes);
         }
+        // Never past BUFFER bytes: a buffer that grew would stay grown.
+        if self.buffer.len() + bytes.len() > BUFFER {
+            self.write_buffer()?;
+        }
         if self.buffer.capacity() == 0 {
             self.buffer.reserve_exact(BUFFER);
         }
         self.buffer.extend_from_slice(bytes);
-        if self.buffer.len() >= BUFFER {
-            self.write_buffer()?;
-        }
         Ok(())
     }
 
@@ -189,7 +190,8 @@ impl TempFile {
         Ok(())
     }
 
-    /// Bytes written (or reserved by [`TempFile::extend_to`]).
+    /// Bytes appended, whether written yet or still in the buffer (or
+    /// reserved by [`TempFile::extend_to`]).
     pub fn size(&self) -> u64 {
         self.len + self.buffer.len() as u64
     }
