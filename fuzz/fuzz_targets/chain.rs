@@ -1,5 +1,5 @@
 //! Any bytes as a block, transaction, proof message, announcement, slot
-//! output, chain spec (binary and JSON) or crypto trace: no panic, and only
+//! output, chain spec (binary and JSON), file manifest or crypto trace: no panic, and only
 //! canonical encodings decode.
 #![no_main]
 use libfuzzer_sys::fuzz_target;

@@ -288,6 +288,7 @@ impl ClientWork {
 fn judge(e: ClientError) -> Outcome {
     match e {
         ClientError::Refused { status: 404, .. } => Outcome::Lost,
+        ClientError::WrongBytes { .. } | ClientError::ForgedRegister { .. } => Outcome::Wrong,
         e => Outcome::Error(e.to_string()),
     }
 }

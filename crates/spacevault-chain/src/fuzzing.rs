@@ -73,6 +73,22 @@ pub fn decode_everything(data: &[u8]) {
             "a crypto trace in a non-canonical form"
         );
     }
+    if let Ok(m) = crate::manifest::Manifest::decode(data) {
+        assert_eq!(m.encode(), data, "a manifest in a non-canonical form");
+        if m.depth == 0 {
+            // Its parts, walked, are exactly its bytes.
+            let mut walker = crate::manifest::Walker::new(m.clone());
+            let mut total = 0u64;
+            while let Ok(crate::manifest::Next::Part { bytes, .. }) = walker.step() {
+                assert!(bytes >= 1 && bytes <= m.part_bytes);
+                total += u64::from(bytes);
+            }
+            assert_eq!(
+                total, m.bytes,
+                "a manifest's parts cover other bytes than it says"
+            );
+        }
+    }
     if let Ok(spec) = ChainSpec::decode(data) {
         assert_eq!(spec.encode(), data, "a spec in a non-canonical form");
     }

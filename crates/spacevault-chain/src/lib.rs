@@ -17,6 +17,7 @@ mod genesis;
 pub mod keys;
 pub mod kind;
 pub mod locator;
+pub mod manifest;
 pub mod sig_cache;
 pub mod spec;
 pub mod time;

@@ -1,5 +1,5 @@
 //! The fuzz target `chain` under proptest: every decoder of untrusted chain
-//! bytes (and of crypto traces), on arbitrary bytes and on valid messages with bytes changed, cut
+//! bytes (and of crypto traces and file manifests), on arbitrary bytes and on valid messages with bytes changed, cut
 //! or added, never panics and accepts only canonical encodings.
 
 use proptest::prelude::*;
@@ -54,6 +54,14 @@ fn valid_messages() -> Vec<Vec<u8>> {
         spec.to_json().into_bytes(),
         trace.encode(),
         proof_bytes(&hard),
+        spacevault_chain::manifest::Manifest {
+            bytes: 10,
+            hash: [6; 32],
+            part_bytes: 4,
+            depth: 0,
+            entries: vec![[7; 32], [8; 32], [9; 32]],
+        }
+        .encode(),
     ]
 }
 
@@ -72,7 +80,7 @@ proptest! {
 
     #[test]
     fn changed_messages_never_panic(
-        which in 0usize..8,
+        which in 0usize..9,
         edits in proptest::collection::vec((any::<usize>(), any::<u8>(), 0u8..3), 1..6),
     ) {
         let mut data = valid_messages()[which].clone();
@@ -96,6 +104,7 @@ fn the_valid_messages_decode() {
     assert!(ChainSpec::from_json(std::str::from_utf8(&m[5]).unwrap()).is_ok());
     assert!(spacevault_meter::trace::Trace::decode(&m[6]).is_ok());
     assert_eq!(m[7].len(), 1 + 32 + 32 + 1 + 16 * 8);
+    assert!(spacevault_chain::manifest::Manifest::decode(&m[8]).is_ok());
     for data in &m {
         decode_everything(data);
     }

@@ -9,15 +9,7 @@ use std::path::Path;
 /// The bytes of `path`, `what` in messages, refused unless it is a regular
 /// file of at most `max` bytes.
 pub fn read_regular(path: &Path, what: &str, max: u64) -> Result<Vec<u8>> {
-    let meta =
-        std::fs::metadata(path).with_context(|| format!("reading {what} {}", path.display()))?;
-    if !meta.is_file() {
-        bail!(
-            "{what} {} is not a regular file (a {})",
-            path.display(),
-            spacevault::aligned::file_kind(&meta.file_type())
-        );
-    }
+    check_regular(path, what)?;
     let mut bytes = Vec::new();
     std::fs::File::open(path)
         .and_then(|f| f.take(max + 1).read_to_end(&mut bytes))
@@ -30,6 +22,20 @@ pub fn read_regular(path: &Path, what: &str, max: u64) -> Result<Vec<u8>> {
         );
     }
     Ok(bytes)
+}
+
+/// Fails unless `path` is a regular file; its size.
+pub fn check_regular(path: &Path, what: &str) -> Result<u64> {
+    let meta =
+        std::fs::metadata(path).with_context(|| format!("reading {what} {}", path.display()))?;
+    if !meta.is_file() {
+        bail!(
+            "{what} {} is not a regular file (a {})",
+            path.display(),
+            spacevault::aligned::file_kind(&meta.file_type())
+        );
+    }
+    Ok(meta.len())
 }
 
 /// [`read_regular`] as UTF-8 text.

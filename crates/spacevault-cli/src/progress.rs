@@ -46,6 +46,32 @@ impl Bar {
         Bar::with_prefix(bar, prefix)
     }
 
+    /// A bar of bytes done out of a total, hidden like [`Bar::new`].
+    pub fn bytes(prefix: String, quiet: bool) -> Bar {
+        let bar = match shown(quiet) {
+            true => {
+                let bar =
+                    ProgressBar::with_draw_target(Some(1), ProgressDrawTarget::stderr_with_hz(8));
+                bar.set_style(
+                    ProgressStyle::with_template(
+                        "{prefix} [{bar:30}] {bytes}/{total_bytes}  {binary_bytes_per_sec}  ETA {eta}",
+                    )
+                    .expect("valid template")
+                    .progress_chars("=> "),
+                );
+                bar
+            }
+            false => ProgressBar::hidden(),
+        };
+        Bar::with_prefix(bar, prefix)
+    }
+
+    /// For a bar of bytes: `done` of `total`.
+    pub fn set_bytes(&self, done: u64, total: u64) {
+        self.bar.set_length(total.max(1));
+        self.bar.set_position(done);
+    }
+
     fn with_prefix(bar: ProgressBar, prefix: String) -> Bar {
         bar.set_prefix(prefix.clone());
         Bar { bar, prefix }

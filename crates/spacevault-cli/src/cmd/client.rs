@@ -2,8 +2,9 @@
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
-use spacevault_node::client::Client;
-use std::path::PathBuf;
+use spacevault_node::client::{Client, ClientError, FileOptions};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 #[derive(Args, Debug)]
 pub struct ClientArgs {
@@ -18,25 +19,43 @@ pub struct ClientArgs {
     /// Print JSON.
     #[arg(long, global = true)]
     pub json: bool,
+    /// The chain spec the vault must follow: a vault on another chain is
+    /// refused (without it, the client takes the vault's word).
+    #[arg(long, value_name = "SPEC", global = true)]
+    pub chain: Option<PathBuf>,
+    /// No progress bar.
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
     #[command(subcommand)]
     pub command: ClientCommand,
 }
 
 #[derive(Subcommand, Debug)]
 pub enum ClientCommand {
-    /// Store a file (at most the chain's blob size) as an immutable blob;
-    /// prints its address.
+    /// Store a file of any size; prints its address. A file larger than
+    /// one blob is stored as parts and a manifest that lists them.
     Put {
         #[arg(value_name = "FILE")]
         file: PathBuf,
+        /// Parts stored at once.
+        #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=256))]
+        parallel: u16,
     },
-    /// Fetch a blob by its address.
+    /// Fetch a file (or blob) by its address, every part checked against
+    /// it.
     Get {
         #[arg(value_name = "ADDRESS")]
         address: String,
-        /// Write it here instead of stdout.
+        /// Write it here instead of stdout (written aside and renamed
+        /// once whole and checked).
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
+        /// The blob at the address as stored, even when it is a manifest.
+        #[arg(long)]
+        raw: bool,
+        /// Parts fetched at once.
+        #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=256))]
+        parallel: u16,
     },
     /// Set one of this client's registers (signed with the client's key)
     /// and wait until a block holds it.
@@ -56,18 +75,31 @@ pub enum ClientCommand {
 }
 
 pub fn run(args: ClientArgs) -> Result<()> {
-    let client = Client::new(&args.api)?;
+    let mut client = Client::new(&args.api)?;
+    if let Some(spec) = &args.chain {
+        client = client.expecting_chain(crate::cmd::chain::read_spec(spec)?.chain_id());
+    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("starting the runtime")?;
-    runtime.block_on(run_with(client, args.command, args.json))
+    runtime.block_on(run_with(client, args.command, args.json, args.quiet))
 }
 
-async fn run_with(client: Client, command: ClientCommand, json: bool) -> Result<()> {
+async fn run_with(client: Client, command: ClientCommand, json: bool, quiet: bool) -> Result<()> {
     match command {
-        ClientCommand::Put { file } => put(&client, &file, json).await?,
-        ClientCommand::Get { address, out } => get(&client, &address, out).await?,
+        ClientCommand::Put { file, parallel } => {
+            put(&client, &file, options(parallel, quiet, "stored"), json).await?
+        }
+        ClientCommand::Get {
+            address,
+            out,
+            raw,
+            parallel,
+        } => {
+            let options = options(parallel, quiet || out.is_none(), "fetched");
+            get(&client, &address, out, raw, options).await?
+        }
         ClientCommand::Set { name, value } => set(&client, &name, &value, json).await?,
         ClientCommand::Head => {
             let head = client.head().await?;
@@ -82,70 +114,117 @@ async fn run_with(client: Client, command: ClientCommand, json: bool) -> Result<
     Ok(())
 }
 
-async fn put(client: &Client, file: &std::path::Path, json: bool) -> Result<()> {
-    // The largest blob any chain allows; the vault says its own.
-    let blob = crate::input::read_regular(file, "the file", 64 << 20)?;
-    // A blob over the chain's limit is refused here, with that
-    // reason: the vault's 413 comes before it has read the body,
-    // and a client still sending sees only a closed connection.
-    if let Ok(status) = client.status().await {
-        let max = u64::from(status.max_blob_bytes);
-        if blob.len() as u64 > max {
-            bail!(
-                "{} is {} bytes: this chain's blobs are at most {max} bytes ({})",
-                file.display(),
-                blob.len(),
-                spacevault::units::human_bytes(max)
-            );
-        }
-    }
-    let (put, partial) = match client.put(blob).await {
-        Ok(put) => (put, false),
-        Err(spacevault_node::client::ClientError::TooFewCopies(put)) => (put, true),
-        Err(e) => return Err(e.into()),
+/// How a file goes through, with a progress bar on stderr unless `quiet`.
+fn options(parallel: u16, quiet: bool, verb: &str) -> (FileOptions, crate::progress::Bar) {
+    let bar = crate::progress::Bar::bytes(verb.to_string(), quiet);
+    let shown = bar.clone();
+    let options = FileOptions {
+        parallel: usize::from(parallel),
+        progress: Some(Arc::new(move |done, total| shown.set_bytes(done, total))),
     };
+    (options, bar)
+}
+
+async fn put(
+    client: &Client,
+    file: &Path,
+    (options, bar): (FileOptions, crate::progress::Bar),
+    json: bool,
+) -> Result<()> {
+    crate::input::check_regular(file, "the file")?;
+    let put = client.put_file(file, &options).await;
+    bar.finish();
+    let put = put?;
+    let address = hex::encode(put.address);
     if json {
         crate::cmd::print_json(&serde_json::json!({
-            "address": put.address,
+            "address": address,
+            "bytes": put.bytes,
+            "blake3": hex::encode(put.hash),
+            "parts": put.parts,
+            "manifests": put.manifests,
             "copies": put.copies,
             "wanted": put.wanted,
-            "receipts": put.receipts,
         }))?;
     } else {
-        outln!("{}", put.address);
-        errln!("stored on {} of {} vaults", put.copies, put.wanted);
+        outln!("{address}");
+        match put.manifests {
+            0 => errln!("stored on {} of {} vaults", put.copies, put.wanted),
+            m => errln!(
+                "stored {} in {} parts and {m} manifest{}, each on at least {} of {} vaults",
+                spacevault::units::human_bytes(put.bytes),
+                put.parts,
+                if m == 1 { "" } else { "s" },
+                put.copies,
+                put.wanted
+            ),
+        }
     }
-    if partial {
+    if put.copies < put.wanted {
         errln!(
-            "warning: fewer vaults than the chain wants took the blob: PUT it again to add copies"
+            "warning: fewer vaults than the chain wants took some of it: PUT it again to add copies"
         );
         return Err(crate::cmd::ExitWith(3).into());
     }
     Ok(())
 }
 
-async fn get(client: &Client, address: &str, out: Option<std::path::PathBuf>) -> Result<()> {
-    let blob = client.get(address).await?;
-    let got = spacevault_chain::blob_address(&blob);
-    if hex::encode(got) != address.to_lowercase() {
-        bail!("the vault sent bytes that do not hash to {address}");
-    }
+async fn get(
+    client: &Client,
+    address: &str,
+    out: Option<PathBuf>,
+    raw: bool,
+    (options, bar): (FileOptions, crate::progress::Bar),
+) -> Result<()> {
+    let address = spacevault_node::client::parse_address(address)?;
     match out {
         Some(path) => {
-            std::fs::write(&path, &blob).with_context(|| format!("writing {}", path.display()))?
+            // Written aside and renamed once whole: a GET that fails leaves
+            // whatever was at `path` as it was.
+            let dir = match path.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+                _ => PathBuf::from("."),
+            };
+            let mut aside = tempfile::NamedTempFile::new_in(&dir)
+                .with_context(|| format!("creating a file in {}", dir.display()))?;
+            let got = fetch(client, &address, raw, aside.as_file_mut(), &options).await;
+            bar.finish();
+            got?;
+            aside
+                .as_file()
+                .sync_all()
+                .with_context(|| format!("writing {}", path.display()))?;
+            aside
+                .persist(&path)
+                .with_context(|| format!("writing {}", path.display()))?;
         }
         None => {
-            use std::io::Write;
-            let mut stdout = std::io::stdout().lock();
-            match stdout.write_all(&blob).and_then(|()| stdout.flush()) {
-                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+            let mut stdout = std::io::stdout();
+            let got = fetch(client, &address, raw, &mut stdout, &options).await;
+            bar.finish();
+            match got {
+                Err(ClientError::Write(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => {
                     return Err(crate::out::StdoutClosed.into())
                 }
-                other => other.context("writing to stdout")?,
+                other => other?,
             }
         }
     }
     Ok(())
+}
+
+async fn fetch(
+    client: &Client,
+    address: &[u8; 32],
+    raw: bool,
+    out: &mut (dyn std::io::Write + Send),
+    options: &FileOptions,
+) -> Result<(), ClientError> {
+    if raw {
+        let blob = client.get_blob(address).await?;
+        return out.write_all(&blob).map_err(ClientError::Write);
+    }
+    client.get_file(address, out, options).await.map(|_| ())
 }
 
 async fn set(client: &Client, name: &str, value: &str, json: bool) -> Result<()> {

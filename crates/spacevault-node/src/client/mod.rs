@@ -1,5 +1,14 @@
 //! A client of a vault's HTTP API: what `spacevault client` and the tests
 //! use. Registers are signed here, with the client's own key.
+//!
+//! The vault asked is not trusted with what it returns: a blob is hashed
+//! again against its address, a register's signature is checked against
+//! its owner, a PUT's receipts against their holders' keys, and the chain
+//! id against the chain spec the client was given, when it was given one.
+
+mod files;
+
+pub use files::{FileAnswer, FileGot, FileOptions};
 
 pub use crate::api::types::{
     CryptoAnswer, Head, Health, PutAnswer, RegisterAnswer, RegisterPut, SetAnswer, Status,
@@ -9,7 +18,9 @@ use hyper::body::Bytes;
 use hyper_util::client::legacy::{connect::HttpConnector, Client as Hyper};
 use hyper_util::rt::TokioExecutor;
 use serde::Deserialize;
-use spacevault_chain::{Keypair, RegisterTx};
+use spacevault_chain::{blob_address, Keypair, Receipt, RegisterTx};
+use std::collections::BTreeSet;
+use std::sync::{Arc, OnceLock};
 
 /// Why a call failed: the vault's own reason where it gave one.
 #[derive(Debug, thiserror::Error)]
@@ -23,6 +34,31 @@ pub enum ClientError {
     Refused { status: u16, reason: String },
     #[error("the vault's answer does not parse: {0}")]
     BadAnswer(String),
+    #[error("'{0}' is not a blob address (64 hex digits)")]
+    BadAddress(String),
+    /// The vault sent bytes that are not the blob asked for.
+    #[error("the vault sent bytes that do not hash to {address}")]
+    WrongBytes { address: String },
+    /// The vault follows another chain than the spec the client was given.
+    #[error("the vault follows the chain {vault}, not {expected} of the chain spec given")]
+    WrongChain { vault: String, expected: String },
+    /// A register the vault sent that its owner did not sign.
+    #[error("the vault sent {owner}/{name} version {version} without its owner's signature")]
+    ForgedRegister {
+        owner: String,
+        name: String,
+        version: u64,
+    },
+    /// A file's manifest or parts that do not fit together.
+    #[error("the file at {address}: {why}")]
+    BadFile { address: String, why: String },
+    #[error("reading {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("writing the file: {0}")]
+    Write(std::io::Error),
     /// A PUT that fewer vaults than wanted took: the blob has an address,
     /// and fewer copies than the chain asks for.
     #[error("only {} of {} vaults stored the blob {}", .0.copies, .0.wanted, .0.address)]
@@ -38,6 +74,11 @@ const POOL_IDLE: std::time::Duration = std::time::Duration::from_secs(5);
 pub struct Client {
     base: String,
     http: Hyper<HttpConnector, Full<Bytes>>,
+    /// The chain id of the spec the client was given, if it was.
+    expected_chain: Option<[u8; 32]>,
+    /// The vault's chain id once asked (and checked): receipts are
+    /// checked against it on every PUT.
+    chain: Arc<OnceLock<[u8; 32]>>,
 }
 
 impl Client {
@@ -54,7 +95,25 @@ impl Client {
         let http = Hyper::builder(TokioExecutor::new())
             .pool_idle_timeout(POOL_IDLE)
             .build_http();
-        Ok(Client { base, http })
+        Ok(Client {
+            base,
+            http,
+            expected_chain: None,
+            chain: Arc::default(),
+        })
+    }
+
+    /// The same client, refusing a vault that does not follow the chain
+    /// whose id is `chain_id` (the id of the spec the user gave).
+    pub fn expecting_chain(mut self, chain_id: [u8; 32]) -> Client {
+        self.expected_chain = Some(chain_id);
+        self.chain = Arc::default();
+        self
+    }
+
+    /// The vault's base URL.
+    pub fn url(&self) -> &str {
+        &self.base
     }
 
     async fn call(
@@ -188,30 +247,56 @@ impl Client {
             .await
     }
 
-    /// Stores a blob; its address and the holders' receipts. A blob fewer
-    /// vaults took than wanted is [`ClientError::TooFewCopies`], with its
-    /// address and the receipts it got.
+    /// Stores a blob; its address and the holders' receipts. Only
+    /// receipts signed by their holders for this blob on this chain, one a
+    /// holder, count as copies; a blob fewer vaults took than wanted is
+    /// [`ClientError::TooFewCopies`], with its address and the receipts
+    /// it got.
     pub async fn put(&self, blob: Vec<u8>) -> Result<PutAnswer, ClientError> {
+        let chain = self.chain_id().await?;
+        let address = blob_address(&blob);
         let (status, bytes) = self.call(hyper::Method::PUT, "/v1/blobs", blob).await?;
         let answer = || {
             serde_json::from_slice::<PutAnswer>(&bytes)
                 .map_err(|e| ClientError::BadAnswer(e.to_string()))
         };
         match status {
+            200..=299 | 503 if answer().is_ok() => {
+                let answer = checked_put(answer()?, &address, &chain)?;
+                if answer.copies < answer.wanted {
+                    return Err(ClientError::TooFewCopies(answer));
+                }
+                Ok(answer)
+            }
             200..=299 => answer(),
-            503 if answer().is_ok() => Err(ClientError::TooFewCopies(answer()?)),
             _ => Err(refusal(status, &bytes)),
         }
     }
 
+    /// The blob at `address` (64 hex digits), hashed again here: bytes
+    /// that are not the blob are [`ClientError::WrongBytes`].
     pub async fn get(&self, address: &str) -> Result<Vec<u8>, ClientError> {
-        self.ok(hyper::Method::GET, &format!("/v1/blobs/{address}"), vec![])
-            .await
+        let wanted = parse_address(address)?;
+        self.get_blob(&wanted).await
     }
 
+    /// [`get`](Self::get) of an address already parsed.
+    pub async fn get_blob(&self, address: &[u8; 32]) -> Result<Vec<u8>, ClientError> {
+        let hex = hex::encode(address);
+        let blob = self
+            .ok(hyper::Method::GET, &format!("/v1/blobs/{hex}"), vec![])
+            .await?;
+        if blob_address(&blob) != *address {
+            return Err(ClientError::WrongBytes { address: hex });
+        }
+        Ok(blob)
+    }
+
+    /// `owner`'s register `name`, its signature checked against `owner`.
     pub async fn read(&self, owner: &[u8; 32], name: &str) -> Result<RegisterAnswer, ClientError> {
         let path = register_path(owner, name);
-        self.json(hyper::Method::GET, &path, vec![]).await
+        let answer = self.json(hyper::Method::GET, &path, vec![]).await?;
+        self.checked_register(owner, name, answer).await
     }
 
     /// A register as the vault has it once its chain holds `version` or
@@ -224,7 +309,46 @@ impl Client {
         version: u64,
     ) -> Result<RegisterAnswer, ClientError> {
         let path = format!("{}?min_version={version}", register_path(owner, name));
-        self.json(hyper::Method::GET, &path, vec![]).await
+        let answer = self.json(hyper::Method::GET, &path, vec![]).await?;
+        self.checked_register(owner, name, answer).await
+    }
+
+    /// `answer` if `owner` signed its version and value of `name` on this
+    /// chain; its owner, name and text are set from what was asked and
+    /// signed, never taken from the vault.
+    async fn checked_register(
+        &self,
+        owner: &[u8; 32],
+        name: &str,
+        mut answer: RegisterAnswer,
+    ) -> Result<RegisterAnswer, ClientError> {
+        let chain = self.chain_id().await?;
+        let value = hex::decode(&answer.value_hex)
+            .map_err(|_| ClientError::BadAnswer("the register's value is not hex".into()))?;
+        let signature: [u8; 64] = hex::decode(&answer.signature)
+            .ok()
+            .and_then(|s| s.try_into().ok())
+            .ok_or_else(|| {
+                ClientError::BadAnswer("the register's signature is not 64 bytes of hex".into())
+            })?;
+        let tx = RegisterTx {
+            owner: *owner,
+            name: name.as_bytes().to_vec(),
+            version: answer.version,
+            value,
+            signature,
+        };
+        if !tx.signature_ok(&chain) {
+            return Err(ClientError::ForgedRegister {
+                owner: hex::encode(owner),
+                name: name.to_string(),
+                version: answer.version,
+            });
+        }
+        answer.owner = hex::encode(owner);
+        answer.name = name.to_string();
+        answer.value = String::from_utf8(tx.value).ok();
+        Ok(answer)
     }
 
     /// Sets `owner`'s register to `value`: signs the next version and
@@ -255,14 +379,70 @@ impl Client {
         .await
     }
 
-    /// The chain id the vault follows (for signing registers).
+    /// The chain id the vault follows (for signing registers and checking
+    /// receipts), asked once; a vault on another chain than the spec given
+    /// is [`ClientError::WrongChain`].
     pub async fn chain_id(&self) -> Result<[u8; 32], ClientError> {
+        if let Some(id) = self.chain.get() {
+            return Ok(*id);
+        }
         let s = self.status().await?;
-        hex::decode(&s.chain_id)
+        let id: [u8; 32] = hex::decode(&s.chain_id)
             .ok()
             .and_then(|b| b.try_into().ok())
-            .ok_or_else(|| ClientError::BadAnswer("the chain id is not 32 bytes of hex".into()))
+            .ok_or_else(|| ClientError::BadAnswer("the chain id is not 32 bytes of hex".into()))?;
+        if let Some(expected) = self.expected_chain {
+            if id != expected {
+                return Err(ClientError::WrongChain {
+                    vault: hex::encode(id),
+                    expected: hex::encode(expected),
+                });
+            }
+        }
+        Ok(*self.chain.get_or_init(|| id))
     }
+}
+
+/// A blob address from 64 hex digits.
+pub fn parse_address(text: &str) -> Result<[u8; 32], ClientError> {
+    hex::decode(text)
+        .ok()
+        .and_then(|b| b.try_into().ok())
+        .ok_or_else(|| ClientError::BadAddress(text.to_string()))
+}
+
+/// A PUT's answer as far as the client can check it: the address must be
+/// the blob's, and only receipts for it, signed on `chain` by distinct
+/// holders, count as copies (a vault could say any number, or hand in
+/// one holder's receipt twice).
+fn checked_put(
+    mut answer: PutAnswer,
+    address: &[u8; 32],
+    chain: &[u8; 32],
+) -> Result<PutAnswer, ClientError> {
+    if answer.address != hex::encode(address) {
+        return Err(ClientError::BadAnswer(format!(
+            "the vault stored the blob as {}, but it hashes to {}",
+            answer.address,
+            hex::encode(address)
+        )));
+    }
+    let mut holders = BTreeSet::new();
+    answer.receipts.retain(|r| {
+        let parsed = (|| {
+            Some(Receipt {
+                address: *address,
+                holder: hex::decode(&r.holder).ok()?.try_into().ok()?,
+                signature: hex::decode(&r.signature).ok()?.try_into().ok()?,
+            })
+        })();
+        match parsed {
+            Some(receipt) => receipt.verify(chain) && holders.insert(receipt.holder),
+            None => false,
+        }
+    });
+    answer.copies = answer.receipts.len();
+    Ok(answer)
 }
 
 /// An error answer: its status and the reason its JSON gives.
