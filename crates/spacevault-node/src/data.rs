@@ -419,6 +419,39 @@ pub fn fetch_asks(replication: u32) -> usize {
     replication as usize + 2 * HOLDER_SLACK + 4
 }
 
+/// How long a PUT waits, at most, for a holder whose allowance for this
+/// vault's `Store`s ([`crate::budget`]) is spent: a client storing a large
+/// file through one vault outruns every holder's allowance for it after
+/// the first 512 MiB, and its parts then go at the allowance's rate rather
+/// than with fewer copies.
+pub const STORE_PATIENCE: Duration = Duration::from_secs(10);
+
+/// A `Store` to a holder, asked again while the holder answers
+/// `over_budget` (pauses of 100 ms doubling to 2 s), for at most
+/// [`STORE_PATIENCE`].
+async fn store_patiently(
+    shared: &Shared,
+    peer: net::Peer,
+    blob: Vec<u8>,
+) -> Result<Response, net::RequestError> {
+    let deadline = Instant::now() + STORE_PATIENCE;
+    let mut pause = Duration::from_millis(100);
+    loop {
+        let request = Request::Store { blob: blob.clone() };
+        let answer = request_vault(shared, peer, request).await;
+        match &answer {
+            Ok(Response::Refused(why))
+                if why == "over_budget" && Instant::now() + pause < deadline =>
+            {
+                shared.metrics.store_waits.inc();
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(2));
+            }
+            _ => return answer,
+        }
+    }
+}
+
 /// A PUT's result.
 #[derive(Clone, Debug)]
 pub struct Put {
@@ -468,9 +501,11 @@ pub async fn put(shared: &Arc<Shared>, blob: Vec<u8>) -> Result<Put, PutError> {
         };
         let task = shared.clone();
         let blob = blob.clone();
-        asks.push(
-            shared.spawn(async move { request_vault(&task, peer, Request::Store { blob }).await }),
-        );
+        let asked = *holder;
+        asks.push((
+            asked,
+            shared.spawn(async move { store_patiently(&task, peer, blob).await }),
+        ));
     }
     let mut receipts = Vec::new();
     if holders.contains(&own) {
@@ -478,11 +513,13 @@ pub async fn put(shared: &Arc<Shared>, blob: Vec<u8>) -> Result<Put, PutError> {
             receipts.push(r);
         }
     }
-    for ask in asks {
+    for (asked, ask) in asks {
         if let Ok(Some(Ok(Response::Stored(receipt)))) = ask.await {
-            let from_holder = holders.contains(&receipt.holder);
+            // The holder asked, and only it: another holder's receipt
+            // (seen in an earlier PUT's answer) would count one copy twice.
+            let from_asked = receipt.holder == asked;
             let signed = meter::with(&shared.meter, || receipt.verify(&shared.chain.chain_id()));
-            if receipt.address == address && from_holder && signed {
+            if receipt.address == address && from_asked && signed {
                 receipts.push(receipt);
             } else {
                 shared.metrics.rejected("store", "bad_receipt");

@@ -63,6 +63,8 @@ pub struct Metrics {
     pub scrub_damaged: Counter,
     pub scrub_passes: Counter,
     pub blob_copies_pushed: Counter,
+    /// Pauses of a PUT for a holder whose allowance was spent.
+    pub store_waits: Counter,
     /// Syncs that asked a peer ahead for its blocks.
     pub syncs: Counter,
     /// Requests for blocks those syncs made.
@@ -167,6 +169,7 @@ impl Metrics {
             scrub_damaged: Counter::default(),
             scrub_passes: Counter::default(),
             blob_copies_pushed: Counter::default(),
+            store_waits: Counter::default(),
             syncs: Counter::default(),
             sync_requests: Counter::default(),
             registers_written: Counter::default(),
@@ -307,6 +310,11 @@ impl Metrics {
             "blob_copies_pushed",
             "Copies of local blobs sent to vaults that should hold them",
             m.blob_copies_pushed.clone(),
+        );
+        registry.register(
+            "store_waits",
+            "Pauses of a PUT for a holder that refused its Store as over this vault's allowance",
+            m.store_waits.clone(),
         );
         registry.register(
             "syncs",

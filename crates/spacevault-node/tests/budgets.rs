@@ -105,6 +105,42 @@ async fn a_vault_keeps_only_blobs_it_is_a_holder_of_and_within_each_peers_budget
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_put_waits_for_a_holders_allowance_rather_than_keep_fewer_copies() {
+    // Vault 1 takes one Store of a kilobyte from a peer at once, and one
+    // more every half second: vault 0's second PUT finds its allowance
+    // spent, waits, and gets both copies.
+    let dir = tempfile::tempdir().unwrap();
+    let files: Vec<_> = (0..2).map(|i| vault_files(dir.path(), i)).collect();
+    let spec = spec(300, 2);
+    let cost = spacevault_node::budget::store_cost(1000);
+    let v0 = start(&spec, &files[0], vec![], false).await;
+    let boot = v0.listen_addrs(Duration::from_secs(5)).await;
+    let v1 = start_with(&spec, &files[1], boot, false, |c| {
+        c.store_budget = (2 * cost, cost)
+    })
+    .await;
+    let nodes = [v0, v1];
+    assert!(
+        wait_for(Duration::from_secs(20), || nodes
+            .iter()
+            .all(|n| n.vaults().count() == 2))
+        .await,
+        "the vaults did not find each other"
+    );
+    for i in 0..3u8 {
+        let put = nodes[0].put(vec![i; 1000]).await;
+        assert!(
+            matches!(&put, Ok(p) if p.receipts.len() == 2),
+            "blob {i}: {put:?}"
+        );
+    }
+    assert!(metric(&nodes[0], "spacevault_store_waits") >= 1.0);
+    for node in nodes {
+        node.stop().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_peer_asking_for_blocks_again_and_again_gets_no_more_than_its_allowance() {
     // An allowance of 200 KiB that does not refill within the test; each
     // answer holds the vault's first blocks, up to what is left of it.

@@ -32,6 +32,9 @@ enum Answers {
     ReceiptForAnotherBlob,
     /// A receipt signed by a vault that is not a holder.
     ReceiptOfAnother,
+    /// Another holder's genuine receipt for the blob (a client saw it in
+    /// an earlier PUT's answer): one holder's copy counted twice.
+    ReceiptOfAnotherHolder,
     /// A receipt whose signature does not verify.
     ForgedReceipt,
     /// A head far ahead, and blocks whose parents nobody has.
@@ -109,6 +112,11 @@ async fn rogue_vault_counted(
                         Answers::ReceiptOfAnother => {
                             Response::Stored(Receipt::sign(&outsider, &chain, &address))
                         }
+                        Answers::ReceiptOfAnotherHolder => Response::Stored(Receipt::sign(
+                            &spacevault_node::kit::vault_key(1),
+                            &chain,
+                            &address,
+                        )),
                         Answers::ForgedReceipt => {
                             let mut r = Receipt::sign(&key, &chain, &address);
                             r.signature[3] ^= 1;
@@ -175,6 +183,7 @@ async fn a_rogue_vaults_answers_are_checked_counted_and_never_trusted() {
         (Answers::WrongBlob, "fetch", "wrong_blob"),
         (Answers::ReceiptForAnotherBlob, "store", "bad_receipt"),
         (Answers::ReceiptOfAnother, "store", "bad_receipt"),
+        (Answers::ReceiptOfAnotherHolder, "store", "bad_receipt"),
         (Answers::ForgedReceipt, "store", "bad_receipt"),
         (Answers::BlocksThatNeverAttach, "sync", "does_not_attach"),
         (Answers::BlocksOfOtherHeights, "sync", "wrong_height"),
