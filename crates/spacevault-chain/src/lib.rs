@@ -6,6 +6,7 @@
 //! `docs/PROTOCOL.md` is its specification; the node
 //! (`spacevault-node`) runs it.
 
+pub mod audit;
 pub mod block;
 mod bounded_set;
 pub mod codec;
