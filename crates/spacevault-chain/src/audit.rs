@@ -133,7 +133,7 @@ mod tests {
                 let mut extractor = bao::encode::SliceExtractor::new(
                     std::io::Cursor::new(&encoded),
                     chunk * CHUNK_BYTES,
-                    1,
+                    CHUNK_BYTES,
                 );
                 std::io::Read::read_to_end(&mut extractor, &mut theirs).unwrap();
                 // bao's slice starts with the blob's length.
@@ -144,11 +144,14 @@ mod tests {
                     std::io::Cursor::new(&theirs),
                     &hash,
                     chunk * CHUNK_BYTES,
-                    1,
+                    CHUNK_BYTES,
                 );
                 std::io::Read::read_to_end(&mut decoder, &mut decoded).unwrap();
                 let got = verify(&address, len as u64, chunk, &theirs[8..]).unwrap();
-                assert!(got.starts_with(&decoded), "len {len} chunk {chunk}");
+                let start = (chunk * CHUNK_BYTES) as usize;
+                let want = &b[start..len.min(start + CHUNK_BYTES as usize)];
+                assert_eq!(decoded, want, "bao: len {len} chunk {chunk}");
+                assert_eq!(got, want, "ours: len {len} chunk {chunk}");
             }
         }
     }

@@ -24,8 +24,9 @@ pub const VERSION: u16 = 1;
 /// Bytes before the entries: magic, version, bytes, hash, part size,
 /// depth, count.
 pub const HEADER_BYTES: usize = 6 + 2 + 8 + 32 + 4 + 1 + 4;
-/// The deepest tree a reader follows. With the smallest useful blobs
-/// (4 KiB: 126 entries a manifest) eight levels cover 2^55 parts.
+/// The deepest tree a reader follows (a writer refuses a file that would
+/// need more: [`depth_for`]). With 4 KiB blobs (126 entries a manifest)
+/// the nine manifests of a path cover 2^62 parts.
 pub const MAX_DEPTH: u8 = 8;
 /// The largest part: the largest blob any chain allows.
 pub const MAX_PART_BYTES: u32 = 64 << 20;
@@ -47,6 +48,18 @@ pub struct Manifest {
 /// Whether `blob` claims to be a manifest (it may still not decode).
 pub fn is_manifest(blob: &[u8]) -> bool {
     blob.starts_with(&MAGIC)
+}
+
+/// The depth of the root of a file of `parts` parts, at `fanout` entries
+/// a manifest (0: one manifest lists every part).
+pub fn depth_for(parts: u64, fanout: usize) -> u8 {
+    let mut depth = 0u8;
+    let mut covered = fanout as u64;
+    while covered < parts {
+        covered = covered.saturating_mul(fanout as u64);
+        depth += 1;
+    }
+    depth
 }
 
 /// Entries a manifest holds within blobs of `max_blob_bytes`; at least 2
@@ -356,10 +369,13 @@ impl Walker {
     /// The manifest [`Next::Manifest`] asked for (already checked against
     /// its address by the caller).
     pub fn give(&mut self, child: Manifest) -> Result<(), FileError> {
-        let parent = self.stack.last().expect("a manifest is asked for by one");
         if !std::mem::take(&mut self.waiting) {
             return Err(FileError::Inconsistent("a manifest that was not asked for"));
         }
+        let parent = self
+            .stack
+            .last()
+            .expect("a manifest asked for has a parent");
         if child.part_bytes != self.part_bytes {
             return Err(FileError::Inconsistent(
                 "a manifest's part size differs from its parent's",

@@ -11,8 +11,12 @@ use std::io;
 
 /// The request-response protocol's name; version 2 added
 /// [`Request::Locate`], version 3 [`Request::Slots`], version 4 the line
-/// a [`Request::Slots`] asks for.
-pub const PROTOCOL: StreamProtocol = StreamProtocol::new("/spacevault/req/4");
+/// a [`Request::Slots`] asks for, version 5 [`Request::Audit`].
+pub const PROTOCOL: StreamProtocol = StreamProtocol::new("/spacevault/req/5");
+
+/// Bytes of a [`Response::Slice`] at most: a chunk and a parent pair for
+/// each of 64 levels, more than any blob's tree has.
+pub const MAX_SLICE_BYTES: usize = 1024 + 64 * 64;
 
 /// The largest message either way: a batch of blocks or a blob, with room
 /// for framing.
@@ -47,6 +51,9 @@ pub enum Request {
     /// The proof of time's slots it has checked of line `line` (an era's
     /// seed) from `from`, at most `max`, in order.
     Slots { line: [u8; 32], from: u64, max: u32 },
+    /// Prove it keeps this blob: its chunk `chunk` as a verified slice
+    /// ([`spacevault_chain::audit`]).
+    Audit { address: [u8; 32], chunk: u64 },
 }
 
 /// What it answers.
@@ -65,6 +72,8 @@ pub enum Response {
     Refused(String),
     /// Encoded slot outputs, in order.
     Slots(Vec<Vec<u8>>),
+    /// A chunk of a blob and the tree nodes that tie it to the address.
+    Slice(Vec<u8>),
 }
 
 impl Request {
@@ -92,6 +101,9 @@ impl Request {
             }
             Request::Slots { line, from, max } => {
                 w.u8(5).fixed(line).u64(*from).u32(*max);
+            }
+            Request::Audit { address, chunk } => {
+                w.u8(6).fixed(address).u64(*chunk);
             }
         }
         w.finish()
@@ -125,6 +137,10 @@ impl Request {
                 line: r.array("line")?,
                 from: r.u64("from")?,
                 max: r.u32("max")?,
+            },
+            6 => Request::Audit {
+                address: r.array("address")?,
+                chunk: r.u64("chunk")?,
             },
             kind => {
                 return Err(DecodeError::UnknownKind {
@@ -170,6 +186,9 @@ impl Response {
                     w.bytes(s);
                 }
             }
+            Response::Slice(slice) => {
+                w.u8(7).bytes(slice);
+            }
         }
         w.finish()
     }
@@ -202,6 +221,7 @@ impl Response {
                     .collect::<Result<_, _>>()?;
                 Response::Slots(slots)
             }
+            7 => Response::Slice(r.bytes("slice", MAX_SLICE_BYTES)?.to_vec()),
             kind => {
                 return Err(DecodeError::UnknownKind {
                     what: "response",

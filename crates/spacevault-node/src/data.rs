@@ -334,6 +334,18 @@ pub fn fetch_request(shared: &Arc<Shared>, address: &[u8; 32]) -> Response {
     }
 }
 
+/// Answers an audit from the local copy only: the chunk asked for, with
+/// the tree nodes that tie it to the address ([`spacevault_chain::audit`]).
+pub fn audit_request(shared: &Arc<Shared>, address: &[u8; 32], chunk: u64) -> Response {
+    match fetch_request(shared, address) {
+        Response::Blob(blob) => match spacevault_chain::audit::prove(&blob, chunk) {
+            Ok(slice) => Response::Slice(slice),
+            Err(_) => Response::Refused("no_such_chunk".into()),
+        },
+        other => other,
+    }
+}
+
 /// Blobs put and read, as the API reaches them.
 #[derive(Clone)]
 pub struct Blobs {

@@ -102,7 +102,8 @@ fn queue_of(work: &Work) -> Option<usize> {
             | Request::Blocks { .. }
             | Request::Locate { .. }
             | Request::Slots { .. } => "chain_requests",
-            Request::Fetch { .. } => "fetches",
+            // An audit reads a blob as a fetch does.
+            Request::Fetch { .. } | Request::Audit { .. } => "fetches",
             Request::Store { .. } => return None,
         },
     };
@@ -344,6 +345,7 @@ pub(crate) fn on_request(
             return;
         }
         Request::Fetch { address } => data::fetch_request(shared, &address),
+        Request::Audit { address, chunk } => data::audit_request(shared, &address, chunk),
         // Charged to the same allowance as blocks: a peer that asks for
         // slots again and again gets no more than one that asks for blocks.
         Request::Slots { line, from, max } => budgeted_answer(

@@ -333,3 +333,46 @@ async fn a_file_whose_manifest_lists_a_part_of_the_wrong_size_is_refused() {
     }
     assert_eq!(out, parts[0], "only checked parts are written");
 }
+
+#[tokio::test]
+async fn a_vault_that_wants_no_copies_or_claims_huge_blobs_is_not_believed() {
+    let script = script_on(CHAIN);
+    let blob = b"kept by nobody".to_vec();
+    let said = PutAnswer {
+        error: None,
+        address: hex::encode(blob_address(&blob)),
+        copies: 0,
+        wanted: 0,
+        receipts: vec![],
+    };
+    answer(
+        &script,
+        "PUT",
+        "/v1/blobs",
+        201,
+        serde_json::to_vec(&said).unwrap(),
+    );
+    let client = lying_vault(script.clone()).await;
+    match client.put(blob).await {
+        Err(ClientError::TooFewCopies(put)) => assert_eq!(put.copies, 0),
+        other => panic!("a PUT nobody kept taken: {other:?}"),
+    }
+    // Blobs of 4 GiB would make every part of a file a 4 GiB buffer.
+    let status = Status {
+        chain_id: hex::encode(CHAIN),
+        max_blob_bytes: u32::MAX,
+        ..Status::default()
+    };
+    answer(
+        &script,
+        "GET",
+        "/v1/status",
+        200,
+        serde_json::to_vec(&status).unwrap(),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("file");
+    std::fs::write(&path, vec![1u8; 10_000]).unwrap();
+    let put = client.put_file(&path, &FileOptions::default()).await;
+    assert!(matches!(put, Err(ClientError::BadAnswer(_))), "{put:?}");
+}

@@ -209,6 +209,32 @@ fn manifests_that_do_not_hold_together_are_refused() {
 }
 
 #[test]
+fn a_walker_given_what_it_did_not_ask_for_refuses_it() {
+    let m = Manifest {
+        bytes: 4,
+        hash: [0; 32],
+        part_bytes: 4,
+        depth: 0,
+        entries: vec![[1; 32]],
+    };
+    let mut walker = Walker::new(m.clone());
+    assert!(matches!(walker.step(), Ok(Next::Part { bytes: 4, .. })));
+    assert_eq!(walker.step(), Ok(Next::Done));
+    assert!(walker.give(m).is_err());
+}
+
+#[test]
+fn the_depth_a_file_needs_is_the_fewest_levels_that_cover_its_parts() {
+    assert_eq!(depth_for(1, 4), 0);
+    assert_eq!(depth_for(4, 4), 0);
+    assert_eq!(depth_for(5, 4), 1);
+    assert_eq!(depth_for(16, 4), 1);
+    assert_eq!(depth_for(17, 4), 2);
+    assert_eq!(depth_for(u64::MAX, 2), 63);
+    assert!(depth_for(513, 2) > MAX_DEPTH, "a writer must refuse it");
+}
+
+#[test]
 fn a_manifest_holds_as_many_entries_as_a_blob_has_room_for() {
     assert_eq!(fanout(1 << 20), Some(((1 << 20) - HEADER_BYTES) / 32));
     assert_eq!(fanout((HEADER_BYTES + 64) as u32), Some(2));
@@ -281,6 +307,8 @@ proptest! {
         let (root, closed) = built_tree(&data, part_bytes, fanout);
         let (naive_root, naive_below) = naive_tree(&data, part_bytes, fanout);
         prop_assert_eq!(&root, &naive_root);
+        let parts = data.len().div_ceil(part_bytes) as u64;
+        prop_assert_eq!(root.depth, depth_for(parts, fanout));
         // A file that ends just as a manifest closes has that one for its
         // root, handed out with the parts that closed it.
         let mut below: BTreeMap<[u8; 32], Manifest> =

@@ -77,7 +77,7 @@ pub enum ClientCommand {
 pub fn run(args: ClientArgs) -> Result<()> {
     let mut client = Client::new(&args.api)?;
     if let Some(spec) = &args.chain {
-        client = client.expecting_chain(crate::cmd::chain::read_spec(spec)?.chain_id());
+        client = client.with_spec(&crate::cmd::chain::read_spec(spec)?);
     }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -190,9 +190,15 @@ async fn get(
             let got = fetch(client, &address, raw, aside.as_file_mut(), &options).await;
             bar.finish();
             got?;
+            // The file's mode is the one it replaces, or the usual one
+            // for a new file, not the private one a temporary file gets.
+            let mode = std::fs::metadata(&path)
+                .map(|m| m.permissions())
+                .unwrap_or_else(|_| std::os::unix::fs::PermissionsExt::from_mode(0o644));
             aside
                 .as_file()
-                .sync_all()
+                .set_permissions(mode)
+                .and_then(|()| aside.as_file().sync_all())
                 .with_context(|| format!("writing {}", path.display()))?;
             aside
                 .persist(&path)

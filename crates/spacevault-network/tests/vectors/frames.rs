@@ -84,6 +84,14 @@ fn every_request_kind() {
         },
     );
     check_request(
+        "request_audit",
+        "Request::Audit of chunk 0 of the blob \"spacevault vectors blob\"",
+        Request::Audit {
+            address: blob_address(b"spacevault vectors blob"),
+            chunk: 0,
+        },
+    );
+    check_request(
         "request_fetch",
         "Request::Fetch of the address of the blob \"spacevault vectors blob\"",
         Request::Fetch {
@@ -103,6 +111,12 @@ fn every_response_kind() {
         },
     );
     // The blocks are opaque to the wire: their own vectors are the chain's.
+    check_response(
+        "response_slice",
+        "Response::Slice proving chunk 0 of the blob \"spacevault vectors blob\"\n\
+         (one chunk: the blob itself, no parent nodes)",
+        Response::Slice(spacevault_chain::audit::prove(b"spacevault vectors blob", 0).unwrap()),
+    );
     check_response(
         "response_blocks",
         "Response::Blocks of two byte strings: 01 02 03, and an empty one",

@@ -97,7 +97,18 @@ impl Client {
             return Err(read_error(std::io::Error::other("not a regular file")));
         }
         let len = meta.len();
-        let part_bytes = self.status().await?.max_blob_bytes;
+        let part_bytes = match self.blob_bytes {
+            Some(bytes) => {
+                self.chain_id().await?;
+                bytes
+            }
+            None => self.status().await?.max_blob_bytes,
+        };
+        if part_bytes == 0 || part_bytes > manifest::MAX_PART_BYTES {
+            return Err(ClientError::BadAnswer(format!(
+                "the vault says its blobs hold {part_bytes} bytes: not 1 byte to 64 MiB"
+            )));
+        }
         let mut head = vec![0; len.min(manifest::MAGIC.len() as u64) as usize];
         file.read_exact_at(&mut head, 0).map_err(read_error)?;
         let mut copies = Copies {
@@ -126,6 +137,15 @@ impl Client {
             why: format!("this chain's blobs ({part_bytes} bytes) are too small for a manifest"),
         })?;
         let parts = len.div_ceil(u64::from(part_bytes));
+        if manifest::depth_for(parts, fanout) > manifest::MAX_DEPTH {
+            return Err(ClientError::BadFile {
+                address: String::new(),
+                why: format!(
+                    "{len} bytes in blobs of {part_bytes} need a tree of manifests deeper than {}",
+                    manifest::MAX_DEPTH
+                ),
+            });
+        }
         let file = Arc::new(file);
         let mut puts = stream::iter(0..parts)
             .map(|i| {
@@ -149,28 +169,38 @@ impl Client {
             .buffered(options.parallel.max(1));
         let mut builder = TreeBuilder::new(part_bytes, fanout);
         let (mut done, mut manifests) = (0u64, 0u64);
+        let mut last_stored = None;
         while let Some((answer, data)) = puts.try_next().await? {
             copies.add(&answer);
             done += data.len() as u64;
             for m in builder.part(parse_address(&answer.address)?, &data) {
-                copies.add(&self.put_some(m.encode()).await?);
+                let stored = self.put_some(m.encode()).await?;
+                copies.add(&stored);
+                last_stored = Some(stored.address);
                 manifests += 1;
             }
             options.report(done, len);
         }
         let (root, rest) = builder.finish().expect("a file past one blob has parts");
         for m in rest {
-            copies.add(&self.put_some(m.encode()).await?);
+            let stored = self.put_some(m.encode()).await?;
+            copies.add(&stored);
+            last_stored = Some(stored.address);
             manifests += 1;
         }
-        let answer = self.put_some(root.encode()).await?;
-        copies.add(&answer);
+        let root_address = hex::encode(spacevault_chain::blob_address(&root.encode()));
+        // A file that ended just as a manifest closed has that one for its
+        // root, stored already.
+        if last_stored.as_ref() != Some(&root_address) {
+            copies.add(&self.put_some(root.encode()).await?);
+            manifests += 1;
+        }
         Ok(FileAnswer {
-            address: parse_address(&answer.address)?,
+            address: parse_address(&root_address)?,
             bytes: len,
             hash: root.hash,
             parts,
-            manifests: manifests + 1,
+            manifests,
             copies: copies.fewest,
             wanted: copies.wanted,
         })
@@ -194,6 +224,9 @@ impl Client {
         out: &mut (dyn Write + Send),
         options: &FileOptions,
     ) -> Result<FileGot, ClientError> {
+        if self.expected_chain.is_some() {
+            self.chain_id().await?;
+        }
         let root = self.get_blob(address).await?;
         if !manifest::is_manifest(&root) {
             out.write_all(&root).map_err(ClientError::Write)?;
@@ -211,6 +244,9 @@ impl Client {
         };
         let walker = Walker::new(Manifest::decode(&root).map_err(|e| bad(e.into()))?);
         let total = walker.bytes();
+        // The size the root claims, before a byte is written: what a
+        // caller checks against the room it has.
+        options.report(0, total);
         let manifests = Arc::new(AtomicU64::new(1));
         let counted = manifests.clone();
         let planned = stream::try_unfold((walker, self.clone()), move |(mut walker, client)| {

@@ -13,7 +13,7 @@ pub use files::{FileAnswer, FileGot, FileOptions};
 pub use crate::api::types::{
     CryptoAnswer, Head, Health, PutAnswer, RegisterAnswer, RegisterPut, SetAnswer, Status,
 };
-use http_body_util::{BodyExt, Full};
+use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Bytes;
 use hyper_util::client::legacy::{connect::HttpConnector, Client as Hyper};
 use hyper_util::rt::TokioExecutor;
@@ -65,6 +65,15 @@ pub enum ClientError {
     TooFewCopies(PutAnswer),
 }
 
+/// The largest answer the client takes: a blob of the largest size any
+/// chain allows, with room for a JSON answer's escaping.
+pub const MAX_ANSWER_BYTES: usize =
+    (spacevault_chain::manifest::MAX_PART_BYTES as usize) + (1 << 20);
+
+/// How long the client waits for a whole answer: past the vault's own
+/// bound on a request (a minute by default).
+pub const ANSWER_TIME: std::time::Duration = std::time::Duration::from_secs(120);
+
 /// How long the client keeps an idle connection for reuse: below the
 /// vault's default header time (`ApiTimes::headers`, 10 s).
 const POOL_IDLE: std::time::Duration = std::time::Duration::from_secs(5);
@@ -76,6 +85,8 @@ pub struct Client {
     http: Hyper<HttpConnector, Full<Bytes>>,
     /// The chain id of the spec the client was given, if it was.
     expected_chain: Option<[u8; 32]>,
+    /// That spec's blob size: a file's part size, not the vault's word.
+    blob_bytes: Option<u32>,
     /// The vault's chain id once asked (and checked): receipts are
     /// checked against it on every PUT.
     chain: Arc<OnceLock<[u8; 32]>>,
@@ -99,6 +110,7 @@ impl Client {
             base,
             http,
             expected_chain: None,
+            blob_bytes: None,
             chain: Arc::default(),
         })
     }
@@ -109,6 +121,14 @@ impl Client {
         self.expected_chain = Some(chain_id);
         self.chain = Arc::default();
         self
+    }
+
+    /// [`expecting_chain`](Self::expecting_chain) of `spec`'s id, and its
+    /// blob size for the parts of files.
+    pub fn with_spec(self, spec: &spacevault_chain::ChainSpec) -> Client {
+        let mut client = self.expecting_chain(spec.chain_id());
+        client.blob_bytes = Some(spec.max_blob_bytes);
+        client
     }
 
     /// The vault's base URL.
@@ -148,21 +168,28 @@ impl Client {
             url: self.base.clone(),
             why,
         };
-        let response = match self.http.request(build()?).await {
-            // A request that reads changes nothing: sent again once if the
-            // connection failed under it (a pooled one the vault closed).
-            Err(e) if method == hyper::Method::GET && !e.is_connect() => {
-                tracing::debug!(%e, %url, "sending the request again");
-                self.http.request(build()?).await
+        let send = async {
+            match self.http.request(build()?).await {
+                // A request that reads changes nothing: sent again once if the
+                // connection failed under it (a pooled one the vault closed).
+                Err(e) if method == hyper::Method::GET && !e.is_connect() => {
+                    tracing::debug!(%e, %url, "sending the request again");
+                    Ok(self.http.request(build()?).await)
+                }
+                sent => Ok(sent),
             }
-            sent => sent,
-        }
-        .map_err(|e| unreachable(e.to_string()))?;
-        let status = response.status().as_u16();
-        let bytes = response
-            .into_body()
-            .collect()
+        };
+        let response = tokio::time::timeout(ANSWER_TIME, send)
             .await
+            .map_err(|_| unreachable(format!("no answer in {} s", ANSWER_TIME.as_secs())))??
+            .map_err(|e| unreachable(e.to_string()))?;
+        let status = response.status().as_u16();
+        // A vault that sends more than any answer holds, or never ends its
+        // answer, costs the client no more than the bound.
+        let collect = Limited::new(response.into_body(), MAX_ANSWER_BYTES).collect();
+        let bytes = tokio::time::timeout(ANSWER_TIME, collect)
+            .await
+            .map_err(|_| unreachable(format!("no whole answer in {} s", ANSWER_TIME.as_secs())))?
             .map_err(|e| unreachable(e.to_string()))?
             .to_bytes()
             .to_vec();
@@ -263,7 +290,8 @@ impl Client {
         match status {
             200..=299 | 503 if answer().is_ok() => {
                 let answer = checked_put(answer()?, &address, &chain)?;
-                if answer.copies < answer.wanted {
+                // A vault that wants no copy at all has kept nothing.
+                if answer.copies < answer.wanted.max(1) {
                     return Err(ClientError::TooFewCopies(answer));
                 }
                 Ok(answer)
