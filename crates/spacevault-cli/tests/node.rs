@@ -521,3 +521,44 @@ fn a_file_past_one_blob_goes_in_parts_and_one_fewer_vaults_took_prints_its_addre
     let out = client(dir.path(), &a, &["get", &address]);
     assert_eq!(out.stdout, b"kept by one vault of two");
 }
+
+#[test]
+fn a_get_stopped_by_a_signal_leaves_no_partial_file_and_the_old_one_as_it_was() {
+    // A "vault" that takes connections and never answers: the GET waits
+    // with its partial file open until the signal comes.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let api = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().flatten() {
+            held.push(stream);
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("kept.bin");
+    std::fs::write(&out, b"what was there").unwrap();
+    let mut cmd = bin();
+    cmd.env("SPACEVAULT_CONFIG_DIR", dir.path().join("cfg"))
+        .args(["client", "--api", &api, "get", &"ab".repeat(32), "--out"])
+        .arg(&out)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = common::Guarded::spawn(&mut cmd);
+    let partial = || {
+        std::fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().ends_with(".partial"))
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !partial() {
+        assert!(Instant::now() < deadline, "the partial file never appeared");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.signal(libc::SIGTERM);
+    let done = child.finish(Duration::from_secs(60));
+    assert_eq!(done.status.code(), Some(128 + libc::SIGTERM));
+    assert!(!partial(), "the partial file was left");
+    assert_eq!(std::fs::read(&out).unwrap(), b"what was there");
+}

@@ -185,9 +185,29 @@ async fn get(
                 Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
                 _ => PathBuf::from("."),
             };
-            let mut aside = tempfile::NamedTempFile::new_in(&dir)
+            let name = path.file_name().unwrap_or_default().to_string_lossy();
+            let mut aside = tempfile::Builder::new()
+                .prefix(&format!(".{name}."))
+                .suffix(".partial")
+                .tempfile_in(&dir)
                 .with_context(|| format!("creating a file in {}", dir.display()))?;
-            let got = fetch(client, &address, raw, aside.as_file_mut(), &options).await;
+            // Ctrl-C or `kill` while a file comes: the partial file is
+            // removed (it is dropped), and the command ends as the signal
+            // would have ended it.
+            let mut terminate =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                    .context("listening for SIGTERM")?;
+            let got = tokio::select! {
+                got = fetch(client, &address, raw, aside.as_file_mut(), &options) => got,
+                _ = tokio::signal::ctrl_c() => {
+                    bar.finish();
+                    return Err(crate::signals::StoppedBy(libc::SIGINT).into());
+                }
+                _ = terminate.recv() => {
+                    bar.finish();
+                    return Err(crate::signals::StoppedBy(libc::SIGTERM).into());
+                }
+            };
             bar.finish();
             got?;
             // The file's mode is the one it replaces, or the usual one
