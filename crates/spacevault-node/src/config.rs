@@ -51,6 +51,9 @@ pub struct NodeConfig {
     pub api_max_requests: usize,
     /// How fast and how often stored blobs are read back and checked.
     pub scrub: ScrubConfig,
+    /// How often, and how much, the other holders of this vault's blobs
+    /// are audited.
+    pub audits: AuditConfig,
     /// How many connections peers may open to this vault.
     pub connection_limits: net::ConnectionLimits,
     /// Compute the proof of time's slots and gossip them.
@@ -105,6 +108,7 @@ impl NodeConfig {
             api_hosts: Vec::new(),
             api_max_requests: MAX_CONCURRENT_REQUESTS,
             scrub: Default::default(),
+            audits: Default::default(),
             connection_limits: Default::default(),
             timekeeper: false,
             checkpoint: None,
@@ -175,6 +179,28 @@ impl ApiTimes {
 pub const SCRUB_RATE: u64 = 16 << 20;
 /// The pause between two passes.
 pub const SCRUB_PAUSE: Duration = Duration::from_secs(3600);
+
+/// How often a vault audits the other holders of its blobs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AuditConfig {
+    /// Between rounds.
+    pub interval: Duration,
+    /// Blobs audited a round, each at every other holder; 0: no audits.
+    pub blobs: usize,
+}
+
+impl Default for AuditConfig {
+    /// A minute apart, four blobs a round: at 1 MiB blobs and 4 copies,
+    /// twelve 1.7 KiB answers a minute, and a blob read back and hashed
+    /// four times (what a scrub at its default rate reads in a quarter of
+    /// a second).
+    fn default() -> AuditConfig {
+        AuditConfig {
+            interval: Duration::from_secs(60),
+            blobs: 4,
+        }
+    }
+}
 
 /// How fast, and how often, a vault scrubs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

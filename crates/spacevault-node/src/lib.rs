@@ -23,6 +23,7 @@
 //!   are crates of their own.
 
 pub mod api;
+pub mod audits;
 mod behind;
 mod blocking;
 mod blocks;

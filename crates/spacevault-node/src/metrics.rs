@@ -12,6 +12,12 @@ pub struct Reason {
     pub reason: String,
 }
 
+/// An audit's outcome, as a label.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct Outcome {
+    pub outcome: String,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct TopicReason {
     pub topic: String,
@@ -65,6 +71,11 @@ pub struct Metrics {
     pub blob_copies_pushed: Counter,
     /// Pauses of a PUT for a holder whose allowance was spent.
     pub store_waits: Counter,
+    /// Audits of other holders, by outcome: `passed`, a failure's reason,
+    /// or `unanswered`.
+    pub audits: Family<Outcome, Counter>,
+    /// Blobs sent again to a holder that failed an audit, and taken.
+    pub audit_repairs: Counter,
     /// Syncs that asked a peer ahead for its blocks.
     pub syncs: Counter,
     /// Requests for blocks those syncs made.
@@ -170,6 +181,8 @@ impl Metrics {
             scrub_passes: Counter::default(),
             blob_copies_pushed: Counter::default(),
             store_waits: Counter::default(),
+            audits: Family::default(),
+            audit_repairs: Counter::default(),
             syncs: Counter::default(),
             sync_requests: Counter::default(),
             registers_written: Counter::default(),
@@ -312,6 +325,16 @@ impl Metrics {
             m.blob_copies_pushed.clone(),
         );
         registry.register(
+            "audits",
+            "Audits of the other holders of this vault's blobs, by outcome",
+            m.audits.clone(),
+        );
+        registry.register(
+            "audit_repairs",
+            "Blobs sent again to a holder that failed an audit, and taken",
+            m.audit_repairs.clone(),
+        );
+        registry.register(
             "store_waits",
             "Pauses of a PUT for a holder that refused its Store as over this vault's allowance",
             m.store_waits.clone(),
@@ -397,6 +420,15 @@ impl Metrics {
     }
 
     /// Counts a refused message.
+    /// Counts an audit of another holder that came to `outcome`.
+    pub fn audit(&self, outcome: &str) {
+        self.audits
+            .get_or_create(&Outcome {
+                outcome: outcome.to_string(),
+            })
+            .inc();
+    }
+
     pub fn rejected(&self, topic: &str, reason: &str) {
         self.messages_rejected
             .get_or_create(&TopicReason {

@@ -54,3 +54,87 @@ async fn a_holder_proves_a_chunk_of_a_blob_it_keeps_and_nothing_else() {
     assert_eq!(ask([9; 32], 0).await.ok(), Some(Response::NotFound));
     v0.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_holder_that_drops_a_blob_fails_its_audit_and_gets_it_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let files: Vec<_> = (0..3).map(|i| vault_files(dir.path(), i)).collect();
+    let spec = spec(300, 3);
+    let audits = |c: &mut spacevault_node::NodeConfig| {
+        c.audits = spacevault_node::audits::AuditConfig {
+            interval: Duration::from_millis(200),
+            blobs: 4,
+        }
+    };
+    let first = start_with(&spec, &files[0], vec![], false, |c| {
+        c.timekeeper = true;
+        audits(c);
+    })
+    .await;
+    let boot = first.listen_addrs(Duration::from_secs(5)).await;
+    let mut nodes = vec![first];
+    for f in &files[1..] {
+        nodes.push(start_with(&spec, f, boot.clone(), false, audits).await);
+    }
+    assert!(
+        wait_for(Duration::from_secs(20), || nodes
+            .iter()
+            .all(|n| n.vaults().count() == 3))
+        .await,
+        "the vaults did not find each other"
+    );
+    let blob: Vec<u8> = (0..20_000u32).map(|i| (i % 241) as u8).collect();
+    let put = nodes[0].put(blob.clone()).await.unwrap();
+    assert_eq!(put.receipts.len(), 3);
+    let count = |n: &spacevault_node::Node, outcome: &str| {
+        n.metrics_text()
+            .lines()
+            .filter(|l| l.starts_with("spacevault_audits_total") && l.contains(outcome))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum::<f64>()
+    };
+    // Audits pass while every holder keeps it (and the replication pass
+    // that follows a PUT is over: from here on only an audit sends it).
+    assert!(
+        wait_for(Duration::from_secs(20), || count(&nodes[0], "passed")
+            >= 4.0)
+        .await,
+        "no audit passed"
+    );
+    // The holder drops it, having signed its receipt.
+    let dropper = &nodes[2];
+    dropper.engine().store().delete_blob(&put.address).unwrap();
+    assert!(
+        wait_for(Duration::from_secs(30), || dropper
+            .engine()
+            .store()
+            .has_blob(&put.address)
+            .unwrap())
+        .await,
+        "the dropped blob never came back"
+    );
+    let lines = |n: &spacevault_node::Node| {
+        n.metrics_text()
+            .lines()
+            .filter(|l| l.contains("audit") || l.contains("copies_pushed") || l.contains("repairs"))
+            .filter(|l| !l.starts_with('#'))
+            .map(String::from)
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert!(
+        count(&nodes[0], "not_found") + count(&nodes[1], "not_found") >= 1.0,
+        "no failed audit counted:\n{}\n{}\n{}",
+        lines(&nodes[0]),
+        lines(&nodes[1]),
+        lines(&nodes[2])
+    );
+    assert!(
+        metric(&nodes[0], "spacevault_audit_repairs")
+            + metric(&nodes[1], "spacevault_audit_repairs")
+            >= 1.0
+    );
+    for node in nodes {
+        node.stop().await;
+    }
+}
