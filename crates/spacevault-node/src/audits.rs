@@ -1,14 +1,20 @@
 //! Audits of the other holders of this vault's blobs. Every round, a
-//! vault picks a few of the blobs it keeps, by a seed from its chain's
-//! head, its own key and the round (a holder cannot know beforehand which
+//! vault picks a few of the blobs it keeps at random (its own randomness:
+//! only it checks the answers, and a holder cannot know beforehand which
 //! blob or chunk it will be asked for), and asks each other holder it
 //! knows of for a random chunk of each ([`spacevault_chain::audit`]). A
 //! holder whose answer does not prove the chunk failed: it is counted,
 //! logged, and sent the blob again, so that a copy a holder dropped (or
 //! never kept, having signed a receipt for it) is back within a round.
-//! An audit that gets no answer is counted apart and costs the holder
-//! nothing: the fault may be this vault's own.
+//! An audit that gets no answer (or a busy or over-budget refusal) is
+//! counted apart and costs the holder nothing, the fault may be this
+//! vault's own; after [`UNANSWERED_TO_RESEND`] in a row the blob is sent
+//! again all the same, which costs a holder that has it one hash, so that
+//! a holder cannot keep a dropped copy hidden by never answering.
 //!
+//! What an audit cannot catch: a holder that relays the audit to another
+//! holder and returns its answer passes without a copy of its own (a
+//! proof of replication, as Filecoin's sealing gives, would be needed).
 //! Holders here are this vault's view of the announcements; a holder that
 //! fails again and again stays a holder until holders follow from the
 //! chain.
@@ -17,22 +23,29 @@ pub use crate::config::AuditConfig;
 use crate::shared::Shared;
 use spacevault_chain::audit;
 use spacevault_network::{Request, Response};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
 /// How long a holder has to answer an audit.
 pub const AUDIT_DUE: Duration = Duration::from_secs(5);
 
+/// Audits of a holder left unanswered in a row after which its blob is
+/// sent again anyway.
+pub const UNANSWERED_TO_RESEND: u32 = 3;
+
+/// How long the auditor waits for a holder to take a blob sent again.
+const RESEND_DUE: Duration = Duration::from_secs(20);
+
 /// Audits until the vault stops.
 pub async fn run(shared: Arc<Shared>, config: AuditConfig) {
     if config.blobs == 0 || config.interval.is_zero() {
         return;
     }
-    let mut round = 0u64;
+    let mut unanswered = HashMap::new();
     loop {
         tokio::time::sleep(config.interval).await;
-        round += 1;
-        audit_round(&shared, config.blobs, round).await;
+        audit_round(&shared, config.blobs, &mut unanswered).await;
     }
 }
 
@@ -44,17 +57,12 @@ enum Outcome {
     Unanswered,
 }
 
-async fn audit_round(shared: &Arc<Shared>, blobs: usize, round: u64) {
+async fn audit_round(shared: &Arc<Shared>, blobs: usize, unanswered: &mut HashMap<[u8; 32], u32>) {
     let own = shared.key.public();
-    let seed = {
-        let mut input = shared.chain.stored_head().hash.to_vec();
-        input.extend_from_slice(&own);
-        input.extend_from_slice(&round.to_le_bytes());
-        *blake3::Hasher::new_derive_key("spacevault audit round")
-            .update(&input)
-            .finalize()
-            .as_bytes()
-    };
+    let mut seed = [0u8; 32];
+    if getrandom::fill(&mut seed).is_err() {
+        return;
+    }
     let pick = |what: &[u8], n: u64| -> u64 {
         let h = blake3::keyed_hash(&seed, what);
         u64::from_le_bytes(h.as_bytes()[..8].try_into().expect("8 bytes")) % n.max(1)
@@ -63,12 +71,15 @@ async fn audit_round(shared: &Arc<Shared>, blobs: usize, round: u64) {
     let Ok(Ok(addresses)) = shared.spawn_blocking(move || store.blob_addresses()).await else {
         return;
     };
-    if addresses.is_empty() {
-        return;
+    // Distinct blobs: a blob picked twice would be asked for twice.
+    let mut picked = BTreeSet::new();
+    let mut draw = 0u64;
+    while picked.len() < blobs.min(addresses.len()) {
+        picked.insert(pick(&draw.to_le_bytes(), addresses.len() as u64) as usize);
+        draw += 1;
     }
     let r = shared.chain.spec().replication as usize;
-    for i in 0..blobs.min(addresses.len()) {
-        let address = addresses[pick(&(i as u64).to_le_bytes(), addresses.len() as u64) as usize];
+    for address in picked.into_iter().map(|i| addresses[i]) {
         let reader = shared.clone();
         let local = shared
             .blob_reads
@@ -97,19 +108,41 @@ async fn audit_round(shared: &Arc<Shared>, blobs: usize, round: u64) {
                 Outcome::Unanswered => "unanswered",
             };
             shared.metrics.audit(label);
-            if let Outcome::Failed(why) = outcome {
-                tracing::warn!(
-                    holder = %hex::encode(holder),
-                    address = %hex::encode(address),
-                    why,
-                    "a holder failed an audit: sending it the blob again"
-                );
+            let streak = unanswered.entry(holder).or_insert(0);
+            *streak = match outcome {
+                Outcome::Unanswered => *streak + 1,
+                _ => 0,
+            };
+            let resend = match outcome {
+                Outcome::Failed(why) => {
+                    tracing::warn!(
+                        holder = %hex::encode(holder),
+                        address = %hex::encode(address),
+                        why,
+                        "a holder failed an audit: sending it the blob again"
+                    );
+                    true
+                }
+                Outcome::Unanswered if *streak >= UNANSWERED_TO_RESEND => {
+                    *streak = 0;
+                    true
+                }
+                _ => false,
+            };
+            if resend {
                 let request = Request::Store { blob: blob.clone() };
-                if let Ok(Response::Stored(_)) = shared.net.request(peer, request).await {
+                let sent = tokio::time::timeout(RESEND_DUE, shared.net.request(peer, request));
+                if let Ok(Ok(Response::Stored(_))) = sent.await {
                     shared.metrics.audit_repairs.inc();
                 }
             }
         }
+    }
+    // Holders no longer met are forgotten: the map stays the size of the
+    // vaults known.
+    let known = shared.vaults.lock().unwrap().count();
+    if unanswered.len() > 2 * known {
+        unanswered.retain(|_, streak| *streak > 0);
     }
 }
 
@@ -130,8 +163,11 @@ async fn audit_one(
             Err(_) => Outcome::Failed("bad_slice"),
         },
         Ok(Ok(Response::NotFound)) => Outcome::Failed("not_found"),
-        // A busy holder shed the request: its load, not its copy.
-        Ok(Ok(Response::Refused(why))) if why.starts_with("busy") => Outcome::Unanswered,
+        // A busy holder shed the request, or this vault asked more than
+        // its allowance: load, not a missing copy.
+        Ok(Ok(Response::Refused(why))) if why.starts_with("busy") || why == "over_budget" => {
+            Outcome::Unanswered
+        }
         Ok(Ok(_)) => Outcome::Failed("wrong_answer"),
         Ok(Err(_)) | Err(_) => Outcome::Unanswered,
     }

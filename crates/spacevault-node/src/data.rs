@@ -336,7 +336,25 @@ pub fn fetch_request(shared: &Arc<Shared>, address: &[u8; 32]) -> Response {
 
 /// Answers an audit from the local copy only: the chunk asked for, with
 /// the tree nodes that tie it to the address ([`spacevault_chain::audit`]).
-pub fn audit_request(shared: &Arc<Shared>, address: &[u8; 32], chunk: u64) -> Response {
+///
+/// An audit costs its asker little and this vault a blob's read and two
+/// hashes of it: each is charged to the asking peer's allowance for
+/// blocks ([`crate::budget`]) at the chain's largest blob.
+pub fn audit_request(
+    shared: &Arc<Shared>,
+    peer: net::Peer,
+    address: &[u8; 32],
+    chunk: u64,
+) -> Response {
+    let cost = u64::from(shared.chain.spec().max_blob_bytes);
+    let allowed = shared
+        .blocks_budgets
+        .lock()
+        .unwrap()
+        .take(&peer, cost, Instant::now());
+    if !allowed {
+        return Response::Refused("over_budget".into());
+    }
     match fetch_request(shared, address) {
         Response::Blob(blob) => match spacevault_chain::audit::prove(&blob, chunk) {
             Ok(slice) => Response::Slice(slice),

@@ -419,7 +419,6 @@ impl Metrics {
             .inc();
     }
 
-    /// Counts a refused message.
     /// Counts an audit of another holder that came to `outcome`.
     pub fn audit(&self, outcome: &str) {
         self.audits
@@ -429,6 +428,7 @@ impl Metrics {
             .inc();
     }
 
+    /// Counts a refused message.
     pub fn rejected(&self, topic: &str, reason: &str) {
         self.messages_rejected
             .get_or_create(&TopicReason {

@@ -345,7 +345,7 @@ pub(crate) fn on_request(
             return;
         }
         Request::Fetch { address } => data::fetch_request(shared, &address),
-        Request::Audit { address, chunk } => data::audit_request(shared, &address, chunk),
+        Request::Audit { address, chunk } => data::audit_request(shared, peer, &address, chunk),
         // Charged to the same allowance as blocks: a peer that asks for
         // slots again and again gets no more than one that asks for blocks.
         Request::Slots { line, from, max } => budgeted_answer(

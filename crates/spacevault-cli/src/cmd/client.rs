@@ -185,28 +185,40 @@ async fn get(
                 Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
                 _ => PathBuf::from("."),
             };
-            let name = path.file_name().unwrap_or_default().to_string_lossy();
+            // Ctrl-C, `kill`, a closed terminal while a file comes: the
+            // partial file is removed (it is dropped), and the command
+            // ends as the signal would have ended it. Listening starts
+            // before the file is made, so no signal finds it unguarded.
+            use tokio::signal::unix::{signal, SignalKind};
+            let listen = |kind: SignalKind| signal(kind).context("listening for signals");
+            let (mut int, mut term, mut hup, mut quit) = (
+                listen(SignalKind::interrupt())?,
+                listen(SignalKind::terminate())?,
+                listen(SignalKind::hangup())?,
+                listen(SignalKind::quit())?,
+            );
+            // A short prefix: the name with it must stay a legal name.
+            let name: String = path
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .chars()
+                .take(100)
+                .collect();
             let mut aside = tempfile::Builder::new()
                 .prefix(&format!(".{name}."))
                 .suffix(".partial")
                 .tempfile_in(&dir)
                 .with_context(|| format!("creating a file in {}", dir.display()))?;
-            // Ctrl-C or `kill` while a file comes: the partial file is
-            // removed (it is dropped), and the command ends as the signal
-            // would have ended it.
-            let mut terminate =
-                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-                    .context("listening for SIGTERM")?;
+            let stopped = |signal: libc::c_int| -> Result<()> {
+                Err(crate::signals::StoppedBy(signal).into())
+            };
             let got = tokio::select! {
                 got = fetch(client, &address, raw, aside.as_file_mut(), &options) => got,
-                _ = tokio::signal::ctrl_c() => {
-                    bar.finish();
-                    return Err(crate::signals::StoppedBy(libc::SIGINT).into());
-                }
-                _ = terminate.recv() => {
-                    bar.finish();
-                    return Err(crate::signals::StoppedBy(libc::SIGTERM).into());
-                }
+                _ = int.recv() => { bar.finish(); return stopped(libc::SIGINT) }
+                _ = term.recv() => { bar.finish(); return stopped(libc::SIGTERM) }
+                _ = hup.recv() => { bar.finish(); return stopped(libc::SIGHUP) }
+                _ = quit.recv() => { bar.finish(); return stopped(libc::SIGQUIT) }
             };
             bar.finish();
             got?;
