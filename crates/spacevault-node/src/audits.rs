@@ -130,8 +130,8 @@ async fn audit_round(shared: &Arc<Shared>, blobs: usize, unanswered: &mut HashMa
                 _ => false,
             };
             if resend {
-                let request = Request::Store { blob: blob.clone() };
-                let sent = tokio::time::timeout(RESEND_DUE, shared.net.request(peer, request));
+                let resent = crate::data::store_patiently(shared, peer, blob.clone());
+                let sent = tokio::time::timeout(RESEND_DUE, resent);
                 if let Ok(Ok(Response::Stored(_))) = sent.await {
                     shared.metrics.audit_repairs.inc();
                 }

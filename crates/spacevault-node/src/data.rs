@@ -459,7 +459,7 @@ pub const STORE_PATIENCE: Duration = Duration::from_secs(10);
 /// A `Store` to a holder, asked again while the holder answers
 /// `over_budget` (pauses of 100 ms doubling to 2 s), for at most
 /// [`STORE_PATIENCE`].
-async fn store_patiently(
+pub(crate) async fn store_patiently(
     shared: &Shared,
     peer: net::Peer,
     blob: Vec<u8>,

@@ -168,33 +168,28 @@ impl Client {
             })
             .buffered(options.parallel.max(1));
         let mut builder = TreeBuilder::new(part_bytes, fanout);
-        let (mut done, mut manifests) = (0u64, 0u64);
-        let mut last_stored = None;
+        let mut done = 0u64;
+        // Manifests stored, the last one's address.
+        let mut stored: Vec<String> = Vec::new();
         while let Some((answer, data)) = puts.try_next().await? {
             copies.add(&answer);
             done += data.len() as u64;
             for m in builder.part(parse_address(&answer.address)?, &data) {
-                let stored = self.put_some(m.encode()).await?;
-                copies.add(&stored);
-                last_stored = Some(stored.address);
-                manifests += 1;
+                stored.push(self.put_counted(&m, &mut copies).await?);
             }
             options.report(done, len);
         }
         let (root, rest) = builder.finish().expect("a file past one blob has parts");
         for m in rest {
-            let stored = self.put_some(m.encode()).await?;
-            copies.add(&stored);
-            last_stored = Some(stored.address);
-            manifests += 1;
+            stored.push(self.put_counted(&m, &mut copies).await?);
         }
         let root_address = hex::encode(spacevault_chain::blob_address(&root.encode()));
         // A file that ended just as a manifest closed has that one for its
         // root, stored already.
-        if last_stored.as_ref() != Some(&root_address) {
-            copies.add(&self.put_some(root.encode()).await?);
-            manifests += 1;
+        if stored.last() != Some(&root_address) {
+            stored.push(self.put_counted(&root, &mut copies).await?);
         }
+        let manifests = stored.len() as u64;
         Ok(FileAnswer {
             address: parse_address(&root_address)?,
             bytes: len,
@@ -204,6 +199,14 @@ impl Client {
             copies: copies.fewest,
             wanted: copies.wanted,
         })
+    }
+
+    /// Stores manifest `m` ([`put_some`](Self::put_some)), its copies
+    /// counted in `copies`; its address.
+    async fn put_counted(&self, m: &Manifest, copies: &mut Copies) -> Result<String, ClientError> {
+        let answer = self.put_some(m.encode()).await?;
+        copies.add(&answer);
+        Ok(answer.address)
     }
 
     /// A PUT that at least one vault took, with its copies counted.

@@ -131,11 +131,6 @@ impl Client {
         client
     }
 
-    /// The vault's base URL.
-    pub fn url(&self) -> &str {
-        &self.base
-    }
-
     async fn call(
         &self,
         method: hyper::Method,
@@ -283,20 +278,16 @@ impl Client {
         let chain = self.chain_id().await?;
         let address = blob_address(&blob);
         let (status, bytes) = self.call(hyper::Method::PUT, "/v1/blobs", blob).await?;
-        let answer = || {
-            serde_json::from_slice::<PutAnswer>(&bytes)
-                .map_err(|e| ClientError::BadAnswer(e.to_string()))
-        };
-        match status {
-            200..=299 | 503 if answer().is_ok() => {
-                let answer = checked_put(answer()?, &address, &chain)?;
+        match (status, serde_json::from_slice::<PutAnswer>(&bytes)) {
+            (200..=299 | 503, Ok(answer)) => {
+                let answer = checked_put(answer, &address, &chain)?;
                 // A vault that wants no copy at all has kept nothing.
                 if answer.copies < answer.wanted.max(1) {
                     return Err(ClientError::TooFewCopies(answer));
                 }
                 Ok(answer)
             }
-            200..=299 => answer(),
+            (200..=299, Err(e)) => Err(ClientError::BadAnswer(e.to_string())),
             _ => Err(refusal(status, &bytes)),
         }
     }
