@@ -403,7 +403,7 @@ mod tests {
         let mut header = block.header.clone();
         header.stamp.slot += 1;
         assert_ne!(header.hash(), block.hash());
-        let receipt = Receipt::sign(&Keypair::from_secret(&[6; 32]), &chain, &[1; 32]);
+        let receipt = Receipt::sign(&Keypair::from_secret(&[6; 32]), &chain, 1, &[1; 32]);
         assert!(receipt.verify(&chain) && !receipt.verify(&[0; 32]));
     }
 

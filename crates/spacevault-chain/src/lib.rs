@@ -15,6 +15,7 @@ pub mod fork;
 #[doc(hidden)]
 pub mod fuzzing;
 mod genesis;
+pub mod holders;
 pub mod keys;
 pub mod kind;
 pub mod locator;

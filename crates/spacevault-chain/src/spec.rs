@@ -7,7 +7,7 @@ use crate::kind::ProofKind;
 use serde::{Deserialize, Serialize};
 
 /// The spec's encoding version.
-pub const SPEC_VERSION: u16 = 6;
+pub const SPEC_VERSION: u16 = 7;
 
 /// A chain's parameters, as `spacevault chain init` writes them (JSON).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

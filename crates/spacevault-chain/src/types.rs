@@ -21,7 +21,7 @@ pub mod context {
     pub const REGISTER_TX: &str = "spacevault 2026-11 chain register tx v1";
     pub const BODY_ROOT: &str = "spacevault 2026-11 chain body root v1";
     pub const EQUIVOCATION: &str = "spacevault 2026-11 chain equivocation v1";
-    pub const RECEIPT: &str = "spacevault 2026-11 storage receipt v1";
+    pub const RECEIPT: &str = "spacevault 2026-11 storage receipt v2";
     pub const ANNOUNCE: &str = "spacevault 2026-11 vault announcement v1";
 }
 
@@ -345,35 +345,39 @@ pub(crate) fn check_version(r: &mut Reader, what: &'static str) -> Result<(), De
     }
 }
 
-/// A vault's signed word that it keeps a blob.
+/// A vault's signed word that it keeps a blob as one of its holders in
+/// holder era `era` ([`crate::holders`]): a client counts it only from a
+/// holder of that era's set.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Receipt {
     pub address: [u8; 32],
     pub holder: [u8; 32],
+    pub era: u64,
     pub signature: [u8; 64],
 }
 
 impl Receipt {
-    fn message(chain_id: &[u8; 32], address: &[u8; 32], holder: &[u8; 32]) -> [u8; 32] {
+    fn message(chain_id: &[u8; 32], address: &[u8; 32], holder: &[u8; 32], era: u64) -> [u8; 32] {
         let mut w = Writer::new();
-        w.fixed(chain_id).fixed(address).fixed(holder);
+        w.fixed(chain_id).fixed(address).fixed(holder).u64(era);
         meter::timed(Op::HashMessage, || derive(context::RECEIPT, &w.finish()))
     }
 
-    pub fn sign(holder: &Keypair, chain_id: &[u8; 32], address: &[u8; 32]) -> Receipt {
+    pub fn sign(holder: &Keypair, chain_id: &[u8; 32], era: u64, address: &[u8; 32]) -> Receipt {
         let public = holder.public();
         Receipt {
             address: *address,
             holder: public,
+            era,
             signature: {
-                let message = Receipt::message(chain_id, address, &public);
+                let message = Receipt::message(chain_id, address, &public, era);
                 meter::timed(Op::SignReceipt, || holder.sign(&message))
             },
         }
     }
 
     pub fn verify(&self, chain_id: &[u8; 32]) -> bool {
-        let message = Receipt::message(chain_id, &self.address, &self.holder);
+        let message = Receipt::message(chain_id, &self.address, &self.holder, self.era);
         meter::timed_on(
             Op::VerifyReceipt,
             meter::fingerprint_of(&self.signature),
@@ -384,6 +388,7 @@ impl Receipt {
     pub fn encode_into(&self, w: &mut Writer) {
         w.fixed(&self.address)
             .fixed(&self.holder)
+            .u64(self.era)
             .fixed(&self.signature);
     }
 
@@ -391,6 +396,7 @@ impl Receipt {
         Ok(Receipt {
             address: r.array("receipt's address")?,
             holder: r.array("receipt's holder")?,
+            era: r.u64("receipt's era")?,
             signature: r.array("receipt's signature")?,
         })
     }

@@ -65,6 +65,8 @@ pub enum Rejection {
     TxTooLarge,
     #[error("a transaction's register name is empty")]
     EmptyName,
+    #[error("a holder registration is not valid: {0}")]
+    BadRegistration(String),
     #[error("a transaction sets version {got}, the register is at {current}")]
     BadTxVersion { got: u64, current: u64 },
     #[error("its proof loses to the canonical block's of the same parent")]
@@ -108,6 +110,7 @@ impl Rejection {
             Rejection::BadTxSignature => "bad_tx_signature",
             Rejection::TxTooLarge => "tx_too_large",
             Rejection::EmptyName => "empty_name",
+            Rejection::BadRegistration(_) => "bad_registration",
             Rejection::BadTxVersion { .. } => "bad_tx_version",
             Rejection::NotBetter => "not_better",
             Rejection::Stale { .. } => "stale",
@@ -205,7 +208,7 @@ pub fn check_proof(
 
 /// Refuses a proof of a scheme the spec does not name, or from a plot
 /// size outside the spec's range for it.
-fn check_kind_and_size(spec: &ChainSpec, proof: &ChainProof) -> Result<(), Rejection> {
+pub(crate) fn check_kind_and_size(spec: &ChainSpec, proof: &ChainProof) -> Result<(), Rejection> {
     let sizes = spec
         .sizes(proof.kind())
         .ok_or(Rejection::KindRefused(proof.kind().number()))?;
@@ -225,7 +228,8 @@ fn check_not_future(spec: &ChainSpec, slot: u64, now_ms: u64) -> Result<(), Reje
 }
 
 /// Checks a transaction on its own: sizes and signature (answered from
-/// `cache` when given and it has seen the signature valid).
+/// `cache` when given and it has seen the signature valid), and a holder
+/// registration's proof ([`crate::holders::check_registration`]).
 pub fn check_tx(
     spec: &ChainSpec,
     chain_id: &[u8; 32],
@@ -246,6 +250,9 @@ pub fn check_tx(
     };
     if !valid {
         return Err(Rejection::BadTxSignature);
+    }
+    if crate::holders::is_registration(tx) {
+        crate::holders::check_registration(spec, chain_id, tx)?;
     }
     Ok(())
 }

@@ -12,7 +12,7 @@ use std::io;
 /// The request-response protocol's name; version 2 added
 /// [`Request::Locate`], version 3 [`Request::Slots`], version 4 the line
 /// a [`Request::Slots`] asks for, version 5 [`Request::Audit`].
-pub const PROTOCOL: StreamProtocol = StreamProtocol::new("/spacevault/req/5");
+pub const PROTOCOL: StreamProtocol = StreamProtocol::new("/spacevault/req/6");
 
 /// Bytes of a [`Response::Slice`] at most: a chunk and a parent pair for
 /// each of 64 levels, more than any blob's tree has.
@@ -333,7 +333,7 @@ mod tests {
 
     #[test]
     fn every_message_round_trips_and_cuts_are_caught() {
-        let receipt = Receipt::sign(&Keypair::from_secret(&[1; 32]), &[2; 32], &[3; 32]);
+        let receipt = Receipt::sign(&Keypair::from_secret(&[1; 32]), &[2; 32], 4, &[3; 32]);
         let requests = [
             Request::Status,
             Request::Blocks { from: 7, max: 20 },

@@ -9,7 +9,7 @@ use spacevault_network::wire::check_decoders;
 use spacevault_network::{Request, Response};
 
 fn valid_messages() -> Vec<Vec<u8>> {
-    let receipt = Receipt::sign(&Keypair::from_secret(&[1; 32]), &[2; 32], &[3; 32]);
+    let receipt = Receipt::sign(&Keypair::from_secret(&[1; 32]), &[2; 32], 4, &[3; 32]);
     vec![
         Request::Status.encode(),
         Request::Blocks { from: 5, max: 10 }.encode(),

@@ -7,6 +7,7 @@
 
 mod content;
 pub mod guard;
+mod holders;
 pub mod types;
 
 use crate::blocking::Blocking;
@@ -166,6 +167,7 @@ pub fn router(state: ApiState, hosts: Vec<String>) -> Router {
         .route("/v1/crypto/trace", get(crypto_trace))
         .route("/v1/head", get(head))
         .route("/v1/blocks/{height}", get(block))
+        .route("/v1/holders", get(holders::holders))
         .route("/v1/blobs", axum::routing::put(put_blob))
         .route("/v1/blobs/{address}", get(get_blob))
         .route(

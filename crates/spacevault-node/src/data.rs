@@ -1,5 +1,6 @@
-//! Clients' immutable blobs: which vaults keep one (the R whose farmer keys
-//! are nearest its address by XOR, every vault when there are fewer), how a
+//! Clients' immutable blobs: which vaults keep one (of the era's holders
+//! alive, the R whose places are nearest its address by XOR, every one
+//! when there are fewer: [`Vaults::holders`]), how a
 //! PUT gathers their receipts, how a GET finds a copy, and how copies are
 //! made again when a vault leaves or a local copy is found damaged.
 //!
@@ -241,17 +242,12 @@ pub async fn store_request(shared: &Arc<Shared>, peer: net::Peer, blob: Vec<u8>)
 /// a few places while announcements spread.
 pub const HOLDER_SLACK: usize = 2;
 
-/// Whether this vault is within the `replication + HOLDER_SLACK` vaults
-/// nearest `address` that it knows of.
+/// Whether this vault is within the `replication + HOLDER_SLACK` holders
+/// nearest `address` that it knows of, now or before the holders last
+/// changed ([`Vaults::holds`]).
 fn holds_with_slack(shared: &Shared, address: &[u8; 32]) -> bool {
     let places = shared.chain.spec().replication as usize + HOLDER_SLACK;
-    let own = shared.key.public();
-    shared
-        .vaults
-        .lock()
-        .unwrap()
-        .holders(address, places)
-        .contains(&own)
+    shared.vaults.lock().unwrap().holds(address, places)
 }
 
 /// Keeps a blob (already hashed to `address` and within the size limit)
@@ -292,9 +288,11 @@ fn store_local_metered(shared: &Shared, blob: &[u8], address: [u8; 32]) -> Resul
         shared.vaults.lock().unwrap().stored(address);
         refresh_blob_metrics(shared);
     }
+    let era = shared.vaults.lock().unwrap().era();
     Ok(Receipt::sign(
         &shared.key,
         &shared.chain.chain_id(),
+        era,
         &address,
     ))
 }
@@ -548,8 +546,12 @@ pub async fn put(shared: &Arc<Shared>, blob: Vec<u8>) -> Result<Put, PutError> {
             // The holder asked, and only it: another holder's receipt
             // (seen in an earlier PUT's answer) would count one copy twice.
             let from_asked = receipt.holder == asked;
+            // Of this era, or of one beside it: vaults cross an era's
+            // first block at slightly different moments.
+            let era = shared.vaults.lock().unwrap().era();
+            let this_era = receipt.era.abs_diff(era) <= 1;
             let signed = meter::with(&shared.meter, || receipt.verify(&shared.chain.chain_id()));
-            if receipt.address == address && from_asked && signed {
+            if receipt.address == address && from_asked && this_era && signed {
                 receipts.push(receipt);
             } else {
                 shared.metrics.rejected("store", "bad_receipt");

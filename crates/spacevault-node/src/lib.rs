@@ -36,6 +36,7 @@ pub mod data;
 pub mod engine;
 pub mod farmer;
 pub mod held;
+pub mod holders;
 pub mod identity;
 pub mod kit;
 pub mod links;

@@ -42,6 +42,9 @@ pub struct Metrics {
     pub height: Gauge,
     pub peers: Gauge,
     pub vaults: Gauge,
+    /// The holder era the chain is in, and its registered holders.
+    pub holder_era: Gauge,
+    pub holders: Gauge,
     pub lookup_seconds: Histogram,
     pub round_trip_seconds: Histogram,
     pub blocks_produced: Counter,
@@ -154,6 +157,8 @@ impl Metrics {
             clock_offset_ms: Gauge::default(),
             peers: Gauge::default(),
             vaults: Gauge::default(),
+            holder_era: Gauge::default(),
+            holders: Gauge::default(),
             lookup_seconds: Histogram::new([
                 1e-5, 5e-5, 1e-4, 5e-4, 1e-3, 5e-3, 1e-2, 5e-2, 0.1, 0.5, 1.0,
             ]),
@@ -242,6 +247,16 @@ impl Metrics {
             "vaults",
             "Vaults known alive, this one included",
             m.vaults.clone(),
+        );
+        registry.register(
+            "holder_era",
+            "The holder era the canonical chain is in (0: the bootstrap era)",
+            m.holder_era.clone(),
+        );
+        registry.register(
+            "holders",
+            "Data holders the chain registers for the current era",
+            m.holders.clone(),
         );
         register_time(&mut registry, &m);
         registry.register(

@@ -138,6 +138,7 @@ impl Node {
         let task = tokio::spawn(run(shared.clone(), events));
         shared.spawn(crate::scrub::run(shared.clone(), config.scrub));
         shared.spawn(crate::audits::run(shared.clone(), config.audits));
+        shared.spawn(crate::holders::follow(shared.clone()));
         if config.timekeeper {
             crate::slots::keep_time(&shared);
         }

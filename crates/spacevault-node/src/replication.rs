@@ -14,31 +14,16 @@
 //! [`MAX_RECENT`]; past it, and for a vault's first pass, a pass sends
 //! every blob to every holder.
 
+use spacevault_chain::holders::{nearest, Place};
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 /// The wait before a pass that could not send every copy runs again.
 pub const PASS_RETRY: Duration = Duration::from_secs(30);
 
-/// The vaults (farmer keys, this one's included) seen by a pass.
-pub type View = Vec<[u8; 32]>;
-
-/// The `r` keys of `view` nearest `address` by XOR, nearest first.
-pub fn nearest(view: &[[u8; 32]], address: &[u8; 32], r: usize) -> Vec<[u8; 32]> {
-    let mut all = view.to_vec();
-    // The r nearest found in one pass, then only they sorted: a pass ranks
-    // the vaults twice for every blob it keeps.
-    if r < all.len() {
-        all.select_nth_unstable_by_key(r, |k| xor(k, address));
-        all.truncate(r);
-    }
-    all.sort_unstable_by_key(|k| xor(k, address));
-    all
-}
-
-fn xor(a: &[u8; 32], b: &[u8; 32]) -> [u8; 32] {
-    std::array::from_fn(|i| a[i] ^ b[i])
-}
+/// The holders (with their places; this vault's included, when it is one)
+/// seen by a pass.
+pub type View = Vec<Place>;
 
 /// Blobs stored since a pass began that are remembered at most (32 bytes
 /// each); past it, the next pass sends everything to every holder.
@@ -102,7 +87,7 @@ pub struct Pass {
 }
 
 impl Pass {
-    /// The vaults (farmer keys, this one's included) this pass sends the
+    /// The holders (farmer keys, this vault's included) this pass sends the
     /// blob at `address` to, out of `r` holders: its holders now, less
     /// those it had in the base view, unless it was stored since.
     pub fn targets(&self, address: &[u8; 32], r: usize) -> Vec<[u8; 32]> {
@@ -174,15 +159,30 @@ mod tests {
         k
     }
 
+    /// Vaults placed at their keys, as in the bootstrap era.
+    fn view(keys: &[u8]) -> View {
+        keys.iter().map(|&i| Place::at_key(key(i))).collect()
+    }
+
+    fn xor(a: &[u8; 32], b: &[u8; 32]) -> [u8; 32] {
+        std::array::from_fn(|i| a[i] ^ b[i])
+    }
+
     #[test]
     fn the_nearest_are_those_a_full_sort_gives() {
-        let view: View = (0..64u8).map(|i| *blake3::hash(&[i]).as_bytes()).collect();
+        // Places apart from keys: the order is by place alone.
+        let view: View = (0..64u8)
+            .map(|i| Place {
+                key: *blake3::hash(&[i]).as_bytes(),
+                place: *blake3::hash(&[i, 2]).as_bytes(),
+            })
+            .collect();
         for a in 0..32u8 {
             let address = *blake3::hash(&[a, 1]).as_bytes();
             let mut sorted = view.clone();
-            sorted.sort_by_key(|k| xor(k, &address));
+            sorted.sort_by_key(|p| xor(&p.place, &address));
             for r in [0, 1, 4, 63, 64, 100] {
-                let want: Vec<_> = sorted.iter().take(r).copied().collect();
+                let want: Vec<_> = sorted.iter().take(r).map(|p| p.key).collect();
                 assert_eq!(nearest(&view, &address, r), want, "r = {r}");
             }
         }
@@ -190,7 +190,7 @@ mod tests {
 
     #[test]
     fn holders_are_the_nearest_by_xor() {
-        let view: View = [0x00, 0x10, 0x11, 0x20, 0x30].map(key).to_vec();
+        let view = view(&[0x00, 0x10, 0x11, 0x20, 0x30]);
         assert_eq!(nearest(&view, &key(0x12), 2), vec![key(0x10), key(0x11)]);
         assert_eq!(nearest(&view, &key(0x13), 2), vec![key(0x11), key(0x10)]);
         assert_eq!(nearest(&view, &key(0x01), 1), vec![key(0x00)]);
@@ -201,25 +201,21 @@ mod tests {
     fn one_pass_at_a_time_and_a_change_meanwhile_is_not_lost() {
         let t = Instant::now();
         let mut p = Passes::default();
-        let pass = p.start(1, t, || vec![key(1)]).expect("a first pass");
+        let pass = p.start(1, t, || view(&[1])).expect("a first pass");
         // The set changes twice while it runs: no second pass.
-        assert_eq!(p.start(2, t, || vec![key(1), key(2)]), None);
-        assert_eq!(p.start(3, t, || vec![key(1), key(2), key(3)]), None);
+        assert_eq!(p.start(2, t, || view(&[1, 2])), None);
+        assert_eq!(p.start(3, t, || view(&[1, 2, 3])), None);
         p.finish(pass, true, t);
         // The next pass covers the changes.
-        let next = p
-            .start(3, t, || vec![key(1), key(2), key(3)])
-            .expect("the next pass");
+        let next = p.start(3, t, || view(&[1, 2, 3])).expect("the next pass");
         assert_eq!(next.now.len(), 3);
-        assert_eq!(next.base, Some(vec![key(1)]), "the first pass's view");
+        assert_eq!(next.base, Some(view(&[1])), "the first pass's view");
         assert_eq!(p.start(3, t, || unreachable!()), None);
         // An incomplete pass runs again once its retry is due, with no
         // change of the set.
         p.finish(next, false, t);
         assert_eq!(p.start(3, t + PASS_RETRY / 2, || unreachable!()), None);
-        let again = p
-            .start(3, t + PASS_RETRY, || vec![key(4)])
-            .expect("a retry");
+        let again = p.start(3, t + PASS_RETRY, || view(&[4])).expect("a retry");
         p.finish(again, true, t + PASS_RETRY);
         let later = t + 10 * PASS_RETRY;
         assert_eq!(
@@ -234,9 +230,9 @@ mod tests {
     #[test]
     fn a_pass_sends_a_blob_only_to_holders_it_did_not_have() {
         let t = Instant::now();
-        let old: View = [0x00, 0x10, 0x20, 0x30].map(key).to_vec();
+        let old = view(&[0x00, 0x10, 0x20, 0x30]);
         let mut new = old.clone();
-        new.push(key(0x31));
+        new.push(Place::at_key(key(0x31)));
         let mut p = Passes::default();
         // The first pass knows no base: every holder.
         let first = p.start(1, t, || old.clone()).unwrap();
@@ -259,7 +255,7 @@ mod tests {
         p.finish(again, true, t + PASS_RETRY);
         // Now the base is the new view, and nothing was stored since.
         let mut newer = new.clone();
-        newer.push(key(0x03));
+        newer.push(Place::at_key(key(0x03)));
         let next = p.start(3, t + PASS_RETRY, || newer.clone()).unwrap();
         assert_eq!(next.targets(&key(0x33), 2), Vec::<[u8; 32]>::new());
         assert_eq!(next.targets(&stored_since, 2), vec![key(0x03)]);
@@ -268,7 +264,7 @@ mod tests {
     #[test]
     fn too_many_blobs_stored_since_sends_everything() {
         let t = Instant::now();
-        let view: View = [0x00, 0x10].map(key).to_vec();
+        let view = view(&[0x00, 0x10]);
         let mut p = Passes::default();
         let first = p.start(1, t, || view.clone()).unwrap();
         p.finish(first, true, t);

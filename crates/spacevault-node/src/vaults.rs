@@ -1,9 +1,12 @@
 //! The vaults alive as far as this one knows, from their signed
-//! announcements and this vault's connections: who holds a blob (the
-//! nearest by XOR), when a vault counts as gone, and when the set changed
-//! enough for blobs to move.
+//! announcements and this vault's connections: who holds a blob (of the
+//! chain's holders of the era, those alive, the nearest by XOR of their
+//! places; in the bootstrap era, before the chain names holders, every
+//! vault alive, placed at its key), when a vault counts as gone, and when
+//! the set changed enough for blobs to move.
 
-use crate::replication::{nearest, Pass, Passes, View};
+use crate::replication::{Pass, Passes, View};
+use spacevault_chain::holders::{nearest, Place};
 use spacevault_chain::Rejection;
 use spacevault_network as net;
 use std::collections::HashMap;
@@ -44,12 +47,23 @@ pub struct Vaults {
     /// while an announcement that old could still be news: a late or
     /// replayed one must not bring it back.
     departed: HashMap<[u8; 32], u64>,
+    /// The holder era this vault's chain is in.
+    era: u64,
+    /// The chain's holders of that era, once it names them (not in the
+    /// bootstrap era 0).
+    members: Option<Vec<Place>>,
+    /// The holders before the last change: a vault that has not yet seen
+    /// the change asks by them for a while.
+    previous: Option<Vec<Place>>,
 }
 
 impl Vaults {
     pub fn new(own: [u8; 32]) -> Vaults {
         Vaults {
             own,
+            era: 0,
+            members: None,
+            previous: None,
             known: HashMap::new(),
             generation: 1,
             passes: Passes::default(),
@@ -202,14 +216,54 @@ impl Vaults {
         self.known.len() + 1
     }
 
-    /// The `r` vaults nearest `address` by XOR of their farmer keys.
+    /// The `r` holders of `address`: of the holders alive, the nearest by
+    /// XOR of their places.
     pub fn holders(&self, address: &[u8; 32], r: usize) -> Vec<[u8; 32]> {
         nearest(&self.view(), address, r)
     }
 
-    /// Every vault alive, this one included.
+    /// The chain moved to holder era `era`, whose holders are `members`
+    /// (None in the bootstrap era): a change of the holders starts a
+    /// replication pass. False when nothing changed.
+    pub(crate) fn set_era(&mut self, era: u64, members: Option<Vec<Place>>) -> bool {
+        let changed = members != self.members;
+        self.era = era;
+        if changed {
+            self.previous = std::mem::replace(&mut self.members, members);
+            self.generation += 1;
+        }
+        changed
+    }
+
+    /// Whether this vault is among the `places` holders of `address`
+    /// nearest it, by the holders of now or of before the last change:
+    /// the vault asking may not have crossed the era's first block yet.
+    pub fn holds(&self, address: &[u8; 32], places: usize) -> bool {
+        let now = nearest(&self.view(), address, places);
+        if now.contains(&self.own) {
+            return true;
+        }
+        let before = view_of(&self.known, self.own, self.previous.as_deref());
+        self.era > 0 && nearest(&before, address, places).contains(&self.own)
+    }
+
+    /// The holder era the chain is in, as this vault follows it.
+    pub fn era(&self) -> u64 {
+        self.era
+    }
+
+    /// Whether `key` is a holder of this era: a registered one, or, in the
+    /// bootstrap era, any vault.
+    pub fn is_holder(&self, key: &[u8; 32]) -> bool {
+        match &self.members {
+            None => true,
+            Some(members) => members.iter().any(|p| &p.key == key),
+        }
+    }
+
+    /// The holders alive, this vault included when it is one.
     pub(crate) fn view(&self) -> View {
-        view_of(&self.known, self.own)
+        view_of(&self.known, self.own, self.members.as_deref())
     }
 
     pub(crate) fn peer(&self, key: &[u8; 32]) -> Option<net::Peer> {
@@ -222,9 +276,9 @@ impl Vaults {
     /// or nothing changed since the last ([`Passes::start`]). The view is
     /// built only when a pass starts: it lists every vault.
     pub(crate) fn start_pass(&mut self, now: Instant) -> Option<Pass> {
-        let (known, own) = (&self.known, self.own);
+        let (known, own, members) = (&self.known, self.own, self.members.as_deref());
         self.passes
-            .start(self.generation, now, || view_of(known, own))
+            .start(self.generation, now, || view_of(known, own, members))
     }
 
     /// A blob was stored here: the next pass sends it to every holder.
@@ -238,9 +292,22 @@ impl Vaults {
     }
 }
 
-/// Every vault in `known`, and `own`.
-fn view_of(known: &HashMap<[u8; 32], Known>, own: [u8; 32]) -> View {
-    known.keys().copied().chain([own]).collect()
+/// Of the era's `members`, those alive (in `known`, or this vault); before
+/// the chain names any, every vault in `known` and `own`, each at its key.
+fn view_of(known: &HashMap<[u8; 32], Known>, own: [u8; 32], members: Option<&[Place]>) -> View {
+    match members {
+        Some(members) => members
+            .iter()
+            .filter(|p| p.key == own || known.contains_key(&p.key))
+            .copied()
+            .collect(),
+        None => known
+            .keys()
+            .copied()
+            .chain([own])
+            .map(Place::at_key)
+            .collect(),
+    }
 }
 
 #[cfg(test)]
@@ -264,6 +331,72 @@ mod tests {
         v.unreachable(&peer);
         assert_eq!(v.count(), 1);
         assert!(v.generation > g);
+    }
+
+    #[test]
+    fn once_the_chain_names_holders_only_they_hold_and_by_their_places() {
+        let peer =
+            net::peer_of(&spacevault_chain::Keypair::from_secret(&[1; 32]).public()).unwrap();
+        let mut v = Vaults::new([0x00; 32]);
+        for k in [0x10u8, 0x20, 0x30] {
+            v.heard([k; 32], peer, 1);
+        }
+        assert!(
+            v.is_holder(&[0x77; 32]),
+            "the bootstrap era takes any vault"
+        );
+        let g = v.generation;
+        // 0x10 and 0x30 registered (0x30 placed far from its key), and
+        // 0x40, registered but not heard of: not a holder here now.
+        let members = vec![
+            Place {
+                key: [0x10; 32],
+                place: [0x10; 32],
+            },
+            Place {
+                key: [0x30; 32],
+                place: [0xf0; 32],
+            },
+            Place {
+                key: [0x40; 32],
+                place: [0x21; 32],
+            },
+        ];
+        assert!(v.set_era(1, Some(members.clone())));
+        assert!(v.generation > g, "a pass follows");
+        assert_eq!(v.era(), 1);
+        assert!(!v.set_era(1, Some(members)), "nothing changed");
+        assert_eq!(v.holders(&[0x21; 32], 1), vec![[0x10; 32]]);
+        assert_eq!(v.holders(&[0xf1; 32], 1), vec![[0x30; 32]]);
+        assert_eq!(v.holders(&[0x00; 32], 10).len(), 2, "neither 0x00 nor 0x20");
+        assert!(v.is_holder(&[0x40; 32]) && !v.is_holder(&[0x20; 32]));
+    }
+
+    #[test]
+    fn a_vault_holds_by_the_holders_of_now_or_of_before_the_last_change() {
+        let mut v = Vaults::new([0x10; 32]);
+        let peer =
+            net::peer_of(&spacevault_chain::Keypair::from_secret(&[1; 32]).public()).unwrap();
+        v.heard([0x20; 32], peer, 1);
+        let at = |key: u8, place: u8| Place {
+            key: [key; 32],
+            place: [place; 32],
+        };
+        // Bootstrap: this vault, at its key, is nearest 0x11.
+        assert!(v.holds(&[0x11; 32], 1));
+        v.set_era(1, Some(vec![at(0x10, 0xf0), at(0x20, 0x20)]));
+        // By its place now, and by its key just before.
+        assert!(v.holds(&[0xf1; 32], 1));
+        assert!(
+            v.holds(&[0x11; 32], 1),
+            "a vault still in the bootstrap era"
+        );
+        v.set_era(2, Some(vec![at(0x20, 0x20)]));
+        // Left: only by the holders of era 1, where it sat at 0xf0.
+        assert!(v.holds(&[0xf1; 32], 1));
+        assert!(!v.holds(&[0x11; 32], 1));
+        v.set_era(3, Some(vec![at(0x20, 0x21)]));
+        assert!(!v.holds(&[0xf1; 32], 1), "two changes ago");
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! A client against a vault that lies: bytes that are not the blob asked
 //! for, another chain than the spec given, registers their owners did not
-//! sign, receipts forged, replayed or for another blob, and files whose
-//! parts or manifests were swapped. The client takes none of it.
+//! sign, receipts forged, replayed, for another blob or from keys that are
+//! no holders of their era near the blob, holders listed with forged
+//! registrations, and files whose parts or manifests were swapped. The
+//! client takes none of it.
 
 use spacevault_chain::manifest::Manifest;
 use spacevault_chain::{blob_address, Keypair, Receipt, RegisterTx};
@@ -121,6 +123,7 @@ fn holder(i: u8) -> Keypair {
 fn receipt_json(r: &Receipt) -> ReceiptJson {
     ReceiptJson {
         holder: hex::encode(r.holder),
+        era: r.era,
         signature: hex::encode(r.signature),
     }
 }
@@ -244,12 +247,12 @@ async fn only_receipts_signed_for_the_blob_by_distinct_holders_count_as_copies()
     let blob = b"a blob to keep".to_vec();
     let address = blob_address(&blob);
     let good: Vec<Receipt> = (1..=2)
-        .map(|i| Receipt::sign(&holder(i), &CHAIN, &address))
+        .map(|i| Receipt::sign(&holder(i), &CHAIN, 0, &address))
         .collect();
-    let mut forged = Receipt::sign(&holder(3), &CHAIN, &address);
+    let mut forged = Receipt::sign(&holder(3), &CHAIN, 0, &address);
     forged.signature[0] ^= 1;
-    let other_blob = Receipt::sign(&holder(4), &CHAIN, &blob_address(b"another blob"));
-    let other_chain = Receipt::sign(&holder(5), &[8; 32], &address);
+    let other_blob = Receipt::sign(&holder(4), &CHAIN, 0, &blob_address(b"another blob"));
+    let other_chain = Receipt::sign(&holder(5), &[8; 32], 0, &address);
     let receipts = [
         &good[0],
         &good[1],
@@ -375,4 +378,124 @@ async fn a_vault_that_wants_no_copies_or_claims_huge_blobs_is_not_believed() {
     std::fs::write(&path, vec![1u8; 10_000]).unwrap();
     let put = client.put_file(&path, &FileOptions::default()).await;
     assert!(matches!(put, Err(ClientError::BadAnswer(_))), "{put:?}");
+}
+
+/// Holder `i`'s registration on `spec`'s chain: a plain proof of its
+/// k = 16 plot under the threshold, found record by record.
+fn registration(spec: &spacevault_chain::ChainSpec, i: u8) -> RegisterTx {
+    use spacevault_chain::holders::*;
+    let key = holder(i);
+    let challenge = registration_challenge(&spec.chain_id(), &key.public(), 1, 0);
+    let proof = (0..1u64 << 16)
+        .map(|n| spacevault_chain::ChainProof::plain(key.public(), [i; 32], 16, n))
+        .find(|p| registration_target(spec).admits(&p.verify(&challenge).unwrap()))
+        .unwrap();
+    let value = Registration { nonce: 0, proof }.encode();
+    RegisterTx::signed(&key, &spec.chain_id(), HOLDER_REGISTER, 1, &value)
+}
+
+fn holder_json(tx: &RegisterTx, place: [u8; 32]) -> spacevault_node::api::types::HolderJson {
+    spacevault_node::api::types::HolderJson {
+        key: hex::encode(tx.owner),
+        place: hex::encode(place),
+        height: 5,
+        since_era: 1,
+        version: tx.version,
+        value_hex: hex::encode(&tx.value),
+        signature: hex::encode(tx.signature),
+    }
+}
+
+#[tokio::test]
+async fn receipts_count_only_from_registered_holders_of_their_era_near_the_blob() {
+    let mut spec = spacevault_chain::ChainSpec::new("lying", 1_000_000, 1000);
+    spec.set_sizes(spacevault_chain::ProofKind::Plain, 16, 32);
+    spec.replication = 1;
+    let chain = spec.chain_id();
+    let blob = b"a blob for the era's holders".to_vec();
+    let address = blob_address(&blob);
+    // Holders 1 to 5, placed in that order from the address: with one
+    // copy wanted, the client looks at the nearest 2 × 1 + 2 = 4.
+    let place = |i: u8| {
+        let mut p = address;
+        p[0] ^= i;
+        p
+    };
+    let registered: Vec<RegisterTx> = (1..=5).map(|i| registration(&spec, i)).collect();
+    let listed = |holders: Vec<spacevault_node::api::types::HolderJson>| {
+        serde_json::to_vec(&spacevault_node::api::types::HoldersAnswer {
+            era: 3,
+            bootstrap: false,
+            first_block: hex::encode([1; 32]),
+            holders,
+        })
+        .unwrap()
+    };
+    let receipt = |i: u8| Receipt::sign(&holder(i), &chain, 3, &address);
+    let said = PutAnswer {
+        error: None,
+        address: hex::encode(address),
+        copies: 3,
+        wanted: 1,
+        // The nearest holder; the fifth, registered but far from the
+        // blob; and a key that never registered.
+        receipts: [receipt(1), receipt(5), receipt(6)]
+            .iter()
+            .map(receipt_json)
+            .collect(),
+    };
+    let script = script_on(chain);
+    answer(
+        &script,
+        "PUT",
+        "/v1/blobs",
+        201,
+        serde_json::to_vec(&said).unwrap(),
+    );
+    let honest_list = registered
+        .iter()
+        .zip(1..)
+        .map(|(tx, i)| holder_json(tx, place(i)))
+        .collect();
+    answer(&script, "GET", "/v1/holders", 200, listed(honest_list));
+    let client = lying_vault(script.clone()).await.with_spec(&spec);
+    let put = client.put(blob.clone()).await.unwrap();
+    assert_eq!(put.copies, 1);
+    assert_eq!(put.receipts, vec![receipt_json(&receipt(1))]);
+
+    // A list that passes off a key as a holder with another's proof (or
+    // with no valid proof at all) is a lie the client names.
+    let mut stolen = registered[0].clone();
+    let thief = holder(6);
+    stolen = RegisterTx::signed(&thief, &chain, &stolen.name, 1, &stolen.value);
+    let mut forged_list: Vec<_> = registered
+        .iter()
+        .zip(1..)
+        .map(|(tx, i)| holder_json(tx, place(i)))
+        .collect();
+    forged_list.push(holder_json(&stolen, place(6)));
+    answer(&script, "GET", "/v1/holders", 200, listed(forged_list));
+    let client = lying_vault(script.clone()).await.with_spec(&spec);
+    match client.put(blob.clone()).await {
+        Err(ClientError::BadAnswer(why)) => {
+            assert!(why.contains(&hex::encode(thief.public())), "{why}")
+        }
+        other => panic!("took a forged holder: {other:?}"),
+    }
+    // An answer for another era than asked is refused too.
+    let mut other_era: spacevault_node::api::types::HoldersAnswer =
+        serde_json::from_slice(&listed(vec![])).unwrap();
+    other_era.era = 4;
+    answer(
+        &script,
+        "GET",
+        "/v1/holders",
+        200,
+        serde_json::to_vec(&other_era).unwrap(),
+    );
+    let client = lying_vault(script).await.with_spec(&spec);
+    assert!(matches!(
+        client.put(blob).await,
+        Err(ClientError::BadAnswer(_))
+    ));
 }

@@ -107,18 +107,19 @@ async fn rogue_vault_counted(
                     let address = spacevault_chain::blob_address(&blob);
                     match a {
                         Answers::ReceiptForAnotherBlob => {
-                            Response::Stored(Receipt::sign(&key, &chain, &[0xab; 32]))
+                            Response::Stored(Receipt::sign(&key, &chain, 0, &[0xab; 32]))
                         }
                         Answers::ReceiptOfAnother => {
-                            Response::Stored(Receipt::sign(&outsider, &chain, &address))
+                            Response::Stored(Receipt::sign(&outsider, &chain, 0, &address))
                         }
                         Answers::ReceiptOfAnotherHolder => Response::Stored(Receipt::sign(
                             &spacevault_node::kit::vault_key(1),
                             &chain,
+                            0,
                             &address,
                         )),
                         Answers::ForgedReceipt => {
-                            let mut r = Receipt::sign(&key, &chain, &address);
+                            let mut r = Receipt::sign(&key, &chain, 0, &address);
                             r.signature[3] ^= 1;
                             Response::Stored(r)
                         }

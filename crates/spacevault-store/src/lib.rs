@@ -38,12 +38,14 @@
 
 mod blob_index;
 pub mod blobs;
+mod holders;
 mod locate;
 mod records;
 mod slots;
 
 pub use blob_index::blob_dir_of;
 use blob_index::index_blobs;
+pub use holders::Registered;
 pub use records::{BlockInfo, RegisterEntry, Status};
 pub use slots::Pruned;
 
@@ -57,10 +59,10 @@ use std::path::Path;
 /// The store's version: 2, blob bytes in files; 3, blocks' slots, weights
 /// and targets in their info; 4, the farmer keys the canonical chain bans;
 /// 5, slots kept by line and each block's line in its info; 6, the lines
-/// listed by era (a store of version 5 is listed when opened; one of an
-/// older version belongs to a chain of an older spec, whose id no spec of
-/// this build has).
-pub const STORE_VERSION: u32 = 6;
+/// listed by era (a store of version 5 is listed when opened); 7, holder
+/// registrations by owner and height (a store of an older version belongs
+/// to a chain of an older spec, whose id no spec of this build has).
+pub const STORE_VERSION: u32 = 7;
 
 const BLOCKS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("blocks");
 const INFO: TableDefinition<&[u8], &[u8]> = TableDefinition::new("block_info");
@@ -251,6 +253,7 @@ impl Store {
             tx.open_table(BANS)?;
             tx.open_table(slots::SLOTS)?;
             tx.open_table(slots::LINES)?;
+            tx.open_table(holders::HOLDERS)?;
             let version = match meta.get("store_version")? {
                 Some(v) => u32::from_le_bytes(
                     v.value()
@@ -486,6 +489,7 @@ impl Store {
             let blocks = tx.open_table(BLOCKS)?;
             let mut infos = tx.open_table(INFO)?;
             let mut bans = tx.open_table(BANS)?;
+            let mut holders = tx.open_table(holders::HOLDERS)?;
             let read_block = |blocks: &redb::Table<&[u8], &[u8]>, hash: &[u8]| {
                 let bytes = blocks
                     .get(hash)?
@@ -505,6 +509,7 @@ impl Store {
                 for e in &old.evidence {
                     bans.remove(e.farmer_key().as_slice())?;
                 }
+                holders::unrecord(&mut holders, &old)?;
                 let records = undo.remove(hash.as_slice())?.map(|v| v.value().to_vec());
                 for (key, previous) in records::decode_undo(records.as_deref().unwrap_or(&[]))? {
                     match previous {
@@ -560,6 +565,7 @@ impl Store {
                     registers.insert(key.as_slice(), entry.encode().as_slice())?;
                 }
                 undo.insert(hash.as_slice(), records::encode_undo(&records).as_slice())?;
+                holders::record(&mut holders, &block)?;
                 for e in &block.evidence {
                     bans.insert(e.farmer_key().as_slice(), hash.as_slice())?;
                 }

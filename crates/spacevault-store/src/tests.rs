@@ -125,6 +125,61 @@ fn reorgs_roll_registers_back_and_forward() {
 }
 
 #[test]
+fn holder_registrations_are_a_history_that_reorgs_roll_back() {
+    use spacevault_chain::holders::HOLDER_REGISTER;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("s.redb"), &spec()).unwrap();
+    let (x, y) = (
+        Keypair::from_secret(&[9; 32]),
+        Keypair::from_secret(&[8; 32]),
+    );
+    let g = spacevault_chain::genesis_hash(&spec().chain_id());
+    // The store keeps what blocks wrote; the values' proofs are checked
+    // before a block reaches it.
+    let a1 = block(g, 1, 1, vec![set(&x, HOLDER_REGISTER, 1, b"x1")]);
+    let a2 = block(
+        a1.hash(),
+        2,
+        1,
+        vec![
+            set(&y, HOLDER_REGISTER, 1, b"y1"),
+            set(&x, b"other", 1, b"z"),
+        ],
+    );
+    // x leaves at 3, and comes back at 4.
+    let a3 = block(a2.hash(), 3, 1, vec![set(&x, HOLDER_REGISTER, 2, b"")]);
+    let a4 = block(a3.hash(), 4, 1, vec![set(&x, HOLDER_REGISTER, 3, b"x3")]);
+    let b2 = block(a1.hash(), 2, 2, vec![]);
+    keep(&store, [&a1, &a2, &a3, &a4, &b2]);
+    store
+        .make_canonical(&[a1.hash(), a2.hash(), a3.hash(), a4.hash()])
+        .unwrap()
+        .unwrap();
+    let owners = |below| -> Vec<([u8; 32], u64, Vec<u8>)> {
+        store
+            .registered_below(below)
+            .unwrap()
+            .into_iter()
+            .map(|r| (r.owner, r.height, r.tx.value))
+            .collect()
+    };
+    let (xk, yk) = (x.public(), y.public());
+    let mut both = vec![(xk, 1, b"x1".to_vec()), (yk, 2, b"y1".to_vec())];
+    both.sort();
+    assert_eq!(owners(1), vec![]);
+    assert_eq!(owners(2), vec![(xk, 1, b"x1".to_vec())]);
+    assert_eq!(owners(3), both);
+    assert_eq!(owners(4), vec![(yk, 2, b"y1".to_vec())]);
+    let mut back = vec![(xk, 4, b"x3".to_vec()), (yk, 2, b"y1".to_vec())];
+    back.sort();
+    assert_eq!(owners(5), back);
+    assert_eq!(owners(u64::MAX), back);
+    // A reorg to b2 forgets y and x's leaving and return.
+    store.make_canonical(&[b2.hash()]).unwrap().unwrap();
+    assert_eq!(owners(u64::MAX), vec![(xk, 1, b"x1".to_vec())]);
+}
+
+#[test]
 fn a_block_whose_versions_do_not_follow_is_refused_and_nothing_changes() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("s.redb"), &spec()).unwrap();

@@ -37,16 +37,19 @@ fn signed_message(context: &str, fields: &[&[u8]]) -> [u8; 32] {
 #[test]
 fn a_receipt() {
     let address = blob_address(b"spacevault vectors blob");
-    let receipt = Receipt::sign(&holder(), &chain_id(), &address);
+    let receipt = Receipt::sign(&holder(), &chain_id(), 3, &address);
     let mut w = Writer::new();
     receipt.encode_into(&mut w);
-    let message = signed_message(context::RECEIPT, &[&chain_id(), &address, &receipt.holder]);
+    let message = signed_message(
+        context::RECEIPT,
+        &[&chain_id(), &address, &receipt.holder, &3u64.to_le_bytes()],
+    );
     let c = Vector::new(
         "receipt",
         "Receipt::sign by the key of secret [6; 32] on the chain_spec vector's chain\n\
-         for the blob \"spacevault vectors blob\": the blob's address, the receipt's\n\
-         encoding, the message signed (H(RECEIPT, chain_id | address | holder)) and\n\
-         the signature",
+         in holder era 3 for the blob \"spacevault vectors blob\": the blob's address,\n\
+         the receipt's encoding, the message signed\n\
+         (H(RECEIPT, chain_id | address | holder | era as u64 LE)) and the signature",
     )
     .field("address", address)
     .field("encoding", w.finish())

@@ -30,6 +30,10 @@ pub enum BenchCommand {
     /// to k = 32 and held against the trade-off gate; a table, JSON and a
     /// chart.
     Attack(super::bench_attack::BenchAttackArgs),
+    /// What taking every holder place of one address costs: key pairs
+    /// ground against places at keys, registrations ground and salts
+    /// drawn against registered places.
+    Holders(super::bench_holders::BenchHoldersArgs),
     /// One process of a `bench hash --processes` run (internal).
     #[command(hide = true)]
     HashWorker(super::hash::HashWorkerArgs),
@@ -45,6 +49,7 @@ impl BenchCommand {
             BenchCommand::Network(a) => a.json,
             BenchCommand::Chain(a) => a.json,
             BenchCommand::Attack(a) => a.json,
+            BenchCommand::Holders(a) => a.json,
             BenchCommand::HashWorker(_) => false,
         }
     }
@@ -117,6 +122,7 @@ pub fn run(command: BenchCommand) -> Result<()> {
         BenchCommand::Network(a) => super::network::run(a),
         BenchCommand::Chain(a) => super::bench_chain::run(a),
         BenchCommand::Attack(a) => super::bench_attack::run(a),
+        BenchCommand::Holders(a) => super::bench_holders::run(a),
         BenchCommand::HashWorker(a) => super::hash::worker(a),
     }
 }

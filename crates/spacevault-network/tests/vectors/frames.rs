@@ -126,13 +126,14 @@ fn every_response_kind() {
     let receipt = Receipt::sign(
         &Keypair::from_secret(&[6; 32]),
         &chain,
+        3,
         &blob_address(b"spacevault vectors blob"),
     );
     check_response(
         "response_stored",
         "Response::Stored of the chain crate's receipt vector: the key of secret\n\
          [6; 32] on the chain of ChainSpec::new(\"vectors\", 1700000000000, 1000)\n\
-         for the blob \"spacevault vectors blob\"",
+         in holder era 3 for the blob \"spacevault vectors blob\"",
         Response::Stored(receipt),
     );
     check_response(

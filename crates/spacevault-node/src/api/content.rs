@@ -60,6 +60,7 @@ fn receipts_json(receipts: &[spacevault_chain::Receipt]) -> Vec<ReceiptJson> {
         .iter()
         .map(|r| ReceiptJson {
             holder: hex::encode(r.holder),
+            era: r.era,
             signature: hex::encode(r.signature),
         })
         .collect()

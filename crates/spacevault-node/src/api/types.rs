@@ -106,6 +106,36 @@ pub struct Status {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct ReceiptJson {
     pub holder: String,
+    /// The holder era it was signed in.
+    pub era: u64,
+    pub signature: String,
+}
+
+/// `GET /v1/holders[?era=N]`: an era's data holders as the vault's
+/// canonical chain names them, each with the transaction that registered
+/// it, so that a client can check the registration itself. Era 0, the
+/// bootstrap era, names none (`bootstrap`: every vault holds).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct HoldersAnswer {
+    pub era: u64,
+    pub bootstrap: bool,
+    /// The hash of the era's first block (empty in the bootstrap era).
+    pub first_block: String,
+    pub holders: Vec<HolderJson>,
+}
+
+/// A registered holder: its key, its place, and its registration (a
+/// write of the holder register).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct HolderJson {
+    pub key: String,
+    pub place: String,
+    /// The block height that wrote the registration, and the era it took
+    /// effect in (whose salt draws the place).
+    pub height: u64,
+    pub since_era: u64,
+    pub version: u64,
+    pub value_hex: String,
     pub signature: String,
 }
 

@@ -7,11 +7,13 @@
 //! id against the chain spec the client was given, when it was given one.
 
 mod files;
+mod holders;
 
 pub use files::{FileAnswer, FileGot, FileOptions};
 
 pub use crate::api::types::{
-    CryptoAnswer, Head, Health, PutAnswer, RegisterAnswer, RegisterPut, SetAnswer, Status,
+    CryptoAnswer, Head, Health, HolderJson, HoldersAnswer, PutAnswer, RegisterAnswer, RegisterPut,
+    SetAnswer, Status,
 };
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Bytes;
@@ -87,9 +89,14 @@ pub struct Client {
     expected_chain: Option<[u8; 32]>,
     /// That spec's blob size: a file's part size, not the vault's word.
     blob_bytes: Option<u32>,
+    /// The spec the client was given, if it was: holders' registrations
+    /// are checked against it.
+    spec: Option<Arc<spacevault_chain::ChainSpec>>,
     /// The vault's chain id once asked (and checked): receipts are
     /// checked against it on every PUT.
     chain: Arc<OnceLock<[u8; 32]>>,
+    /// The holders of the eras receipts named.
+    eras: Arc<holders::Eras>,
 }
 
 impl Client {
@@ -111,7 +118,9 @@ impl Client {
             http,
             expected_chain: None,
             blob_bytes: None,
+            spec: None,
             chain: Arc::default(),
+            eras: Arc::default(),
         })
     }
 
@@ -120,14 +129,17 @@ impl Client {
     pub fn expecting_chain(mut self, chain_id: [u8; 32]) -> Client {
         self.expected_chain = Some(chain_id);
         self.chain = Arc::default();
+        self.eras = Arc::default();
         self
     }
 
-    /// [`expecting_chain`](Self::expecting_chain) of `spec`'s id, and its
-    /// blob size for the parts of files.
+    /// [`expecting_chain`](Self::expecting_chain) of `spec`'s id, its
+    /// blob size for the parts of files, and its rules for holders'
+    /// registrations.
     pub fn with_spec(self, spec: &spacevault_chain::ChainSpec) -> Client {
         let mut client = self.expecting_chain(spec.chain_id());
         client.blob_bytes = Some(spec.max_blob_bytes);
+        client.spec = Some(Arc::new(spec.clone()));
         client
     }
 
@@ -271,7 +283,8 @@ impl Client {
 
     /// Stores a blob; its address and the holders' receipts. Only
     /// receipts signed by their holders for this blob on this chain, one a
-    /// holder, count as copies; a blob fewer vaults took than wanted is
+    /// holder, by holders of the era they name near the blob's address
+    /// ([`holders`]), count as copies; a blob fewer vaults took than wanted is
     /// [`ClientError::TooFewCopies`], with its address and the receipts
     /// it got.
     pub async fn put(&self, blob: Vec<u8>) -> Result<PutAnswer, ClientError> {
@@ -280,7 +293,8 @@ impl Client {
         let (status, bytes) = self.call(hyper::Method::PUT, "/v1/blobs", blob).await?;
         match (status, serde_json::from_slice::<PutAnswer>(&bytes)) {
             (200..=299 | 503, Ok(answer)) => {
-                let answer = checked_put(answer, &address, &chain)?;
+                let mut answer = checked_put(answer, &address, &chain)?;
+                self.keep_holders_receipts(&mut answer, &address).await?;
                 // A vault that wants no copy at all has kept nothing.
                 if answer.copies < answer.wanted.max(1) {
                     return Err(ClientError::TooFewCopies(answer));
@@ -452,6 +466,7 @@ fn checked_put(
             Some(Receipt {
                 address: *address,
                 holder: hex::decode(&r.holder).ok()?.try_into().ok()?,
+                era: r.era,
                 signature: hex::decode(&r.signature).ok()?.try_into().ok()?,
             })
         })();

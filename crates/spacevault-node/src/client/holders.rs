@@ -1,0 +1,125 @@
+//! A PUT's receipts checked against the holders of their era: a receipt
+//! counts as a copy only when its signer is a registered holder of the
+//! era it names, near enough the blob's address. Each holder's
+//! registration is checked here (its owner's signature, and, given the
+//! chain spec, its proof of space), so a vault cannot pass off a key
+//! that registered no space as a holder.
+//!
+//! What the client still takes on its vault's word: which registrations
+//! the chain holds (a vault can leave some out, though not invent any),
+//! the places (drawn from the eras' salts, which come from the proof of
+//! time), and the era itself; a receipt of the bootstrap era 0, before
+//! the chain names holders, is checked by its signature alone.
+
+use super::{Client, ClientError};
+use crate::api::types::{HoldersAnswer, PutAnswer};
+use crate::data::HOLDER_SLACK;
+use spacevault_chain::holders::{nearest, Place, HOLDER_REGISTER};
+use spacevault_chain::RegisterTx;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// Eras whose holders a client keeps at a time.
+const KEPT_ERAS: usize = 4;
+
+/// The holders of the eras a client checked, by era.
+#[derive(Default)]
+pub(super) struct Eras(Mutex<HashMap<u64, Arc<Vec<Place>>>>);
+
+impl Client {
+    /// The holders of holder era `era` (the vault's current one when
+    /// None), as the vault sends them.
+    pub async fn holders(&self, era: Option<u64>) -> Result<HoldersAnswer, ClientError> {
+        let path = match era {
+            Some(era) => format!("/v1/holders?era={era}"),
+            None => "/v1/holders".to_string(),
+        };
+        self.json(hyper::Method::GET, &path, vec![]).await
+    }
+
+    /// Era `era`'s holders, every registration checked, asked once.
+    async fn era_places(&self, era: u64) -> Result<Arc<Vec<Place>>, ClientError> {
+        if let Some(places) = self.eras.0.lock().unwrap().get(&era) {
+            return Ok(places.clone());
+        }
+        let chain = self.chain_id().await?;
+        let answer = self.holders(Some(era)).await?;
+        if answer.era != era || answer.bootstrap {
+            return Err(ClientError::BadAnswer(format!(
+                "asked for the holders of era {era}, the vault sent era {}{}",
+                answer.era,
+                if answer.bootstrap { " (bootstrap)" } else { "" }
+            )));
+        }
+        let mut places = Vec::with_capacity(answer.holders.len());
+        for h in &answer.holders {
+            let bad = |why: &str| ClientError::BadAnswer(format!("holder {}: {why}", h.key));
+            let hex32 = |s: &str| -> Option<[u8; 32]> { hex::decode(s).ok()?.try_into().ok() };
+            let tx = RegisterTx {
+                owner: hex32(&h.key).ok_or_else(|| bad("its key is not 32 bytes of hex"))?,
+                name: HOLDER_REGISTER.to_vec(),
+                version: h.version,
+                value: hex::decode(&h.value_hex).map_err(|_| bad("its value is not hex"))?,
+                signature: hex::decode(&h.signature)
+                    .ok()
+                    .and_then(|s| s.try_into().ok())
+                    .ok_or_else(|| bad("its signature is not 64 bytes of hex"))?,
+            };
+            if !tx.signature_ok(&chain) {
+                return Err(bad("its registration is not signed by its key"));
+            }
+            if let Some(spec) = &self.spec {
+                spacevault_chain::holders::check_registration(spec, &chain, &tx)
+                    .map_err(|e| bad(&e.to_string()))?;
+            }
+            places.push(Place {
+                key: tx.owner,
+                place: hex32(&h.place).ok_or_else(|| bad("its place is not 32 bytes of hex"))?,
+            });
+        }
+        let places = Arc::new(places);
+        let mut eras = self.eras.0.lock().unwrap();
+        if eras.len() >= KEPT_ERAS {
+            if let Some(&oldest) = eras.keys().min() {
+                eras.remove(&oldest);
+            }
+        }
+        eras.insert(era, places.clone());
+        Ok(places)
+    }
+
+    /// Leaves in `answer` only the receipts of holders of their era among
+    /// the nearest the blob's address: within the replication factor and
+    /// [`HOLDER_SLACK`] places, and as many again for holders the vault
+    /// may have found gone. The replication factor is the spec's when
+    /// the client has one, else the vault's word.
+    pub(super) async fn keep_holders_receipts(
+        &self,
+        answer: &mut PutAnswer,
+        address: &[u8; 32],
+    ) -> Result<(), ClientError> {
+        let r = match &self.spec {
+            Some(spec) => spec.replication as usize,
+            None => answer.wanted,
+        };
+        let ranks = 2 * r + HOLDER_SLACK;
+        let mut near: HashMap<u64, Vec<[u8; 32]>> = HashMap::new();
+        for era in answer.receipts.iter().map(|r| r.era).filter(|&e| e > 0) {
+            if let std::collections::hash_map::Entry::Vacant(slot) = near.entry(era) {
+                let places = self.era_places(era).await?;
+                slot.insert(nearest(&places, address, ranks));
+            }
+        }
+        answer.receipts.retain(|receipt| {
+            if receipt.era == 0 {
+                return true;
+            }
+            let holder = hex::decode(&receipt.holder).ok();
+            near[&receipt.era]
+                .iter()
+                .any(|k| Some(k.as_slice()) == holder.as_deref())
+        });
+        answer.copies = answer.receipts.len();
+        Ok(())
+    }
+}

@@ -1,0 +1,218 @@
+//! The chain's data holders, as a vault follows them: each time its head
+//! enters a holder era (or a reorg replaces the era's first block), the
+//! era's registered holders and their places are read from the store and
+//! handed to the vault table, which moves blobs to their new holders; and
+//! a vault with plots registers itself as a holder with a proof from one
+//! of them ([`spacevault_chain::holders`]).
+
+use crate::shared::Shared;
+use spacevault_chain::holders::{
+    self, era_at, era_salt, era_start, place, registration_challenge, registration_target, Place,
+    Registration, HOLDER_REGISTER, MAX_REGISTRATION_NONCES,
+};
+use spacevault_chain::{ChainSpec, RegisterTx};
+use spacevault_store::{Store, StoreError};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A holder of an era: its registration, the height that wrote it, and
+/// its place.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Member {
+    pub tx: RegisterTx,
+    pub height: u64,
+    /// The era its registration took effect in: its place is drawn with
+    /// that era's salt.
+    pub since_era: u64,
+    pub place: [u8; 32],
+}
+
+/// An era's holders as the canonical chain names them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EraHolders {
+    pub era: u64,
+    /// The hash of the era's first block: another one, another set.
+    pub first_block: [u8; 32],
+    pub members: Vec<Member>,
+}
+
+impl EraHolders {
+    pub fn places(&self) -> Vec<Place> {
+        self.members
+            .iter()
+            .map(|m| Place {
+                key: m.tx.owner,
+                place: m.place,
+            })
+            .collect()
+    }
+}
+
+/// Era `era`'s holders on the canonical chain: None for the bootstrap
+/// era 0 and for an era whose first block the chain has not reached. A
+/// farmer key the chain bans for equivocation holds nothing.
+pub fn era_holders(
+    store: &Store,
+    spec: &ChainSpec,
+    era: u64,
+) -> Result<Option<EraHolders>, StoreError> {
+    let first_height = era_start(era, spec.era_blocks);
+    if era == 0 {
+        return Ok(None);
+    }
+    let Some(first_block) = store.canonical(first_height)? else {
+        return Ok(None);
+    };
+    let chain_id = spec.chain_id();
+    let mut salts: HashMap<u64, [u8; 32]> = HashMap::new();
+    let mut members = Vec::new();
+    for r in store.registered_below(first_height)? {
+        if store.ban_of(&r.owner)?.is_some() {
+            continue;
+        }
+        let since_era = holders::effective_era(r.height, spec.era_blocks);
+        let salt = match salts.get(&since_era) {
+            Some(salt) => *salt,
+            None => {
+                let height = era_start(since_era, spec.era_blocks);
+                let hash = store
+                    .canonical(height)?
+                    .ok_or_else(|| StoreError::MissingBlock(format!("canonical {height}")))?;
+                let block = store
+                    .block(&hash)?
+                    .ok_or_else(|| StoreError::MissingBlock(hex::encode(hash)))?;
+                let salt = era_salt(&chain_id, since_era, &block.header.stamp.output);
+                salts.insert(since_era, salt);
+                salt
+            }
+        };
+        members.push(Member {
+            place: place(&r.owner, &salt),
+            tx: r.tx,
+            height: r.height,
+            since_era,
+        });
+    }
+    Ok(Some(EraHolders {
+        era,
+        first_block,
+        members,
+    }))
+}
+
+/// How often a vault not yet registered tries again, in slots: its
+/// registration may have been lost with a branch, or its pool dropped it.
+const REGISTER_RETRY_SLOTS: u64 = 16;
+
+/// Follows the chain's holder eras until the vault stops, and registers
+/// the vault while it is not a holder and has plots.
+pub async fn follow(shared: Arc<Shared>) {
+    let mut heads = shared.chain.heads();
+    let mut followed: Option<(u64, Option<[u8; 32]>)> = None;
+    let retry = Duration::from_millis(
+        (shared.chain.spec().slot_ms * REGISTER_RETRY_SLOTS).clamp(1000, 60_000),
+    );
+    let mut last_try: Option<Instant> = None;
+    loop {
+        let height = heads.borrow_and_update().height;
+        let spec = shared.chain.spec().clone();
+        let era = era_at(height, spec.era_blocks);
+        let first = shared
+            .store
+            .canonical(era_start(era, spec.era_blocks))
+            .ok()
+            .flatten();
+        if followed != Some((era, first)) {
+            let store = shared.store.clone();
+            let read = {
+                let spec = spec.clone();
+                shared
+                    .spawn_blocking(move || era_holders(&store, &spec, era))
+                    .await
+            };
+            match read {
+                Ok(Ok(holders)) => {
+                    let count = holders.as_ref().map(|h| h.members.len());
+                    let places = holders.as_ref().map(EraHolders::places);
+                    if shared.vaults.lock().unwrap().set_era(era, places) {
+                        tracing::info!(era, holders = ?count, "holder era");
+                    }
+                    shared.metrics.holder_era.set(era as i64);
+                    shared.metrics.holders.set(count.unwrap_or(0) as i64);
+                    followed = Some((era, first));
+                }
+                Ok(Err(e)) => tracing::warn!(%e, era, "the era's holders could not be read"),
+                Err(_) => return,
+            }
+        }
+        if last_try.is_none_or(|t| t.elapsed() >= retry) && !registered(&shared) {
+            last_try = Some(Instant::now());
+            register(&shared).await;
+        }
+        tokio::select! {
+            changed = heads.changed() => if changed.is_err() { return },
+            _ = shared.shutdown.cancelled() => return,
+        }
+    }
+}
+
+/// Whether the canonical chain holds this vault's registration (or a
+/// vault without plots, which cannot register, counts as done).
+fn registered(shared: &Shared) -> bool {
+    if shared.farmer.plots().is_empty() {
+        return true;
+    }
+    match shared.store.register(&shared.key.public(), HOLDER_REGISTER) {
+        Ok(entry) => entry.is_some_and(|e| !e.value.is_empty()),
+        // Tried again with the next head.
+        Err(_) => true,
+    }
+}
+
+/// Writes this vault's registration with the first nonce whose challenge
+/// its plots answer under the threshold, and gossips it.
+async fn register(shared: &Arc<Shared>) {
+    let own = shared.key.public();
+    let spec = shared.chain.spec();
+    let chain_id = shared.chain.chain_id();
+    let Ok(version) = shared.store.register_version(&own, HOLDER_REGISTER) else {
+        return;
+    };
+    let version = version + 1;
+    let target = registration_target(spec);
+    for nonce in 0..MAX_REGISTRATION_NONCES {
+        let challenge = registration_challenge(&chain_id, &own, version, nonce);
+        let Some(found) = shared.farmer.best(challenge).await else {
+            return;
+        };
+        if !target.admits(&found.rank) {
+            continue;
+        }
+        let value = Registration {
+            nonce,
+            proof: found.proof,
+        }
+        .encode();
+        let tx = RegisterTx::signed(&shared.key, &chain_id, HOLDER_REGISTER, version, &value);
+        let added = {
+            let (task, tx) = (shared.clone(), tx.clone());
+            shared.spawn_blocking(move || task.chain.add_tx(tx)).await
+        };
+        match added {
+            Ok(Ok(_)) => {
+                shared
+                    .net
+                    .publish(spacevault_network::Topic::Txs, tx.encode());
+                tracing::info!(version, nonce, "registered as a data holder");
+            }
+            Ok(Err(why)) => tracing::debug!(%why, "the holder registration was not pooled"),
+            Err(_) => {}
+        }
+        return;
+    }
+    tracing::warn!(
+        tries = MAX_REGISTRATION_NONCES,
+        "no plot answered a holder registration's challenge under the threshold"
+    );
+}

@@ -1,0 +1,96 @@
+//! The chain's holder registrations, by owner and height: a history, not
+//! only the latest write, since an era's holders are those registered
+//! below the era's first height, whatever was written since
+//! (`spacevault_chain::holders`). Written and rolled back with the
+//! canonical chain in `make_canonical`'s transaction.
+
+use crate::{Store, StoreError};
+use redb::{ReadableDatabase, ReadableTable, TableDefinition};
+use spacevault_chain::holders::is_registration;
+use spacevault_chain::{Block, RegisterTx};
+
+/// Owner (32 bytes) then height (u64, big-endian, so that an owner's
+/// writes sort by height) to the transaction that wrote the register at
+/// that height (its encoding): a registration, or an empty value when the
+/// owner left.
+pub(crate) const HOLDERS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("holders");
+
+fn key(owner: &[u8; 32], height: u64) -> [u8; 40] {
+    let mut k = [0; 40];
+    k[..32].copy_from_slice(owner);
+    k[32..].copy_from_slice(&height.to_be_bytes());
+    k
+}
+
+/// Records the holder register writes of a block joining the canonical
+/// chain; of two writes by one owner in a block, the later stands.
+pub(crate) fn record(
+    table: &mut redb::Table<&[u8], &[u8]>,
+    block: &Block,
+) -> Result<(), StoreError> {
+    for tx in block.txs.iter().filter(|t| is_registration(t)) {
+        table.insert(
+            key(&tx.owner, block.header.height).as_slice(),
+            tx.encode().as_slice(),
+        )?;
+    }
+    Ok(())
+}
+
+/// Forgets the writes of a block leaving the canonical chain.
+pub(crate) fn unrecord(
+    table: &mut redb::Table<&[u8], &[u8]>,
+    block: &Block,
+) -> Result<(), StoreError> {
+    for tx in block.txs.iter().filter(|t| is_registration(t)) {
+        table.remove(key(&tx.owner, block.header.height).as_slice())?;
+    }
+    Ok(())
+}
+
+/// A holder as the canonical chain registers it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Registered {
+    pub owner: [u8; 32],
+    /// The height of the block that wrote its registration.
+    pub height: u64,
+    /// The transaction that registered it: its value is a
+    /// `spacevault_chain::holders::Registration`.
+    pub tx: RegisterTx,
+}
+
+impl Store {
+    /// The holders registered on the canonical chain in blocks below
+    /// `height`: each owner whose latest holder register write there is a
+    /// registration, by owner.
+    pub fn registered_below(&self, height: u64) -> Result<Vec<Registered>, StoreError> {
+        let tx = self.db.begin_read()?;
+        let table = tx.open_table(HOLDERS)?;
+        let mut out: Vec<Registered> = Vec::new();
+        let mut latest: Option<Registered> = None;
+        for entry in table.iter()? {
+            let (k, v) = entry?;
+            let k = k.value();
+            let (owner, at) = match (<[u8; 32]>::try_from(&k[..k.len().min(32)]), k.get(32..)) {
+                (Ok(owner), Some(at)) if at.len() == 8 => {
+                    (owner, u64::from_be_bytes(at.try_into().expect("8 bytes")))
+                }
+                _ => return Err(StoreError::Corrupt("a holder registration")),
+            };
+            if latest.as_ref().is_some_and(|l| l.owner != owner) {
+                out.extend(latest.take().filter(|l| !l.tx.value.is_empty()));
+            }
+            if at < height {
+                let tx = RegisterTx::decode(v.value(), &self.limits)
+                    .map_err(|_| StoreError::Corrupt("a holder registration"))?;
+                latest = Some(Registered {
+                    owner,
+                    height: at,
+                    tx,
+                });
+            }
+        }
+        out.extend(latest.filter(|l| !l.tx.value.is_empty()));
+        Ok(out)
+    }
+}
