@@ -12,9 +12,9 @@
 
 use crate::codec::{DecodeError, Reader, Writer};
 use crate::eligibility::{distance_top, Target};
+use crate::spec::ProofRefusal;
 use crate::time::FORM_BYTES;
 use crate::types::{derive, ChainProof, RegisterTx};
-use crate::validate::Rejection;
 use crate::ChainSpec;
 
 /// The register a holder's registration is written to; a name that starts
@@ -92,6 +92,22 @@ pub fn is_registration(tx: &RegisterTx) -> bool {
     tx.name == HOLDER_REGISTER
 }
 
+/// Why a holder register write is not valid.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RegistrationError {
+    #[error("undecodable: {0}")]
+    Undecodable(String),
+    #[error("its proof is from another key's plot")]
+    OtherKey,
+    #[error("the chain takes no such proof: {0:?}")]
+    Refused(ProofRefusal),
+    #[error("its proof does not verify: {0}")]
+    BadProof(String),
+    #[error("its proof's distance {distance:#018x} does not beat the threshold {threshold:#018x}")]
+    AboveThreshold { distance: u64, threshold: u64 },
+}
+
 /// The checks of a holder register write beyond any transaction's: an
 /// empty value (leaving) is always valid; any other must be a
 /// [`Registration`] whose proof is by the owner's plot, of a scheme and
@@ -101,28 +117,29 @@ pub fn check_registration(
     spec: &ChainSpec,
     chain_id: &[u8; 32],
     tx: &RegisterTx,
-) -> Result<(), Rejection> {
+) -> Result<(), RegistrationError> {
     if tx.value.is_empty() {
         return Ok(());
     }
-    let bad = |why: String| Rejection::BadRegistration(why);
-    let registration =
-        Registration::decode(&tx.value).map_err(|e| bad(format!("undecodable: {e}")))?;
+    let registration = Registration::decode(&tx.value)
+        .map_err(|e| RegistrationError::Undecodable(e.to_string()))?;
     let proof = &registration.proof;
     if proof.farmer_key() != &tx.owner {
-        return Err(bad("its proof is from another key's plot".into()));
+        return Err(RegistrationError::OtherKey);
     }
-    crate::validate::check_kind_and_size(spec, proof)?;
+    if let Some(refusal) = spec.refuses(proof.kind(), proof.k()) {
+        return Err(RegistrationError::Refused(refusal));
+    }
     let challenge = registration_challenge(chain_id, &tx.owner, tx.version, registration.nonce);
     let rank = proof
         .verify(&challenge)
-        .map_err(|e| bad(format!("its proof does not verify: {e}")))?;
-    if !registration_target(spec).admits(&rank) {
-        return Err(bad(format!(
-            "its proof's distance {:#018x} does not beat the threshold {:#018x}",
-            distance_top(&rank.distance),
-            registration_target(spec).0
-        )));
+        .map_err(|e| RegistrationError::BadProof(e.to_string()))?;
+    let threshold = registration_target(spec);
+    if !threshold.admits(&rank) {
+        return Err(RegistrationError::AboveThreshold {
+            distance: distance_top(&rank.distance),
+            threshold: threshold.0,
+        });
     }
     Ok(())
 }

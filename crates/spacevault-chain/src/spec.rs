@@ -68,6 +68,15 @@ pub struct ProofRule {
     pub max_k: u8,
 }
 
+/// Why a spec refuses a proof ([`ChainSpec::refuses`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProofRefusal {
+    /// A kind the spec names no rule for (its number).
+    Kind(u8),
+    /// A plot size outside the kind's rule.
+    Size(u8),
+}
+
 /// Rules a spec holds at most: one a scheme, and few schemes.
 pub const MAX_PROOF_RULES: usize = 8;
 
@@ -262,6 +271,16 @@ impl ChainSpec {
             .iter()
             .find(|r| r.kind == kind.number())
             .map(|r| r.min_k..=r.max_k)
+    }
+
+    /// Why the chain refuses proofs of `kind` from a plot of size `k`, if
+    /// it does.
+    pub fn refuses(&self, kind: ProofKind, k: u8) -> Option<ProofRefusal> {
+        match self.sizes(kind) {
+            None => Some(ProofRefusal::Kind(kind.number())),
+            Some(sizes) if !sizes.contains(&k) => Some(ProofRefusal::Size(k)),
+            Some(_) => None,
+        }
     }
 
     /// Accepts proofs of `kind` from plots of `min_k` to `max_k`, in place

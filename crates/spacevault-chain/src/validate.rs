@@ -208,14 +208,29 @@ pub fn check_proof(
 
 /// Refuses a proof of a scheme the spec does not name, or from a plot
 /// size outside the spec's range for it.
-pub(crate) fn check_kind_and_size(spec: &ChainSpec, proof: &ChainProof) -> Result<(), Rejection> {
-    let sizes = spec
-        .sizes(proof.kind())
-        .ok_or(Rejection::KindRefused(proof.kind().number()))?;
-    if !sizes.contains(&proof.k()) {
-        return Err(Rejection::BadK(proof.k()));
+fn check_kind_and_size(spec: &ChainSpec, proof: &ChainProof) -> Result<(), Rejection> {
+    match spec.refuses(proof.kind(), proof.k()) {
+        Some(refusal) => Err(refusal.into()),
+        None => Ok(()),
     }
-    Ok(())
+}
+
+impl From<crate::spec::ProofRefusal> for Rejection {
+    fn from(r: crate::spec::ProofRefusal) -> Rejection {
+        match r {
+            crate::spec::ProofRefusal::Kind(n) => Rejection::KindRefused(n),
+            crate::spec::ProofRefusal::Size(k) => Rejection::BadK(k),
+        }
+    }
+}
+
+impl From<crate::holders::RegistrationError> for Rejection {
+    fn from(e: crate::holders::RegistrationError) -> Rejection {
+        match e {
+            crate::holders::RegistrationError::Refused(r) => r.into(),
+            other => Rejection::BadRegistration(other.to_string()),
+        }
+    }
 }
 
 /// Refuses a slot due later than the clock's allowance past `now_ms`.
@@ -252,7 +267,7 @@ pub fn check_tx(
         return Err(Rejection::BadTxSignature);
     }
     if crate::holders::is_registration(tx) {
-        crate::holders::check_registration(spec, chain_id, tx)?;
+        crate::holders::check_registration(spec, chain_id, tx).map_err(Rejection::from)?;
     }
     Ok(())
 }

@@ -1,6 +1,6 @@
 use super::*;
 use crate::keys::Keypair;
-use crate::validate::check_tx;
+use crate::validate::{check_tx, Rejection};
 
 fn spec() -> ChainSpec {
     let mut spec = ChainSpec::new("holders", 1_000_000, 1000);
