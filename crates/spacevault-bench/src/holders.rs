@@ -158,15 +158,20 @@ pub fn run(o: &HolderOptions) -> HolderReport {
     let attackers: Vec<[u8; 32]> = (0..o.attacker as u64)
         .map(|i| {
             let key = Keypair::from_secret(&draw(o.seed, "attacker", i)).public();
-            let challenge = registration_challenge(&chain, &key, 1, 0);
-            for record in 0u64.. {
-                hashes += 1;
-                let proof = ChainProof::plain(key, [0; 32], o.min_k, record);
-                if proof
-                    .verify(&challenge)
-                    .is_ok_and(|rank| threshold.admits(&rank))
-                {
-                    break;
+            // A plot's records, one by one, for each nonce's challenge in
+            // turn: about one plot in 55 holds no record under the
+            // threshold for a challenge, as an honest farmer's may not.
+            'nonces: for nonce in 0u64.. {
+                let challenge = registration_challenge(&chain, &key, 1, nonce);
+                for record in 0..1u64 << o.min_k {
+                    hashes += 1;
+                    let proof = ChainProof::plain(key, [0; 32], o.min_k, record);
+                    if proof
+                        .verify(&challenge)
+                        .is_ok_and(|rank| threshold.admits(&rank))
+                    {
+                        break 'nonces;
+                    }
                 }
             }
             key

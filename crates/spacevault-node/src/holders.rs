@@ -13,6 +13,7 @@ use spacevault_chain::holders::{
 use spacevault_chain::{ChainSpec, RegisterTx};
 use spacevault_store::{Store, StoreError};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -51,7 +52,9 @@ impl EraHolders {
 
 /// Era `era`'s holders on the canonical chain: None for the bootstrap
 /// era 0 and for an era whose first block the chain has not reached. A
-/// farmer key the chain bans for equivocation holds nothing.
+/// farmer key banned for equivocation by a block below the era's first
+/// holds nothing in it (a ban made later counts from the next era, so
+/// that an era's holders stay what they were when it began).
 pub fn era_holders(
     store: &Store,
     spec: &ChainSpec,
@@ -68,8 +71,11 @@ pub fn era_holders(
     let mut salts: HashMap<u64, [u8; 32]> = HashMap::new();
     let mut members = Vec::new();
     for r in store.registered_below(first_height)? {
-        if store.ban_of(&r.owner)?.is_some() {
-            continue;
+        if let Some(ban) = store.ban_of(&r.owner)? {
+            let banned_at = store.info(&ban)?.map_or(0, |i| i.height);
+            if banned_at < first_height {
+                continue;
+            }
         }
         let since_era = holders::effective_era(r.height, spec.era_blocks);
         let salt = match salts.get(&since_era) {
@@ -106,7 +112,8 @@ pub fn era_holders(
 const REGISTER_RETRY_SLOTS: u64 = 16;
 
 /// Follows the chain's holder eras until the vault stops, and registers
-/// the vault while it is not a holder and has plots.
+/// the vault (a task of its own, one at a time) while it is not a holder
+/// and has plots.
 pub async fn follow(shared: Arc<Shared>) {
     let mut heads = shared.chain.heads();
     let mut followed: Option<(u64, Option<[u8; 32]>)> = None;
@@ -114,25 +121,22 @@ pub async fn follow(shared: Arc<Shared>) {
         (shared.chain.spec().slot_ms * REGISTER_RETRY_SLOTS).clamp(1000, 60_000),
     );
     let mut last_try: Option<Instant> = None;
+    let registering = Arc::new(AtomicBool::new(false));
     loop {
         let height = heads.borrow_and_update().height;
         let spec = shared.chain.spec().clone();
         let era = era_at(height, spec.era_blocks);
-        let first = shared
-            .store
-            .canonical(era_start(era, spec.era_blocks))
-            .ok()
-            .flatten();
-        if followed != Some((era, first)) {
-            let store = shared.store.clone();
-            let read = {
-                let spec = spec.clone();
-                shared
-                    .spawn_blocking(move || era_holders(&store, &spec, era))
-                    .await
-            };
-            match read {
-                Ok(Ok(holders)) => {
+        let store = shared.store.clone();
+        let read = {
+            let spec = spec.clone();
+            shared
+                .spawn_blocking(move || era_holders(&store, &spec, era))
+                .await
+        };
+        match read {
+            Ok(Ok(holders)) if era == 0 || holders.is_some() => {
+                let first = holders.as_ref().map(|h| h.first_block);
+                if followed != Some((era, first)) {
                     let count = holders.as_ref().map(|h| h.members.len());
                     let places = holders.as_ref().map(EraHolders::places);
                     if shared.vaults.lock().unwrap().set_era(era, places) {
@@ -142,13 +146,28 @@ pub async fn follow(shared: Arc<Shared>) {
                     shared.metrics.holders.set(count.unwrap_or(0) as i64);
                     followed = Some((era, first));
                 }
-                Ok(Err(e)) => tracing::warn!(%e, era, "the era's holders could not be read"),
-                Err(_) => return,
             }
+            // The head moved on while this read: the next head reads again.
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => tracing::warn!(%e, era, "the era's holders could not be read"),
+            Err(e) => tracing::warn!(%e, "reading the era's holders failed"),
         }
-        if last_try.is_none_or(|t| t.elapsed() >= retry) && !registered(&shared) {
+        let due = last_try.is_none_or(|t| t.elapsed() >= retry);
+        if due && !registering.load(Ordering::Acquire) {
             last_try = Some(Instant::now());
-            register(&shared).await;
+            registering.store(true, Ordering::Release);
+            let (task, flag) = (shared.clone(), registering.clone());
+            shared.spawn(async move {
+                let check = task.clone();
+                let done = task
+                    .spawn_blocking(move || registered(&check))
+                    .await
+                    .unwrap_or(true);
+                if !done {
+                    register(&task).await;
+                }
+                flag.store(false, Ordering::Release);
+            });
         }
         tokio::select! {
             changed = heads.changed() => if changed.is_err() { return },
@@ -176,7 +195,11 @@ async fn register(shared: &Arc<Shared>) {
     let own = shared.key.public();
     let spec = shared.chain.spec();
     let chain_id = shared.chain.chain_id();
-    let Ok(version) = shared.store.register_version(&own, HOLDER_REGISTER) else {
+    let store = shared.store.clone();
+    let version = shared
+        .spawn_blocking(move || store.register_version(&own, HOLDER_REGISTER))
+        .await;
+    let Ok(Ok(version)) = version else {
         return;
     };
     let version = version + 1;

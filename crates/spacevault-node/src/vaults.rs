@@ -52,10 +52,15 @@ pub struct Vaults {
     /// The chain's holders of that era, once it names them (not in the
     /// bootstrap era 0).
     members: Option<Vec<Place>>,
-    /// The holders before the last change: a vault that has not yet seen
-    /// the change asks by them for a while.
-    previous: Option<Vec<Place>>,
+    /// The holders before the last change, until when they still count:
+    /// a vault that has not yet seen the change asks by them for a while.
+    previous: Option<(Option<Vec<Place>>, Instant)>,
 }
+
+/// How long a vault still keeps blobs by the holders it had before they
+/// last changed: enough for the other vaults to cross the same era's
+/// first block.
+pub const PREVIOUS_HOLDERS_GRACE: Duration = Duration::from_secs(30);
 
 impl Vaults {
     pub fn new(own: [u8; 32]) -> Vaults {
@@ -229,22 +234,33 @@ impl Vaults {
         let changed = members != self.members;
         self.era = era;
         if changed {
-            self.previous = std::mem::replace(&mut self.members, members);
+            let before = std::mem::replace(&mut self.members, members);
+            self.previous = Some((before, Instant::now() + PREVIOUS_HOLDERS_GRACE));
             self.generation += 1;
         }
         changed
     }
 
     /// Whether this vault is among the `places` holders of `address`
-    /// nearest it, by the holders of now or of before the last change:
-    /// the vault asking may not have crossed the era's first block yet.
+    /// nearest it, by the holders of now or, for
+    /// [`PREVIOUS_HOLDERS_GRACE`] after they changed, of before: the vault
+    /// asking may not have crossed the era's first block yet. Past the
+    /// bootstrap era, a vault the chain does not register holds nothing,
+    /// by either.
     pub fn holds(&self, address: &[u8; 32], places: usize) -> bool {
-        let now = nearest(&self.view(), address, places);
-        if now.contains(&self.own) {
+        if !self.is_holder(&self.own) {
+            return false;
+        }
+        if nearest(&self.view(), address, places).contains(&self.own) {
             return true;
         }
-        let before = view_of(&self.known, self.own, self.previous.as_deref());
-        self.era > 0 && nearest(&before, address, places).contains(&self.own)
+        match &self.previous {
+            Some((before, until)) if Instant::now() < *until => {
+                let before = view_of(&self.known, self.own, before.as_deref());
+                nearest(&before, address, places).contains(&self.own)
+            }
+            _ => false,
+        }
     }
 
     /// The holder era the chain is in, as this vault follows it.
@@ -392,11 +408,15 @@ mod tests {
             "a vault still in the bootstrap era"
         );
         v.set_era(2, Some(vec![at(0x20, 0x20)]));
-        // Left: only by the holders of era 1, where it sat at 0xf0.
-        assert!(v.holds(&[0xf1; 32], 1));
+        // Left the holders: nothing, whatever it held in era 1.
+        assert!(!v.holds(&[0xf1; 32], 1));
         assert!(!v.holds(&[0x11; 32], 1));
-        v.set_era(3, Some(vec![at(0x20, 0x21)]));
-        assert!(!v.holds(&[0xf1; 32], 1), "two changes ago");
+        v.set_era(3, Some(vec![at(0x10, 0xf0), at(0x20, 0x21)]));
+        v.set_era(4, Some(vec![at(0x10, 0x10), at(0x20, 0x21)]));
+        assert!(v.holds(&[0x11; 32], 1) && v.holds(&[0xf1; 32], 1));
+        // The grace over, only the holders of now.
+        v.previous.as_mut().unwrap().1 = Instant::now();
+        assert!(!v.holds(&[0xf1; 32], 1));
     }
 
     #[test]

@@ -23,12 +23,24 @@ fn key(owner: &[u8; 32], height: u64) -> [u8; 40] {
 }
 
 /// Records the holder register writes of a block joining the canonical
-/// chain; of two writes by one owner in a block, the later stands.
+/// chain; of two writes by one owner in a block, the later stands. A
+/// leave by an owner with no row (one that never registered: an empty
+/// write needs only a signature) is not kept, so that rows cost a proof.
 pub(crate) fn record(
     table: &mut redb::Table<&[u8], &[u8]>,
     block: &Block,
 ) -> Result<(), StoreError> {
     for tx in block.txs.iter().filter(|t| is_registration(t)) {
+        let first = key(&tx.owner, 0);
+        let last = key(&tx.owner, u64::MAX);
+        if tx.value.is_empty()
+            && table
+                .range(first.as_slice()..=last.as_slice())?
+                .next()
+                .is_none()
+        {
+            continue;
+        }
         table.insert(
             key(&tx.owner, block.header.height).as_slice(),
             tx.encode().as_slice(),
