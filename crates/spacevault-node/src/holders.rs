@@ -126,17 +126,23 @@ pub async fn follow(shared: Arc<Shared>) {
         let height = heads.borrow_and_update().height;
         let spec = shared.chain.spec().clone();
         let era = era_at(height, spec.era_blocks);
-        let store = shared.store.clone();
-        let read = {
-            let spec = spec.clone();
-            shared
-                .spawn_blocking(move || era_holders(&store, &spec, era))
-                .await
+        // One read a head; the holders are read again only when the era
+        // or its first block changed.
+        let first = match era {
+            0 => None,
+            _ => shared
+                .store
+                .canonical(era_start(era, spec.era_blocks))
+                .ok()
+                .flatten(),
         };
-        match read {
-            Ok(Ok(holders)) if era == 0 || holders.is_some() => {
-                let first = holders.as_ref().map(|h| h.first_block);
-                if followed != Some((era, first)) {
+        if followed != Some((era, first)) && (era == 0 || first.is_some()) {
+            let store = shared.store.clone();
+            let read = shared
+                .spawn_blocking(move || era_holders(&store, &spec, era))
+                .await;
+            match read {
+                Ok(Ok(holders)) if holders.as_ref().map(|h| h.first_block) == first => {
                     let count = holders.as_ref().map(|h| h.members.len());
                     let places = holders.as_ref().map(EraHolders::places);
                     if shared.vaults.lock().unwrap().set_era(era, places) {
@@ -146,11 +152,12 @@ pub async fn follow(shared: Arc<Shared>) {
                     shared.metrics.holders.set(count.unwrap_or(0) as i64);
                     followed = Some((era, first));
                 }
+                // A reorg moved the era's first block meanwhile: the next
+                // head reads again.
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => tracing::warn!(%e, era, "the era's holders could not be read"),
+                Err(e) => tracing::warn!(%e, "reading the era's holders failed"),
             }
-            // The head moved on while this read: the next head reads again.
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => tracing::warn!(%e, era, "the era's holders could not be read"),
-            Err(e) => tracing::warn!(%e, "reading the era's holders failed"),
         }
         let due = last_try.is_none_or(|t| t.elapsed() >= retry);
         if due && !registering.load(Ordering::Acquire) {
