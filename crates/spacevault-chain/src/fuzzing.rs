@@ -58,6 +58,18 @@ pub fn decode_everything(data: &[u8]) {
             let _ = proof.verify(&[0; 32]);
         }
     }
+    if let Ok(reg) = crate::holders::Registration::decode(data) {
+        assert_eq!(reg.encode(), data, "a registration in a non-canonical form");
+        let tx = RegisterTx {
+            owner: *reg.proof.farmer_key(),
+            name: crate::holders::HOLDER_REGISTER.to_vec(),
+            version: 1,
+            value: data.to_vec(),
+            signature: [0; 64],
+        };
+        let spec = ChainSpec::new("fuzz", 0, 1000);
+        let _ = crate::holders::check_registration(&spec, &[0; 32], &tx);
+    }
     if let Ok(a) = Announce::decode(data) {
         assert_eq!(a.encode(), data, "an announcement in a non-canonical form");
         let _ = a.signature_ok(&[0; 32]);

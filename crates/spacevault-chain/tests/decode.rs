@@ -1,5 +1,5 @@
 //! The fuzz target `chain` under proptest: every decoder of untrusted chain
-//! bytes (and of crypto traces and file manifests), on arbitrary bytes and on valid messages with bytes changed, cut
+//! bytes (and of crypto traces, file manifests and holder registrations), on arbitrary bytes and on valid messages with bytes changed, cut
 //! or added, never panics and accepts only canonical encodings.
 
 use proptest::prelude::*;
@@ -60,6 +60,11 @@ fn valid_messages() -> Vec<Vec<u8>> {
             part_bytes: 4,
             depth: 0,
             entries: vec![[7; 32], [8; 32], [9; 32]],
+        }
+        .encode(),
+        spacevault_chain::holders::Registration {
+            nonce: 3,
+            proof: proof.clone(),
         }
         .encode(),
     ]
