@@ -7,7 +7,6 @@ mod common;
 
 use common::*;
 use spacevault_chain::holders::{check_registration, Registration, HOLDER_REGISTER};
-use spacevault_chain::RegisterTx;
 use spacevault_network::{Request, Response};
 use std::time::Duration;
 
@@ -51,13 +50,8 @@ async fn past_the_bootstrap_era_only_registered_vaults_hold_blobs() {
     want.sort();
     assert_eq!(keys, want);
     for h in &listed.holders {
-        let tx = RegisterTx {
-            owner: hex::decode(&h.key).unwrap().try_into().unwrap(),
-            name: HOLDER_REGISTER.to_vec(),
-            version: h.version,
-            value: hex::decode(&h.value_hex).unwrap(),
-            signature: hex::decode(&h.signature).unwrap().try_into().unwrap(),
-        };
+        let tx = h.registration().unwrap();
+        assert_eq!(tx.name, HOLDER_REGISTER);
         assert!(tx.signature_ok(&spec.chain_id()));
         assert_eq!(check_registration(&spec, &spec.chain_id(), &tx), Ok(()));
         assert!(Registration::decode(&tx.value).is_ok());

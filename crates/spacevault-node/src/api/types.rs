@@ -139,6 +139,32 @@ pub struct HolderJson {
     pub signature: String,
 }
 
+impl HolderJson {
+    /// The registration as its holder signed it (not yet checked), or
+    /// which field does not parse.
+    pub fn registration(&self) -> Result<spacevault_chain::RegisterTx, &'static str> {
+        Ok(spacevault_chain::RegisterTx {
+            owner: hex32(&self.key).ok_or("its key is not 32 bytes of hex")?,
+            name: spacevault_chain::holders::HOLDER_REGISTER.to_vec(),
+            version: self.version,
+            value: hex::decode(&self.value_hex).map_err(|_| "its value is not hex")?,
+            signature: hex::decode(&self.signature)
+                .ok()
+                .and_then(|s| s.try_into().ok())
+                .ok_or("its signature is not 64 bytes of hex")?,
+        })
+    }
+
+    /// Its place, if it parses.
+    pub fn place(&self) -> Result<[u8; 32], &'static str> {
+        hex32(&self.place).ok_or("its place is not 32 bytes of hex")
+    }
+}
+
+fn hex32(text: &str) -> Option<[u8; 32]> {
+    hex::decode(text).ok()?.try_into().ok()
+}
+
 /// `PUT /v1/blobs`: the blob's address and the holders that took it
 /// (201); with `error` too when fewer took it than the chain asks (503).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]

@@ -14,8 +14,7 @@
 use super::{Client, ClientError};
 use crate::api::types::{HoldersAnswer, PutAnswer};
 use crate::data::HOLDER_SLACK;
-use spacevault_chain::holders::{nearest, Place, HOLDER_REGISTER};
-use spacevault_chain::RegisterTx;
+use spacevault_chain::holders::{nearest, Place};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
@@ -54,17 +53,7 @@ impl Client {
         let mut places = Vec::with_capacity(answer.holders.len());
         for h in &answer.holders {
             let bad = |why: &str| ClientError::BadAnswer(format!("holder {}: {why}", h.key));
-            let hex32 = |s: &str| -> Option<[u8; 32]> { hex::decode(s).ok()?.try_into().ok() };
-            let tx = RegisterTx {
-                owner: hex32(&h.key).ok_or_else(|| bad("its key is not 32 bytes of hex"))?,
-                name: HOLDER_REGISTER.to_vec(),
-                version: h.version,
-                value: hex::decode(&h.value_hex).map_err(|_| bad("its value is not hex"))?,
-                signature: hex::decode(&h.signature)
-                    .ok()
-                    .and_then(|s| s.try_into().ok())
-                    .ok_or_else(|| bad("its signature is not 64 bytes of hex"))?,
-            };
+            let tx = h.registration().map_err(bad)?;
             if !tx.signature_ok(&chain) {
                 return Err(bad("its registration is not signed by its key"));
             }
@@ -74,7 +63,7 @@ impl Client {
             }
             places.push(Place {
                 key: tx.owner,
-                place: hex32(&h.place).ok_or_else(|| bad("its place is not 32 bytes of hex"))?,
+                place: h.place().map_err(bad)?,
             });
         }
         let places = Arc::new(places);
