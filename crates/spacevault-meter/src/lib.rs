@@ -43,6 +43,12 @@ pub enum Op {
     HashMessageId,
     /// Receipts' and announcements' signed messages.
     HashMessage,
+    /// A blob's BLAKE3 tree built to answer an audit with one chunk's
+    /// slice (the whole blob hashed, beside its re-read check).
+    HashAuditProof,
+    /// An audit's answer checked: the chunk and the parents above it
+    /// hashed up to the blob's address.
+    HashAuditCheck,
     SignBlock,
     SignReceipt,
     SignAnnouncement,
@@ -65,7 +71,7 @@ pub enum Kind {
 }
 
 impl Op {
-    pub const ALL: [Op; 18] = [
+    pub const ALL: [Op; 20] = [
         Op::HashLookup,
         Op::HashProof,
         Op::HashBlock,
@@ -75,6 +81,8 @@ impl Op {
         Op::HashReread,
         Op::HashMessageId,
         Op::HashMessage,
+        Op::HashAuditProof,
+        Op::HashAuditCheck,
         Op::SignBlock,
         Op::SignReceipt,
         Op::SignAnnouncement,
@@ -90,7 +98,7 @@ impl Op {
         use Op::*;
         match self {
             HashLookup | HashProof | HashBlock | HashChallenge | HashTx | HashData | HashReread
-            | HashMessageId | HashMessage => Kind::Hash,
+            | HashMessageId | HashMessage | HashAuditProof | HashAuditCheck => Kind::Hash,
             SignBlock | SignReceipt | SignAnnouncement | SignTx => Kind::Sign,
             VerifyBlock | VerifyTx | VerifyReceipt | VerifyAnnouncement | VerifySlot => {
                 Kind::Verify
@@ -111,6 +119,8 @@ impl Op {
             HashReread => "disk_reverify",
             HashMessageId => "message_id",
             HashMessage => "signed_message",
+            HashAuditProof => "audit_proof",
+            HashAuditCheck => "audit_check",
             SignBlock | VerifyBlock => "block",
             SignReceipt | VerifyReceipt => "receipt",
             SignAnnouncement | VerifyAnnouncement => "announcement",

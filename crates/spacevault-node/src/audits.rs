@@ -158,7 +158,7 @@ async fn audit_one(
         chunk,
     };
     match tokio::time::timeout(AUDIT_DUE, shared.net.request(peer, request)).await {
-        Ok(Ok(Response::Slice(slice))) => match audit::verify(address, len, chunk, &slice) {
+        Ok(Ok(Response::Slice(slice))) => match checked(shared, address, len, chunk, &slice) {
             Ok(_) => Outcome::Passed,
             Err(_) => Outcome::Failed("bad_slice"),
         },
@@ -171,4 +171,23 @@ async fn audit_one(
         Ok(Ok(_)) => Outcome::Failed("wrong_answer"),
         Ok(Err(_)) | Err(_) => Outcome::Unanswered,
     }
+}
+
+/// An answer's slice checked against the blob's address, its hashing
+/// counted by the meter.
+fn checked(
+    shared: &Shared,
+    address: &[u8; 32],
+    len: u64,
+    chunk: u64,
+    slice: &[u8],
+) -> Result<Vec<u8>, audit::AuditError> {
+    let input = spacevault_meter::fingerprint_of(address)
+        .wrapping_add(chunk)
+        .max(1);
+    spacevault_meter::with(&shared.meter, || {
+        spacevault_meter::timed_on(spacevault_meter::Op::HashAuditCheck, input, || {
+            audit::verify(address, len, chunk, slice)
+        })
+    })
 }

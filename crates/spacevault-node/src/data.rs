@@ -354,12 +354,32 @@ pub fn audit_request(
         return Response::Refused("over_budget".into());
     }
     match fetch_request(shared, address) {
-        Response::Blob(blob) => match spacevault_chain::audit::prove(&blob, chunk) {
-            Ok(slice) => Response::Slice(slice),
+        Response::Blob(blob) => match audit_proof(shared, address, &blob, chunk) {
+            Ok(slice) => {
+                shared.metrics.audit_answers.inc();
+                shared.metrics.audit_answer_bytes.inc_by(slice.len() as u64);
+                Response::Slice(slice)
+            }
             Err(_) => Response::Refused("no_such_chunk".into()),
         },
         other => other,
     }
+}
+
+/// The slice proving chunk `chunk` of `blob`, its hashing counted by the
+/// meter (the same blob and chunk asked again is the same work).
+fn audit_proof(
+    shared: &Shared,
+    address: &[u8; 32],
+    blob: &[u8],
+    chunk: u64,
+) -> Result<Vec<u8>, spacevault_chain::audit::AuditError> {
+    let input = meter::fingerprint_of(address).wrapping_add(chunk).max(1);
+    meter::with(&shared.meter, || {
+        meter::timed_on(Op::HashAuditProof, input, || {
+            spacevault_chain::audit::prove(blob, chunk)
+        })
+    })
 }
 
 /// Blobs put and read, as the API reaches them.

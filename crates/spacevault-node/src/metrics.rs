@@ -79,6 +79,9 @@ pub struct Metrics {
     pub audits: Family<Outcome, Counter>,
     /// Blobs sent again to a holder that failed an audit, and taken.
     pub audit_repairs: Counter,
+    /// Audits this vault answered with a slice, and the slices' bytes.
+    pub audit_answers: Counter,
+    pub audit_answer_bytes: Counter,
     /// Syncs that asked a peer ahead for its blocks.
     pub syncs: Counter,
     /// Requests for blocks those syncs made.
@@ -188,6 +191,8 @@ impl Metrics {
             store_waits: Counter::default(),
             audits: Family::default(),
             audit_repairs: Counter::default(),
+            audit_answers: Counter::default(),
+            audit_answer_bytes: Counter::default(),
             syncs: Counter::default(),
             sync_requests: Counter::default(),
             registers_written: Counter::default(),
@@ -348,6 +353,16 @@ impl Metrics {
             "audit_repairs",
             "Blobs sent again to a holder that failed an audit, and taken",
             m.audit_repairs.clone(),
+        );
+        registry.register(
+            "audit_answers",
+            "Audits of this vault's blobs it answered with a slice",
+            m.audit_answers.clone(),
+        );
+        registry.register(
+            "audit_answer_bytes",
+            "Bytes of the slices this vault answered audits with",
+            m.audit_answer_bytes.clone(),
         );
         registry.register(
             "store_waits",

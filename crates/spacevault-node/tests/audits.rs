@@ -101,6 +101,24 @@ async fn a_holder_that_drops_a_blob_fails_its_audit_and_gets_it_back() {
         .await,
         "no audit passed"
     );
+    // Both sides' hashing is in the crypto meter, and the answers' bytes
+    // in the holders' metrics.
+    use spacevault_meter::Op;
+    let checked: u64 = nodes[0].meter().count(Op::HashAuditCheck);
+    let proved: u64 = nodes
+        .iter()
+        .map(|n| n.meter().count(Op::HashAuditProof))
+        .sum();
+    assert!(checked >= 4, "the auditor's checks: {checked}");
+    assert!(proved >= checked, "the holders' proofs: {proved}");
+    let answered: f64 = nodes
+        .iter()
+        .map(|n| metric(n, "spacevault_audit_answer_bytes"))
+        .sum();
+    assert!(
+        answered > 1000.0 * checked as f64,
+        "answer bytes: {answered}"
+    );
     // The holder drops it, having signed its receipt.
     let dropper = &nodes[2];
     dropper.engine().store().delete_blob(&put.address).unwrap();
