@@ -56,6 +56,12 @@ pub struct LaunchOptions {
     pub trace_crypto: bool,
     /// Requests each vault's API works on at once, at most.
     pub api_max_requests: usize,
+    /// How the vaults audit each other, where not as a vault does by
+    /// default (vaults in this process only).
+    pub audits: Option<spacevault_node::audits::AuditConfig>,
+    /// Blocks an era, where not the spec's default: short eras bring a
+    /// new network to holders registered on its chain sooner.
+    pub era_blocks: Option<u64>,
 }
 
 /// A running network of vaults.
@@ -112,6 +118,9 @@ impl Network {
         spec.replication = options.replication;
         if let Some(n) = options.pot_iterations {
             spec.pot_iterations = n;
+        }
+        if let Some(n) = options.era_blocks {
+            spec.era_blocks = n;
         }
         // The first target for the space the network starts with, as a
         // network's founders would set it: blocks at the spec's interval
@@ -304,6 +313,69 @@ impl Network {
         measured
     }
 
+    /// Whether vault `i` keeps a copy of the blob at `address`, for vaults
+    /// in this process (None for vault processes).
+    pub fn keeps(&self, i: usize, address: &[u8; 32]) -> Option<bool> {
+        match &self.vaults {
+            Vaults::InProcess(nodes) => nodes.get(i)?.keeps_blob(address).ok(),
+            Vaults::Processes(_) => None,
+        }
+    }
+
+    /// Every vault's count and nanoseconds of the crypto operation `op`,
+    /// summed, for vaults in this process (None for vault processes).
+    pub fn crypto_op(&self, op: spacevault_meter::Op) -> Option<(u64, u64)> {
+        match &self.vaults {
+            Vaults::InProcess(nodes) => Some(nodes.iter().fold((0, 0), |(c, t), n| {
+                (c + n.meter().count(op), t + n.meter().nanos(op))
+            })),
+            Vaults::Processes(_) => None,
+        }
+    }
+
+    /// The sum over every vault of the metric lines named `name` whose
+    /// labels hold `labels` ("": every line), from each vault's
+    /// `/metrics`.
+    pub async fn metric_sum(&self, name: &str, labels: &str) -> f64 {
+        let mut sum = 0.0;
+        for client in &self.clients {
+            let Ok((200, body)) = client.get_path("/metrics").await else {
+                continue;
+            };
+            sum += String::from_utf8_lossy(&body)
+                .lines()
+                .filter(|l| !l.starts_with('#'))
+                .filter(|l| {
+                    l.strip_prefix(name)
+                        .is_some_and(|rest| rest.starts_with(' ') || rest.starts_with('{'))
+                        && l.contains(labels)
+                })
+                .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+                .sum::<f64>();
+        }
+        sum
+    }
+
+    /// Ends vault `i` at once, as a killed process would end (its store as
+    /// it was committed, its connections dropped); the vaults after it move
+    /// down one place, in [`Network::clients`] and [`Network::peers`] too.
+    pub async fn kill(&mut self, i: usize) -> Result<(), BenchError> {
+        if i >= self.clients.len() {
+            return Err(BenchError::Invalid(format!("there is no vault {i}")));
+        }
+        match &mut self.vaults {
+            Vaults::InProcess(nodes) => nodes.remove(i).kill().await,
+            Vaults::Processes(children) => {
+                let mut child = children.remove(i);
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+        self.clients.remove(i);
+        self.peers.remove(i);
+        Ok(())
+    }
+
     /// Stops every vault and removes the stores.
     pub async fn stop(self) {
         stop(self.vaults).await;
@@ -418,6 +490,9 @@ async fn start_in_process(
         config.links = links.clone();
         config.trace_crypto = options.trace_crypto;
         config.api_max_requests = options.api_max_requests;
+        if let Some(audits) = options.audits {
+            config.audits = audits;
+        }
         let node = Node::start(config)
             .await
             .map_err(|e| BenchError::Invalid(format!("vault {i}: {e}")))?;

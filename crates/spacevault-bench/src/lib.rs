@@ -7,6 +7,7 @@ pub mod attack;
 pub mod attack_chart;
 pub mod chain;
 pub mod crypto_trace;
+pub mod data;
 pub mod heatmap;
 pub mod holders;
 pub mod launch;

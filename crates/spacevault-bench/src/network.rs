@@ -161,6 +161,8 @@ async fn run_async(options: &NetworkBenchOptions) -> Result<NetworkBench, BenchE
         distance: options.distance.clone(),
         trace_crypto: false,
         api_max_requests: spacevault_node::config::MAX_CONCURRENT_REQUESTS,
+        audits: None,
+        era_blocks: None,
     })
     .await?;
     if let Err(e) = network.wait_joined(Duration::from_secs(120)).await {

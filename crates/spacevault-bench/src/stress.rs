@@ -433,6 +433,8 @@ fn launch_options(
         distance: options.distance.clone(),
         trace_crypto: options.trace_dir.is_some(),
         api_max_requests: api_bound(clients, vaults, options.in_flight),
+        audits: None,
+        era_blocks: None,
     }
 }
 

@@ -562,3 +562,57 @@ fn a_get_stopped_by_a_signal_leaves_no_partial_file_and_the_old_one_as_it_was() 
     assert!(!partial(), "the partial file was left");
     assert_eq!(std::fs::read(&out).unwrap(), b"what was there");
 }
+
+/// `bench data` of five vaults: blobs and a file of several go in and come
+/// back whole, the vaults' audits are answered and pass, and the blobs of
+/// the vault that vanishes are back at R copies among the others.
+#[test]
+fn bench_data_stores_audits_and_copies_a_vanished_holders_blobs_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = sv(&dir.path().join("cfg"))
+        .args([
+            "bench",
+            "data",
+            "--vaults",
+            "5",
+            "-k",
+            "16",
+            "--slot-ms",
+            "500",
+            "--replication",
+            "3",
+            "--clients",
+            "2",
+            "--size",
+            "64KiB",
+            "--seconds",
+            "1",
+            "--file-size",
+            "2100KiB",
+            "--audit-interval-ms",
+            "300",
+            "--era-blocks",
+            "0",
+            "--recovery-limit",
+            "90",
+            "--json",
+            "--dir",
+        ])
+        .arg(dir.path().join("bench"))
+        .assert()
+        .success();
+    let r: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert!(r["put"]["ok"].as_u64().unwrap() > 0, "{r}");
+    assert_eq!(r["put"]["errors"], 0, "{r}");
+    assert_eq!(r["get"]["ok"], r["put"]["ok"], "{r}");
+    assert_eq!(r["get"]["errors"], 0, "{r}");
+    assert_eq!(r["copies"]["min"], 3.0, "{r}");
+    assert_eq!(r["file"]["equal"], true, "{r}");
+    assert_eq!(r["file"]["parts"], 3, "{r}");
+    assert!(r["audits"]["passed"].as_f64().unwrap() > 0.0, "{r}");
+    assert!(r["audits"]["answer_bytes"].as_f64().unwrap() > 0.0, "{r}");
+    let v = &r["recovery"];
+    assert!(v["blobs_it_kept"].as_u64().unwrap() > 0, "{r}");
+    assert!(v["back_seconds"].is_number(), "{r}");
+    assert_eq!(v["short_at_end"], 0, "{r}");
+}

@@ -240,6 +240,12 @@ impl Node {
         self.shared.is_syncing()
     }
 
+    /// Whether the vault keeps a copy of the blob at `address` in its own
+    /// store (not checked against its address: a read does that).
+    pub fn keeps_blob(&self, address: &[u8; 32]) -> Result<bool, spacevault_store::StoreError> {
+        self.shared.store.has_blob(address)
+    }
+
     /// The vault's line of slots: for tests that give it slots they
     /// computed themselves.
     #[cfg(feature = "testing")]

@@ -34,6 +34,10 @@ pub enum BenchCommand {
     /// ground against places at keys, registrations ground and salts
     /// drawn against registered places.
     Holders(super::bench_holders::BenchHoldersArgs),
+    /// Clients' data through a network of vaults: 1 MiB blobs and a file
+    /// put and read back, what the audits cost, and the time back to R
+    /// copies after a holder vanishes.
+    Data(super::bench_data::BenchDataArgs),
     /// One process of a `bench hash --processes` run (internal).
     #[command(hide = true)]
     HashWorker(super::hash::HashWorkerArgs),
@@ -50,6 +54,7 @@ impl BenchCommand {
             BenchCommand::Chain(a) => a.json,
             BenchCommand::Attack(a) => a.json,
             BenchCommand::Holders(a) => a.json,
+            BenchCommand::Data(a) => a.json,
             BenchCommand::HashWorker(_) => false,
         }
     }
@@ -123,6 +128,7 @@ pub fn run(command: BenchCommand) -> Result<()> {
         BenchCommand::Chain(a) => super::bench_chain::run(a),
         BenchCommand::Attack(a) => super::bench_attack::run(a),
         BenchCommand::Holders(a) => super::bench_holders::run(a),
+        BenchCommand::Data(a) => super::bench_data::run(a),
         BenchCommand::HashWorker(a) => super::hash::worker(a),
     }
 }

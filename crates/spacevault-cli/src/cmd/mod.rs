@@ -1,6 +1,7 @@
 pub mod bench;
 pub mod bench_attack;
 pub mod bench_chain;
+pub mod bench_data;
 pub mod bench_holders;
 pub mod chain;
 pub mod check;
