@@ -148,7 +148,7 @@ async fn replicate(shared: &Arc<Shared>, pass: &Pass) -> bool {
             addresses
                 .into_iter()
                 .filter_map(|address| {
-                    let mut targets = planned.targets(&address, r);
+                    let mut targets = planned.targets(&address, r, &own);
                     targets.retain(|k| *k != own);
                     (!targets.is_empty()).then_some((address, targets))
                 })
