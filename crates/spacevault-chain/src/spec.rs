@@ -6,6 +6,21 @@ use crate::codec::{DecodeError, Reader, Writer};
 use crate::kind::ProofKind;
 use serde::{Deserialize, Serialize};
 
+/// Bytes of the holder register's name (`holders::HOLDER_REGISTER`).
+pub(crate) const HOLDER_REGISTER_NAME_BYTES: usize = 7;
+
+/// Bytes of a holder registration's register value with a proof of
+/// `kind` (`holders::Registration`): its nonce, then the proof as
+/// `ChainProof` encodes it: kind, farmer key, seed, k, and the scheme's
+/// own part (a plain proof's nonce; a table-chain proof's leaves).
+pub(crate) fn registration_value_bytes(kind: ProofKind) -> usize {
+    let own = match kind {
+        ProofKind::Plain => 8,
+        ProofKind::Hard => 8 << (spacevault::hard::construction::LEVELS - 1),
+    };
+    8 + 1 + 32 + 32 + 1 + own
+}
+
 /// The spec's encoding version.
 pub const SPEC_VERSION: u16 = 7;
 
@@ -208,6 +223,25 @@ impl ChainSpec {
         }
         if self.max_register_value_bytes > 64 << 10 {
             return bad("max_register_value_bytes must be at most 64 KiB".into());
+        }
+        // Past the bootstrap era only registered vaults hold blobs: a chain
+        // whose registers cannot carry a registration would keep none.
+        if (self.max_register_name_bytes as usize) < HOLDER_REGISTER_NAME_BYTES {
+            return bad(format!(
+                "max_register_name_bytes must be at least {HOLDER_REGISTER_NAME_BYTES}, the holder register's name"
+            ));
+        }
+        for rule in &self.proofs {
+            let Some(kind) = ProofKind::from_number(rule.kind) else {
+                continue;
+            };
+            let needed = registration_value_bytes(kind);
+            if (self.max_register_value_bytes as usize) < needed {
+                return bad(format!(
+                    "max_register_value_bytes must be at least {needed}, a holder registration with a {} proof",
+                    kind.name()
+                ));
+            }
         }
         if self.max_block_txs > 1 << 16 {
             return bad("max_block_txs must be at most 65536".into());

@@ -188,3 +188,30 @@ fn a_registration_round_trips_and_no_cut_of_it_decodes() {
     longer.push(0);
     assert!(Registration::decode(&longer).is_err());
 }
+
+/// The spec's own count of a registration's bytes (which it checks its
+/// register limits against) is what a registration of each kind encodes
+/// to, and a spec whose registers cannot carry one is refused.
+#[test]
+fn a_spec_whose_registers_cannot_carry_a_registration_is_refused() {
+    use crate::spec::{registration_value_bytes, HOLDER_REGISTER_NAME_BYTES};
+    assert_eq!(HOLDER_REGISTER.len(), HOLDER_REGISTER_NAME_BYTES);
+    let plain = ChainProof::plain([1; 32], [2; 32], 16, 7);
+    let hard = ChainProof::hard([1; 32], [2; 32], 18, [9; crate::types::HARD_LEAVES]);
+    for proof in [plain, hard] {
+        let kind = proof.kind();
+        let value = Registration { nonce: 3, proof }.encode();
+        assert_eq!(value.len(), registration_value_bytes(kind), "{kind:?}");
+        let mut spec = ChainSpec::new("limits", 1_000_000, 1000);
+        spec.proofs.clear();
+        let sizes = kind.sizes();
+        spec.set_sizes(kind, *sizes.start(), *sizes.end());
+        spec.max_register_value_bytes = value.len() as u32;
+        assert!(spec.validate().is_ok(), "{kind:?}: {:?}", spec.validate());
+        spec.max_register_value_bytes -= 1;
+        assert!(spec.validate().is_err(), "{kind:?}");
+    }
+    let mut spec = spec();
+    spec.max_register_name_bytes = 6;
+    assert!(spec.validate().is_err());
+}
