@@ -144,6 +144,9 @@ pub struct Recovery {
     pub back_seconds: Option<f64>,
     /// Its blobs still under `wanted` when the benchmark stopped looking.
     pub short_at_end: usize,
+    /// (seconds since it vanished, its blobs under `wanted` copies), at
+    /// each look.
+    pub short_over_time: Vec<(f64, usize)>,
 }
 
 /// What the benchmark found.
@@ -626,6 +629,7 @@ async fn recover(
     let limit = Duration::from_secs_f64(options.recovery_limit_seconds);
     let (mut forgotten_seconds, mut back_seconds) = (None, None);
     let mut short = kept.clone();
+    let mut short_over_time = vec![(0.0, kept.len())];
     while started.elapsed() < limit {
         if forgotten_seconds.is_none() {
             let statuses = network.statuses().await;
@@ -637,6 +641,7 @@ async fn recover(
             }
         }
         short.retain(|a| copies(network, a) < wanted);
+        short_over_time.push((started.elapsed().as_secs_f64(), short.len()));
         if short.is_empty() {
             back_seconds = Some(started.elapsed().as_secs_f64());
             break;
@@ -651,5 +656,6 @@ async fn recover(
         forgotten_seconds,
         back_seconds,
         short_at_end: short.len(),
+        short_over_time,
     })
 }

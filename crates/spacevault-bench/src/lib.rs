@@ -8,6 +8,7 @@ pub mod attack_chart;
 pub mod chain;
 pub mod crypto_trace;
 pub mod data;
+pub mod data_chart;
 pub mod heatmap;
 pub mod holders;
 pub mod launch;

@@ -596,8 +596,10 @@ fn bench_data_stores_audits_and_copies_a_vanished_holders_blobs_again() {
             "--recovery-limit",
             "90",
             "--json",
-            "--dir",
+            "--chart",
         ])
+        .arg(dir.path().join("recovery.svg"))
+        .arg("--dir")
         .arg(dir.path().join("bench"))
         .assert()
         .success();
@@ -615,4 +617,9 @@ fn bench_data_stores_audits_and_copies_a_vanished_holders_blobs_again() {
     assert!(v["blobs_it_kept"].as_u64().unwrap() > 0, "{r}");
     assert!(v["back_seconds"].is_number(), "{r}");
     assert_eq!(v["short_at_end"], 0, "{r}");
+    let svg = std::fs::read_to_string(dir.path().join("recovery.svg")).unwrap();
+    assert!(
+        svg.starts_with("<svg") && svg.contains("every blob back at R"),
+        "{svg}"
+    );
 }

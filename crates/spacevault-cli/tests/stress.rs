@@ -192,7 +192,7 @@ fn a_traced_cell_across_a_continent_reports_seed_004s_tables() {
         .assert()
         .failure();
     let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
-    assert!(stderr.contains("SVTRACE2"), "{stderr}");
+    assert!(stderr.contains("SVTRACE3"), "{stderr}");
 }
 
 #[test]

@@ -1,14 +1,15 @@
 //! Crypto traces: every hash, signature and verification one vault
 //! performed in a window of time, with when and on what, as the small
-//! binary format (SVTRACE2, docs/PROFILING.md) that a vault serves and
+//! binary format (SVTRACE3, docs/PROFILING.md) that a vault serves and
 //! `spacevault report` reads.
 
 use crate::{Op, Span};
 
-pub const MAGIC: &[u8; 8] = b"SVTRACE2";
-/// The format before the slot check was counted: the same records, with
-/// operations 0 to 16 only. Still read, so that traces kept from it stay
-/// readable.
+pub const MAGIC: &[u8; 8] = b"SVTRACE3";
+/// The formats before audits were counted (operations 0 to 17) and
+/// before the slot check was (0 to 16): the same records. Still read, so
+/// that traces kept from them stay readable.
+const MAGIC_V2: &[u8; 8] = b"SVTRACE2";
 const MAGIC_V1: &[u8; 8] = b"SVTRACE1";
 /// Header: magic, vault index (u32), cores (u32), window start and end
 /// (u64 Unix ns each).
@@ -96,9 +97,13 @@ impl Trace {
     pub fn decode(bytes: &[u8]) -> Result<Trace, String> {
         let known_ops = match bytes.get(..8) {
             Some(m) if bytes.len() >= HEADER_BYTES && m == MAGIC => Op::ALL.len(),
+            Some(m) if bytes.len() >= HEADER_BYTES && m == MAGIC_V2 => 18,
             Some(m) if bytes.len() >= HEADER_BYTES && m == MAGIC_V1 => 17,
             _ => {
-                return Err("not a spacevault crypto trace (no SVTRACE2 or SVTRACE1 header)".into())
+                return Err(
+                    "not a spacevault crypto trace (no SVTRACE3, SVTRACE2 or SVTRACE1 header)"
+                        .into(),
+                )
             }
         };
         let body = &bytes[HEADER_BYTES..];
@@ -157,7 +162,7 @@ mod tests {
         assert!(Trace::decode(&bytes[..bytes.len() - 1])
             .unwrap_err()
             .contains("cut short"));
-        assert!(Trace::decode(b"hello").unwrap_err().contains("SVTRACE2"));
+        assert!(Trace::decode(b"hello").unwrap_err().contains("SVTRACE3"));
         let mut bad = bytes.clone();
         bad[HEADER_BYTES] = 200;
         assert!(Trace::decode(&bad)
@@ -183,6 +188,15 @@ mod tests {
         let mut new = t.encode();
         new[HEADER_BYTES] = Op::VerifySlot.index() as u8;
         assert_eq!(Trace::decode(&new).unwrap().ops[0].op, Op::VerifySlot);
+        // Operations 18 and 19, the audits', came with SVTRACE3.
+        let mut v2 = t.encode();
+        v2[..8].copy_from_slice(MAGIC_V2);
+        v2[HEADER_BYTES] = Op::VerifySlot.index() as u8;
+        assert_eq!(Trace::decode(&v2).unwrap().ops[0].op, Op::VerifySlot);
+        v2[HEADER_BYTES] = Op::HashAuditProof.index() as u8;
+        assert!(Trace::decode(&v2).unwrap_err().contains("no operation 18"));
+        new[HEADER_BYTES] = Op::HashAuditCheck.index() as u8;
+        assert_eq!(Trace::decode(&new).unwrap().ops[0].op, Op::HashAuditCheck);
     }
 
     #[test]

@@ -334,7 +334,7 @@ struct TraceQuery {
 }
 
 /// The crypto operations this vault performed since the last call that
-/// started in the window, as an SVTRACE2 trace (docs/PROFILING.md): what
+/// started in the window, as an SVTRACE3 trace (docs/PROFILING.md): what
 /// `spacevault stress --trace-crypto` collects from vaults that run as
 /// processes of their own. A vault started without `--trace-crypto` keeps
 /// no spans: 404.

@@ -3,7 +3,7 @@
 //! to be made again after a holder vanishes.
 
 use crate::size::parse_size;
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Args;
 use spacevault_bench::data::{self, DataBench, DataBenchOptions, Transfer};
 use std::path::PathBuf;
@@ -53,6 +53,10 @@ pub struct BenchDataArgs {
     /// Where plots (kept for later runs), stores and the file go.
     #[arg(long, value_name = "DIR", default_value = "spacevault-bench-data")]
     pub dir: PathBuf,
+    /// Where to draw the recovery chart (SVG): a vanished holder's blobs
+    /// short of R copies, second by second.
+    #[arg(long, value_name = "FILE")]
+    pub chart: Option<PathBuf>,
     /// Print the report as JSON on stdout.
     #[arg(long)]
     pub json: bool,
@@ -112,6 +116,14 @@ pub fn run(a: BenchDataArgs) -> Result<()> {
         );
     }
     let report = data::run(&options)?;
+    if let Some(path) = &a.chart {
+        match spacevault_bench::data_chart::svg(&report) {
+            Some(svg) => {
+                std::fs::write(path, svg).with_context(|| format!("writing {}", path.display()))?
+            }
+            None => errln!("no chart: the run measured no recovery"),
+        }
+    }
     if a.json {
         return crate::cmd::print_json(&report);
     }

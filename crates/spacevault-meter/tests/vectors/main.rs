@@ -1,4 +1,4 @@
-//! Fixed vectors for the crypto trace (SVTRACE2, docs/PROFILING.md), a file
+//! Fixed vectors for the crypto trace (SVTRACE3, docs/PROFILING.md), a file
 //! that `spacevault report` reads long after the vault that served it is
 //! gone (docs/PROTOCOL.md, "Test vectors").
 

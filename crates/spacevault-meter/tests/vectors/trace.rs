@@ -1,4 +1,4 @@
-//! A crypto trace (SVTRACE2, docs/PROFILING.md): a file `spacevault report`
+//! A crypto trace (SVTRACE3, docs/PROFILING.md): a file `spacevault report`
 //! reads long after the vault that served it is gone.
 
 use crate::file::Vector;
