@@ -322,6 +322,24 @@ impl Network {
         }
     }
 
+    /// The blobs vault `i` keeps, for vaults in this process (None for
+    /// vault processes, or a store that could not be read).
+    pub fn kept_blobs(&self, i: usize) -> Option<Vec<[u8; 32]>> {
+        match &self.vaults {
+            Vaults::InProcess(nodes) => nodes.get(i)?.kept_blobs().ok(),
+            Vaults::Processes(_) => None,
+        }
+    }
+
+    /// Whether vault `i` counts the vault of farmer key `key` alive, for
+    /// vaults in this process (None for vault processes).
+    pub fn counts_alive(&self, i: usize, key: &[u8; 32]) -> Option<bool> {
+        match &self.vaults {
+            Vaults::InProcess(nodes) => Some(nodes.get(i)?.counts_alive(key)),
+            Vaults::Processes(_) => None,
+        }
+    }
+
     /// Every vault's count and nanoseconds of the crypto operation `op`,
     /// summed, for vaults in this process (None for vault processes).
     pub fn crypto_op(&self, op: spacevault_meter::Op) -> Option<(u64, u64)> {

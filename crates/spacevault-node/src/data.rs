@@ -14,7 +14,7 @@ pub use crate::vaults::{Vaults, MAX_KNOWN_VAULTS};
 use spacevault_chain::{blob_address, Announce, Receipt, Rejection};
 use spacevault_meter::{self as meter, Op};
 use spacevault_network::{self as net, Request, Response, Topic};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -148,7 +148,7 @@ async fn replicate(shared: &Arc<Shared>, pass: &Pass) -> bool {
             addresses
                 .into_iter()
                 .filter_map(|address| {
-                    let mut targets = planned.targets(&address, r, &own);
+                    let mut targets = planned.targets(&address, r);
                     targets.retain(|k| *k != own);
                     (!targets.is_empty()).then_some((address, targets))
                 })
@@ -159,6 +159,11 @@ async fn replicate(shared: &Arc<Shared>, pass: &Pass) -> bool {
         return false;
     };
     let mut complete = true;
+    // Holders that stayed over this vault's allowance for a whole
+    // patience, or did not answer: the rest of the pass skips them (its
+    // retry sends their copies), so that one slow or hostile holder costs
+    // a pass one patience, not one a blob.
+    let mut skipped: HashSet<net::Peer> = HashSet::new();
     for (address, targets) in plan {
         let targets: Vec<net::Peer> = {
             let v = shared.vaults.lock().unwrap();
@@ -167,15 +172,31 @@ async fn replicate(shared: &Arc<Shared>, pass: &Pass) -> bool {
         if targets.is_empty() {
             continue;
         }
+        if targets.iter().all(|p| skipped.contains(p)) {
+            complete = false;
+            continue;
+        }
         let Some(blob) = read_verified(shared, &address).await else {
             continue;
         };
         for peer in targets {
+            if skipped.contains(&peer) {
+                complete = false;
+                continue;
+            }
             // A holder that spent this vault's allowance takes the copy
             // once it grows back (8 MiB/s), sooner than the pass's retry.
             match store_patiently(shared, peer, blob.clone()).await {
                 Ok(Response::Stored(_)) => {
                     shared.metrics.blob_copies_pushed.inc();
+                }
+                Ok(Response::Refused(why)) if why == "over_budget" => {
+                    skipped.insert(peer);
+                    complete = false;
+                }
+                Err(_) => {
+                    skipped.insert(peer);
+                    complete = false;
                 }
                 _ => complete = false,
             }

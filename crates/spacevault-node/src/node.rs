@@ -246,6 +246,22 @@ impl Node {
         self.shared.store.has_blob(address)
     }
 
+    /// The addresses of the blobs the vault keeps in its own store.
+    pub fn kept_blobs(&self) -> Result<Vec<[u8; 32]>, spacevault_store::StoreError> {
+        self.shared.store.blob_addresses()
+    }
+
+    /// Whether the vault counts the vault of farmer key `key` alive (it
+    /// heard it lately and has not found it gone).
+    pub fn counts_alive(&self, key: &[u8; 32]) -> bool {
+        self.shared
+            .vaults
+            .lock()
+            .unwrap()
+            .newest_heard(key)
+            .is_some()
+    }
+
     /// The vault's line of slots: for tests that give it slots they
     /// computed themselves.
     #[cfg(feature = "testing")]

@@ -87,15 +87,10 @@ pub struct Pass {
 }
 
 impl Pass {
-    /// The holders (farmer keys, `own` included) vault `own` sends the
-    /// blob at `address` to in this pass, out of `r` holders: its holders
-    /// now, less those it had in the base view, unless it was stored
-    /// since. A blob not stored since is sent by one vault only: of its
-    /// holders in the base view, the nearest the address still a holder
-    /// alive now (the others would send the same bytes again, which the
-    /// new holder only hashes and drops); when none is, by every vault
-    /// that keeps it.
-    pub fn targets(&self, address: &[u8; 32], r: usize, own: &[u8; 32]) -> Vec<[u8; 32]> {
+    /// The holders (farmer keys, this vault's included) this pass sends the
+    /// blob at `address` to, out of `r` holders: its holders now, less
+    /// those it had in the base view, unless it was stored since.
+    pub fn targets(&self, address: &[u8; 32], r: usize) -> Vec<[u8; 32]> {
         let mut now = nearest(&self.now, address, r);
         let Some(base) = &self.base else { return now };
         let stored_since = match &self.recent {
@@ -104,10 +99,6 @@ impl Pass {
         };
         if !stored_since {
             let then = nearest(base, address, r);
-            let sender = then.iter().find(|k| self.now.iter().any(|p| p.key == **k));
-            if sender.is_some_and(|s| s != own) {
-                return Vec::new();
-            }
             now.retain(|k| !then.contains(k));
         }
         now
@@ -245,75 +236,29 @@ mod tests {
         let mut p = Passes::default();
         // The first pass knows no base: every holder.
         let first = p.start(1, t, || old.clone()).unwrap();
-        assert_eq!(
-            first.targets(&key(0x01), 2, &key(0x30)),
-            vec![key(0x00), key(0x10)]
-        );
+        assert_eq!(first.targets(&key(0x01), 2), vec![key(0x00), key(0x10)]);
         p.finish(first, true, t);
         let stored_since = key(0x02);
         p.stored(stored_since);
         let pass = p.start(2, t, || new.clone()).unwrap();
         // Holders unchanged: nothing to send.
-        assert_eq!(
-            pass.targets(&key(0x01), 2, &key(0x30)),
-            Vec::<[u8; 32]>::new()
-        );
+        assert_eq!(pass.targets(&key(0x01), 2), Vec::<[u8; 32]>::new());
         // 0x31 joined the nearest of 0x33 (with 0x30): only it.
-        assert_eq!(pass.targets(&key(0x33), 2, &key(0x30)), vec![key(0x31)]);
+        assert_eq!(pass.targets(&key(0x33), 2), vec![key(0x31)]);
         // A blob stored since the last pass began: every holder.
-        assert_eq!(
-            pass.targets(&stored_since, 2, &key(0x30)),
-            vec![key(0x00), key(0x10)]
-        );
+        assert_eq!(pass.targets(&stored_since, 2), vec![key(0x00), key(0x10)]);
         // An incomplete pass keeps its base and its stored blobs.
         p.finish(pass, false, t);
         let again = p.start(2, t + PASS_RETRY, || new.clone()).unwrap();
-        assert_eq!(again.targets(&key(0x33), 2, &key(0x30)), vec![key(0x31)]);
-        assert_eq!(again.targets(&stored_since, 2, &key(0x30)).len(), 2);
+        assert_eq!(again.targets(&key(0x33), 2), vec![key(0x31)]);
+        assert_eq!(again.targets(&stored_since, 2).len(), 2);
         p.finish(again, true, t + PASS_RETRY);
         // Now the base is the new view, and nothing was stored since.
         let mut newer = new.clone();
         newer.push(Place::at_key(key(0x03)));
         let next = p.start(3, t + PASS_RETRY, || newer.clone()).unwrap();
-        assert_eq!(
-            next.targets(&key(0x33), 2, &key(0x30)),
-            Vec::<[u8; 32]>::new()
-        );
-        // Sent by its nearest holder before, 0x00, alone.
-        assert_eq!(next.targets(&stored_since, 2, &key(0x00)), vec![key(0x03)]);
-        assert_eq!(
-            next.targets(&stored_since, 2, &key(0x10)),
-            Vec::<[u8; 32]>::new()
-        );
-    }
-
-    /// A holder vanishes: of the blob's holders before, the nearest still
-    /// alive sends it to the new holder, the others send nothing; when no
-    /// holder before is alive, every vault keeping it sends.
-    #[test]
-    fn one_remaining_holder_sends_each_blob() {
-        let t = Instant::now();
-        let mut p = Passes::default();
-        let first = p.start(1, t, || view(&[0x00, 0x10, 0x20, 0x30])).unwrap();
-        p.finish(first, true, t);
-        let pass = p.start(2, t, || view(&[0x00, 0x10, 0x20])).unwrap();
-        // 0x33's holders were 0x30 and 0x20; 0x30 vanished.
-        assert_eq!(pass.targets(&key(0x33), 2, &key(0x20)), vec![key(0x10)]);
-        assert_eq!(
-            pass.targets(&key(0x33), 2, &key(0x10)),
-            Vec::<[u8; 32]>::new()
-        );
-        assert_eq!(
-            pass.targets(&key(0x33), 2, &key(0x00)),
-            Vec::<[u8; 32]>::new()
-        );
-        p.finish(pass, true, t);
-        // Both of 0x13's holders (0x10, 0x00) vanish at once, a third vault
-        // joins: every vault sends what it keeps.
-        let pass = p.start(3, t, || view(&[0x20, 0x40])).unwrap();
-        let both = vec![key(0x20), key(0x40)];
-        assert_eq!(pass.targets(&key(0x13), 2, &key(0x20)), both);
-        assert_eq!(pass.targets(&key(0x13), 2, &key(0x40)), both);
+        assert_eq!(next.targets(&key(0x33), 2), Vec::<[u8; 32]>::new());
+        assert_eq!(next.targets(&stored_since, 2), vec![key(0x03)]);
     }
 
     #[test]
@@ -330,6 +275,6 @@ mod tests {
         }
         let pass = p.start(2, t, || view.clone()).unwrap();
         assert_eq!(pass.recent, Recent::TooMany);
-        assert_eq!(pass.targets(&key(0x01), 2, &key(0x10)).len(), 2);
+        assert_eq!(pass.targets(&key(0x01), 2).len(), 2);
     }
 }

@@ -203,15 +203,15 @@ fn print_report(r: &DataBench) -> Result<()> {
         a.answer_bytes / 1024.0
     );
     outln!(
-        "audit cost      CPU {:.3} s proving + {:.3} s checking{}; bandwidth {}",
+        "audit cost      CPU {:.3} s proving + {:.3} s checking (re-reads apart){}; bandwidth {}",
         a.proof_seconds,
         a.check_seconds,
         a.cpu_share
             .map(|s| format!(" = {:.3}% of the process's", 100.0 * s))
             .unwrap_or_default(),
         a.bandwidth_share
-            .map(|s| format!("{:.4}% of the bytes moved", 100.0 * s))
-            .unwrap_or_else(|| "no bytes moved".into())
+            .map(|s| format!("{:.4}% of the blob bytes stored and served", 100.0 * s))
+            .unwrap_or_else(|| "no blob bytes moved".into())
     );
     if let (Some(bytes), Some(cpu)) = (a.default_hourly_bytes, a.default_hourly_cpu_seconds) {
         outln!(
