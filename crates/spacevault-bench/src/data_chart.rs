@@ -49,7 +49,7 @@ pub fn svg(report: &DataBench) -> Option<String> {
     );
     let _ = writeln!(
         s,
-        r##"<text x="{LEFT}" y="44" fill="#555">{} vaults, R = {}, {} blobs of {} bytes it kept</text>"##,
+        r##"<text x="{LEFT}" y="44" fill="#555">{} vaults, R = {}, the {} blobs it kept (the clients' blobs of {} bytes, a file's parts and manifests)</text>"##,
         o.vaults, o.replication, r.blobs_it_kept, o.blob_bytes
     );
     let x_step = step_for(x_max);
@@ -121,11 +121,17 @@ pub fn svg(report: &DataBench) -> Option<String> {
     for (i, (at, colour, label)) in marks.into_iter().enumerate() {
         let Some(at) = at else { continue };
         let x = x_of(at);
+        // Labels right of a line in the chart's left half, left of it in
+        // the right half, so that none runs off the edge.
+        let (text_x, anchor) = if x < LEFT + plot_w / 2.0 {
+            (x + 4.0, "start")
+        } else {
+            (x - 4.0, "end")
+        };
         let _ = writeln!(
             s,
-            r##"<line x1="{x:.1}" y1="{TOP}" x2="{x:.1}" y2="{:.1}" stroke="{colour}" stroke-dasharray="4 3"/><text x="{:.1}" y="{:.1}" fill="{colour}">{label}, {at:.1} s</text>"##,
+            r##"<line x1="{x:.1}" y1="{TOP}" x2="{x:.1}" y2="{:.1}" stroke="{colour}" stroke-dasharray="4 3"/><text x="{text_x:.1}" y="{:.1}" fill="{colour}" text-anchor="{anchor}">{label}, {at:.1} s</text>"##,
             HEIGHT - BOTTOM,
-            x + 4.0,
             TOP + 14.0 + 16.0 * i as f64
         );
     }
