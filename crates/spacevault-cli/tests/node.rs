@@ -505,6 +505,34 @@ fn a_file_past_one_blob_goes_in_parts_and_one_fewer_vaults_took_prints_its_addre
         err.contains("stored 1.00 MiB in 2 parts and 1 manifest, each on at least 2 of 2 vaults"),
         "{err}"
     );
+    // A file that claims more than the reader allows is refused before a
+    // byte is written, and nothing is left where it would have gone.
+    let big_address = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let got = dir.path().join("got-big");
+    let out = client(
+        dir.path(),
+        &a,
+        &[
+            "get",
+            &big_address,
+            "--out",
+            got.to_str().unwrap(),
+            "--max-size",
+            "1MiB",
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("claims 1048577 bytes, more than the 1048576 allowed"),
+        "{err}"
+    );
+    assert!(!got.exists());
+    assert!(std::fs::read_dir(dir.path()).unwrap().all(|e| !e
+        .unwrap()
+        .file_name()
+        .to_string_lossy()
+        .ends_with(".partial")));
     // b dies; a learns of it only when its Store to b fails.
     b.child.kill();
     let small = dir.path().join("small");

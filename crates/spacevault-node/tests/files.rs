@@ -6,7 +6,7 @@ mod common;
 
 use common::*;
 use spacevault_chain::manifest::{self, Manifest};
-use spacevault_node::client::FileOptions;
+use spacevault_node::client::{ClientError, FileOptions};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -37,6 +37,7 @@ async fn a_file_of_many_blobs_goes_through_and_reads_back_through_another_vault(
         progress: Some(Arc::new(move |done, total| {
             shown.lock().unwrap().push((done, total))
         })),
+        max_bytes: None,
     };
     let put = client_of(&nodes[0])
         .put_file(&path, &options)
@@ -78,6 +79,19 @@ async fn a_file_of_many_blobs_goes_through_and_reads_back_through_another_vault(
         (data.len() as u64, 300, 4)
     );
     assert!(out == data, "the file read back differs");
+    // A file that claims more than the reader allows is refused before a
+    // byte is written (a small upload can claim any size).
+    let mut out = Vec::new();
+    let small = FileOptions {
+        max_bytes: Some(data.len() as u64 - 1),
+        ..FileOptions::default()
+    };
+    let refused = reader.get_file(&put.address, &mut out, &small).await;
+    assert!(
+        matches!(refused, Err(ClientError::FileTooLarge { bytes, .. }) if bytes == data.len() as u64),
+        "{refused:?}"
+    );
+    assert!(out.is_empty());
 
     // A small file that starts as a manifest does is wrapped in one, so
     // that it too reads back as itself.

@@ -56,6 +56,11 @@ pub enum ClientCommand {
         /// Parts fetched at once.
         #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=256))]
         parallel: u16,
+        /// Refuse a file that claims more bytes than this, before a byte
+        /// is written (default with --out: the room left where it goes;
+        /// to stdout: no limit).
+        #[arg(long, value_name = "SIZE", value_parser = crate::size::parse_size)]
+        max_size: Option<u64>,
     },
     /// Set one of this client's registers (signed with the client's key)
     /// and wait until a block holds it.
@@ -96,9 +101,15 @@ async fn run_with(client: Client, command: ClientCommand, json: bool, quiet: boo
             out,
             raw,
             parallel,
+            max_size,
         } => {
-            let options = options(parallel, quiet || out.is_none(), "fetched");
-            get(&client, &address, out, raw, options).await?
+            let (mut file_options, bar) = options(parallel, quiet || out.is_none(), "fetched");
+            file_options.max_bytes = match (max_size, &out) {
+                (Some(max), _) => Some(max),
+                (None, Some(path)) => Some(room_for(path)?),
+                (None, None) => None,
+            };
+            get(&client, &address, out, raw, (file_options, bar)).await?
         }
         ClientCommand::Set { name, value } => set(&client, &name, &value, json).await?,
         ClientCommand::Head => {
@@ -114,6 +125,17 @@ async fn run_with(client: Client, command: ClientCommand, json: bool, quiet: boo
     Ok(())
 }
 
+/// The bytes free where `path` is written: a file claiming more would
+/// fill the disk before it failed.
+fn room_for(path: &Path) -> Result<u64> {
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    spacevault::plot::free_space(dir)
+        .with_context(|| format!("finding the room left in {}", dir.display()))
+}
+
 /// How a file goes through, with a progress bar on stderr unless `quiet`.
 fn options(parallel: u16, quiet: bool, verb: &str) -> (FileOptions, crate::progress::Bar) {
     let bar = crate::progress::Bar::bytes(verb.to_string(), quiet);
@@ -121,6 +143,7 @@ fn options(parallel: u16, quiet: bool, verb: &str) -> (FileOptions, crate::progr
     let options = FileOptions {
         parallel: usize::from(parallel),
         progress: Some(Arc::new(move |done, total| shown.set_bytes(done, total))),
+        max_bytes: None,
     };
     (options, bar)
 }

@@ -21,6 +21,10 @@ pub struct FileOptions {
     pub parallel: usize,
     /// Called with the bytes done so far and the file's size.
     pub progress: Option<Arc<dyn Fn(u64, u64) + Send + Sync>>,
+    /// A file read back whose manifest claims more bytes is refused
+    /// before a byte is written: a small upload can list one part many
+    /// times and describe a file of any size.
+    pub max_bytes: Option<u64>,
 }
 
 impl Default for FileOptions {
@@ -28,6 +32,7 @@ impl Default for FileOptions {
         FileOptions {
             parallel: 8,
             progress: None,
+            max_bytes: None,
         }
     }
 }
@@ -231,7 +236,20 @@ impl Client {
             self.chain_id().await?;
         }
         let root = self.get_blob(address).await?;
+        let too_large = |bytes: u64| {
+            options
+                .max_bytes
+                .filter(|&max| bytes > max)
+                .map(|max| ClientError::FileTooLarge {
+                    address: hex::encode(address),
+                    bytes,
+                    max,
+                })
+        };
         if !manifest::is_manifest(&root) {
+            if let Some(e) = too_large(root.len() as u64) {
+                return Err(e);
+            }
             out.write_all(&root).map_err(ClientError::Write)?;
             let bytes = root.len() as u64;
             options.report(bytes, bytes);
@@ -247,8 +265,11 @@ impl Client {
         };
         let walker = Walker::new(Manifest::decode(&root).map_err(|e| bad(e.into()))?);
         let total = walker.bytes();
-        // The size the root claims, before a byte is written: what a
-        // caller checks against the room it has.
+        // The size the root claims, before a byte is written: checked
+        // against the room the caller has.
+        if let Some(e) = too_large(total) {
+            return Err(e);
+        }
         options.report(0, total);
         let manifests = Arc::new(AtomicU64::new(1));
         let counted = manifests.clone();

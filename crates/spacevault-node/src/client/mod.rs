@@ -54,6 +54,13 @@ pub enum ClientError {
     /// A file's manifest or parts that do not fit together.
     #[error("the file at {address}: {why}")]
     BadFile { address: String, why: String },
+    /// A file whose manifest claims more bytes than the caller allows.
+    #[error("the file at {address} claims {bytes} bytes, more than the {max} allowed")]
+    FileTooLarge {
+        address: String,
+        bytes: u64,
+        max: u64,
+    },
     #[error("reading {path}: {source}")]
     Read {
         path: String,

@@ -176,7 +176,8 @@ thread_local! {
         std::cell::RefCell::new(None);
 }
 
-pub(crate) fn free_space(dir: &Path) -> io::Result<u64> {
+/// Bytes free to this user on the file system of `dir`.
+pub fn free_space(dir: &Path) -> io::Result<u64> {
     #[cfg(test)]
     if let Some(free) = FAKE_FREE_SPACE.with(|f| f.borrow().as_ref().map(|free| free(dir))) {
         return Ok(free);

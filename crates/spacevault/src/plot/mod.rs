@@ -9,6 +9,7 @@ mod behind;
 mod closer;
 mod external;
 pub(crate) mod files;
+pub use files::free_space;
 mod key_shape;
 mod keys;
 mod lines;
