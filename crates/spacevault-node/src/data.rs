@@ -459,11 +459,12 @@ pub async fn read_verified(shared: &Arc<Shared>, address: &[u8; 32]) -> Option<V
 }
 
 /// A copy from the vaults that should hold it, nearest first, then from
-/// every other vault known.
+/// those that held it before the holders last changed
+/// ([`Vaults::fetch_order`]).
 async fn fetch_remote(shared: &Arc<Shared>, address: &[u8; 32]) -> Option<Vec<u8>> {
     let peers: Vec<net::Peer> = {
         let v = shared.vaults.lock().unwrap();
-        v.holders(address, fetch_asks(shared.chain.spec().replication))
+        v.fetch_order(address, fetch_asks(shared.chain.spec().replication))
             .into_iter()
             .filter_map(|k| v.peer(&k))
             .collect()

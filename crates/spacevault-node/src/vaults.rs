@@ -263,6 +263,26 @@ impl Vaults {
         }
     }
 
+    /// The vaults to ask for the blob at `address`, nearest first: its
+    /// `n` nearest holders now, then its `n` nearest by the holders before
+    /// the last change, grace or not. When the holders change (at the
+    /// first era, every blob moves from keys to places) the new holders
+    /// have a blob only once a replication pass brought it, which takes
+    /// as long as the old holders' passes do; until then the old holders
+    /// still keep it, and a read costs them nothing.
+    pub fn fetch_order(&self, address: &[u8; 32], n: usize) -> Vec<[u8; 32]> {
+        let mut order = nearest(&self.view(), address, n);
+        if let Some((before, _)) = &self.previous {
+            let before = view_of(&self.known, self.own, before.as_deref());
+            for key in nearest(&before, address, n) {
+                if !order.contains(&key) {
+                    order.push(key);
+                }
+            }
+        }
+        order
+    }
+
     /// The holder era the chain is in, as this vault follows it.
     pub fn era(&self) -> u64 {
         self.era
@@ -414,9 +434,15 @@ mod tests {
         v.set_era(3, Some(vec![at(0x10, 0xf0), at(0x20, 0x21)]));
         v.set_era(4, Some(vec![at(0x10, 0x10), at(0x20, 0x21)]));
         assert!(v.holds(&[0x11; 32], 1) && v.holds(&[0xf1; 32], 1));
-        // The grace over, only the holders of now.
+        // The grace over, only the holders of now hold; reads still ask
+        // the holders of before, after those of now.
         v.previous.as_mut().unwrap().1 = Instant::now();
         assert!(!v.holds(&[0xf1; 32], 1));
+        assert_eq!(v.fetch_order(&[0xf1; 32], 1), vec![[0x20; 32], [0x10; 32]]);
+        // 0x11's holder is 0x10 now (place 0x10), was 0x20 (place 0x21).
+        assert_eq!(v.fetch_order(&[0x11; 32], 1), vec![[0x10; 32], [0x20; 32]]);
+        // Asked once each.
+        assert_eq!(v.fetch_order(&[0x11; 32], 2), vec![[0x10; 32], [0x20; 32]]);
     }
 
     #[test]
