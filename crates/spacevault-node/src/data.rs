@@ -190,15 +190,14 @@ async fn replicate(shared: &Arc<Shared>, pass: &Pass) -> bool {
                 Ok(Response::Stored(_)) => {
                     shared.metrics.blob_copies_pushed.inc();
                 }
-                Ok(Response::Refused(why)) if why == "over_budget" => {
-                    skipped.insert(peer);
+                answer => {
                     complete = false;
+                    let spent =
+                        matches!(&answer, Ok(Response::Refused(why)) if why == "over_budget");
+                    if spent || answer.is_err() {
+                        skipped.insert(peer);
+                    }
                 }
-                Err(_) => {
-                    skipped.insert(peer);
-                    complete = false;
-                }
-                _ => complete = false,
             }
         }
     }
@@ -389,14 +388,14 @@ pub fn audit_request(
 }
 
 /// The slice proving chunk `chunk` of `blob`, its hashing counted by the
-/// meter (the same blob and chunk asked again is the same work).
+/// meter.
 fn audit_proof(
     shared: &Shared,
     address: &[u8; 32],
     blob: &[u8],
     chunk: u64,
 ) -> Result<Vec<u8>, spacevault_chain::audit::AuditError> {
-    let input = meter::fingerprint_of(address).wrapping_add(chunk).max(1);
+    let input = crate::audits::audit_input(address, chunk);
     meter::with(&shared.meter, || {
         meter::timed_on(Op::HashAuditProof, input, || {
             spacevault_chain::audit::prove(blob, chunk)

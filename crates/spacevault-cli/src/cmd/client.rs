@@ -128,12 +128,17 @@ async fn run_with(client: Client, command: ClientCommand, json: bool, quiet: boo
 /// The bytes free where `path` is written: a file claiming more would
 /// fill the disk before it failed.
 fn room_for(path: &Path) -> Result<u64> {
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
+    let dir = dir_of(path);
     spacevault::plot::free_space(dir)
         .with_context(|| format!("finding the room left in {}", dir.display()))
+}
+
+/// The directory `path` is written in.
+fn dir_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
 }
 
 /// How a file goes through, with a progress bar on stderr unless `quiet`.
@@ -204,10 +209,7 @@ async fn get(
         Some(path) => {
             // Written aside and renamed once whole: a GET that fails leaves
             // whatever was at `path` as it was.
-            let dir = match path.parent() {
-                Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-                _ => PathBuf::from("."),
-            };
+            let dir = dir_of(&path);
             // Ctrl-C, `kill`, a closed terminal while a file comes: the
             // partial file is removed (it is dropped), and the command
             // ends as the signal would have ended it. Listening starts
@@ -231,7 +233,7 @@ async fn get(
             let mut aside = tempfile::Builder::new()
                 .prefix(&format!(".{name}."))
                 .suffix(".partial")
-                .tempfile_in(&dir)
+                .tempfile_in(dir)
                 .with_context(|| format!("creating a file in {}", dir.display()))?;
             let stopped = |signal: libc::c_int| -> Result<()> {
                 Err(crate::signals::StoppedBy(signal).into())
