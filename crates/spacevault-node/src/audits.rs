@@ -182,19 +182,10 @@ fn checked(
     chunk: u64,
     slice: &[u8],
 ) -> Result<Vec<u8>, audit::AuditError> {
-    let input = audit_input(address, chunk);
+    let input = crate::data::audit_input(address, chunk);
     spacevault_meter::with(&shared.meter, || {
         spacevault_meter::timed_on(spacevault_meter::Op::HashAuditCheck, input, || {
             audit::verify(address, len, chunk, slice)
         })
     })
-}
-
-/// The meter's fingerprint of an audit of chunk `chunk` of the blob at
-/// `address`, for its proof and its check alike: the same blob and chunk
-/// asked again is the same work.
-pub(crate) fn audit_input(address: &[u8; 32], chunk: u64) -> u64 {
-    spacevault_meter::fingerprint_of(address)
-        .wrapping_add(chunk)
-        .max(1)
 }

@@ -387,6 +387,15 @@ pub fn audit_request(
     }
 }
 
+/// The meter's fingerprint of an audit of chunk `chunk` of the blob at
+/// `address`, for its proof and its check alike: the same blob and chunk
+/// asked again is the same work.
+pub(crate) fn audit_input(address: &[u8; 32], chunk: u64) -> u64 {
+    spacevault_meter::fingerprint_of(address)
+        .wrapping_add(chunk)
+        .max(1)
+}
+
 /// The slice proving chunk `chunk` of `blob`, its hashing counted by the
 /// meter.
 fn audit_proof(
@@ -395,7 +404,7 @@ fn audit_proof(
     blob: &[u8],
     chunk: u64,
 ) -> Result<Vec<u8>, spacevault_chain::audit::AuditError> {
-    let input = crate::audits::audit_input(address, chunk);
+    let input = audit_input(address, chunk);
     meter::with(&shared.meter, || {
         meter::timed_on(Op::HashAuditProof, input, || {
             spacevault_chain::audit::prove(blob, chunk)
