@@ -42,15 +42,7 @@ fn range(chunk: u64) -> ChunkRanges {
 /// The slice that proves `blob`'s chunk `chunk`: the tree's nodes from the
 /// root down to it, then its bytes (bao's slice, without its length).
 pub fn prove(blob: &[u8], chunk: u64) -> Result<Vec<u8>, AuditError> {
-    let chunks = chunks(blob.len() as u64);
-    if chunk >= chunks {
-        return Err(AuditError::NoSuchChunk { chunk, chunks });
-    }
-    let outboard = PreOrderMemOutboard::create(blob, BlockSize::ZERO);
-    let mut slice = Vec::new();
-    encode_ranges_validated(blob, &outboard, &range(chunk), &mut slice)
-        .map_err(|e| AuditError::Invalid(e.to_string()))?;
-    Ok(slice)
+    prove_ranges(blob, &[chunk])
 }
 
 /// The bytes of chunk `chunk` of the blob at `address`, `len` bytes long,
@@ -63,12 +55,74 @@ pub fn verify(
     chunk: u64,
     slice: &[u8],
 ) -> Result<Vec<u8>, AuditError> {
+    verify_ranges(address, len, &[chunk], slice)
+}
+
+/// The slice that proves `blob`'s chunk `chunk` and its last chunk. With
+/// the last chunk proven, the length the prover claims is the blob's (its
+/// last chunk's bytes and place in the tree follow from the length), so
+/// the slice can be checked by someone who knows only the address: an
+/// answer to a challenge on the chain ([`crate::challenge`]).
+pub fn prove_with_last(blob: &[u8], chunk: u64) -> Result<Vec<u8>, AuditError> {
+    let last = chunks(blob.len() as u64) - 1;
+    prove_ranges(blob, &[chunk, last])
+}
+
+/// Whether `slice` proves chunk `chunk` and the last chunk of a blob of
+/// `len` bytes at `address` ([`prove_with_last`]): a wrong `len` is
+/// refused as a wrong chunk would be.
+pub fn verify_with_last(
+    address: &[u8; 32],
+    len: u64,
+    chunk: u64,
+    slice: &[u8],
+) -> Result<(), AuditError> {
+    let last = chunks(len) - 1;
+    verify_ranges(address, len, &[chunk, last], slice).map(|_| ())
+}
+
+/// The most bytes a [`prove_with_last`] slice of a blob of up to `len`
+/// bytes takes: two chunks and two paths of parents (64 bytes each) from
+/// the root.
+pub fn with_last_bound(len: u64) -> usize {
+    let depth = 64 - (chunks(len) - 1).leading_zeros() as usize;
+    2 * CHUNK_BYTES as usize + 2 * depth * 64
+}
+
+fn ranges_of(wanted: &[u64]) -> ChunkRanges {
+    let mut ranges = ChunkRanges::empty();
+    for &chunk in wanted {
+        ranges |= range(chunk);
+    }
+    ranges
+}
+
+fn prove_ranges(blob: &[u8], wanted: &[u64]) -> Result<Vec<u8>, AuditError> {
+    let chunks = chunks(blob.len() as u64);
+    if let Some(&chunk) = wanted.iter().find(|&&c| c >= chunks) {
+        return Err(AuditError::NoSuchChunk { chunk, chunks });
+    }
+    let outboard = PreOrderMemOutboard::create(blob, BlockSize::ZERO);
+    let mut slice = Vec::new();
+    encode_ranges_validated(blob, &outboard, &ranges_of(wanted), &mut slice)
+        .map_err(|e| AuditError::Invalid(e.to_string()))?;
+    Ok(slice)
+}
+
+/// The bytes of the `wanted` chunks (in the tree's order, each once) if
+/// `slice` proves them and nothing follows it.
+fn verify_ranges(
+    address: &[u8; 32],
+    len: u64,
+    wanted: &[u64],
+    slice: &[u8],
+) -> Result<Vec<u8>, AuditError> {
     let chunks = chunks(len);
-    if chunk >= chunks {
+    if let Some(&chunk) = wanted.iter().find(|&&c| c >= chunks) {
         return Err(AuditError::NoSuchChunk { chunk, chunks });
     }
     let tree = BaoTree::new(len, BlockSize::ZERO);
-    let ranges = range(chunk);
+    let ranges = ranges_of(wanted);
     let mut reader = std::io::Cursor::new(slice);
     let mut data = Vec::new();
     let root = blake3::Hash::from_bytes(*address);
@@ -82,7 +136,13 @@ pub fn verify(
     if read != slice.len() {
         return Err(AuditError::Trailing(slice.len() - read));
     }
-    let expected = (len - chunk * CHUNK_BYTES).min(CHUNK_BYTES) as usize;
+    let mut distinct = wanted.to_vec();
+    distinct.sort_unstable();
+    distinct.dedup();
+    let expected: usize = distinct
+        .iter()
+        .map(|&c| (len - c * CHUNK_BYTES).min(CHUNK_BYTES) as usize)
+        .sum();
     if data.len() != expected {
         return Err(AuditError::Invalid(format!(
             "{} bytes of chunk data, not {expected}",
@@ -185,6 +245,41 @@ mod tests {
             Err(AuditError::Trailing(1))
         );
         assert!(verify(&address, 10_000, 3, &slice[..slice.len() - 1]).is_err());
+    }
+
+    #[test]
+    fn a_slice_with_the_last_chunk_pins_the_length() {
+        for len in [1usize, 1024, 1025, 10_000, 70_000, 1 << 20] {
+            let b = blob(len);
+            let address = blob_address(&b);
+            let n = chunks(len as u64);
+            for chunk in [0, n / 2, n - 1] {
+                let slice = prove_with_last(&b, chunk).unwrap();
+                assert!(slice.len() <= with_last_bound(len as u64), "len {len}");
+                assert_eq!(
+                    verify_with_last(&address, len as u64, chunk, &slice),
+                    Ok(())
+                );
+                for other in [
+                    len as u64 - 1,
+                    len as u64 + 1,
+                    len as u64 + 1024,
+                    2 * len as u64,
+                ] {
+                    assert!(
+                        verify_with_last(&address, other, chunk, &slice).is_err(),
+                        "len {len} claimed {other} chunk {chunk}"
+                    );
+                }
+                if n > 1 {
+                    let other = (chunk + 1) % n;
+                    if other != n - 1 || chunk == n - 1 {
+                        assert!(verify_with_last(&address, len as u64, other, &slice).is_err());
+                    }
+                }
+            }
+        }
+        assert_eq!(with_last_bound(1 << 20), 2048 + 2 * 10 * 64);
     }
 
     proptest! {

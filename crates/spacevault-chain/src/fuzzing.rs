@@ -70,6 +70,20 @@ pub fn decode_everything(data: &[u8]) {
         let spec = ChainSpec::new("fuzz", 0, 1000);
         let _ = crate::holders::check_registration(&spec, &[0; 32], &tx);
     }
+    if let Ok(c) = crate::challenge::Challenge::decode(data) {
+        assert_eq!(c.encode(), data, "a challenge in a non-canonical form");
+    }
+    if let Ok(answer) = crate::challenge::Answer::decode(data, 1 << 20) {
+        assert_eq!(answer.encode(), data, "an answer in a non-canonical form");
+        let tx = RegisterTx {
+            owner: [1; 32],
+            name: crate::challenge::answer_name(&[2; 32]),
+            version: 1,
+            value: data.to_vec(),
+            signature: [0; 64],
+        };
+        let _ = crate::challenge::check_dispute(&[0; 32], 1 << 20, &tx);
+    }
     if let Ok(a) = Announce::decode(data) {
         assert_eq!(a.encode(), data, "an announcement in a non-canonical form");
         let _ = a.signature_ok(&[0; 32]);

@@ -9,6 +9,7 @@
 pub mod audit;
 pub mod block;
 mod bounded_set;
+pub mod challenge;
 pub mod codec;
 pub mod eligibility;
 pub mod fork;

@@ -6,8 +6,10 @@ use crate::codec::{DecodeError, Reader, Writer};
 use crate::kind::ProofKind;
 use serde::{Deserialize, Serialize};
 
-/// Bytes of the holder register's name (`holders::HOLDER_REGISTER`).
-pub(crate) const HOLDER_REGISTER_NAME_BYTES: usize = 7;
+/// Bytes of the longest protocol register name: a challenge's, the
+/// challenge register's name and the accused's key
+/// (`challenge::DISPUTE_NAME_BYTES`), longer than the holder register's.
+pub(crate) const PROTOCOL_REGISTER_NAME_BYTES: usize = 42;
 
 /// Bytes of a holder registration's register value with a proof of
 /// `kind` (`holders::Registration`): its nonce, then the proof as
@@ -226,9 +228,9 @@ impl ChainSpec {
         }
         // Past the bootstrap era only registered vaults hold blobs: a chain
         // whose registers cannot carry a registration would keep none.
-        if (self.max_register_name_bytes as usize) < HOLDER_REGISTER_NAME_BYTES {
+        if (self.max_register_name_bytes as usize) < PROTOCOL_REGISTER_NAME_BYTES {
             return bad(format!(
-                "max_register_name_bytes must be at least {HOLDER_REGISTER_NAME_BYTES}, the holder register's name"
+                "max_register_name_bytes must be at least {PROTOCOL_REGISTER_NAME_BYTES}, a challenge register's name"
             ));
         }
         for rule in &self.proofs {

@@ -67,6 +67,8 @@ pub enum Rejection {
     EmptyName,
     #[error("a holder registration is not valid: {0}")]
     BadRegistration(String),
+    #[error("a challenge or answer is not valid: {0}")]
+    BadDispute(String),
     #[error("a transaction sets version {got}, the register is at {current}")]
     BadTxVersion { got: u64, current: u64 },
     #[error("its proof loses to the canonical block's of the same parent")]
@@ -111,6 +113,7 @@ impl Rejection {
             Rejection::TxTooLarge => "tx_too_large",
             Rejection::EmptyName => "empty_name",
             Rejection::BadRegistration(_) => "bad_registration",
+            Rejection::BadDispute(_) => "bad_dispute",
             Rejection::BadTxVersion { .. } => "bad_tx_version",
             Rejection::NotBetter => "not_better",
             Rejection::Stale { .. } => "stale",
@@ -243,8 +246,10 @@ fn check_not_future(spec: &ChainSpec, slot: u64, now_ms: u64) -> Result<(), Reje
 }
 
 /// Checks a transaction on its own: sizes and signature (answered from
-/// `cache` when given and it has seen the signature valid), and a holder
-/// registration's proof ([`crate::holders::check_registration`]).
+/// `cache` when given and it has seen the signature valid), a holder
+/// registration's proof ([`crate::holders::check_registration`]), and a
+/// challenge's receipt or an answer's slice
+/// ([`crate::challenge::check_dispute`]).
 pub fn check_tx(
     spec: &ChainSpec,
     chain_id: &[u8; 32],
@@ -254,9 +259,13 @@ pub fn check_tx(
     if tx.name.is_empty() {
         return Err(Rejection::EmptyName);
     }
-    if tx.name.len() > spec.max_register_name_bytes as usize
-        || tx.value.len() > spec.max_register_value_bytes as usize
-    {
+    let max_value = match crate::challenge::dispute_of(tx) {
+        Some(crate::challenge::Dispute::Answer { .. }) => {
+            crate::challenge::answer_value_bytes(spec.max_blob_bytes as u64)
+        }
+        _ => spec.max_register_value_bytes as usize,
+    };
+    if tx.name.len() > spec.max_register_name_bytes as usize || tx.value.len() > max_value {
         return Err(Rejection::TxTooLarge);
     }
     let valid = match cache {
@@ -269,6 +278,8 @@ pub fn check_tx(
     if crate::holders::is_registration(tx) {
         crate::holders::check_registration(spec, chain_id, tx).map_err(Rejection::from)?;
     }
+    crate::challenge::check_dispute(chain_id, spec.max_blob_bytes as u64, tx)
+        .map_err(|e| Rejection::BadDispute(e.to_string()))?;
     Ok(())
 }
 

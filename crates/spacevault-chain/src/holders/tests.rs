@@ -194,8 +194,11 @@ fn a_registration_round_trips_and_no_cut_of_it_decodes() {
 /// to, and a spec whose registers cannot carry one is refused.
 #[test]
 fn a_spec_whose_registers_cannot_carry_a_registration_is_refused() {
-    use crate::spec::{registration_value_bytes, HOLDER_REGISTER_NAME_BYTES};
-    assert_eq!(HOLDER_REGISTER.len(), HOLDER_REGISTER_NAME_BYTES);
+    use crate::challenge::{challenge_name, DISPUTE_NAME_BYTES};
+    use crate::spec::{registration_value_bytes, PROTOCOL_REGISTER_NAME_BYTES};
+    assert_eq!(challenge_name(&[0; 32]).len(), DISPUTE_NAME_BYTES);
+    assert_eq!(DISPUTE_NAME_BYTES, PROTOCOL_REGISTER_NAME_BYTES);
+    assert!(HOLDER_REGISTER.len() < PROTOCOL_REGISTER_NAME_BYTES);
     let plain = ChainProof::plain([1; 32], [2; 32], 16, 7);
     let hard = ChainProof::hard([1; 32], [2; 32], 18, [9; crate::types::HARD_LEAVES]);
     for proof in [plain, hard] {
@@ -212,6 +215,8 @@ fn a_spec_whose_registers_cannot_carry_a_registration_is_refused() {
         assert!(spec.validate().is_err(), "{kind:?}");
     }
     let mut spec = spec();
-    spec.max_register_name_bytes = 6;
+    spec.max_register_name_bytes = 42;
+    assert!(spec.validate().is_ok());
+    spec.max_register_name_bytes = 41;
     assert!(spec.validate().is_err());
 }

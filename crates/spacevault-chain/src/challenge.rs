@@ -1,0 +1,311 @@
+//! Audits on the chain: a holder that an auditor could not get a proof
+//! from (it failed audits, or stopped answering) is challenged in a
+//! block, and must answer in a block within [`ANSWER_BLOCKS`] with a
+//! slice of the blob that everyone can check; a registered holder with a
+//! challenge left unanswered leaves the holders from the next era on.
+//!
+//! The challenge carries the accused's own receipt for the blob, so that
+//! a holder is only ever asked for what it signed for keeping, and the
+//! answer proves a chunk that the challenge draws (unknown to the holder
+//! before the challenge) together with the blob's last chunk, which pins
+//! the blob's length: the answer is checked against the address alone,
+//! by every vault, on its own ([`check_dispute`]). Whether a challenge
+//! went unanswered in time is read from the chain's history
+//! ([`failed`]), so every vault and client computes the same holders.
+//! `docs/PROTOCOL.md` ("Challenges on the chain") is the specification.
+
+use crate::audit;
+use crate::codec::{DecodeError, Reader, Writer};
+use crate::holders::era_at;
+use crate::types::{derive, Receipt, RegisterTx};
+
+/// The register an accuser writes a challenge to, followed by the
+/// accused's key: one standing challenge an accuser and an accused.
+pub const CHALLENGE_REGISTER: &[u8] = b"\0challenge";
+
+/// The register the accused writes its answer to, followed by the
+/// accuser's key.
+pub const ANSWER_REGISTER: &[u8] = b"\0answer";
+
+/// Blocks after a challenge's (its own included) that its answer may be
+/// in. The challenge fails once a block past them begins an era.
+pub const ANSWER_BLOCKS: u64 = 8;
+
+/// The longest name of the two registers: the holder's key after the
+/// challenge register's name.
+pub const DISPUTE_NAME_BYTES: usize = 10 + 32;
+
+const ANSWER_CONTEXT: &str = "spacevault 2026-11 challenged chunk v1";
+
+/// A challenge's register value: the accused's receipt for the blob.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Challenge {
+    pub receipt: Receipt,
+}
+
+impl Challenge {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        self.receipt.encode_into(&mut w);
+        w.finish()
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Challenge, DecodeError> {
+        let mut r = Reader::new(bytes);
+        let receipt = Receipt::decode_from(&mut r)?;
+        r.finish()?;
+        Ok(Challenge { receipt })
+    }
+}
+
+/// An answer's register value: the version of the challenge it answers,
+/// the blob's address and length, and the slice that proves the drawn
+/// chunk and the last ([`audit::prove_with_last`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Answer {
+    pub challenge_version: u64,
+    pub address: [u8; 32],
+    pub len: u64,
+    pub slice: Vec<u8>,
+}
+
+impl Answer {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.u64(self.challenge_version)
+            .fixed(&self.address)
+            .u64(self.len)
+            .bytes(&self.slice);
+        w.finish()
+    }
+
+    pub fn decode(bytes: &[u8], max_blob_bytes: u64) -> Result<Answer, DecodeError> {
+        let mut r = Reader::new(bytes);
+        let challenge_version = r.u64("answer's challenge version")?;
+        let address = r.array("answer's address")?;
+        let len = r.u64("answer's blob length")?;
+        let slice = r
+            .bytes("answer's slice", audit::with_last_bound(max_blob_bytes))?
+            .to_vec();
+        r.finish()?;
+        Ok(Answer {
+            challenge_version,
+            address,
+            len,
+            slice,
+        })
+    }
+}
+
+/// The most bytes an answer's value takes on a chain whose blobs are at
+/// most `max_blob_bytes`: answers are bounded by the blob size, not by the
+/// chain's register value limit.
+pub fn answer_value_bytes(max_blob_bytes: u64) -> usize {
+    8 + 32 + 8 + 4 + audit::with_last_bound(max_blob_bytes)
+}
+
+/// The chunk a challenge asks for: drawn from the chain, both keys, the
+/// challenge's version and the blob, so the holder learns it only from
+/// the challenge.
+pub fn challenged_chunk(
+    chain_id: &[u8; 32],
+    accuser: &[u8; 32],
+    accused: &[u8; 32],
+    version: u64,
+    address: &[u8; 32],
+    len: u64,
+) -> u64 {
+    let mut w = Writer::new();
+    w.fixed(chain_id)
+        .fixed(accuser)
+        .fixed(accused)
+        .u64(version)
+        .fixed(address);
+    let h = derive(ANSWER_CONTEXT, &w.finish());
+    u64::from_le_bytes(h[..8].try_into().expect("8 bytes")) % audit::chunks(len)
+}
+
+/// The register name of `accuser`'s challenge to `accused`.
+pub fn challenge_name(accused: &[u8; 32]) -> Vec<u8> {
+    [CHALLENGE_REGISTER, accused].concat()
+}
+
+/// The register name of the answer to `accuser`'s challenge.
+pub fn answer_name(accuser: &[u8; 32]) -> Vec<u8> {
+    [ANSWER_REGISTER, accuser].concat()
+}
+
+/// What a transaction means for the disputes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dispute {
+    /// A challenge (or, empty, its withdrawal) by the transaction's owner
+    /// to this holder.
+    Challenge { accused: [u8; 32] },
+    /// An answer by the transaction's owner to this accuser.
+    Answer { accuser: [u8; 32] },
+}
+
+/// Whether `tx` writes a challenge or an answer register: a name with one
+/// of their prefixes, and of the key's length after it (another length is
+/// no dispute, and [`check_dispute`] refuses it).
+pub fn dispute_of(tx: &RegisterTx) -> Option<Dispute> {
+    let key = |prefix: &[u8]| -> Option<[u8; 32]> { tx.name.strip_prefix(prefix)?.try_into().ok() };
+    if let Some(accused) = key(CHALLENGE_REGISTER) {
+        return Some(Dispute::Challenge { accused });
+    }
+    key(ANSWER_REGISTER).map(|accuser| Dispute::Answer { accuser })
+}
+
+/// Why a challenge or answer is not valid.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DisputeError {
+    #[error("a challenge or answer register's name must end with a 32-byte key")]
+    BadName,
+    #[error("undecodable: {0}")]
+    Undecodable(String),
+    #[error("the receipt is not the challenged holder's")]
+    OtherHolder,
+    #[error("a holder cannot challenge itself")]
+    OwnReceipt,
+    #[error("the receipt's signature does not verify")]
+    BadReceipt,
+    #[error("the slice does not prove the challenged chunk: {0}")]
+    BadSlice(String),
+    #[error("an answer of {got} bytes is past the {max} the chain's blobs allow")]
+    TooLarge { got: usize, max: usize },
+}
+
+/// The checks of a challenge or answer write beyond any transaction's,
+/// on the transaction alone: a challenge's value (empty: withdrawn) is
+/// the accused's receipt, signed, for another vault than the accuser; an
+/// answer's slice proves the chunk its challenge version draws and the
+/// blob's last chunk against the address.
+pub fn check_dispute(
+    chain_id: &[u8; 32],
+    max_blob_bytes: u64,
+    tx: &RegisterTx,
+) -> Result<(), DisputeError> {
+    let starts = |p: &[u8]| tx.name.starts_with(p);
+    let Some(dispute) = dispute_of(tx) else {
+        if starts(CHALLENGE_REGISTER) || starts(ANSWER_REGISTER) {
+            return Err(DisputeError::BadName);
+        }
+        return Ok(());
+    };
+    if tx.value.is_empty() {
+        return Ok(());
+    }
+    match dispute {
+        Dispute::Challenge { accused } => {
+            let challenge = Challenge::decode(&tx.value)
+                .map_err(|e| DisputeError::Undecodable(e.to_string()))?;
+            if challenge.receipt.holder != accused {
+                return Err(DisputeError::OtherHolder);
+            }
+            if accused == tx.owner {
+                return Err(DisputeError::OwnReceipt);
+            }
+            if !challenge.receipt.verify(chain_id) {
+                return Err(DisputeError::BadReceipt);
+            }
+        }
+        Dispute::Answer { accuser } => {
+            let max = answer_value_bytes(max_blob_bytes);
+            if tx.value.len() > max {
+                return Err(DisputeError::TooLarge {
+                    got: tx.value.len(),
+                    max,
+                });
+            }
+            let answer = Answer::decode(&tx.value, max_blob_bytes)
+                .map_err(|e| DisputeError::Undecodable(e.to_string()))?;
+            if answer.len > max_blob_bytes {
+                return Err(DisputeError::TooLarge {
+                    got: answer.len as usize,
+                    max: max_blob_bytes as usize,
+                });
+            }
+            let chunk = challenged_chunk(
+                chain_id,
+                &accuser,
+                &tx.owner,
+                answer.challenge_version,
+                &answer.address,
+                answer.len,
+            );
+            audit::verify_with_last(&answer.address, answer.len, chunk, &answer.slice)
+                .map_err(|e| DisputeError::BadSlice(e.to_string()))?;
+        }
+    }
+    Ok(())
+}
+
+/// A challenge or answer on the canonical chain, and the height of the
+/// block that holds it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Written {
+    pub height: u64,
+    pub tx: RegisterTx,
+}
+
+/// The accuser whose challenge `accused` left unanswered, as the chain
+/// stands at `first_height` (an era's first block), if any: a challenge
+/// counts when it was written after the accused's registration (at
+/// `registered_at`), by an accuser `is_holder` names, with a receipt of
+/// its era or the one before, when its answer window closed below
+/// `first_height`, and when its accuser did not replace or withdraw it
+/// within the window. It is answered by an answer of the accused in the
+/// window naming its version and address. `disputes`: every challenge to
+/// and answer by the accused, each as checked by [`check_dispute`].
+pub fn failed(
+    accused: &[u8; 32],
+    registered_at: u64,
+    first_height: u64,
+    era_blocks: u64,
+    disputes: &[Written],
+    is_holder: impl Fn(&[u8; 32]) -> bool,
+) -> Option<[u8; 32]> {
+    let challenges = disputes.iter().filter_map(|w| match dispute_of(&w.tx) {
+        Some(Dispute::Challenge { accused: a }) if a == *accused => Some(w),
+        _ => None,
+    });
+    for c in challenges {
+        let accuser = c.tx.owner;
+        let closes = c.height.saturating_add(ANSWER_BLOCKS);
+        if c.height <= registered_at || closes >= first_height || !is_holder(&accuser) {
+            continue;
+        }
+        let Ok(challenge) = Challenge::decode(&c.tx.value) else {
+            continue;
+        };
+        let era = era_at(c.height, era_blocks);
+        if challenge.receipt.era > era || challenge.receipt.era + 1 < era {
+            continue;
+        }
+        let replaced = disputes.iter().any(|w| {
+            w.tx.owner == accuser
+                && w.tx.name == c.tx.name
+                && w.tx.version > c.tx.version
+                && w.height <= closes
+        });
+        if replaced {
+            continue;
+        }
+        let answered = disputes.iter().any(|w| {
+            w.tx.owner == *accused
+                && dispute_of(&w.tx) == Some(Dispute::Answer { accuser })
+                && (c.height..=closes).contains(&w.height)
+                && Answer::decode(&w.tx.value, u64::MAX).is_ok_and(|a| {
+                    a.challenge_version == c.tx.version && a.address == challenge.receipt.address
+                })
+        });
+        if !answered {
+            return Some(accuser);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests;
