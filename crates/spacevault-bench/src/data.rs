@@ -147,6 +147,10 @@ pub struct Recovery {
     pub forgotten_seconds: Option<f64>,
     /// Until every one of its blobs was back at `wanted` copies.
     pub back_seconds: Option<f64>,
+    /// Until no vault named it among the chain's holders any more (its
+    /// challenges on the chain unanswered): None in the bootstrap era,
+    /// where holders are not the chain's, or not within the limit.
+    pub evicted_seconds: Option<f64>,
     /// Its blobs still under `wanted` when the benchmark stopped looking.
     pub short_at_end: usize,
     /// (seconds since it vanished, its blobs under `wanted` copies), at
@@ -631,19 +635,32 @@ async fn recover(
     network.kill(victim).await.ok()?;
     let started = Instant::now();
     let limit = Duration::from_secs_f64(options.recovery_limit_seconds);
-    let (mut forgotten_seconds, mut back_seconds) = (None, None);
+    let (mut forgotten_seconds, mut back_seconds, mut evicted_seconds) = (None, None, None);
+    // Past the bootstrap era the vanished vault is a holder the chain
+    // names until a challenge it cannot answer takes it out.
+    let chain_holders = options.era_blocks > 0;
     let mut short = kept.clone();
     let mut short_over_time = vec![(0.0, kept.len())];
     while started.elapsed() < limit {
-        if forgotten_seconds.is_none()
-            && (0..network.clients.len()).all(|i| network.counts_alive(i, &key) == Some(false))
-        {
-            forgotten_seconds = Some(started.elapsed().as_secs_f64());
+        let now = started.elapsed().as_secs_f64();
+        let every = |f: &dyn Fn(usize) -> bool| (0..network.clients.len()).all(f);
+        if forgotten_seconds.is_none() && every(&|i| network.counts_alive(i, &key) == Some(false)) {
+            forgotten_seconds = Some(now);
         }
-        short.retain(|a| copies(network, a) < wanted);
-        short_over_time.push((started.elapsed().as_secs_f64(), short.len()));
-        if short.is_empty() {
-            back_seconds = Some(started.elapsed().as_secs_f64());
+        if chain_holders
+            && evicted_seconds.is_none()
+            && every(&|i| network.names_holder(i, &key) == Some(false))
+        {
+            evicted_seconds = Some(now);
+        }
+        if back_seconds.is_none() {
+            short.retain(|a| copies(network, a) < wanted);
+            short_over_time.push((now, short.len()));
+            if short.is_empty() {
+                back_seconds = Some(now);
+            }
+        }
+        if back_seconds.is_some() && (evicted_seconds.is_some() || !chain_holders) {
             break;
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -655,6 +672,7 @@ async fn recover(
         wanted,
         forgotten_seconds,
         back_seconds,
+        evicted_seconds,
         short_at_end: short.len(),
         short_over_time,
     })

@@ -117,6 +117,7 @@ pub fn svg(report: &DataBench) -> Option<String> {
             "counted gone by every vault",
         ),
         (r.back_seconds, "#7570b3", "every blob back at R"),
+        (r.evicted_seconds, "#e7298a", "out of the chain's holders"),
     ];
     for (i, (at, colour, label)) in marks.into_iter().enumerate() {
         let Some(at) = at else { continue };

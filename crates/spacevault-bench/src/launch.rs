@@ -340,6 +340,15 @@ impl Network {
         }
     }
 
+    /// Whether vault `i` names `key` among the holders of its chain's era
+    /// (every vault does in the bootstrap era), for vaults in this process.
+    pub fn names_holder(&self, i: usize, key: &[u8; 32]) -> Option<bool> {
+        match &self.vaults {
+            Vaults::InProcess(nodes) => Some(nodes.get(i)?.vaults().is_holder(key)),
+            Vaults::Processes(_) => None,
+        }
+    }
+
     /// Every vault's count and nanoseconds of the crypto operation `op`,
     /// summed, for vaults in this process (None for vault processes).
     pub fn crypto_op(&self, op: spacevault_meter::Op) -> Option<(u64, u64)> {

@@ -89,6 +89,15 @@ pub fn with_last_bound(len: u64) -> usize {
     2 * CHUNK_BYTES as usize + 2 * depth * 64
 }
 
+/// The most bytes a challenge's answer on the chain takes
+/// (`challenge::Answer`: the challenge's version and signature, address,
+/// length, the slice with its length) on a chain whose blobs are at most
+/// `max_blob_bytes`: answers are bounded by the blob size, not by the
+/// chain's register value limit.
+pub fn answer_value_bytes(max_blob_bytes: u64) -> usize {
+    8 + 64 + 32 + 8 + 4 + with_last_bound(max_blob_bytes)
+}
+
 fn ranges_of(wanted: &[u64]) -> ChunkRanges {
     let mut ranges = ChunkRanges::empty();
     for &chunk in wanted {

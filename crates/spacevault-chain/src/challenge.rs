@@ -11,12 +11,14 @@
 //! the blob's length: the answer is checked against the address alone,
 //! by every vault, on its own ([`check_dispute`]). Whether a challenge
 //! went unanswered in time is read from the chain's history
-//! ([`failed`]), so every vault and client computes the same holders.
+//! ([`failed`]), so every vault and client computes the same holders; a
+//! holder that failed holds nothing for [`EVICTION_ERAS`] eras even if it
+//! registers again.
 //! `docs/PROTOCOL.md` ("Challenges on the chain") is the specification.
 
-use crate::audit;
+use crate::audit::{self, answer_value_bytes};
 use crate::codec::{DecodeError, Reader, Writer};
-use crate::holders::era_at;
+use crate::holders::{effective_era, era_at};
 use crate::types::{derive, Receipt, RegisterTx};
 
 /// The register an accuser writes a challenge to, followed by the
@@ -27,8 +29,8 @@ pub const CHALLENGE_REGISTER: &[u8] = b"\0challenge";
 /// accuser's key.
 pub const ANSWER_REGISTER: &[u8] = b"\0answer";
 
-/// Blocks after a challenge's (its own included) that its answer may be
-/// in. The challenge fails once a block past them begins an era.
+/// Blocks after a challenge's that its answer may be in, besides the
+/// challenge's own: a window of `ANSWER_BLOCKS + 1` blocks.
 pub const ANSWER_BLOCKS: u64 = 8;
 
 /// The longest name of the two registers: the holder's key after the
@@ -58,12 +60,13 @@ impl Challenge {
     }
 }
 
-/// An answer's register value: the version of the challenge it answers,
-/// the blob's address and length, and the slice that proves the drawn
-/// chunk and the last ([`audit::prove_with_last`]).
+/// An answer's register value: the version and the signature of the
+/// challenge it answers, the blob's address and length, and the slice
+/// that proves the drawn chunk and the last ([`audit::prove_with_last`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Answer {
     pub challenge_version: u64,
+    pub challenge_signature: [u8; 64],
     pub address: [u8; 32],
     pub len: u64,
     pub slice: Vec<u8>,
@@ -73,6 +76,7 @@ impl Answer {
     pub fn encode(&self) -> Vec<u8> {
         let mut w = Writer::new();
         w.u64(self.challenge_version)
+            .fixed(&self.challenge_signature)
             .fixed(&self.address)
             .u64(self.len)
             .bytes(&self.slice);
@@ -82,6 +86,7 @@ impl Answer {
     pub fn decode(bytes: &[u8], max_blob_bytes: u64) -> Result<Answer, DecodeError> {
         let mut r = Reader::new(bytes);
         let challenge_version = r.u64("answer's challenge version")?;
+        let challenge_signature = r.array("answer's challenge signature")?;
         let address = r.array("answer's address")?;
         let len = r.u64("answer's blob length")?;
         let slice = r
@@ -90,6 +95,7 @@ impl Answer {
         r.finish()?;
         Ok(Answer {
             challenge_version,
+            challenge_signature,
             address,
             len,
             slice,
@@ -97,21 +103,16 @@ impl Answer {
     }
 }
 
-/// The most bytes an answer's value takes on a chain whose blobs are at
-/// most `max_blob_bytes`: answers are bounded by the blob size, not by the
-/// chain's register value limit.
-pub fn answer_value_bytes(max_blob_bytes: u64) -> usize {
-    8 + 32 + 8 + 4 + audit::with_last_bound(max_blob_bytes)
-}
-
 /// The chunk a challenge asks for: drawn from the chain, both keys, the
-/// challenge's version and the blob, so the holder learns it only from
-/// the challenge.
+/// challenge's version and signature, and the blob. The signature is the
+/// accuser's, made with its secret key: the holder learns the chunk only
+/// from the challenge, and cannot keep the slices of the next versions
+/// instead of the blob.
 pub fn challenged_chunk(
     chain_id: &[u8; 32],
     accuser: &[u8; 32],
     accused: &[u8; 32],
-    version: u64,
+    challenge: (u64, &[u8; 64]),
     address: &[u8; 32],
     len: u64,
 ) -> u64 {
@@ -119,7 +120,8 @@ pub fn challenged_chunk(
     w.fixed(chain_id)
         .fixed(accuser)
         .fixed(accused)
-        .u64(version)
+        .u64(challenge.0)
+        .fixed(challenge.1)
         .fixed(address);
     let h = derive(ANSWER_CONTEXT, &w.finish());
     u64::from_le_bytes(h[..8].try_into().expect("8 bytes")) % audit::chunks(len)
@@ -230,7 +232,7 @@ pub fn check_dispute(
                 chain_id,
                 &accuser,
                 &tx.owner,
-                answer.challenge_version,
+                (answer.challenge_version, &answer.challenge_signature),
                 &answer.address,
                 answer.len,
             );
@@ -241,46 +243,85 @@ pub fn check_dispute(
     Ok(())
 }
 
-/// A challenge or answer on the canonical chain, and the height of the
-/// block that holds it.
+/// A challenge, an answer or a holder registration on the canonical
+/// chain, and the height of the block that holds it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Written {
     pub height: u64,
     pub tx: RegisterTx,
 }
 
-/// The accuser whose challenge `accused` left unanswered, as the chain
-/// stands at `first_height` (an era's first block), if any: a challenge
-/// counts when it was written after the accused's registration (at
-/// `registered_at`), by an accuser `is_holder` names, with a receipt of
-/// its era or the one before, when its answer window closed below
-/// `first_height`, and when its accuser did not replace or withdraw it
-/// within the window. It is answered by an answer of the accused in the
-/// window naming its version and address. `disputes`: every challenge to
-/// and answer by the accused, each as checked by [`check_dispute`].
+/// Eras after the one a failed challenge's window closed in during which
+/// the holder holds nothing, even registered again: a failure costs more
+/// than one proof of space.
+pub const EVICTION_ERAS: u64 = 4;
+
+/// A challenge a holder left unanswered: its accuser, and the height its
+/// window closed at (its last block).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Failure {
+    pub accuser: [u8; 32],
+    pub closes: u64,
+}
+
+/// Whether `accused` stands failed as the chain stands at `first_height`
+/// (an era's first block), and by which challenge. `registrations`: its
+/// holder register writes (registrations, and leaves with an empty value)
+/// by height; `disputes`: the challenges to it and its answers, each as
+/// checked by [`check_dispute`]; `registered_at(key, h)`: whether `key`'s
+/// latest holder register write below height `h` is a registration.
+///
+/// A challenge written at height `h` counts when its window (`h` to `h +
+/// ANSWER_BLOCKS`) closed below `first_height`, when the accused was
+/// registered below `h` (the registration in force) and the accuser too,
+/// when its receipt is of an era from the registration's effective era to
+/// `h`'s (a holder keeps what it signed for while its registration
+/// stands), and when its accuser did not replace or withdraw it within
+/// the window. It is answered by an answer of the accused in the window
+/// naming its version and signature and the receipt's address. An
+/// unanswered one fails the accused while the registration in force at
+/// `h` stands, and, whatever it registers since, until [`EVICTION_ERAS`]
+/// eras after the one the window closed in.
 pub fn failed(
     accused: &[u8; 32],
-    registered_at: u64,
     first_height: u64,
     era_blocks: u64,
+    registrations: &[Written],
     disputes: &[Written],
-    is_holder: impl Fn(&[u8; 32]) -> bool,
-) -> Option<[u8; 32]> {
-    let challenges = disputes.iter().filter_map(|w| match dispute_of(&w.tx) {
-        Some(Dispute::Challenge { accused: a }) if a == *accused => Some(w),
-        _ => None,
+    registered_at: impl Fn(&[u8; 32], u64) -> bool,
+) -> Option<Failure> {
+    let in_force = |h: u64| {
+        registrations
+            .iter()
+            .filter(|w| w.height < h)
+            .max_by_key(|w| w.height)
+            .filter(|w| !w.tx.value.is_empty())
+    };
+    let current = in_force(first_height)?;
+    let challenges = disputes.iter().filter(|w| {
+        !w.tx.value.is_empty()
+            && dispute_of(&w.tx) == Some(Dispute::Challenge { accused: *accused })
     });
     for c in challenges {
         let accuser = c.tx.owner;
         let closes = c.height.saturating_add(ANSWER_BLOCKS);
-        if c.height <= registered_at || closes >= first_height || !is_holder(&accuser) {
+        if closes >= first_height {
+            continue;
+        }
+        let Some(registration) = in_force(c.height) else {
+            continue;
+        };
+        let evicted = registration.height == current.height
+            || era_at(first_height, era_blocks) <= era_at(closes, era_blocks) + EVICTION_ERAS;
+        if !evicted || !registered_at(&accuser, c.height) {
             continue;
         }
         let Ok(challenge) = Challenge::decode(&c.tx.value) else {
             continue;
         };
         let era = era_at(c.height, era_blocks);
-        if challenge.receipt.era > era || challenge.receipt.era + 1 < era {
+        let since = effective_era(registration.height, era_blocks);
+        if challenge.receipt.era > era || challenge.receipt.era < since {
             continue;
         }
         let replaced = disputes.iter().any(|w| {
@@ -297,11 +338,13 @@ pub fn failed(
                 && dispute_of(&w.tx) == Some(Dispute::Answer { accuser })
                 && (c.height..=closes).contains(&w.height)
                 && Answer::decode(&w.tx.value, u64::MAX).is_ok_and(|a| {
-                    a.challenge_version == c.tx.version && a.address == challenge.receipt.address
+                    a.challenge_version == c.tx.version
+                        && a.challenge_signature == c.tx.signature
+                        && a.address == challenge.receipt.address
                 })
         });
         if !answered {
-            return Some(accuser);
+            return Some(Failure { accuser, closes });
         }
     }
     None

@@ -24,7 +24,7 @@ pub(crate) fn registration_value_bytes(kind: ProofKind) -> usize {
 }
 
 /// The spec's encoding version.
-pub const SPEC_VERSION: u16 = 7;
+pub const SPEC_VERSION: u16 = 8;
 
 /// A chain's parameters, as `spacevault chain init` writes them (JSON).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -334,9 +334,8 @@ impl Limits {
             max_register_name_bytes: spec.max_register_name_bytes as usize,
             // An answer to a challenge on the chain is bounded by the
             // blob size, not by the chain's register value limit.
-            max_register_value_bytes: (spec.max_register_value_bytes as usize).max(
-                crate::challenge::answer_value_bytes(spec.max_blob_bytes as u64),
-            ),
+            max_register_value_bytes: (spec.max_register_value_bytes as usize)
+                .max(crate::audit::answer_value_bytes(spec.max_blob_bytes as u64)),
             max_block_evidence: spec.max_block_evidence as usize,
         }
     }

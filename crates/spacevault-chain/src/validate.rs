@@ -261,7 +261,7 @@ pub fn check_tx(
     }
     let max_value = match crate::challenge::dispute_of(tx) {
         Some(crate::challenge::Dispute::Answer { .. }) => {
-            crate::challenge::answer_value_bytes(spec.max_blob_bytes as u64)
+            crate::audit::answer_value_bytes(spec.max_blob_bytes as u64)
         }
         _ => spec.max_register_value_bytes as usize,
     };

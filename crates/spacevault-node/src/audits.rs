@@ -12,12 +12,17 @@
 //! again all the same, which costs a holder that has it one hash, so that
 //! a holder cannot keep a dropped copy hidden by never answering.
 //!
+//! A holder that fails [`FAILURES_TO_CHALLENGE`] audits in a row, or
+//! leaves [`UNANSWERED_TO_CHALLENGE`] unanswered in a row (a registered
+//! holder that vanished is one: it is counted unanswered without being
+//! asked), is challenged on the chain with a receipt it signed
+//! ([`crate::disputes`]): it answers there, where every vault checks the
+//! answer, or leaves the holders at the next era. So a failure here is
+//! never this vault's word alone.
+//!
 //! What an audit cannot catch: a holder that relays the audit to another
 //! holder and returns its answer passes without a copy of its own (a
 //! proof of replication, as Filecoin's sealing gives, would be needed).
-//! Holders here are this vault's view of the announcements; a holder that
-//! fails again and again stays a holder until holders follow from the
-//! chain.
 
 pub use crate::config::AuditConfig;
 use crate::shared::Shared;
@@ -34,6 +39,14 @@ pub const AUDIT_DUE: Duration = Duration::from_secs(5);
 /// sent again anyway.
 pub const UNANSWERED_TO_RESEND: u32 = 3;
 
+/// Audits of a holder failed in a row (a copy sent again between them)
+/// after which it is challenged on the chain.
+pub const FAILURES_TO_CHALLENGE: u32 = 2;
+
+/// Audits of a holder left unanswered in a row after which it is
+/// challenged on the chain.
+pub const UNANSWERED_TO_CHALLENGE: u32 = 6;
+
 /// How long the auditor waits for a holder to take a blob sent again.
 const RESEND_DUE: Duration = Duration::from_secs(20);
 
@@ -42,11 +55,18 @@ pub async fn run(shared: Arc<Shared>, config: AuditConfig) {
     if config.blobs == 0 || config.interval.is_zero() {
         return;
     }
-    let mut unanswered = HashMap::new();
+    let mut streaks = HashMap::new();
     loop {
         tokio::time::sleep(config.interval).await;
-        audit_round(&shared, config.blobs, &mut unanswered).await;
+        audit_round(&shared, config.blobs, &mut streaks).await;
     }
+}
+
+/// A holder's audits in a row that came to nothing.
+#[derive(Clone, Copy, Debug, Default)]
+struct Streak {
+    failed: u32,
+    unanswered: u32,
 }
 
 /// What an audit came to.
@@ -57,7 +77,7 @@ enum Outcome {
     Unanswered,
 }
 
-async fn audit_round(shared: &Arc<Shared>, blobs: usize, unanswered: &mut HashMap<[u8; 32], u32>) {
+async fn audit_round(shared: &Arc<Shared>, blobs: usize, streaks: &mut HashMap<[u8; 32], Streak>) {
     let own = shared.key.public();
     let mut seed = [0u8; 32];
     if getrandom::fill(&mut seed).is_err() {
@@ -88,31 +108,71 @@ async fn audit_round(shared: &Arc<Shared>, blobs: usize, unanswered: &mut HashMa
         let Some(Ok(Some(blob))) = local else {
             continue;
         };
-        let holders: Vec<([u8; 32], spacevault_network::Peer)> = {
+        // The holders alive, and those the chain names that are not: the
+        // latter answer nothing.
+        let (holders, vanished) = {
             let v = shared.vaults.lock().unwrap();
-            v.holders(&address, r)
+            let alive: Vec<([u8; 32], Option<spacevault_network::Peer>)> = v
+                .holders(&address, r)
                 .into_iter()
                 .filter(|k| *k != own)
-                .filter_map(|k| Some((k, v.peer(&k)?)))
-                .collect()
+                .filter_map(|k| Some((k, Some(v.peer(&k)?))))
+                .collect();
+            let vanished: Vec<([u8; 32], Option<spacevault_network::Peer>)> = v
+                .chain_holders(&address, r)
+                .into_iter()
+                .filter(|k| *k != own && v.peer(k).is_none())
+                .map(|k| (k, None))
+                .collect();
+            (alive, vanished)
         };
-        for (holder, peer) in holders {
-            let chunk = pick(
-                &[&address[..], &holder[..]].concat(),
-                audit::chunks(blob.len() as u64),
-            );
-            let outcome = audit_one(shared, peer, &address, blob.len() as u64, chunk).await;
+        for (holder, peer) in holders.into_iter().chain(vanished) {
+            let outcome = match peer {
+                Some(peer) => {
+                    let chunk = pick(
+                        &[&address[..], &holder[..]].concat(),
+                        audit::chunks(blob.len() as u64),
+                    );
+                    audit_one(shared, peer, &address, blob.len() as u64, chunk).await
+                }
+                None => Outcome::Unanswered,
+            };
             let label = match outcome {
                 Outcome::Passed => "passed",
                 Outcome::Failed(why) => why,
                 Outcome::Unanswered => "unanswered",
             };
             shared.metrics.audit(label);
-            let streak = unanswered.entry(holder).or_insert(0);
+            let streak = streaks.entry(holder).or_default();
             *streak = match outcome {
-                Outcome::Unanswered => *streak + 1,
-                _ => 0,
+                Outcome::Passed => Streak::default(),
+                Outcome::Failed(_) => Streak {
+                    failed: streak.failed + 1,
+                    unanswered: 0,
+                },
+                Outcome::Unanswered => Streak {
+                    failed: streak.failed,
+                    unanswered: streak.unanswered + 1,
+                },
             };
+            let due = streak.failed >= FAILURES_TO_CHALLENGE
+                || streak.unanswered >= UNANSWERED_TO_CHALLENGE;
+            if due && crate::disputes::challenge(shared, holder, &address).await {
+                *streak = Streak::default();
+            }
+            // A holder under challenge is sent nothing more: it answers
+            // on the chain from what it kept.
+            let Some(peer) = peer else {
+                continue;
+            };
+            let challenged = shared
+                .disputes
+                .lock()
+                .unwrap()
+                .challenged_lately(&holder, crate::disputes::cooldown(shared));
+            if challenged {
+                continue;
+            }
             let resend = match outcome {
                 Outcome::Failed(why) => {
                     tracing::warn!(
@@ -123,8 +183,7 @@ async fn audit_round(shared: &Arc<Shared>, blobs: usize, unanswered: &mut HashMa
                     );
                     true
                 }
-                Outcome::Unanswered if *streak >= UNANSWERED_TO_RESEND => {
-                    *streak = 0;
+                Outcome::Unanswered if streak.unanswered.is_multiple_of(UNANSWERED_TO_RESEND) => {
                     true
                 }
                 _ => false,
@@ -132,7 +191,8 @@ async fn audit_round(shared: &Arc<Shared>, blobs: usize, unanswered: &mut HashMa
             if resend {
                 let resent = crate::data::store_patiently(shared, peer, blob.clone());
                 let sent = tokio::time::timeout(RESEND_DUE, resent);
-                if let Ok(Ok(Response::Stored(_))) = sent.await {
+                if let Ok(Ok(Response::Stored(receipt))) = sent.await {
+                    crate::data::keep_receipt(shared, &holder, &receipt);
                     shared.metrics.audit_repairs.inc();
                 }
             }
@@ -141,8 +201,8 @@ async fn audit_round(shared: &Arc<Shared>, blobs: usize, unanswered: &mut HashMa
     // Holders no longer met are forgotten: the map stays the size of the
     // vaults known.
     let known = shared.vaults.lock().unwrap().count();
-    if unanswered.len() > 2 * known {
-        unanswered.retain(|_, streak| *streak > 0);
+    if streaks.len() > 2 * known {
+        streaks.retain(|_, s| s.failed > 0 || s.unanswered > 0);
     }
 }
 

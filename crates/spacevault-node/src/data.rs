@@ -165,21 +165,24 @@ async fn replicate(shared: &Arc<Shared>, pass: &Pass) -> bool {
     // a pass one patience, not one a blob.
     let mut skipped: HashSet<net::Peer> = HashSet::new();
     for (address, targets) in plan {
-        let targets: Vec<net::Peer> = {
+        let targets: Vec<([u8; 32], net::Peer)> = {
             let v = shared.vaults.lock().unwrap();
-            targets.iter().filter_map(|k| v.peer(k)).collect()
+            targets
+                .iter()
+                .filter_map(|k| Some((*k, v.peer(k)?)))
+                .collect()
         };
         if targets.is_empty() {
             continue;
         }
-        if targets.iter().all(|p| skipped.contains(p)) {
+        if targets.iter().all(|(_, p)| skipped.contains(p)) {
             complete = false;
             continue;
         }
         let Some(blob) = read_verified(shared, &address).await else {
             continue;
         };
-        for peer in targets {
+        for (key, peer) in targets {
             if skipped.contains(&peer) {
                 complete = false;
                 continue;
@@ -187,7 +190,8 @@ async fn replicate(shared: &Arc<Shared>, pass: &Pass) -> bool {
             // A holder that spent this vault's allowance takes the copy
             // once it grows back (8 MiB/s), sooner than the pass's retry.
             match store_patiently(shared, peer, blob.clone()).await {
-                Ok(Response::Stored(_)) => {
+                Ok(Response::Stored(receipt)) => {
+                    keep_receipt(shared, &key, &receipt);
                     shared.metrics.blob_copies_pushed.inc();
                 }
                 answer => {
@@ -202,6 +206,18 @@ async fn replicate(shared: &Arc<Shared>, pass: &Pass) -> bool {
         }
     }
     complete
+}
+
+/// Keeps `receipt` to challenge its holder with, if `asked` signed it.
+pub(crate) fn keep_receipt(shared: &Shared, asked: &[u8; 32], receipt: &spacevault_chain::Receipt) {
+    let chain_id = shared.chain.chain_id();
+    meter::with(&shared.meter, || {
+        shared
+            .disputes
+            .lock()
+            .unwrap()
+            .keep_if_signed(asked, receipt, &chain_id)
+    });
 }
 
 /// A blob's address, counted in this vault's meter as `op` (data as it
@@ -603,6 +619,7 @@ pub async fn put(shared: &Arc<Shared>, blob: Vec<u8>) -> Result<Put, PutError> {
             let this_era = receipt.era.abs_diff(era) <= 1;
             let signed = meter::with(&shared.meter, || receipt.verify(&shared.chain.chain_id()));
             if receipt.address == address && from_asked && this_era && signed {
+                shared.disputes.lock().unwrap().keep(receipt.clone());
                 receipts.push(receipt);
             } else {
                 shared.metrics.rejected("store", "bad_receipt");

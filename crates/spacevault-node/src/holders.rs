@@ -6,6 +6,7 @@
 //! of them ([`spacevault_chain::holders`]).
 
 use crate::shared::Shared;
+use spacevault_chain::challenge;
 use spacevault_chain::holders::{
     self, era_at, era_salt, era_start, place, registration_challenge, registration_target, Place,
     Registration, HOLDER_REGISTER, MAX_REGISTRATION_NONCES,
@@ -54,7 +55,9 @@ impl EraHolders {
 /// era 0 and for an era whose first block the chain has not reached. A
 /// farmer key banned for equivocation by a block below the era's first
 /// holds nothing in it (a ban made later counts from the next era, so
-/// that an era's holders stay what they were when it began).
+/// that an era's holders stay what they were when it began), nor does a
+/// holder that left a challenge since its registration unanswered in a
+/// window closed below it ([`challenge::failed`]).
 pub fn era_holders(
     store: &Store,
     spec: &ChainSpec,
@@ -71,6 +74,9 @@ pub fn era_holders(
     let mut salts: HashMap<u64, [u8; 32]> = HashMap::new();
     let mut members = Vec::new();
     for r in store.registered_below(first_height)? {
+        if failed(store, spec, &r.owner, first_height)?.is_some() {
+            continue;
+        }
         if let Some(ban) = store.ban_of(&r.owner)? {
             let banned_at = store.info(&ban)?.map_or(0, |i| i.height);
             if banned_at < first_height {
@@ -105,6 +111,40 @@ pub fn era_holders(
         first_block,
         members,
     }))
+}
+
+/// The challenge `owner` left unanswered as the chain stands at
+/// `first_height`, if any ([`challenge::failed`]): read from its holder
+/// register writes and the challenges of the heights that can still
+/// fail it (those since its registration in force, and the eviction's
+/// eras before).
+pub(crate) fn failed(
+    store: &Store,
+    spec: &ChainSpec,
+    owner: &[u8; 32],
+    first_height: u64,
+) -> Result<Option<challenge::Failure>, StoreError> {
+    let writes = store.holder_writes(owner)?;
+    let Some(current) = writes.iter().rev().find(|w| w.height < first_height) else {
+        return Ok(None);
+    };
+    let eviction =
+        (challenge::EVICTION_ERAS + 1) * spec.era_blocks.max(1) + challenge::ANSWER_BLOCKS;
+    let since = current.height.min(first_height.saturating_sub(eviction));
+    let disputes = store.disputes_of(owner, since..first_height)?;
+    if disputes.is_empty() {
+        return Ok(None);
+    }
+    // An accuser whose registration cannot be read counts as not
+    // registered: a store failing mid-way is this vault's trouble alone.
+    Ok(challenge::failed(
+        owner,
+        first_height,
+        spec.era_blocks,
+        &writes,
+        &disputes,
+        |key, height| store.registered_at(key, height).unwrap_or(false),
+    ))
 }
 
 /// How often a vault not yet registered tries again, in slots: its
@@ -183,16 +223,32 @@ pub async fn follow(shared: Arc<Shared>) {
     }
 }
 
-/// Whether the canonical chain holds this vault's registration (or a
-/// vault without plots, which cannot register, counts as done).
+/// Whether the canonical chain holds this vault's registration, not
+/// since voided by a challenge it left unanswered (or a vault without
+/// plots, which cannot register, counts as done).
 fn registered(shared: &Shared) -> bool {
     if shared.farmer.plots().is_empty() {
         return true;
     }
-    match shared.store.register(&shared.key.public(), HOLDER_REGISTER) {
-        Ok(entry) => entry.is_some_and(|e| !e.value.is_empty()),
+    let own = shared.key.public();
+    let entry = match shared.store.register(&own, HOLDER_REGISTER) {
+        Ok(Some(entry)) if !entry.value.is_empty() => entry,
+        Ok(_) => return false,
         // Tried again with the next head.
-        Err(_) => true,
+        Err(_) => return true,
+    };
+    let head = shared.chain.height();
+    match failed(&shared.store, shared.chain.spec(), &own, head + 1) {
+        Ok(Some(failure)) if failure.closes >= entry.height => {
+            tracing::warn!(
+                accuser = %hex::encode(failure.accuser),
+                "a challenge to this vault went unanswered: it left the holders, and registers again"
+            );
+            false
+        }
+        // Not failed, or failed before registering again (evicted for a
+        // few eras all the same), or unreadable until the next head.
+        Ok(_) | Err(_) => true,
     }
 }
 

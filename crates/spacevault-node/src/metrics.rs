@@ -79,6 +79,9 @@ pub struct Metrics {
     pub audits: Family<Outcome, Counter>,
     /// Blobs sent again to a holder that failed an audit, and taken.
     pub audit_repairs: Counter,
+    /// Challenges on the chain: `made` by this vault, and those to it
+    /// `answered` or `unanswerable` (no holder had the blob).
+    pub challenges: Family<Outcome, Counter>,
     /// Audits this vault answered with a slice, and the slices' bytes.
     pub audit_answers: Counter,
     pub audit_answer_bytes: Counter,
@@ -191,6 +194,7 @@ impl Metrics {
             store_waits: Counter::default(),
             audits: Family::default(),
             audit_repairs: Counter::default(),
+            challenges: Family::default(),
             audit_answers: Counter::default(),
             audit_answer_bytes: Counter::default(),
             syncs: Counter::default(),
@@ -355,6 +359,11 @@ impl Metrics {
             m.audit_repairs.clone(),
         );
         registry.register(
+            "challenges",
+            "Challenges on the chain this vault made, and those to it it answered or could not",
+            m.challenges.clone(),
+        );
+        registry.register(
             "audit_answers",
             "Audits of this vault's blobs it answered with a slice",
             m.audit_answers.clone(),
@@ -452,6 +461,15 @@ impl Metrics {
     /// Counts an audit of another holder that came to `outcome`.
     pub fn audit(&self, outcome: &str) {
         self.audits
+            .get_or_create(&Outcome {
+                outcome: outcome.to_string(),
+            })
+            .inc();
+    }
+
+    /// Counts a challenge on the chain by `outcome`.
+    pub fn challenge(&self, outcome: &str) {
+        self.challenges
             .get_or_create(&Outcome {
                 outcome: outcome.to_string(),
             })

@@ -139,6 +139,7 @@ impl Node {
         shared.spawn(crate::scrub::run(shared.clone(), config.scrub));
         shared.spawn(crate::audits::run(shared.clone(), config.audits));
         shared.spawn(crate::holders::follow(shared.clone()));
+        shared.spawn(crate::disputes::follow(shared.clone()));
         if config.timekeeper {
             crate::slots::keep_time(&shared);
         }
@@ -426,6 +427,7 @@ fn shared_state(config: &NodeConfig, parts: Parts) -> Shared {
         )),
         scrub: Default::default(),
         scrub_rate: config.scrub.rate,
+        disputes: Default::default(),
         held: Default::default(),
     }
 }

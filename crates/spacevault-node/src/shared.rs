@@ -65,6 +65,8 @@ pub struct Shared {
     pub(crate) store_budgets: Mutex<crate::budget::Budgets<net::Peer>>,
     /// Each peer's allowance for the blocks it asks of this vault.
     pub(crate) blocks_budgets: Mutex<crate::budget::Budgets<net::Peer>>,
+    /// Other holders' receipts, and the holders challenged lately.
+    pub(crate) disputes: Mutex<crate::receipts::Book>,
     /// Where the scrub of stored blobs stands.
     pub(crate) scrub: ScrubProgress,
     /// Blocks waiting for their slot.

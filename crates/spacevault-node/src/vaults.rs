@@ -227,6 +227,15 @@ impl Vaults {
         nearest(&self.view(), address, r)
     }
 
+    /// The `r` holders of `address` the chain names in this era, alive or
+    /// not (none in the bootstrap era): a registered holder that vanished
+    /// stays one until a challenge it cannot answer takes it out.
+    pub fn chain_holders(&self, address: &[u8; 32], r: usize) -> Vec<[u8; 32]> {
+        self.members
+            .as_deref()
+            .map_or_else(Vec::new, |m| nearest(m, address, r))
+    }
+
     /// The chain moved to holder era `era`, whose holders are `members`
     /// (None in the bootstrap era): a change of the holders starts a
     /// replication pass. False when nothing changed.

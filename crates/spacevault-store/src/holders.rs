@@ -6,6 +6,7 @@
 
 use crate::{Store, StoreError};
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
+use spacevault_chain::challenge::Written;
 use spacevault_chain::holders::is_registration;
 use spacevault_chain::{Block, RegisterTx};
 
@@ -72,6 +73,46 @@ pub struct Registered {
 }
 
 impl Store {
+    /// `owner`'s holder register writes on the canonical chain (its
+    /// registrations, and its leaves with an empty value), by height.
+    pub fn holder_writes(&self, owner: &[u8; 32]) -> Result<Vec<Written>, StoreError> {
+        let tx = self.db.begin_read()?;
+        let table = tx.open_table(HOLDERS)?;
+        let (first, last) = (key(owner, 0), key(owner, u64::MAX));
+        let mut out = Vec::new();
+        for entry in table.range(first.as_slice()..=last.as_slice())? {
+            let (k, v) = entry?;
+            let height = k
+                .value()
+                .get(32..40)
+                .and_then(|h| <[u8; 8]>::try_from(h).ok())
+                .map(u64::from_be_bytes)
+                .ok_or(StoreError::Corrupt("a holder registration"))?;
+            let tx = RegisterTx::decode(v.value(), &self.limits)
+                .map_err(|_| StoreError::Corrupt("a holder registration"))?;
+            out.push(Written { height, tx });
+        }
+        Ok(out)
+    }
+
+    /// Whether `owner`'s latest holder register write below `height` on
+    /// the canonical chain is a registration.
+    pub fn registered_at(&self, owner: &[u8; 32], height: u64) -> Result<bool, StoreError> {
+        let tx = self.db.begin_read()?;
+        let table = tx.open_table(HOLDERS)?;
+        let (first, below) = (key(owner, 0), key(owner, height));
+        let latest = table.range(first.as_slice()..below.as_slice())?.next_back();
+        match latest {
+            None => Ok(false),
+            Some(entry) => {
+                let (_, v) = entry?;
+                let tx = RegisterTx::decode(v.value(), &self.limits)
+                    .map_err(|_| StoreError::Corrupt("a holder registration"))?;
+                Ok(!tx.value.is_empty())
+            }
+        }
+    }
+
     /// The holders registered on the canonical chain in blocks below
     /// `height`: each owner whose latest holder register write there is a
     /// registration, by owner.

@@ -38,6 +38,7 @@
 
 mod blob_index;
 pub mod blobs;
+mod disputes;
 mod holders;
 mod locate;
 mod records;
@@ -60,9 +61,10 @@ use std::path::Path;
 /// and targets in their info; 4, the farmer keys the canonical chain bans;
 /// 5, slots kept by line and each block's line in its info; 6, the lines
 /// listed by era (a store of version 5 is listed when opened); 7, holder
-/// registrations by owner and height (a store of an older version belongs
-/// to a chain of an older spec, whose id no spec of this build has).
-pub const STORE_VERSION: u32 = 7;
+/// registrations by owner and height; 8, challenges to holders and their
+/// answers by holder and height (a store of an older version belongs to a
+/// chain of an older spec, whose id no spec of this build has).
+pub const STORE_VERSION: u32 = 8;
 
 const BLOCKS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("blocks");
 const INFO: TableDefinition<&[u8], &[u8]> = TableDefinition::new("block_info");
@@ -254,6 +256,7 @@ impl Store {
             tx.open_table(slots::SLOTS)?;
             tx.open_table(slots::LINES)?;
             tx.open_table(holders::HOLDERS)?;
+            tx.open_table(disputes::DISPUTES)?;
             let version = match meta.get("store_version")? {
                 Some(v) => u32::from_le_bytes(
                     v.value()
@@ -490,6 +493,7 @@ impl Store {
             let mut infos = tx.open_table(INFO)?;
             let mut bans = tx.open_table(BANS)?;
             let mut holders = tx.open_table(holders::HOLDERS)?;
+            let mut disputes = tx.open_table(disputes::DISPUTES)?;
             let read_block = |blocks: &redb::Table<&[u8], &[u8]>, hash: &[u8]| {
                 let bytes = blocks
                     .get(hash)?
@@ -510,6 +514,7 @@ impl Store {
                     bans.remove(e.farmer_key().as_slice())?;
                 }
                 holders::unrecord(&mut holders, &old)?;
+                disputes::unrecord(&mut disputes, &old)?;
                 let records = undo.remove(hash.as_slice())?.map(|v| v.value().to_vec());
                 for (key, previous) in records::decode_undo(records.as_deref().unwrap_or(&[]))? {
                     match previous {
@@ -566,6 +571,7 @@ impl Store {
                 }
                 undo.insert(hash.as_slice(), records::encode_undo(&records).as_slice())?;
                 holders::record(&mut holders, &block)?;
+                disputes::record(&mut disputes, &block)?;
                 for e in &block.evidence {
                     bans.insert(e.farmer_key().as_slice(), hash.as_slice())?;
                 }

@@ -174,9 +174,89 @@ fn holder_registrations_are_a_history_that_reorgs_roll_back() {
     back.sort();
     assert_eq!(owners(5), back);
     assert_eq!(owners(u64::MAX), back);
+    let writes: Vec<(u64, Vec<u8>)> = store
+        .holder_writes(&xk)
+        .unwrap()
+        .into_iter()
+        .map(|w| (w.height, w.tx.value))
+        .collect();
+    assert_eq!(
+        writes,
+        vec![(1, b"x1".to_vec()), (3, vec![]), (4, b"x3".to_vec())]
+    );
+    let at = |k: &[u8; 32], h| store.registered_at(k, h).unwrap();
+    assert!(!at(&xk, 1) && at(&xk, 2) && at(&xk, 3) && !at(&xk, 4) && at(&xk, 5));
+    assert!(!at(&yk, 2) && at(&yk, 3));
     // A reorg to b2 forgets y and x's leaving and return.
     store.make_canonical(&[b2.hash()]).unwrap().unwrap();
     assert_eq!(owners(u64::MAX), vec![(xk, 1, b"x1".to_vec())]);
+}
+
+#[test]
+fn challenges_and_answers_are_a_history_by_accused_that_reorgs_roll_back() {
+    use spacevault_chain::challenge::{answer_name, challenge_name};
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("s.redb"), &spec()).unwrap();
+    let (a, x, y) = (
+        Keypair::from_secret(&[9; 32]),
+        Keypair::from_secret(&[8; 32]),
+        Keypair::from_secret(&[7; 32]),
+    );
+    let (ak, xk, yk) = (a.public(), x.public(), y.public());
+    let g = spacevault_chain::genesis_hash(&spec().chain_id());
+    // a challenges x and y at 1; x answers at 2; a challenges x again at
+    // 3. Ordinary registers are no disputes.
+    let a1 = block(
+        g,
+        1,
+        1,
+        vec![
+            set(&a, &challenge_name(&xk), 1, b"c1"),
+            set(&a, &challenge_name(&yk), 1, b"c2"),
+            set(&x, b"other", 1, b"z"),
+        ],
+    );
+    let a2 = block(a1.hash(), 2, 1, vec![set(&x, &answer_name(&ak), 1, b"r1")]);
+    let a3 = block(
+        a2.hash(),
+        3,
+        1,
+        vec![set(&a, &challenge_name(&xk), 2, b"c3")],
+    );
+    let b2 = block(a1.hash(), 2, 2, vec![]);
+    keep(&store, [&a1, &a2, &a3, &b2]);
+    store
+        .make_canonical(&[a1.hash(), a2.hash(), a3.hash()])
+        .unwrap()
+        .unwrap();
+    let of = |k: &[u8; 32]| -> Vec<(u64, [u8; 32], Vec<u8>)> {
+        store
+            .disputes_of(k, 0..u64::MAX)
+            .unwrap()
+            .into_iter()
+            .map(|w| (w.height, w.tx.owner, w.tx.value))
+            .collect()
+    };
+    assert_eq!(
+        of(&xk),
+        vec![
+            (1, ak, b"c1".to_vec()),
+            (2, xk, b"r1".to_vec()),
+            (3, ak, b"c3".to_vec())
+        ]
+    );
+    assert_eq!(of(&yk), vec![(1, ak, b"c2".to_vec())]);
+    let heights: Vec<u64> = store
+        .disputes_of(&xk, 2..3)
+        .unwrap()
+        .iter()
+        .map(|w| w.height)
+        .collect();
+    assert_eq!(heights, vec![2]);
+    assert_eq!(of(&ak), vec![]);
+    // A reorg to b2 forgets the answer and the second challenge.
+    store.make_canonical(&[b2.hash()]).unwrap().unwrap();
+    assert_eq!(of(&xk), vec![(1, ak, b"c1".to_vec())]);
 }
 
 #[test]

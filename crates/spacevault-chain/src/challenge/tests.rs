@@ -24,20 +24,23 @@ fn challenge(accuser: &Keypair, accused: &Keypair, version: u64, era: u64, b: &[
     )
 }
 
-/// The answer an honest holder of `b` writes to `accuser`'s challenge
-/// of version `version`.
-fn answer(
-    accused: &Keypair,
-    accuser: &[u8; 32],
-    version: u64,
-    b: &[u8],
-    version_of_tx: u64,
-) -> RegisterTx {
+/// The answer an honest holder of `b` writes to `challenge`, as version
+/// `version_of_tx` of its answer register.
+fn answer(accused: &Keypair, challenge: &RegisterTx, b: &[u8], version_of_tx: u64) -> RegisterTx {
     let address = blob_address(b);
     let len = b.len() as u64;
-    let chunk = challenged_chunk(&CHAIN, accuser, &accused.public(), version, &address, len);
+    let drawn = (challenge.version, &challenge.signature);
+    let chunk = challenged_chunk(
+        &CHAIN,
+        &challenge.owner,
+        &accused.public(),
+        drawn,
+        &address,
+        len,
+    );
     let value = Answer {
-        challenge_version: version,
+        challenge_version: challenge.version,
+        challenge_signature: challenge.signature,
         address,
         len,
         slice: audit::prove_with_last(b, chunk).unwrap(),
@@ -46,7 +49,7 @@ fn answer(
     RegisterTx::signed(
         accused,
         &CHAIN,
-        &answer_name(accuser),
+        &answer_name(&challenge.owner),
         version_of_tx,
         &value,
     )
@@ -122,7 +125,8 @@ fn an_answer_proves_the_drawn_chunk_and_the_length_against_the_address() {
     let (a, x, _) = keys();
     for len in [1usize, 1024, 3000, 100_000, 1 << 20] {
         let b = blob(len);
-        let good = answer(&x, &a.public(), 3, &b, 1);
+        let c = challenge(&a, &x, 3, 2, &b);
+        let good = answer(&x, &c, &b, 1);
         assert_eq!(
             dispute_of(&good),
             Some(Dispute::Answer {
@@ -130,15 +134,24 @@ fn an_answer_proves_the_drawn_chunk_and_the_length_against_the_address() {
             })
         );
         assert_eq!(check_dispute(&CHAIN, MAX_BLOB, &good), Ok(()), "len {len}");
-        assert!(good.value.len() <= answer_value_bytes(MAX_BLOB));
+        assert!(good.value.len() <= audit::answer_value_bytes(MAX_BLOB));
     }
     let b = blob(100_000);
     let address = blob_address(&b);
     let len = b.len() as u64;
-    let chunk = challenged_chunk(&CHAIN, &a.public(), &x.public(), 3, &address, len);
-    let with = |version: u64, len: u64, slice: Vec<u8>| {
+    let c = challenge(&a, &x, 3, 2, &b);
+    let chunk = challenged_chunk(
+        &CHAIN,
+        &a.public(),
+        &x.public(),
+        (3, &c.signature),
+        &address,
+        len,
+    );
+    let with = |version: u64, signature: [u8; 64], len: u64, slice: Vec<u8>| {
         let value = Answer {
             challenge_version: version,
+            challenge_signature: signature,
             address,
             len,
             slice,
@@ -148,29 +161,48 @@ fn an_answer_proves_the_drawn_chunk_and_the_length_against_the_address() {
     };
     let slice = audit::prove_with_last(&b, chunk).unwrap();
     assert_eq!(
-        check_dispute(&CHAIN, MAX_BLOB, &with(3, len, slice.clone())),
+        check_dispute(&CHAIN, MAX_BLOB, &with(3, c.signature, len, slice.clone())),
         Ok(())
     );
-    // The slice of another version's chunk, a lied length, a bare chunk
-    // without the last.
+    // The slice of another challenge's chunk (another version, another
+    // signature), a lied length, a bare chunk without the last.
     let bad = |tx: RegisterTx| {
         matches!(
             check_dispute(&CHAIN, MAX_BLOB, &tx),
             Err(DisputeError::BadSlice(_))
         )
     };
-    let other_chunk = challenged_chunk(&CHAIN, &a.public(), &x.public(), 4, &address, len);
-    assert_ne!(
-        other_chunk, chunk,
-        "versions 3 and 4 draw apart for this blob"
+    let other = challenged_chunk(
+        &CHAIN,
+        &a.public(),
+        &x.public(),
+        (4, &c.signature),
+        &address,
+        len,
     );
-    assert!(bad(with(4, len, slice.clone())));
-    assert!(bad(with(3, len + 1, slice.clone())));
-    assert!(bad(with(3, len, audit::prove(&b, chunk).unwrap())));
+    assert_ne!(other, chunk, "versions 3 and 4 draw apart for this blob");
+    assert!(bad(with(4, c.signature, len, slice.clone())));
+    let forged = [0x55; 64];
+    let by_forged = challenged_chunk(
+        &CHAIN,
+        &a.public(),
+        &x.public(),
+        (3, &forged),
+        &address,
+        len,
+    );
+    assert_ne!(by_forged, chunk, "signatures draw apart for this blob");
+    assert!(bad(with(3, forged, len, slice.clone())));
+    assert!(bad(with(3, c.signature, len + 1, slice.clone())));
+    assert!(bad(with(
+        3,
+        c.signature,
+        len,
+        audit::prove(&b, chunk).unwrap()
+    )));
     // Past the chain's blob size.
-    let small = 4096;
     assert!(matches!(
-        check_dispute(&CHAIN, small, &with(3, len, slice)),
+        check_dispute(&CHAIN, 4096, &with(3, c.signature, len, slice)),
         Err(DisputeError::TooLarge { .. })
     ));
 }
@@ -188,6 +220,7 @@ fn challenges_and_answers_encode_as_documented() {
     assert_eq!(Challenge::decode(&bytes), Ok(c));
     let answer = Answer {
         challenge_version: 5,
+        challenge_signature: [0xee; 64],
         address: [0xcd; 32],
         len: 77,
         slice: vec![1, 2, 3],
@@ -197,6 +230,7 @@ fn challenges_and_answers_encode_as_documented() {
         bytes,
         [
             &5u64.to_le_bytes()[..],
+            &[0xee; 64],
             &[0xcd; 32],
             &77u64.to_le_bytes(),
             &3u32.to_le_bytes(),
@@ -213,53 +247,72 @@ fn at(height: u64, tx: RegisterTx) -> Written {
     Written { height, tx }
 }
 
+/// A holder register write by `key` at `height`: a registration, or
+/// with `leave` an empty value (`failed` reads only whether it is empty).
+fn registration(key: &Keypair, height: u64, version: u64, leave: bool) -> Written {
+    let value: &[u8] = if leave { b"" } else { b"registration" };
+    at(
+        height,
+        RegisterTx::signed(key, &CHAIN, crate::holders::HOLDER_REGISTER, version, value),
+    )
+}
+
 #[test]
 fn a_challenge_left_unanswered_past_its_window_fails_the_holder() {
     let (a, x, y) = keys();
     let b = blob(3000);
     let (accuser, accused) = (a.public(), x.public());
-    let holders = |k: &[u8; 32]| *k == accuser || *k == accused;
-    // Registered at 3; challenged at 10 (era 2, receipt of era 2): the
-    // window holds heights 10 to 18.
+    let holders = |k: &[u8; 32], _h: u64| *k == accuser || *k == accused;
+    // Registered at 3 (effective era 1); challenged at 10 (era 2, receipt
+    // of era 2): the window holds heights 10 to 18.
+    let registered = [registration(&x, 3, 1, false)];
     let c = at(10, challenge(&a, &x, 1, 2, &b));
+    let failure = Some(Failure {
+        accuser,
+        closes: 18,
+    });
     let fails = |disputes: &[Written], first: u64| {
-        failed(&accused, 3, first, ERA_BLOCKS, disputes, holders)
+        failed(&accused, first, ERA_BLOCKS, &registered, disputes, holders)
     };
-    assert_eq!(fails(&[c.clone()], 16), None, "the window is open at 16");
-    assert_eq!(fails(&[c.clone()], 18), None, "and at 18");
-    assert_eq!(fails(&[c.clone()], 20), Some(accuser), "closed by 20");
+    let one = std::slice::from_ref(&c);
+    assert_eq!(fails(one, 16), None, "the window is open at 16");
+    assert_eq!(fails(one, 18), None, "and at 18");
+    assert_eq!(fails(one, 20), failure, "closed by 20");
+    assert_eq!(
+        fails(one, 400),
+        failure,
+        "and for as long as the registration stands"
+    );
     // Answered in the window, even in the challenge's own block.
     for h in [10, 14, 18] {
-        let ans = at(h, answer(&x, &accuser, 1, &b, 1));
+        let ans = at(h, answer(&x, &c.tx, &b, 1));
         assert_eq!(fails(&[c.clone(), ans], 20), None, "answered at {h}");
     }
-    // Answered late, for another version, or for another blob: failed.
-    assert_eq!(
-        fails(&[c.clone(), at(19, answer(&x, &accuser, 1, &b, 1))], 20),
-        Some(accuser)
-    );
-    assert_eq!(
-        fails(&[c.clone(), at(12, answer(&x, &accuser, 2, &b, 1))], 20),
-        Some(accuser)
-    );
-    assert_eq!(
-        fails(
-            &[c.clone(), at(12, answer(&x, &accuser, 1, &blob(10), 1))],
-            20
-        ),
-        Some(accuser)
-    );
+    // Answered late, for another version or signature, or for another
+    // blob: failed.
+    let late = at(19, answer(&x, &c.tx, &b, 1));
+    assert_eq!(fails(&[c.clone(), late], 20), failure);
+    let mut other_version = c.tx.clone();
+    other_version.version = 2;
+    let ans = at(12, answer(&x, &other_version, &b, 1));
+    assert_eq!(fails(&[c.clone(), ans], 20), failure);
+    let mut other_signature = c.tx.clone();
+    other_signature.signature = [0x55; 64];
+    let ans = at(12, answer(&x, &other_signature, &b, 1));
+    assert_eq!(fails(&[c.clone(), ans], 20), failure);
+    let ans = at(12, answer(&x, &c.tx, &blob(10), 1));
+    assert_eq!(fails(&[c.clone(), ans], 20), failure);
     // An answer by someone else for the accused is no answer.
-    let mut by_y = answer(&x, &accuser, 1, &b, 1);
+    let mut by_y = answer(&x, &c.tx, &b, 1);
     by_y.owner = y.public();
-    assert_eq!(fails(&[c.clone(), at(12, by_y)], 20), Some(accuser));
+    assert_eq!(fails(&[c.clone(), at(12, by_y)], 20), failure);
     // Replaced (a new challenge) or withdrawn in the window: only the
     // replacement counts.
     let withdrawn = RegisterTx::signed(&a, &CHAIN, &challenge_name(&accused), 2, b"");
     assert_eq!(fails(&[c.clone(), at(12, withdrawn.clone())], 20), None);
     assert_eq!(
         fails(&[c.clone(), at(19, withdrawn)], 20),
-        Some(accuser),
+        failure,
         "withdrawn too late"
     );
     let again = at(13, challenge(&a, &x, 2, 3, &b));
@@ -268,22 +321,19 @@ fn a_challenge_left_unanswered_past_its_window_fails_the_holder() {
         None,
         "the second's window is open"
     );
-    assert_eq!(fails(&[c.clone(), again.clone()], 24), Some(accuser));
+    let second = Some(Failure {
+        accuser,
+        closes: 21,
+    });
+    assert_eq!(fails(&[c.clone(), again.clone()], 24), second);
+    let ans = at(15, answer(&x, &again.tx, &b, 1));
+    assert_eq!(fails(&[c.clone(), again, ans], 24), None);
+    // By a vault not registered when it challenged, or with a receipt
+    // from before the registration took effect (era 0) or of an era to
+    // come: nothing.
+    let unregistered = |k: &[u8; 32], h: u64| *k == accused || h > 10;
     assert_eq!(
-        fails(
-            &[c.clone(), again, at(15, answer(&x, &accuser, 2, &b, 1))],
-            24
-        ),
-        None
-    );
-    // Before the registration, by a vault no holder, or with a stale or
-    // future receipt: nothing.
-    assert_eq!(
-        failed(&accused, 10, 20, ERA_BLOCKS, &[c.clone()], holders),
-        None
-    );
-    assert_eq!(
-        failed(&accused, 3, 20, ERA_BLOCKS, &[c.clone()], |k| *k == accused),
+        failed(&accused, 20, ERA_BLOCKS, &registered, one, unregistered),
         None
     );
     assert_eq!(
@@ -293,7 +343,7 @@ fn a_challenge_left_unanswered_past_its_window_fails_the_holder() {
     );
     assert_eq!(
         fails(&[at(10, challenge(&a, &x, 1, 1, &b))], 20),
-        Some(accuser),
+        failure,
         "of era 1"
     );
     assert_eq!(
@@ -303,4 +353,54 @@ fn a_challenge_left_unanswered_past_its_window_fails_the_holder() {
     );
     // Another holder's challenge is not about x.
     assert_eq!(fails(&[at(10, challenge(&a, &y, 1, 2, &b))], 20), None);
+}
+
+#[test]
+fn a_failed_holder_registered_again_holds_nothing_until_its_eviction_is_over() {
+    let (a, x, _) = keys();
+    let b = blob(3000);
+    let (accuser, accused) = (a.public(), x.public());
+    let holders = |_: &[u8; 32], _: u64| true;
+    let c = at(10, challenge(&a, &x, 1, 2, &b));
+    let failure = Some(Failure {
+        accuser,
+        closes: 18,
+    });
+    let one = std::slice::from_ref(&c);
+    // Not registered at all, or registered only after the challenge:
+    // nothing to fail.
+    assert_eq!(failed(&accused, 20, ERA_BLOCKS, &[], one, holders), None);
+    let late = [registration(&x, 11, 1, false)];
+    assert_eq!(failed(&accused, 20, ERA_BLOCKS, &late, one, holders), None);
+    // Left before the challenge: the challenge finds no registration.
+    let left = [
+        registration(&x, 3, 1, false),
+        registration(&x, 8, 2, true),
+        registration(&x, 19, 3, false),
+    ];
+    assert_eq!(failed(&accused, 24, ERA_BLOCKS, &left, one, holders), None);
+    // Registered at 3, failed by the window closing at 18 (era 4),
+    // registered again at 19: out until era 4 + EVICTION_ERAS = 8 is over.
+    let again = [
+        registration(&x, 3, 1, false),
+        registration(&x, 19, 2, false),
+    ];
+    for era in 5..=8 {
+        let first = era * ERA_BLOCKS;
+        assert_eq!(
+            failed(&accused, first, ERA_BLOCKS, &again, one, holders),
+            failure,
+            "era {era}"
+        );
+    }
+    assert_eq!(
+        failed(&accused, 9 * ERA_BLOCKS, ERA_BLOCKS, &again, one, holders),
+        None
+    );
+    // Without registering again it stays out.
+    let stays = [registration(&x, 3, 1, false)];
+    assert_eq!(
+        failed(&accused, 9 * ERA_BLOCKS, ERA_BLOCKS, &stays, one, holders),
+        failure
+    );
 }

@@ -110,3 +110,70 @@ fn an_announcement() {
         &c.array::<64>("signature")
     ));
 }
+
+#[test]
+fn a_challenge_and_its_answer() {
+    use spacevault_chain::audit::prove_with_last;
+    use spacevault_chain::challenge::{
+        answer_name, challenge_name, challenged_chunk, check_dispute, Answer, Challenge,
+    };
+    use spacevault_chain::RegisterTx;
+    let blob: Vec<u8> = (0..5000u32).map(|i| (i % 251) as u8).collect();
+    let address = blob_address(&blob);
+    let (accuser, accused) = (vault(), holder());
+    let receipt = Receipt::sign(&accused, &chain_id(), 3, &address);
+    let challenge = RegisterTx::signed(
+        &accuser,
+        &chain_id(),
+        &challenge_name(&accused.public()),
+        1,
+        &Challenge { receipt }.encode(),
+    );
+    let chunk = challenged_chunk(
+        &chain_id(),
+        &accuser.public(),
+        &accused.public(),
+        (1, &challenge.signature),
+        &address,
+        blob.len() as u64,
+    );
+    let answer = RegisterTx::signed(
+        &accused,
+        &chain_id(),
+        &answer_name(&accuser.public()),
+        1,
+        &Answer {
+            challenge_version: 1,
+            challenge_signature: challenge.signature,
+            address,
+            len: blob.len() as u64,
+            slice: prove_with_last(&blob, chunk).unwrap(),
+        }
+        .encode(),
+    );
+    let c = Vector::new(
+        "dispute",
+        "the key of secret [7; 32] challenges the key of secret [6; 32] with its\n\
+         receipt of holder era 3 for the 5,000-byte blob of bytes i mod 251, in\n\
+         version 1 of register \"\\0challenge\" | accused; the accused answers in\n\
+         version 1 of \"\\0answer\" | accuser: the chunk the challenge draws (u64\n\
+         LE), the challenge's and the answer's RegisterTx encodings",
+    )
+    .field("chunk", chunk.to_le_bytes())
+    .field("challenge", challenge.encode())
+    .field("answer", answer.encode())
+    .check();
+    let limits = spacevault_chain::Limits {
+        max_block_txs: 1,
+        max_register_name_bytes: 64,
+        max_register_value_bytes: 4096,
+        max_block_evidence: 0,
+    };
+    for name in ["challenge", "answer"] {
+        let tx = RegisterTx::decode(c.get(name), &limits).expect("the committed tx decodes");
+        assert_eq!(tx.encode(), c.get(name));
+        assert!(tx.signature_ok(&chain_id()));
+        assert_eq!(check_dispute(&chain_id(), 1 << 20, &tx), Ok(()), "{name}");
+    }
+    assert_eq!(c.get("chunk"), chunk.to_le_bytes());
+}

@@ -244,6 +244,12 @@ fn print_report(r: &DataBench) -> Result<()> {
                     String::new()
                 }
             );
+            if o.era_blocks > 0 {
+                outln!(
+                    "                challenged on the chain and out of its holders after {}",
+                    seconds(v.evicted_seconds)
+                );
+            }
         }
     }
     Ok(())
