@@ -344,7 +344,7 @@ impl Network {
     /// (every vault does in the bootstrap era), for vaults in this process.
     pub fn names_holder(&self, i: usize, key: &[u8; 32]) -> Option<bool> {
         match &self.vaults {
-            Vaults::InProcess(nodes) => Some(nodes.get(i)?.vaults().is_holder(key)),
+            Vaults::InProcess(nodes) => Some(nodes.get(i)?.names_holder(key)),
             Vaults::Processes(_) => None,
         }
     }

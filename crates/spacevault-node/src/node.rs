@@ -263,6 +263,13 @@ impl Node {
             .is_some()
     }
 
+    /// Whether the vault names the vault of farmer key `key` among the
+    /// holders of its chain's era (every vault is one in the bootstrap
+    /// era).
+    pub fn names_holder(&self, key: &[u8; 32]) -> bool {
+        self.shared.vaults.lock().unwrap().is_holder(key)
+    }
+
     /// The vault's line of slots: for tests that give it slots they
     /// computed themselves.
     #[cfg(feature = "testing")]
