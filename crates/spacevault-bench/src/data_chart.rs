@@ -28,8 +28,14 @@ fn step_for(max: f64) -> f64 {
 /// recovery.
 pub fn svg(report: &DataBench) -> Option<String> {
     let r: &Recovery = report.recovery.as_ref()?;
+    // The axis reaches the last look and every mark (the holder may leave
+    // the chain's holders after its blobs are back).
     let last = r.short_over_time.last().map_or(1.0, |p| p.0);
-    let x_max = last.max(1.0);
+    let marks_end = [r.forgotten_seconds, r.back_seconds, r.evicted_seconds]
+        .into_iter()
+        .flatten()
+        .fold(last, f64::max);
+    let x_max = marks_end.max(1.0);
     let y_max = (r.blobs_it_kept as f64).max(1.0);
     let plot_w = WIDTH - LEFT - RIGHT;
     let plot_h = HEIGHT - TOP - BOTTOM;
