@@ -11,6 +11,10 @@ use serde::{Deserialize, Serialize};
 /// (`challenge::DISPUTE_NAME_BYTES`), longer than the holder register's.
 pub(crate) const PROTOCOL_REGISTER_NAME_BYTES: usize = 42;
 
+/// Bytes of a challenge's register value (`challenge::Challenge`: a
+/// receipt), which every chain's registers must carry.
+pub(crate) const CHALLENGE_VALUE_BYTES: usize = 32 + 32 + 8 + 64;
+
 /// Bytes of a holder registration's register value with a proof of
 /// `kind` (`holders::Registration`): its nonce, then the proof as
 /// `ChainProof` encodes it: kind, farmer key, seed, k, and the scheme's
@@ -244,6 +248,11 @@ impl ChainSpec {
                     kind.name()
                 ));
             }
+        }
+        if (self.max_register_value_bytes as usize) < CHALLENGE_VALUE_BYTES {
+            return bad(format!(
+                "max_register_value_bytes must be at least {CHALLENGE_VALUE_BYTES}, a challenge to a holder"
+            ));
         }
         if self.max_block_txs > 1 << 16 {
             return bad("max_block_txs must be at most 65536".into());

@@ -10,6 +10,7 @@ use spacevault_chain::challenge::{
     answer_name, challenge_name, challenged_chunk, dispute_of, Answer, Challenge, Dispute, Written,
     ANSWER_BLOCKS,
 };
+use spacevault_chain::holders::effective_era;
 use spacevault_chain::RegisterTx;
 use spacevault_meter::Op;
 use std::collections::HashMap;
@@ -29,17 +30,37 @@ pub(crate) fn cooldown(shared: &Shared) -> Duration {
 }
 
 /// Challenges `holder` on the chain with its receipt for `address` (or
-/// its newest), unless this vault did
-/// lately or holds none. Returns whether a challenge was written.
+/// its newest) of its registration in force, unless this vault did lately
+/// or holds none. Returns whether a challenge was written.
 pub(crate) async fn challenge(shared: &Arc<Shared>, holder: [u8; 32], address: &[u8; 32]) -> bool {
+    if shared
+        .disputes
+        .lock()
+        .unwrap()
+        .challenged_lately(&holder, cooldown(shared))
+    {
+        return false;
+    }
+    // The chain takes a receipt from the era the holder's registration in
+    // force took effect in on.
+    let (store, era_blocks) = (shared.store.clone(), shared.chain.spec().era_blocks);
+    let since = shared
+        .spawn_blocking(move || {
+            let writes = store.holder_writes(&holder)?;
+            Ok::<_, spacevault_store::StoreError>(
+                writes
+                    .last()
+                    .filter(|w| !w.tx.value.is_empty())
+                    .map(|w| effective_era(w.height, era_blocks)),
+            )
+        })
+        .await;
+    let Ok(Ok(Some(since))) = since else {
+        return false;
+    };
     let receipt = {
         let mut book = shared.disputes.lock().unwrap();
-        if book.challenged_lately(&holder, cooldown(shared)) {
-            return false;
-        }
-        // The chain takes a receipt from the holder's registration on:
-        // the newest is the likeliest.
-        let Some(receipt) = book.pick(&holder, address, 0) else {
+        let Some(receipt) = book.pick(&holder, address, since) else {
             return false;
         };
         book.challenging(holder, cooldown(shared));
@@ -155,7 +176,9 @@ fn open_challenges(
     own: &[u8; 32],
     head: u64,
 ) -> Result<Vec<RegisterTx>, spacevault_store::StoreError> {
-    let disputes = store.disputes_of(own, head.saturating_sub(ANSWER_BLOCKS)..head + 1)?;
+    // A challenge at `head - ANSWER_BLOCKS` or below: its window closed
+    // with the head, no answer can land in it any more.
+    let disputes = store.disputes_of(own, head.saturating_sub(ANSWER_BLOCKS) + 1..head + 1)?;
     let mut latest: HashMap<[u8; 32], &Written> = HashMap::new();
     for w in &disputes {
         if dispute_of(&w.tx) == Some(Dispute::Challenge { accused: *own }) {
@@ -175,6 +198,7 @@ fn open_challenges(
         let answered = disputes.iter().any(|w| {
             dispute_of(&w.tx) == Some(Dispute::Answer { accuser })
                 && w.tx.owner == *own
+                && w.height >= c.height
                 && Answer::decode(&w.tx.value, u64::MAX).is_ok_and(|a| {
                     a.challenge_version == c.tx.version && a.challenge_signature == c.tx.signature
                 })

@@ -57,7 +57,8 @@ impl EraHolders {
 /// holds nothing in it (a ban made later counts from the next era, so
 /// that an era's holders stay what they were when it began), nor does a
 /// holder that left a challenge since its registration unanswered in a
-/// window closed below it ([`challenge::failed`]).
+/// window closed below it, or did so before registering again within
+/// the eviction's eras ([`challenge::failed`]).
 pub fn era_holders(
     store: &Store,
     spec: &ChainSpec,
@@ -74,7 +75,7 @@ pub fn era_holders(
     let mut salts: HashMap<u64, [u8; 32]> = HashMap::new();
     let mut members = Vec::new();
     for r in store.registered_below(first_height)? {
-        if failed(store, spec, &r.owner, first_height)?.is_some() {
+        if failed(store, spec, &r.owner, first_height, false)?.is_some() {
             continue;
         }
         if let Some(ban) = store.ban_of(&r.owner)? {
@@ -117,33 +118,49 @@ pub fn era_holders(
 /// `first_height`, if any ([`challenge::failed`]): read from its holder
 /// register writes and the challenges of the heights that can still
 /// fail it (those since its registration in force, and the eviction's
-/// eras before).
+/// eras before). With `current_only`, a failure of the registration in
+/// force alone (an earlier one's eviction left out).
 pub(crate) fn failed(
     store: &Store,
     spec: &ChainSpec,
     owner: &[u8; 32],
     first_height: u64,
+    current_only: bool,
 ) -> Result<Option<challenge::Failure>, StoreError> {
-    let writes = store.holder_writes(owner)?;
-    let Some(current) = writes.iter().rev().find(|w| w.height < first_height) else {
+    let mut writes = store.holder_writes(owner)?;
+    let Some(current) = writes
+        .iter()
+        .rev()
+        .find(|w| w.height < first_height)
+        .cloned()
+    else {
         return Ok(None);
     };
+    if current_only {
+        writes.retain(|w| w.height >= current.height);
+    }
     let eviction =
         (challenge::EVICTION_ERAS + 1) * spec.era_blocks.max(1) + challenge::ANSWER_BLOCKS;
     let since = current.height.min(first_height.saturating_sub(eviction));
     let disputes = store.disputes_of(owner, since..first_height)?;
-    if disputes.is_empty() {
-        return Ok(None);
+    // The accusers registered when they wrote their challenges, read
+    // first: a store that fails is an error to try again, never a
+    // holder set of this vault's own.
+    let mut registered = std::collections::HashSet::new();
+    for w in &disputes {
+        if let Some(challenge::Dispute::Challenge { .. }) = challenge::dispute_of(&w.tx) {
+            if store.registered_at(&w.tx.owner, w.height)? {
+                registered.insert((w.tx.owner, w.height));
+            }
+        }
     }
-    // An accuser whose registration cannot be read counts as not
-    // registered: a store failing mid-way is this vault's trouble alone.
     Ok(challenge::failed(
         owner,
         first_height,
         spec.era_blocks,
         &writes,
         &disputes,
-        |key, height| store.registered_at(key, height).unwrap_or(false),
+        |key, height| registered.contains(&(*key, height)),
     ))
 }
 
@@ -231,24 +248,24 @@ fn registered(shared: &Shared) -> bool {
         return true;
     }
     let own = shared.key.public();
-    let entry = match shared.store.register(&own, HOLDER_REGISTER) {
-        Ok(Some(entry)) if !entry.value.is_empty() => entry,
+    match shared.store.register(&own, HOLDER_REGISTER) {
+        Ok(Some(entry)) if !entry.value.is_empty() => {}
         Ok(_) => return false,
         // Tried again with the next head.
         Err(_) => return true,
-    };
+    }
     let head = shared.chain.height();
-    match failed(&shared.store, shared.chain.spec(), &own, head + 1) {
-        Ok(Some(failure)) if failure.closes >= entry.height => {
+    match failed(&shared.store, shared.chain.spec(), &own, head + 1, true) {
+        Ok(Some(failure)) => {
             tracing::warn!(
                 accuser = %hex::encode(failure.accuser),
                 "a challenge to this vault went unanswered: it left the holders, and registers again"
             );
             false
         }
-        // Not failed, or failed before registering again (evicted for a
-        // few eras all the same), or unreadable until the next head.
-        Ok(_) | Err(_) => true,
+        // Not failed since registering (an earlier registration's
+        // eviction lapses on its own), or unreadable until the next head.
+        Ok(None) | Err(_) => true,
     }
 }
 

@@ -209,11 +209,16 @@ fn a_spec_whose_registers_cannot_carry_a_registration_is_refused() {
         spec.proofs.clear();
         let sizes = kind.sizes();
         spec.set_sizes(kind, *sizes.start(), *sizes.end());
-        spec.max_register_value_bytes = value.len() as u32;
+        // A challenge (136 bytes) must fit too.
+        let needed = value.len().max(crate::spec::CHALLENGE_VALUE_BYTES);
+        spec.max_register_value_bytes = needed as u32;
         assert!(spec.validate().is_ok(), "{kind:?}: {:?}", spec.validate());
         spec.max_register_value_bytes -= 1;
         assert!(spec.validate().is_err(), "{kind:?}");
     }
+    let receipt = crate::Receipt::sign(&Keypair::from_secret(&[1; 32]), &[0; 32], 1, &[2; 32]);
+    let challenge = crate::challenge::Challenge { receipt }.encode();
+    assert_eq!(challenge.len(), crate::spec::CHALLENGE_VALUE_BYTES);
     let mut spec = spec();
     spec.max_register_name_bytes = 42;
     assert!(spec.validate().is_ok());
