@@ -64,7 +64,6 @@ pub(crate) async fn challenge(shared: &Arc<Shared>, holder: [u8; 32], address: &
             return false;
         };
         book.challenging(holder, cooldown(shared));
-
         receipt
     };
     let name = challenge_name(&holder);
@@ -85,8 +84,9 @@ pub(crate) async fn challenge(shared: &Arc<Shared>, holder: [u8; 32], address: &
     written
 }
 
-/// Writes register `name` of this vault, one version past the chain's,
-/// and gossips it. Returns whether the pool took it.
+/// Writes register `name` of this vault, one version past the chain's and
+/// its own pending writes, and gossips it. Returns whether the pool took
+/// it.
 async fn write(shared: &Arc<Shared>, name: Vec<u8>, value: Vec<u8>) -> bool {
     let own = shared.key.public();
     let task = shared.clone();
