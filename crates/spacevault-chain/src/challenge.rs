@@ -243,6 +243,31 @@ pub fn check_dispute(
     Ok(())
 }
 
+/// Whether `answer` answers `challenge` in its window: written by the
+/// accused to the accuser, in the challenge's block or one of the
+/// [`ANSWER_BLOCKS`] after it, naming its version, its signature and its
+/// receipt's address.
+pub fn answers(answer: &Written, challenge: &Written) -> bool {
+    let (Some(Dispute::Challenge { accused }), Ok(c)) = (
+        dispute_of(&challenge.tx),
+        Challenge::decode(&challenge.tx.value),
+    ) else {
+        return false;
+    };
+    let window = challenge.height..=challenge.height.saturating_add(ANSWER_BLOCKS);
+    answer.tx.owner == accused
+        && dispute_of(&answer.tx)
+            == Some(Dispute::Answer {
+                accuser: challenge.tx.owner,
+            })
+        && window.contains(&answer.height)
+        && Answer::decode(&answer.tx.value, u64::MAX).is_ok_and(|a| {
+            a.challenge_version == challenge.tx.version
+                && a.challenge_signature == challenge.tx.signature
+                && a.address == c.receipt.address
+        })
+}
+
 /// A challenge, an answer or a holder registration on the canonical
 /// chain, and the height of the block that holds it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -333,17 +358,7 @@ pub fn failed(
         if replaced {
             continue;
         }
-        let answered = disputes.iter().any(|w| {
-            w.tx.owner == *accused
-                && dispute_of(&w.tx) == Some(Dispute::Answer { accuser })
-                && (c.height..=closes).contains(&w.height)
-                && Answer::decode(&w.tx.value, u64::MAX).is_ok_and(|a| {
-                    a.challenge_version == c.tx.version
-                        && a.challenge_signature == c.tx.signature
-                        && a.address == challenge.receipt.address
-                })
-        });
-        if !answered {
+        if !disputes.iter().any(|w| answers(w, c)) {
             return Some(Failure { accuser, closes });
         }
     }

@@ -7,8 +7,8 @@
 
 use crate::shared::Shared;
 use spacevault_chain::challenge::{
-    answer_name, challenge_name, challenged_chunk, dispute_of, Answer, Challenge, Dispute, Written,
-    ANSWER_BLOCKS,
+    answer_name, answers, challenge_name, challenged_chunk, dispute_of, Answer, Challenge, Dispute,
+    Written, ANSWER_BLOCKS,
 };
 use spacevault_chain::holders::effective_era;
 use spacevault_chain::RegisterTx;
@@ -115,22 +115,12 @@ async fn write(shared: &Arc<Shared>, name: Vec<u8>, value: Vec<u8>) -> bool {
         version,
         &value,
     );
-    let added = {
-        let (task, tx) = (shared.clone(), tx.clone());
-        shared.spawn_blocking(move || task.chain.add_tx(tx)).await
-    };
-    match added {
-        Ok(Ok(_)) => {
-            shared
-                .net
-                .publish(spacevault_network::Topic::Txs, tx.encode());
-            true
-        }
-        Ok(Err(why)) => {
+    match shared.pool_and_gossip(tx).await {
+        Ok(_) => true,
+        Err(why) => {
             tracing::debug!(%why, "a dispute's transaction was not pooled");
             false
         }
-        Err(_) => false,
     }
 }
 
@@ -195,15 +185,7 @@ fn open_challenges(
         if c.tx.value.is_empty() || !store.registered_at(&accuser, c.height)? {
             continue;
         }
-        let answered = disputes.iter().any(|w| {
-            dispute_of(&w.tx) == Some(Dispute::Answer { accuser })
-                && w.tx.owner == *own
-                && w.height >= c.height
-                && Answer::decode(&w.tx.value, u64::MAX).is_ok_and(|a| {
-                    a.challenge_version == c.tx.version && a.challenge_signature == c.tx.signature
-                })
-        });
-        if !answered {
+        if !disputes.iter().any(|w| answers(w, c)) {
             open.push(c.tx.clone());
         }
     }

@@ -298,19 +298,9 @@ async fn register(shared: &Arc<Shared>) {
         }
         .encode();
         let tx = RegisterTx::signed(&shared.key, &chain_id, HOLDER_REGISTER, version, &value);
-        let added = {
-            let (task, tx) = (shared.clone(), tx.clone());
-            shared.spawn_blocking(move || task.chain.add_tx(tx)).await
-        };
-        match added {
-            Ok(Ok(_)) => {
-                shared
-                    .net
-                    .publish(spacevault_network::Topic::Txs, tx.encode());
-                tracing::info!(version, nonce, "registered as a data holder");
-            }
-            Ok(Err(why)) => tracing::debug!(%why, "the holder registration was not pooled"),
-            Err(_) => {}
+        match shared.pool_and_gossip(tx).await {
+            Ok(_) => tracing::info!(version, nonce, "registered as a data holder"),
+            Err(why) => tracing::debug!(%why, "the holder registration was not pooled"),
         }
         return;
     }

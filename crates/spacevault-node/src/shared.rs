@@ -131,6 +131,27 @@ impl Shared {
         self.tasks.spawn_blocking(f)
     }
 
+    /// Pools a transaction this vault wrote and gossips it: Ok(false) when
+    /// it was pending already, Err when the pool refused it (or the
+    /// vault is stopping).
+    pub(crate) async fn pool_and_gossip(
+        self: &Arc<Self>,
+        tx: spacevault_chain::RegisterTx,
+    ) -> Result<bool, String> {
+        let added = {
+            let (task, tx) = (self.clone(), tx.clone());
+            self.spawn_blocking(move || task.chain.add_tx(tx)).await
+        };
+        match added {
+            Ok(Ok(new)) => {
+                self.net.publish(net::Topic::Txs, tx.encode());
+                Ok(new)
+            }
+            Ok(Err(why)) => Err(why.to_string()),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
     /// Whether a sync from a peer is under way (one at a time).
     pub fn is_syncing(&self) -> bool {
         self.syncing.load(Ordering::Acquire)

@@ -74,19 +74,12 @@ impl Store {
         let table = tx.open_table(DISPUTES)?;
         let first = key(accused, heights.start, 0, &[0; 32]);
         let last = key(accused, heights.end - 1, u8::MAX, &[0xff; 32]);
-        let mut out = Vec::new();
-        for entry in table.range(first.as_slice()..=last.as_slice())? {
-            let (k, v) = entry?;
-            let height = k
-                .value()
-                .get(32..40)
-                .and_then(|h| <[u8; 8]>::try_from(h).ok())
-                .map(u64::from_be_bytes)
-                .ok_or(StoreError::Corrupt("a dispute"))?;
-            let tx = RegisterTx::decode(v.value(), &self.limits)
-                .map_err(|_| StoreError::Corrupt("a dispute"))?;
-            out.push(Written { height, tx });
-        }
-        Ok(out)
+        table
+            .range(first.as_slice()..=last.as_slice())?
+            .map(|entry| {
+                let (k, v) = entry?;
+                self.written(k.value(), v.value(), "a dispute")
+            })
+            .collect()
     }
 }

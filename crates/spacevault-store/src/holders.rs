@@ -79,20 +79,31 @@ impl Store {
         let tx = self.db.begin_read()?;
         let table = tx.open_table(HOLDERS)?;
         let (first, last) = (key(owner, 0), key(owner, u64::MAX));
-        let mut out = Vec::new();
-        for entry in table.range(first.as_slice()..=last.as_slice())? {
-            let (k, v) = entry?;
-            let height = k
-                .value()
-                .get(32..40)
-                .and_then(|h| <[u8; 8]>::try_from(h).ok())
-                .map(u64::from_be_bytes)
-                .ok_or(StoreError::Corrupt("a holder registration"))?;
-            let tx = RegisterTx::decode(v.value(), &self.limits)
-                .map_err(|_| StoreError::Corrupt("a holder registration"))?;
-            out.push(Written { height, tx });
-        }
-        Ok(out)
+        table
+            .range(first.as_slice()..=last.as_slice())?
+            .map(|entry| {
+                let (k, v) = entry?;
+                self.written(k.value(), v.value(), "a holder registration")
+            })
+            .collect()
+    }
+
+    /// A row of the holders or the disputes table (a key with the height
+    /// at bytes 32 to 40, big-endian, and a transaction's encoding) as
+    /// what it records.
+    pub(crate) fn written(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        what: &'static str,
+    ) -> Result<Written, StoreError> {
+        let height = key
+            .get(32..40)
+            .and_then(|h| <[u8; 8]>::try_from(h).ok())
+            .map(u64::from_be_bytes)
+            .ok_or(StoreError::Corrupt(what))?;
+        let tx = RegisterTx::decode(value, &self.limits).map_err(|_| StoreError::Corrupt(what))?;
+        Ok(Written { height, tx })
     }
 
     /// Whether `owner`'s latest holder register write below `height` on
