@@ -11,6 +11,7 @@ use spacevault_chain::{ChainSpec, Keypair, ProofKind};
 use spacevault_node::client::{Client, Status};
 use spacevault_node::kit::{self, bootstrap_of};
 use spacevault_node::links::LinksFile;
+use spacevault_node::process::{cpu_seconds, resident_bytes};
 use spacevault_node::Node;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -83,6 +84,9 @@ pub struct Network {
     trace_crypto: bool,
 }
 
+mod attached;
+mod inspect;
+
 pub(crate) fn io(context: &str) -> impl Fn(std::io::Error) -> BenchError + '_ {
     move |e| BenchError::io(context.to_string(), e)
 }
@@ -128,7 +132,7 @@ impl Network {
         spec.initial_records = (options.vaults as u64) << options.k;
         spec.validate()
             .map_err(|e| BenchError::Invalid(e.to_string()))?;
-        let rss_before = rss_bytes("self");
+        let rss_before = resident_bytes("self");
         let started = Instant::now();
         let first_block_due_seconds = (spec.genesis_unix_ms + spec.slot_ms)
             .saturating_sub(spacevault_node::now_ms()) as f64
@@ -219,6 +223,7 @@ impl Network {
                 .iter()
                 .map(|c| cpu_seconds(&c.id().to_string()))
                 .sum(),
+            Vaults::Attached => None,
         }
     }
 
@@ -227,14 +232,15 @@ impl Network {
     pub fn memory_per_vault_bytes(&self) -> Option<u64> {
         let n = self.clients.len() as u64;
         match &self.vaults {
-            Vaults::InProcess(_) => rss_bytes("self")
+            Vaults::InProcess(_) => resident_bytes("self")
                 .zip(self.rss_before)
                 .map(|(after, before)| after.saturating_sub(before) / n),
             Vaults::Processes(children) => children
                 .iter()
-                .map(|c| rss_bytes(&c.id().to_string()))
+                .map(|c| resident_bytes(&c.id().to_string()))
                 .sum::<Option<u64>>()
                 .map(|b| b / n),
+            Vaults::Attached => None,
         }
     }
 
@@ -265,7 +271,7 @@ impl Network {
                     })
                     .collect())
             }
-            Vaults::Processes(_) if self.trace_crypto => {
+            Vaults::Processes(_) | Vaults::Attached if self.trace_crypto => {
                 let mut traces = Vec::with_capacity(self.clients.len());
                 for (i, client) in self.clients.iter().enumerate() {
                     let mut trace = client.crypto_trace(window).await.map_err(|e| {
@@ -276,7 +282,7 @@ impl Network {
                 }
                 Ok(traces)
             }
-            Vaults::Processes(_) => Ok(Vec::new()),
+            Vaults::Processes(_) | Vaults::Attached => Ok(Vec::new()),
         }
     }
 
@@ -311,53 +317,6 @@ impl Network {
             }
         }
         measured
-    }
-
-    /// Whether vault `i` keeps a copy of the blob at `address`, for vaults
-    /// in this process (None for vault processes).
-    pub fn keeps(&self, i: usize, address: &[u8; 32]) -> Option<bool> {
-        match &self.vaults {
-            Vaults::InProcess(nodes) => nodes.get(i)?.keeps_blob(address).ok(),
-            Vaults::Processes(_) => None,
-        }
-    }
-
-    /// The blobs vault `i` keeps, for vaults in this process (None for
-    /// vault processes, or a store that could not be read).
-    pub fn kept_blobs(&self, i: usize) -> Option<Vec<[u8; 32]>> {
-        match &self.vaults {
-            Vaults::InProcess(nodes) => nodes.get(i)?.kept_blobs().ok(),
-            Vaults::Processes(_) => None,
-        }
-    }
-
-    /// Whether vault `i` counts the vault of farmer key `key` alive, for
-    /// vaults in this process (None for vault processes).
-    pub fn counts_alive(&self, i: usize, key: &[u8; 32]) -> Option<bool> {
-        match &self.vaults {
-            Vaults::InProcess(nodes) => Some(nodes.get(i)?.counts_alive(key)),
-            Vaults::Processes(_) => None,
-        }
-    }
-
-    /// Whether vault `i` names `key` among the holders of its chain's era
-    /// (every vault does in the bootstrap era), for vaults in this process.
-    pub fn names_holder(&self, i: usize, key: &[u8; 32]) -> Option<bool> {
-        match &self.vaults {
-            Vaults::InProcess(nodes) => Some(nodes.get(i)?.names_holder(key)),
-            Vaults::Processes(_) => None,
-        }
-    }
-
-    /// Every vault's count and nanoseconds of the crypto operation `op`,
-    /// summed, for vaults in this process (None for vault processes).
-    pub fn crypto_op(&self, op: spacevault_meter::Op) -> Option<(u64, u64)> {
-        match &self.vaults {
-            Vaults::InProcess(nodes) => Some(nodes.iter().fold((0, 0), |(c, t), n| {
-                (c + n.meter().count(op), t + n.meter().nanos(op))
-            })),
-            Vaults::Processes(_) => None,
-        }
     }
 
     /// The sum over every vault of the metric lines named `name` whose
@@ -397,14 +356,23 @@ impl Network {
                 let _ = child.kill();
                 let _ = child.wait();
             }
+            Vaults::Attached => {
+                return Err(BenchError::Invalid(
+                    "a vault this run did not start is not its to end".into(),
+                ))
+            }
         }
         self.clients.remove(i);
         self.peers.remove(i);
         Ok(())
     }
 
-    /// Stops every vault and removes the stores.
+    /// Stops every vault this run started and removes their stores;
+    /// attached vaults are left as they were found.
     pub async fn stop(self) {
+        if matches!(self.vaults, Vaults::Attached) {
+            return;
+        }
         stop(self.vaults).await;
         let _ = std::fs::remove_dir_all(&self.run_dir);
     }
@@ -446,6 +414,9 @@ impl ChainHealth {
 enum Vaults {
     InProcess(Vec<Node>),
     Processes(Vec<std::process::Child>),
+    /// Vaults started elsewhere (by hand, on other machines), driven
+    /// through their APIs alone and left running.
+    Attached,
 }
 
 /// The key and plot directory of vault `i`, plotted once and kept in `dir`
@@ -468,22 +439,6 @@ fn vault_plot(
 }
 
 /// CPU seconds (user and system) of a process, from /proc.
-fn cpu_seconds(pid: &str) -> Option<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let after = &stat[stat.rfind(')')? + 2..];
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
-    // SAFETY: sysconf has no memory effects.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-    Some(ticks / hz)
-}
-
-fn rss_bytes(pid: &str) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    Some(line.split_whitespace().nth(1)?.parse::<u64>().ok()? * 1024)
-}
-
 async fn start_in_process(
     spec: &ChainSpec,
     plots: &[(Keypair, PathBuf)],
@@ -677,6 +632,7 @@ async fn stop(vaults: Vaults) {
                 let _ = c.wait();
             }
         }
+        Vaults::Attached => {}
     }
 }
 

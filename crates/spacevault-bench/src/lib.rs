@@ -20,7 +20,9 @@ pub mod profiles;
 pub mod stats;
 pub mod stress;
 mod stress_client;
+pub mod stress_compare;
 pub mod stress_output;
+pub mod stress_timeline;
 
 /// Why a benchmark could not run.
 #[derive(Debug, thiserror::Error)]

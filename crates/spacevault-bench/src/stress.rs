@@ -13,6 +13,7 @@ use crate::profiles::{round_trips, RoundTrips};
 use crate::stats::Summary;
 use crate::stress_client::{figures_of, ClientWork, Record};
 pub use crate::stress_client::{OpFigures, OpKind};
+use crate::stress_timeline::Timeline;
 use crate::BenchError;
 use serde::Serialize;
 use spacevault_node::client::Client;
@@ -60,6 +61,11 @@ pub struct StressOptions {
     pub trace_dir: Option<PathBuf>,
     /// Plot cache and the networks' stores.
     pub dir: PathBuf,
+    /// The API URLs of vaults already running (started by hand, or on
+    /// other machines) to drive instead of starting a network a cell: the
+    /// grid's only network size is their count, and the chain's own
+    /// slots and copies replace `slot_ms` and `replication`.
+    pub network: Option<Vec<String>>,
 }
 
 /// One run of one cell of the grid.
@@ -79,6 +85,9 @@ pub struct Cell {
     pub get_mutable: OpFigures,
     /// CPU seconds of every vault together during the clients' work.
     pub cpu_seconds: Option<f64>,
+    /// CPU seconds of the clients during their work, where the vaults run
+    /// apart from them (processes of their own, or attached).
+    pub clients_cpu_seconds: Option<f64>,
     /// The vaults' cryptographic operations during the clients' work, all
     /// vaults together, by kind and purpose.
     pub crypto: Vec<CryptoTotal>,
@@ -99,6 +108,8 @@ pub struct Cell {
     pub height: u64,
     /// The profiling study's tables from the cell's crypto traces, when traced.
     pub crypto_trace: Option<crate::crypto_trace::CryptoReport>,
+    /// What finished when, over the run's time.
+    pub timeline: Timeline,
 }
 
 impl Cell {
@@ -266,6 +277,14 @@ impl StressOptions {
         if self.repeats == 0 {
             return bad("--repeats must be at least 1");
         }
+        if let Some(apis) = &self.network {
+            if apis.is_empty() {
+                return bad("the network file names no vault");
+            }
+            if self.vaults != [apis.len()] {
+                return bad("a grid over a running network has its size alone");
+            }
+        }
         Ok(())
     }
 
@@ -295,6 +314,16 @@ pub fn run(
         .enable_all()
         .build()
         .map_err(crate::launch::io("starting the runtime"))?;
+    // A running network's own settings are the run's: asked once, before
+    // any cell, so that a wrong URL or a vault on another chain stops it
+    // at once.
+    let mut options = options.clone();
+    if let Some(apis) = &options.network {
+        let network = runtime.block_on(Network::attach(apis, options.trace_dir.is_some()))?;
+        options.slot_ms = network.spec.slot_ms;
+        options.replication = network.spec.replication;
+    }
+    let options = &options;
     let runs = options.runs();
     let started = Instant::now();
     let mut cells = Vec::new();
@@ -331,7 +360,10 @@ async fn run_cell(
     clients: usize,
     repeat: usize,
 ) -> Result<Cell, BenchError> {
-    let network = Network::start(&launch_options(options, vaults, clients, repeat)).await?;
+    let network = match &options.network {
+        Some(apis) => Network::attach(apis, options.trace_dir.is_some()).await?,
+        None => Network::start(&launch_options(options, vaults, clients, repeat)).await?,
+    };
     if let Err(e) = network.wait_joined(Duration::from_secs(120)).await {
         network.stop().await;
         return Err(e);
@@ -348,18 +380,32 @@ async fn run_cell(
     // The CPU of the clients' work alone: asking every vault for its
     // counters and status before and after takes seconds of a loaded
     // machine's time in a large network.
-    let cpu_before = network.cpu_seconds();
+    let cpu_before = network.vaults_cpu_seconds().await;
+    let clients_cpu_before = network.clients_cpu_seconds();
     let started = Instant::now();
-    let records =
-        match run_clients(options, &network, (vaults, clients), chain_id, value_bytes).await {
-            Ok(records) => records,
-            Err(e) => {
-                network.stop().await;
-                return Err(e);
-            }
-        };
+    let records = match run_clients(
+        options,
+        &network,
+        (vaults, clients),
+        chain_id,
+        value_bytes,
+        started,
+    )
+    .await
+    {
+        Ok(records) => records,
+        Err(e) => {
+            network.stop().await;
+            return Err(e);
+        }
+    };
     let seconds = started.elapsed().as_secs_f64();
-    let cpu_seconds = cpu_before.zip(network.cpu_seconds()).map(|(a, b)| b - a);
+    let clients_cpu_seconds = clients_cpu_before
+        .zip(network.clients_cpu_seconds())
+        .map(|(a, b)| b - a);
+    let cpu_seconds = cpu_before
+        .zip(network.vaults_cpu_seconds().await)
+        .map(|(a, b)| b - a);
     let traces = match network.take_traces((window_start, unix_ns())).await {
         Ok(traces) => traces,
         Err(e) => {
@@ -396,6 +442,7 @@ async fn run_cell(
         get_immutable: figures(OpKind::GetImmutable),
         get_mutable: figures(OpKind::GetMutable),
         cpu_seconds,
+        clients_cpu_seconds,
         crypto,
         cost_usd: options.price_per_hour.map(|p| p * seconds / 3600.0),
         round_trips,
@@ -404,6 +451,7 @@ async fn run_cell(
         blocks_produced: health.blocks_produced,
         height: health.height,
         crypto_trace,
+        timeline: Timeline::of(&records, seconds),
     })
 }
 
@@ -445,7 +493,14 @@ async fn run_clients(
     (vaults, clients): (usize, usize),
     chain_id: [u8; 32],
     value_bytes: usize,
+    started: Instant,
 ) -> Result<Vec<Record>, BenchError> {
+    // Vaults that outlive the run keep what earlier runs put: a run of its
+    // own writes data and registers of its own.
+    let seed = match options.network {
+        Some(_) => unix_ns(),
+        None => 0,
+    };
     let tasks: Vec<_> = (0..clients)
         .map(|c| {
             let work = ClientWork {
@@ -461,6 +516,8 @@ async fn run_clients(
                 size: options.size,
                 value_bytes,
                 in_flight: options.in_flight,
+                started,
+                seed,
             };
             tokio::spawn(work.run())
         })
@@ -530,6 +587,7 @@ mod tests {
             distance: Default::default(),
             trace_dir: None,
             dir: PathBuf::from("x"),
+            network: None,
         };
         let runs = o.runs();
         assert_eq!(runs.len(), 8);
@@ -545,6 +603,28 @@ mod tests {
         .is_err());
         assert!(StressOptions {
             vaults: vec![],
+            ..o.clone()
+        }
+        .validate()
+        .is_err());
+        let attached = StressOptions {
+            vaults: vec![2],
+            network: Some(vec![
+                "http://127.0.0.1:1".into(),
+                "http://127.0.0.1:2".into(),
+            ]),
+            ..o.clone()
+        };
+        assert!(attached.validate().is_ok());
+        assert!(StressOptions {
+            vaults: vec![1, 2],
+            ..attached.clone()
+        }
+        .validate()
+        .is_err());
+        assert!(StressOptions {
+            vaults: vec![0],
+            network: Some(vec![]),
             ..o
         }
         .validate()

@@ -68,6 +68,9 @@ pub(crate) enum Outcome {
 pub(crate) struct Record {
     pub kind: OpKind,
     pub ms: f64,
+    /// When the operation finished, in seconds from the cell's clients'
+    /// start: the run's time series.
+    pub end_seconds: f64,
     pub outcome: Outcome,
 }
 
@@ -103,6 +106,12 @@ pub(crate) struct ClientWork {
     pub size: usize,
     pub value_bytes: usize,
     pub in_flight: usize,
+    /// The cell's clients' start, which every record's end counts from.
+    pub started: Instant,
+    /// Mixed into the client's key and bytes: 0 for a network started for
+    /// the run, else a run's own, so that runs against one long-lived
+    /// network write data of their own.
+    pub seed: u64,
 }
 
 /// What a client put, to check what it gets back against.
@@ -124,11 +133,14 @@ impl ClientWork {
         let mut secret = [0u8; 32];
         secret[..8].copy_from_slice(&(self.index as u64).to_le_bytes());
         secret[8] = 0xc1;
+        secret[16..24].copy_from_slice(&self.seed.to_le_bytes());
         Keypair::from_secret(&secret)
     }
 
     fn bytes(&self, what: u64, i: usize, len: usize) -> Vec<u8> {
-        let mut rng = SplitMix(((self.index as u64) << 32) ^ (what << 24) ^ i as u64);
+        let mut rng = SplitMix(
+            ((self.index as u64) << 32) ^ (what << 24) ^ i as u64 ^ self.seed.rotate_left(17),
+        );
         let mut out = vec![0u8; len];
         for chunk in out.chunks_mut(8) {
             let r = rng.next_u64().to_le_bytes();
@@ -277,6 +289,7 @@ impl ClientWork {
         let record = Record {
             kind,
             ms: t.elapsed().as_secs_f64() * 1e3,
+            end_seconds: self.started.elapsed().as_secs_f64(),
             outcome,
         };
         (record, put)
@@ -302,6 +315,7 @@ mod tests {
         let r = |ms, outcome| Record {
             kind: OpKind::GetImmutable,
             ms,
+            end_seconds: 0.0,
             outcome,
         };
         let records = [

@@ -6,7 +6,7 @@ use crate::heatmap::Heatmap;
 use crate::stress::{Cell, OpKind, StressReport};
 use std::fmt::Write;
 
-pub const CSV_HEADER: &str = "vaults,clients,repeat,seconds,network_start_seconds,operations,errors,lost,wrong,put_immutable_p50_ms,put_immutable_p99_ms,put_mutable_p50_ms,put_mutable_p99_ms,get_immutable_p50_ms,get_immutable_p99_ms,get_mutable_p50_ms,get_mutable_p99_ms,cpu_seconds,cost_usd,reorgs,deepest_reorg,blocks_produced,height";
+pub const CSV_HEADER: &str = "vaults,clients,repeat,seconds,network_start_seconds,operations,errors,lost,wrong,put_immutable_p50_ms,put_immutable_p99_ms,put_mutable_p50_ms,put_mutable_p99_ms,get_immutable_p50_ms,get_immutable_p99_ms,get_mutable_p50_ms,get_mutable_p99_ms,cpu_seconds,cost_usd,reorgs,deepest_reorg,blocks_produced,height,clients_cpu_seconds";
 
 fn opt(v: Option<f64>) -> String {
     v.map(|v| format!("{v:.3}")).unwrap_or_default()
@@ -37,13 +37,14 @@ pub fn csv(report: &StressReport) -> String {
         }
         let _ = writeln!(
             s,
-            ",{},{},{},{},{},{}",
+            ",{},{},{},{},{},{},{}",
             opt(c.cpu_seconds),
             opt(c.cost_usd),
             c.reorgs,
             c.deepest_reorg,
             c.blocks_produced,
-            c.height
+            c.height,
+            opt(c.clients_cpu_seconds)
         );
     }
     s
@@ -153,31 +154,49 @@ pub fn markdown(report: &StressReport, command: &str, date: &str) -> String {
         "- each client: {} immutable blobs and {} registers of {} bytes, {} operations in flight; PUT everything, then GET everything back",
         o.immutable, o.mutable, o.size, o.in_flight
     );
-    let _ = writeln!(
-        s,
-        "- network: k={} plots of the {} scheme, {} ms slots, {} copies a blob, verify cache {}, {}, {} run(s) a cell",
-        o.k,
-        o.scheme.name(),
-        o.slot_ms,
-        o.replication,
-        if o.verify_cache { "on" } else { "off" },
-        match (&o.mode, o.shared_slot_checks) {
-            (crate::launch::Mode::InProcess, true) => "every vault in one process (in-memory transport; each slot's output checked once for all, as vaults on machines of their own each check it once)",
-            (crate::launch::Mode::InProcess, false) => "every vault in one process (in-memory transport; each vault checks every slot's output)",
-            (crate::launch::Mode::Processes { .. }, _) => "a process a vault (loopback TCP)",
-        },
-        o.repeats
-    );
-    let _ = writeln!(
-        s,
-        "- distance: {}{}\n",
-        o.distance.name(),
-        if o.distance.adds_nothing() {
-            " (nothing added to the transport)"
-        } else {
-            " (each vault holds what it reads from a peer for the delay between their regions, with jitter, at the capped rate: applied in the transport, as this kernel has no netem)"
+    match &o.network {
+        Some(apis) => {
+            let _ = writeln!(
+                s,
+                "- network: {} vaults already running, attached through their APIs ({}); their plots, proofs and processes are theirs, the chain's {} ms slots and {} copies a blob; {} run(s) a cell",
+                apis.len(),
+                apis.join(", "),
+                o.slot_ms,
+                o.replication,
+                o.repeats
+            );
         }
-    );
+        None => {
+            let _ = writeln!(
+                s,
+                "- network: k={} plots of the {} scheme, {} ms slots, {} copies a blob, verify cache {}, {}, {} run(s) a cell",
+                o.k,
+                o.scheme.name(),
+                o.slot_ms,
+                o.replication,
+                if o.verify_cache { "on" } else { "off" },
+                match (&o.mode, o.shared_slot_checks) {
+                    (crate::launch::Mode::InProcess, true) => "every vault in one process (in-memory transport; each slot's output checked once for all, as vaults on machines of their own each check it once)",
+                    (crate::launch::Mode::InProcess, false) => "every vault in one process (in-memory transport; each vault checks every slot's output)",
+                    (crate::launch::Mode::Processes { .. }, _) => "a process a vault (loopback TCP)",
+                },
+                o.repeats
+            );
+        }
+    }
+    if o.network.is_none() {
+        let _ = writeln!(
+            s,
+            "- distance: {}{}",
+            o.distance.name(),
+            if o.distance.adds_nothing() {
+                " (nothing added to the transport)"
+            } else {
+                " (each vault holds what it reads from a peer for the delay between their regions, with jitter, at the capped rate: applied in the transport, as this kernel has no netem)"
+            }
+        );
+    }
+    s.push('\n');
     let _ = writeln!(s, "## Time to run (median seconds), vaults × clients\n");
     let _ = write!(s, "| vaults \\ clients |");
     for c in &o.clients {
@@ -322,6 +341,7 @@ pub fn markdown(report: &StressReport, command: &str, date: &str) -> String {
             let _ = writeln!(s, "- {}", t.describe());
         }
     }
+    over_time(&mut s, report);
     if !errors.is_empty() {
         let _ = writeln!(s, "\n## First error of each kind\n");
         for e in errors {
@@ -329,6 +349,109 @@ pub fn markdown(report: &StressReport, command: &str, date: &str) -> String {
         }
     }
     s
+}
+
+/// Where a run's time-series chart goes, under the output directory.
+pub fn timeline_path(c: &Cell) -> String {
+    format!("timelines/v{}-c{}-r{}.svg", c.vaults, c.clients, c.repeat)
+}
+
+/// Each run's time-series chart: (path under the output directory, SVG).
+pub fn timeline_charts(report: &StressReport) -> Vec<(String, String)> {
+    report
+        .cells
+        .iter()
+        .map(|c| {
+            let title = format!(
+                "{} vaults × {} clients, run {}: over the run's time",
+                c.vaults,
+                c.clients,
+                c.repeat + 1
+            );
+            let chart =
+                crate::stress_timeline::svg(&c.timeline, &title, &report.machine.describe());
+            (timeline_path(c), chart)
+        })
+        .collect()
+}
+
+/// Every run's slices, a row each.
+pub fn timeline_csv(report: &StressReport) -> String {
+    let mut s =
+        String::from("vaults,clients,repeat,start_seconds,bin_seconds,ok,failed,p50_ms,p99_ms\n");
+    for c in &report.cells {
+        for b in &c.timeline.bins {
+            let _ = writeln!(
+                s,
+                "{},{},{},{:.3},{:.3},{},{},{},{}",
+                c.vaults,
+                c.clients,
+                c.repeat,
+                b.start_seconds,
+                c.timeline.bin_seconds,
+                b.ok,
+                b.failed,
+                opt(b.p50_ms),
+                opt(b.p99_ms)
+            );
+        }
+    }
+    s
+}
+
+/// Each run's pace at its start and its end, and the chart of the
+/// longest run: a machine that slows down part way shows here, not in
+/// the averages.
+fn over_time(s: &mut String, report: &StressReport) {
+    let _ = writeln!(
+        s,
+        "\n## Over the run's time\n\nSuccessful operations a second in the first and the last quarter of each run, and the range of the median latency over its slices; `timelines/` has a chart a run, `timeline.csv` the slices. The clients PUT everything before they GET it back, so within a run the quarters compare different operations; between machines, settings or repeats of one cell they compare like with like.\n"
+    );
+    let _ = writeln!(
+        s,
+        "| vaults | clients | run | slice (s) | first quarter (ops/s) | last quarter (ops/s) | last ÷ first | median latency over slices (ms) | chart |"
+    );
+    let _ = writeln!(s, "|---:|---:|---:|---:|---:|---:|---:|---:|---|");
+    for c in &report.cells {
+        let t = &c.timeline;
+        let first = t.rate_between(0.0, 0.25);
+        let last = t.rate_between(0.75, 1.0);
+        let ratio = match (first, last) {
+            (Some(f), Some(l)) if f > 0.0 => format!("{:.2}", l / f),
+            _ => "–".into(),
+        };
+        let range = t
+            .p50_range_ms()
+            .map(|(lo, hi)| format!("{lo:.1} to {hi:.1}"))
+            .unwrap_or_else(|| "–".into());
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {ratio} | {range} | [svg]({}) |",
+            c.vaults,
+            c.clients,
+            c.repeat,
+            t.bin_seconds,
+            first
+                .map(|f| format!("{f:.1}"))
+                .unwrap_or_else(|| "–".into()),
+            last.map(|f| format!("{f:.1}"))
+                .unwrap_or_else(|| "–".into()),
+            timeline_path(c)
+        );
+    }
+    if let Some(longest) = report
+        .cells
+        .iter()
+        .max_by(|a, b| a.seconds.total_cmp(&b.seconds))
+    {
+        let _ = writeln!(
+            s,
+            "\nThe longest run, {} vaults × {} clients:\n\n![operations a second and latency over the run]({})",
+            longest.vaults,
+            longest.clients,
+            timeline_path(longest)
+        );
+    }
 }
 
 /// The UTC date of a Unix time, `YYYY-MM-DD` (the civil calendar from a
@@ -367,7 +490,7 @@ fn where_the_time_goes(s: &mut String, report: &StressReport) {
     let floor = slot_floor_seconds(&report.options);
     let _ = writeln!(
         s,
-        "\n## Where the time goes\n\nSlot floor: {floor:.1} s for every cell, the register writes' rounds ({} writes, {} in flight) times {} blocks each (a block to include a write, {} more to settle it) of {} slots each on average: whatever the machine, a run at these settings waits about this long on the chain (blocks come at random, so a little more or less). CPU busy: every vault's CPU time during the clients' work divided by the {cores} cores; near 100% of the time to run, the run is bound by the CPU, and what that time is spent on beyond its crypto is messaging (gossip, requests, the HTTP API), storage and the async runtime. Ideal minimum: the necessary crypto alone (traced cells only).\n",
+        "\n## Where the time goes\n\nSlot floor: {floor:.1} s for every cell, the register writes' rounds ({} writes, {} in flight) times {} blocks each (a block to include a write, {} more to settle it) of {} slots each on average: whatever the machine, a run at these settings waits about this long on the chain (blocks come at random, so a little more or less). CPU busy: every vault's CPU time during the clients' work divided by the {cores} cores; near 100% of the time to run, the run is bound by the CPU, and what that time is spent on beyond its crypto is messaging (gossip, requests, the HTTP API), storage and the async runtime (for attached vaults, the sum of their processes' CPU over this machine's cores). Clients' CPU: this process's CPU time during the work, where the vaults run apart from it (their own processes, or attached), and its share of the vaults' and clients' together. Ideal minimum: the necessary crypto alone (traced cells only).\n",
         report.options.mutable,
         report.options.in_flight,
         spacevault_node::api::SETTLED_DEPTH + 1,
@@ -376,9 +499,9 @@ fn where_the_time_goes(s: &mut String, report: &StressReport) {
     );
     let _ = writeln!(
         s,
-        "| vaults | clients | run | time to run (s) | ÷ slot floor | CPU busy (s, % of the time) | of which crypto (s) | ideal minimum (s) |"
+        "| vaults | clients | run | time to run (s) | ÷ slot floor | CPU busy (s, % of the time) | of which crypto (s) | clients' CPU (s, share) | ideal minimum (s) |"
     );
-    let _ = writeln!(s, "|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(s, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for c in &report.cells {
         let busy = match c.cpu_seconds {
             Some(cpu) => format!(
@@ -399,9 +522,16 @@ fn where_the_time_goes(s: &mut String, report: &StressReport) {
         } else {
             "–".into()
         };
+        let clients = match (c.clients_cpu_seconds, c.cpu_seconds) {
+            (Some(own), Some(vaults)) if own + vaults > 0.0 => {
+                format!("{own:.2} ({:.1}%)", 100.0 * own / (own + vaults))
+            }
+            (Some(own), _) => format!("{own:.2}"),
+            _ => "–".into(),
+        };
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {:.2} | {over_floor} | {busy} | {:.2} | {ideal} |",
+            "| {} | {} | {} | {:.2} | {over_floor} | {busy} | {:.2} | {clients} | {ideal} |",
             c.vaults,
             c.clients,
             c.repeat,
@@ -444,6 +574,7 @@ mod tests {
             distance: Default::default(),
             trace_dir: None,
             dir: "x".into(),
+            network: None,
         };
         // 13 rounds (the last of 4 writes), 3 blocks of 2 slots each.
         assert_eq!(slot_floor_seconds(&o), 39.0);

@@ -72,7 +72,7 @@ impl Command {
             Command::Node(a) => a.json,
             Command::Client(a) => a.json,
             Command::Identity(a) => a.json,
-            Command::Stress(a) => a.json,
+            Command::Stress(a) => a.json(),
             Command::Report(a) => a.json,
         }
     }

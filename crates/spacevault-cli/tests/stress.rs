@@ -80,6 +80,154 @@ fn stress_runs_a_small_grid_and_writes_every_output() {
         serde_json::from_str(&std::fs::read_to_string(out_dir.join("results.json")).unwrap())
             .unwrap();
     assert_eq!(json["cells"].as_array().unwrap().len(), 4);
+    // Every operation of a run is in its time series, each once.
+    for c in cells {
+        let bins = c["timeline"]["bins"].as_array().unwrap();
+        let finished: u64 = bins
+            .iter()
+            .map(|b| b["ok"].as_u64().unwrap() + b["failed"].as_u64().unwrap())
+            .sum();
+        assert_eq!(finished, c["operations"].as_u64().unwrap(), "{c}");
+        let (v, n) = (
+            c["vaults"].as_u64().unwrap(),
+            c["clients"].as_u64().unwrap(),
+        );
+        let chart = out_dir.join(format!("timelines/v{v}-c{n}-r0.svg"));
+        assert!(std::fs::read_to_string(&chart)
+            .unwrap()
+            .contains("latency (ms)"));
+    }
+    assert!(summary.contains("## Over the run's time"), "{summary}");
+    let series = std::fs::read_to_string(out_dir.join("timeline.csv")).unwrap();
+    assert!(series.starts_with("vaults,clients,repeat,start_seconds"));
+}
+
+/// A `results.json` as `stress` writes it, cut to what a comparison reads
+/// and one field it does not.
+fn results(dir: &std::path::Path, cpu: &str, cells: &[(u64, u64, f64, u64)]) {
+    let op = |lost| serde_json::json!({"ok": 1, "errors": 0, "lost": lost, "wrong": 0});
+    let cells: Vec<Value> = cells
+        .iter()
+        .map(|&(v, c, seconds, lost)| {
+            serde_json::json!({
+                "vaults": v, "clients": c, "repeat": 0, "seconds": seconds,
+                "put_immutable": op(0), "put_mutable": op(0),
+                "get_immutable": op(lost), "get_mutable": op(0),
+                "timeline": {"bin_seconds": 1.0, "bins": []},
+            })
+        })
+        .collect();
+    let json = serde_json::json!({
+        "machine": {"cpu": cpu, "cores": 2, "memory_bytes": 1u64 << 34, "simd": "avx2"},
+        "options": {"immutable": 100, "mutable": 100, "size": 1024, "price_per_hour": null},
+        "cells": cells,
+    });
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(dir.join("results.json"), json.to_string()).unwrap();
+}
+
+#[test]
+fn stress_compare_ranks_machines_and_draws_them_on_one_scale() {
+    let dir = tempfile::tempdir().unwrap();
+    let (desk, laptop) = (dir.path().join("desktop"), dir.path().join("laptop"));
+    results(&desk, "desk cpu", &[(8, 1, 10.0, 0), (32, 20, 100.0, 0)]);
+    results(&laptop, "lap cpu", &[(8, 1, 30.0, 0), (32, 20, 150.0, 2)]);
+    let out_dir = dir.path().join("cmp");
+    let out = sv(&dir.path().join("cfg"))
+        .args(["stress", "compare"])
+        .arg(&laptop)
+        .arg(format!("desk={}", desk.display()))
+        .args([
+            "--cell",
+            "32x20",
+            "--price",
+            "desk=0.72",
+            "--price",
+            "laptop=0.18",
+        ])
+        .arg("--out")
+        .arg(&out_dir)
+        .args(["--json"])
+        .assert()
+        .success();
+    let c: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(c["labels"], serde_json::json!(["laptop", "desk"]));
+    assert_eq!(c["by_time"][0]["label"], "desk");
+    assert!((c["by_time"][0]["ratio"].as_f64().unwrap() - 100.0 / 150.0).abs() < 1e-9);
+    // 150 s at $0.18 an hour is cheaper than 100 s at $0.72.
+    assert_eq!(c["by_cost"][0]["label"], "laptop");
+    assert_eq!(c["scale_max"], 200.0);
+    for f in [
+        "compare.md",
+        "compare.json",
+        "heatmap-laptop.svg",
+        "heatmap-desk.svg",
+        "ratio-desk.svg",
+    ] {
+        assert!(out_dir.join(f).exists(), "{f}");
+    }
+    let md = std::fs::read_to_string(out_dir.join("compare.md")).unwrap();
+    assert!(
+        md.contains("| 32 | 20 | 150.00 **2 lost/wrong** | 100.00 (0.67) |"),
+        "{md}"
+    );
+    assert!(std::fs::read_to_string(out_dir.join("heatmap-laptop.svg"))
+        .unwrap()
+        .contains("2 bad"));
+    // What cannot be compared says why, in a line.
+    for (args, says) in [
+        (vec![laptop.display().to_string()], "required"),
+        (
+            vec![
+                laptop.display().to_string(),
+                dir.path().join("none").display().to_string(),
+            ],
+            "reading",
+        ),
+        (
+            vec![
+                laptop.display().to_string(),
+                desk.display().to_string(),
+                "--cell".into(),
+                "8x2".into(),
+            ],
+            "did not run",
+        ),
+        (
+            vec![
+                laptop.display().to_string(),
+                desk.display().to_string(),
+                "--price".into(),
+                "x=1".into(),
+            ],
+            "no run is named x",
+        ),
+    ] {
+        let out = sv(&dir.path().join("cfg"))
+            .args(["stress", "compare"])
+            .args(&args)
+            .arg("--out")
+            .arg(&out_dir)
+            .assert()
+            .failure();
+        let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+    std::fs::write(desk.join("results.json"), "{\"cells\": 3}").unwrap();
+    let out = sv(&dir.path().join("cfg"))
+        .args(["stress", "compare"])
+        .arg(&laptop)
+        .arg(&desk)
+        .arg("--out")
+        .arg(&out_dir)
+        .assert()
+        .failure();
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    assert!(
+        stderr.contains("not the results.json of a stress run"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
 }
 
 #[test]
@@ -258,4 +406,88 @@ fn vaults_in_processes_of_their_own_die_with_a_killed_stress_run() {
         !vaults.iter().any(|&v| alive(v))
     });
     assert!(gone, "vaults {vaults:?} outlived the run that started them");
+}
+
+#[test]
+fn stress_drives_vaults_started_by_hand() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("spec.json");
+    sv(dir.path())
+        .args(["chain", "init", "--slot-ms", "300", "--replication", "2"])
+        // Two plots of k = 16, a block a slot, and a proof of time a
+        // loaded machine keeps up with.
+        .args(["--initial-records", "131072", "--block-interval-slots", "1"])
+        .args(["--pot-iterations", "2000", "--out"])
+        .arg(&spec)
+        .assert()
+        .success();
+    let a = start_node(dir.path(), "a", &spec, None);
+    let b = start_node(dir.path(), "b", &spec, Some(&a.addr));
+    let file = dir.path().join("network.txt");
+    std::fs::write(
+        &file,
+        format!(
+            "# two vaults on loopback\n{}\n\n{}  # the second\n",
+            a.api, b.api
+        ),
+    )
+    .unwrap();
+    let out_dir = dir.path().join("out");
+    let run = |extra: &[&str]| {
+        sv(&dir.path().join("cfg"))
+            .args(["stress", "--network"])
+            .arg(&file)
+            .args(["--clients", "1,2", "--immutable", "3", "--mutable", "1"])
+            .args(extra)
+            .arg("--out")
+            .arg(&out_dir)
+            .arg("--json")
+            .assert()
+    };
+    let out = run(&[]).success();
+    let r: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(r["options"]["vaults"], serde_json::json!([2]));
+    // The chain's own settings, not the command's defaults.
+    assert_eq!(r["options"]["slot_ms"], 300);
+    assert_eq!(r["options"]["replication"], 2);
+    let cells = r["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 2, "{r}");
+    for c in cells {
+        let clients = c["clients"].as_u64().unwrap();
+        assert_eq!(c["operations"].as_u64().unwrap(), clients * 8, "{c}");
+        assert_eq!(
+            c["get_immutable"]["ok"].as_u64().unwrap(),
+            clients * 3,
+            "{c}"
+        );
+        assert_eq!(c["get_mutable"]["ok"].as_u64().unwrap(), clients, "{c}");
+        // The vaults' processes and this one's clients, apart.
+        assert!(c["cpu_seconds"].as_f64().unwrap() > 0.0, "{c}");
+        assert!(c["clients_cpu_seconds"].as_f64().is_some(), "{c}");
+    }
+    let summary = std::fs::read_to_string(out_dir.join("summary.md")).unwrap();
+    assert!(summary.contains("2 vaults already running"), "{summary}");
+    // The vaults outlive the run that drove them.
+    let c = spacevault_node::client::Client::new(&a.api).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    assert!(rt.block_on(c.health()).is_ok());
+    // A URL nobody answers, or a setting that is the network's, is refused
+    // in a line.
+    std::fs::write(&file, format!("{}\nhttp://127.0.0.1:9\n", a.api)).unwrap();
+    // (With --json the reason is the JSON on stdout.)
+    let said = |out: assert_cmd::assert::Assert| {
+        let o = out.get_output();
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        )
+    };
+    let text = said(run(&[]).failure());
+    assert!(text.contains("http://127.0.0.1:9"), "{text}");
+    let text = said(run(&["--vaults", "4"]).failure());
+    assert!(text.contains("--vaults"), "{text}");
 }

@@ -166,6 +166,7 @@ pub fn router(state: ApiState, hosts: Vec<String>) -> Router {
         .route("/v1/crypto", get(crypto))
         .route("/v1/crypto/trace", get(crypto_trace))
         .route("/v1/head", get(head))
+        .route("/v1/spec", get(spec))
         .route("/v1/blocks/{height}", get(block))
         .route("/v1/holders", get(holders::holders))
         .route("/v1/blobs", axum::routing::put(put_blob))
@@ -411,6 +412,13 @@ async fn block(State(s): S, Path(height): Path<String>) -> Result<Json<BlockJson
         signature: hex::encode(block.signature),
         received_unix_ms: s.chain.arrival(&hash),
     }))
+}
+
+/// The chain spec the vault follows: a program that drives vaults it did
+/// not start reads the chain's limits here, and checks the spec against
+/// the chain id each vault reports.
+async fn spec(State(s): S) -> Json<spacevault_chain::ChainSpec> {
+    Json(s.chain.spec().clone())
 }
 
 async fn status(State(s): S) -> Result<Json<Status>, ApiError> {

@@ -44,6 +44,7 @@ pub mod links;
 pub mod metrics;
 mod node;
 mod page;
+pub mod process;
 pub mod processor;
 mod receipts;
 mod replication;

@@ -114,6 +114,11 @@ pub struct Metrics {
     /// The median of the last slot outputs' arrival less their due time
     /// (ms): this vault's clock against the timekeepers'.
     pub clock_offset_ms: Gauge,
+    /// The CPU seconds and resident memory of the process the vault runs
+    /// in, brought up to date at each scrape (vaults sharing a process
+    /// report the same figures).
+    pub process_cpu_seconds: Gauge<f64, std::sync::atomic::AtomicU64>,
+    pub process_resident_bytes: Gauge,
 }
 
 /// The proof of time's metrics.
@@ -161,6 +166,8 @@ impl Metrics {
             line_slots_fetched: Counter::default(),
             line_slots_pruned: Counter::default(),
             clock_offset_ms: Gauge::default(),
+            process_cpu_seconds: Gauge::default(),
+            process_resident_bytes: Gauge::default(),
             peers: Gauge::default(),
             vaults: Gauge::default(),
             holder_era: Gauge::default(),
@@ -268,6 +275,16 @@ impl Metrics {
             m.holders.clone(),
         );
         register_time(&mut registry, &m);
+        registry.register(
+            "process_cpu_seconds",
+            "CPU seconds, user and system, of the process the vault runs in (vaults sharing a process report the same)",
+            m.process_cpu_seconds.clone(),
+        );
+        registry.register(
+            "process_resident_bytes",
+            "Resident memory of the process the vault runs in",
+            m.process_resident_bytes.clone(),
+        );
         registry.register(
             "lookup_seconds",
             "Time to look up the best proof of all plots",
@@ -414,6 +431,17 @@ impl Metrics {
     /// Brings the count of forgotten slots up to `pruned`.
     pub fn sync_pruned(&self, pruned: u64) {
         catch_up(&self.line_slots_pruned, pruned);
+    }
+
+    /// Brings the process's CPU and memory figures up to date.
+    pub fn sync_process(&self) {
+        if let Some(cpu) = crate::process::cpu_seconds("self") {
+            self.process_cpu_seconds.set(cpu);
+        }
+        if let Some(bytes) = crate::process::resident_bytes("self") {
+            self.process_resident_bytes
+                .set(i64::try_from(bytes).unwrap_or(i64::MAX));
+        }
     }
 
     /// Brings the crypto counters up to the meter's figures.

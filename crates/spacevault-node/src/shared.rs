@@ -76,12 +76,13 @@ pub struct Shared {
 
 impl Shared {
     /// The vault's metrics, as `/metrics` serves them: the meter's counts,
-    /// the network's dropped commands and the slots pruned brought up to
-    /// date first.
+    /// the network's dropped commands, the slots pruned and the process's
+    /// CPU and memory brought up to date first.
     pub fn metrics_text(&self) -> String {
         self.metrics.sync_crypto(&self.meter);
         self.metrics.sync_network(self.net.commands_dropped());
         self.metrics.sync_pruned(self.chain.slots_pruned());
+        self.metrics.sync_process();
         self.metrics.encode()
     }
 

@@ -17,6 +17,7 @@ pub mod plot_paths;
 pub mod prove;
 pub mod report;
 pub mod stress;
+pub mod stress_compare;
 pub mod verify;
 
 /// A command that said what it had to and ends with status `.0` (a result

@@ -4,7 +4,7 @@
 
 use crate::size::parse_size;
 use anyhow::{Context, Result};
-use clap::Args;
+use clap::{Args, Subcommand};
 use spacevault_bench::stress::{self, Progress, StressOptions};
 use spacevault_bench::stress_output;
 use std::path::PathBuf;
@@ -13,7 +13,10 @@ use super::network::{DistanceArgs, ModeArg};
 use super::node::Switch;
 
 #[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct StressArgs {
+    #[command(subcommand)]
+    pub command: Option<StressCommand>,
     /// Network sizes, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16,32,64")]
     pub vaults: Vec<usize>,
@@ -77,6 +80,15 @@ pub struct StressArgs {
     /// a vault (OUT/traces), for `spacevault report`.
     #[arg(long)]
     pub trace_crypto: bool,
+    /// Drive vaults already running (started by hand, or on other
+    /// machines) instead of starting a network a cell: FILE holds their
+    /// API URLs, one a line (`#` starts a comment). The grid's network
+    /// size is their count; the chain's slots and copies are theirs.
+    #[arg(long, value_name = "FILE", conflicts_with_all = [
+        "vaults", "k", "scheme", "slot_ms", "pot_iterations", "replication",
+        "mode", "latency", "bandwidth", "verify_cache", "shared_slot_checks",
+    ])]
+    pub network: Option<PathBuf>,
     /// Where the results go.
     #[arg(long, value_name = "DIR", default_value = "spacevault-stress")]
     pub out: PathBuf,
@@ -88,7 +100,43 @@ pub struct StressArgs {
     pub json: bool,
 }
 
+/// The API URLs of a running network, one a line; blank lines and `#`
+/// comments skipped.
+fn read_network(path: &std::path::Path) -> Result<Vec<String>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading the network file {}", path.display()))?;
+    let apis: Vec<String> = text
+        .lines()
+        .map(|l| l.split('#').next().unwrap_or_default().trim())
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect();
+    if apis.is_empty() {
+        anyhow::bail!("the network file {} names no vault", path.display());
+    }
+    Ok(apis)
+}
+
+#[derive(Subcommand, Debug)]
+pub enum StressCommand {
+    /// Put the results of several runs (machines, settings) side by side:
+    /// heatmaps on one scale, ratios to the first, a ranking by time and cost.
+    Compare(super::stress_compare::CompareArgs),
+}
+
+impl StressArgs {
+    pub fn json(&self) -> bool {
+        match &self.command {
+            Some(StressCommand::Compare(c)) => c.json,
+            None => self.json,
+        }
+    }
+}
+
 pub fn run(a: StressArgs) -> Result<()> {
+    if let Some(StressCommand::Compare(c)) = a.command {
+        return super::stress_compare::run(c);
+    }
     // The vaults' own logs, in process, when asked for.
     if std::env::var_os("RUST_LOG").is_some() {
         crate::logs::init();
@@ -105,8 +153,12 @@ pub fn run(a: StressArgs) -> Result<()> {
         anyhow::bail!("--price-per-hour must be a non-negative number");
     }
     let mode = a.mode.mode()?;
+    let network = a.network.as_deref().map(read_network).transpose()?;
     let options = StressOptions {
-        vaults: a.vaults,
+        vaults: match &network {
+            Some(apis) => vec![apis.len()],
+            None => a.vaults,
+        },
         clients: a.clients,
         immutable: a.immutable,
         mutable: a.mutable,
@@ -125,6 +177,7 @@ pub fn run(a: StressArgs) -> Result<()> {
         distance: a.distance.distance()?,
         trace_dir: a.trace_crypto.then(|| a.out.join("traces")),
         dir: a.dir,
+        network,
     };
     options.validate()?;
     std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
@@ -159,6 +212,13 @@ pub fn run(a: StressArgs) -> Result<()> {
         Ok(path)
     };
     write("results.csv", stress_output::csv(&report))?;
+    write("timeline.csv", stress_output::timeline_csv(&report))?;
+    let timelines = a.out.join("timelines");
+    std::fs::create_dir_all(&timelines)
+        .with_context(|| format!("creating {}", timelines.display()))?;
+    for (name, chart) in stress_output::timeline_charts(&report) {
+        write(&name, chart)?;
+    }
     write("results.json", serde_json::to_string_pretty(&report)?)?;
     write(
         "summary.md",
@@ -177,7 +237,7 @@ pub fn run(a: StressArgs) -> Result<()> {
     }
     outln!("{}", stress_output::markdown(&report, &command, &date));
     outln!(
-        "written to {}: results.csv, results.json, summary.md, heatmap-time.svg{}",
+        "written to {}: results.csv, results.json, summary.md, timeline.csv, timelines/, heatmap-time.svg{}",
         a.out.display(),
         if png { ", heatmap-time.png" } else { "" }
     );

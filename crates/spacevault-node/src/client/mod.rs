@@ -246,6 +246,12 @@ impl Client {
         self.json(hyper::Method::GET, "/v1/status", vec![]).await
     }
 
+    /// The chain spec the vault follows, as it says: its id is what a
+    /// caller compares with the chain it expects.
+    pub async fn spec(&self) -> Result<spacevault_chain::ChainSpec, ClientError> {
+        self.json(hyper::Method::GET, "/v1/spec", vec![]).await
+    }
+
     /// The vault's cryptographic operations so far.
     pub async fn crypto(&self) -> Result<CryptoAnswer, ClientError> {
         self.json(hyper::Method::GET, "/v1/crypto", vec![]).await
