@@ -1,0 +1,21 @@
+# The spacevault binary in a container image, for networks of vaults on
+# container hosts (deploy/README.md). The binary is linked statically, so
+# the image needs nothing of the build's system; the slim base is there
+# for the shell that deploy/vault.sh runs in.
+#
+#   docker build -t spacevault .
+FROM rust:1-bookworm AS build
+WORKDIR /src
+COPY . .
+RUN RUSTFLAGS="-C target-feature=+crt-static" \
+    cargo build --release --locked -p spacevault-cli --target x86_64-unknown-linux-gnu \
+ && cp target/x86_64-unknown-linux-gnu/release/spacevault /spacevault
+
+FROM debian:bookworm-slim
+COPY --from=build /spacevault /usr/local/bin/spacevault
+COPY deploy/vault.sh /usr/local/bin/spacevault-vault
+ENV SPACEVAULT_CONFIG_DIR=/data/config
+VOLUME ["/data"]
+EXPOSE 7733 8733
+ENTRYPOINT ["spacevault"]
+CMD ["--help"]
