@@ -26,10 +26,13 @@ pub struct TimeBin {
     pub p99_ms: Option<f64>,
 }
 
-/// A run's slices, each `bin_seconds` long.
+/// A run's slices, each `bin_seconds` long but the last, which ends with
+/// the run.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct Timeline {
     pub bin_seconds: f64,
+    /// The run's length: the last slice's end.
+    pub run_seconds: f64,
     pub bins: Vec<TimeBin>,
 }
 
@@ -85,7 +88,18 @@ impl Timeline {
             .collect();
         Timeline {
             bin_seconds: width,
+            run_seconds: run_seconds.max(0.0),
             bins,
+        }
+    }
+
+    /// How long slice `i` lasted: the last one only until the run's end.
+    fn length(&self, i: usize) -> f64 {
+        let start = i as f64 * self.bin_seconds;
+        if i + 1 == self.bins.len() {
+            (self.run_seconds - start).clamp(1e-9, self.bin_seconds)
+        } else {
+            self.bin_seconds
         }
     }
 
@@ -93,16 +107,12 @@ impl Timeline {
     /// the fraction `from..to` of the run.
     pub fn rate_between(&self, from: f64, to: f64) -> Option<f64> {
         let n = self.bins.len() as f64;
-        let picked: Vec<&TimeBin> = self
-            .bins
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| (*i as f64) >= from * n && (*i as f64) < to * n)
-            .map(|(_, b)| b)
+        let picked: Vec<usize> = (0..self.bins.len())
+            .filter(|&i| (i as f64) >= from * n && (i as f64) < to * n)
             .collect();
         (!picked.is_empty()).then(|| {
-            picked.iter().map(|b| b.ok).sum::<usize>() as f64
-                / (picked.len() as f64 * self.bin_seconds)
+            picked.iter().map(|&i| self.bins[i].ok).sum::<usize>() as f64
+                / picked.iter().map(|&i| self.length(i)).sum::<f64>()
         })
     }
 
@@ -381,17 +391,24 @@ mod tests {
             records.push(record(30.0 + i as f64 / 20.0, 25.0, Outcome::Ok));
         }
         let t = Timeline::of(&records, 40.0);
+        assert_eq!(t.bins.len(), 80);
         let first = t.rate_between(0.0, 0.25).unwrap();
         let last = t.rate_between(0.75, 1.0).unwrap();
         assert!((first - 100.0).abs() < 1.0, "{first}");
         assert!((last - 20.0).abs() < 1.0, "{last}");
         assert_eq!(t.p50_range_ms(), Some((5.0, 25.0)));
-        let svg = svg(&t, "a run", "a machine");
+        // A last slice cut short by the run's end counts its own length:
+        // 40.05 s in slices of 0.5 s, the last 0.05 s long.
+        records.push(record(40.02, 25.0, Outcome::Ok));
+        let cut = Timeline::of(&records, 40.05);
+        assert_eq!(cut.bins.len(), 81);
+        assert!((cut.rate_between(80.0 / 81.0, 1.0).unwrap() - 20.0).abs() < 1e-6);
+        let svg = svg(&cut, "a run", "a machine");
         assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
         // A bar a slice that has operations.
         assert_eq!(
             svg.matches(r##"fill="#1f77b4"/>"##).count(),
-            t.bins.len() + 1
+            cut.bins.len() + 1
         );
     }
 }
