@@ -5,11 +5,15 @@
 #
 #   docker build -t spacevault .
 FROM rust:1-bookworm AS build
+# The proof of time's class group arithmetic links GMP, statically here.
+RUN apt-get update && apt-get install -y --no-install-recommends libgmp-dev \
+ && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
 RUN RUSTFLAGS="-C target-feature=+crt-static" \
     cargo build --release --locked -p spacevault-cli --target x86_64-unknown-linux-gnu \
- && cp target/x86_64-unknown-linux-gnu/release/spacevault /spacevault
+ && cp target/x86_64-unknown-linux-gnu/release/spacevault /spacevault \
+ && strip /spacevault
 
 FROM debian:bookworm-slim
 COPY --from=build /spacevault /usr/local/bin/spacevault
