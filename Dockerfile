@@ -10,9 +10,12 @@ RUN apt-get update && apt-get install -y --no-install-recommends libgmp-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
-RUN RUSTFLAGS="-C target-feature=+crt-static" \
-    cargo build --release --locked -p spacevault-cli --target x86_64-unknown-linux-gnu \
- && cp target/x86_64-unknown-linux-gnu/release/spacevault /spacevault \
+# The build machine's own target named, so that the static flag reaches
+# the binary and not the build scripts (on x86-64 and arm64 alike).
+RUN host=$(rustc -vV | sed -n 's/^host: //p') \
+ && RUSTFLAGS="-C target-feature=+crt-static" \
+    cargo build --release --locked -p spacevault-cli --target "$host" \
+ && cp "target/$host/release/spacevault" /spacevault \
  && strip /spacevault
 
 FROM debian:bookworm-slim

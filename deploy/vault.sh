@@ -2,9 +2,9 @@
 # One vault of a network on a container host (deploy/compose.yaml): plots
 # once into its volume, then runs `spacevault node`. The first vault
 # (SPACEVAULT_FIRST=1) writes the chain spec and its own address into the
-# volume every vault shares; the others wait for them and bootstrap from
-# it. Every vault adds its API URL to the shared network file that
-# `spacevault stress --network` reads.
+# directory every vault shares; the others wait for them and bootstrap
+# from it. Every vault writes its API URL to urls/HOSTNAME there, for
+# `spacevault stress --network`.
 set -eu
 
 shared=${SPACEVAULT_SHARED:-/shared}
@@ -13,9 +13,20 @@ k=${SPACEVAULT_K:-18}
 p2p_port=7733
 api_port=8733
 me=$(hostname)
-ip=$(hostname -i | cut -d' ' -f1)
+# The address the other vaults and the stress test reach this one at: the
+# container's first IPv4 address unless given (on several hosts, the
+# host's own, with the ports published).
+ip=${SPACEVAULT_ADDRESS:-$(hostname -i | tr ' ' '\n' | grep -v : | head -n 1)}
+if [ -z "$ip" ]; then
+    echo "no IPv4 address for this vault: set SPACEVAULT_ADDRESS" >&2
+    exit 1
+fi
 
-mkdir -p "$data" "$shared"
+mkdir -p "$data" "$shared/urls"
+if [ "${SPACEVAULT_FIRST:-0}" = 1 ]; then
+    # An earlier network's address must not be taken for this one's.
+    rm -f "$shared/bootstrap"
+fi
 if [ ! -f "$data/plots/.done" ]; then
     # A plot cut short by a restart is made again from the start.
     rm -rf "$data/plots"
@@ -25,11 +36,18 @@ fi
 
 if [ "${SPACEVAULT_FIRST:-0}" = 1 ]; then
     if [ ! -f "$shared/spec.json" ]; then
+        # The space the network starts with sets its first target: a
+        # block every two slots from the start.
+        vaults=${SPACEVAULT_VAULTS:-4}
         spacevault chain init --replication "${SPACEVAULT_REPLICATION:-4}" \
-            --out "$shared/spec.json.tmp"
+            --initial-records "$((vaults << k))" --out "$shared/spec.json.tmp"
         mv "$shared/spec.json.tmp" "$shared/spec.json"
     fi
     peer=$(spacevault identity | sed -n 's/^peer id *//p')
+    if [ -z "$peer" ]; then
+        echo "no peer id from spacevault identity" >&2
+        exit 1
+    fi
     echo "/ip4/$ip/tcp/$p2p_port/p2p/$peer" > "$shared/bootstrap.tmp"
     mv "$shared/bootstrap.tmp" "$shared/bootstrap"
     set -- --timekeeper
@@ -46,10 +64,10 @@ else
     set -- --bootstrap "$(cat "$shared/bootstrap")"
 fi
 
-# The API URL as the other containers reach it, once (a restart keeps it).
-url="http://$ip:$api_port"
-touch "$shared/network.txt"
-grep -qx "$url" "$shared/network.txt" || echo "$url" >> "$shared/network.txt"
+# This vault's API URL as the others reach it, written afresh at each
+# start (a restarted container may have another address).
+echo "http://$ip:$api_port" > "$shared/urls/$me.tmp"
+mv "$shared/urls/$me.tmp" "$shared/urls/$me"
 
 exec spacevault node --chain "$shared/spec.json" --plots "$data/plots" \
     --data "$data/store" --listen "/ip4/0.0.0.0/tcp/$p2p_port" \

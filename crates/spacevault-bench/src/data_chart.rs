@@ -3,6 +3,7 @@
 //! the moments every other vault counted it gone and every blob was back.
 
 use crate::data::{DataBench, Recovery};
+use crate::stats::axis_step as step_for;
 use std::fmt::Write;
 
 const WIDTH: f64 = 760.0;
@@ -11,18 +12,6 @@ const LEFT: f64 = 80.0;
 const RIGHT: f64 = 40.0;
 const TOP: f64 = 60.0;
 const BOTTOM: f64 = 60.0;
-
-/// A round step for `max` split in about five: 1, 2 or 5 times a power of
-/// ten.
-fn step_for(max: f64) -> f64 {
-    let raw = (max / 5.0).max(1e-9);
-    let power = 10f64.powf(raw.log10().floor());
-    [1.0, 2.0, 5.0, 10.0]
-        .into_iter()
-        .map(|m| m * power)
-        .find(|s| *s >= raw)
-        .unwrap_or(10.0 * power)
-}
 
 /// The chart as an SVG document, or None when the run measured no
 /// recovery.
@@ -148,7 +137,7 @@ pub fn svg(report: &DataBench) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::step_for;
+    use crate::stats::axis_step as step_for;
 
     #[test]
     fn steps_are_round_and_split_the_axis_in_about_five() {

@@ -438,7 +438,6 @@ fn vault_plot(
     Ok((kit::vault_key(i), plots))
 }
 
-/// CPU seconds (user and system) of a process, from /proc.
 async fn start_in_process(
     spec: &ChainSpec,
     plots: &[(Keypair, PathBuf)],

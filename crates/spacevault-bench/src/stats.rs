@@ -38,9 +38,38 @@ impl Summary {
     }
 }
 
+/// The smallest of 1, 2 or 5 times a power of ten that is at least `x`:
+/// the round numbers of axes, colour scales and time slices.
+pub fn round_up_125(x: f64) -> f64 {
+    let x = if x.is_finite() { x.max(1e-12) } else { 1.0 };
+    let power = 10f64.powf(x.log10().floor());
+    [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * power)
+        .find(|s| *s >= x * (1.0 - 1e-12))
+        .unwrap_or(10.0 * power)
+}
+
+/// A round step for an axis reaching `max`, about five steps long.
+pub fn axis_step(max: f64) -> f64 {
+    round_up_125(max / 5.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn round_numbers_are_one_two_or_five_times_a_power_of_ten() {
+        assert_eq!(round_up_125(99.0), 100.0);
+        assert_eq!(round_up_125(100.0), 100.0);
+        assert_eq!(round_up_125(101.0), 200.0);
+        assert_eq!(round_up_125(2.4), 5.0);
+        assert_eq!(round_up_125(0.1), 0.1);
+        assert_eq!(round_up_125(0.33), 0.5);
+        assert_eq!(round_up_125(f64::NAN), 1.0);
+        assert_eq!(axis_step(240.0), 50.0);
+    }
 
     #[test]
     fn quantiles() {

@@ -66,6 +66,9 @@ pub struct StressOptions {
     /// grid's only network size is their count, and the chain's own
     /// slots and copies replace `slot_ms` and `replication`.
     pub network: Option<Vec<String>>,
+    /// Slots a block on average, where not the spec's default: a running
+    /// network's own.
+    pub block_interval_slots: Option<u64>,
 }
 
 /// One run of one cell of the grid.
@@ -322,6 +325,7 @@ pub fn run(
         let network = runtime.block_on(Network::attach(apis, options.trace_dir.is_some()))?;
         options.slot_ms = network.spec.slot_ms;
         options.replication = network.spec.replication;
+        options.block_interval_slots = Some(network.spec.block_interval_slots);
     }
     let options = &options;
     let runs = options.runs();
@@ -588,6 +592,7 @@ mod tests {
             trace_dir: None,
             dir: PathBuf::from("x"),
             network: None,
+            block_interval_slots: None,
         };
         let runs = o.runs();
         assert_eq!(runs.len(), 8);
@@ -623,7 +628,7 @@ mod tests {
         .validate()
         .is_err());
         assert!(StressOptions {
-            vaults: vec![0],
+            vaults: vec![1],
             network: Some(vec![]),
             ..o
         }

@@ -5,7 +5,7 @@
 //! and by cost at each machine's price per hour.
 
 use crate::heatmap::Heatmap;
-use crate::stats::Summary;
+use crate::stats::{round_up_125, Summary};
 use crate::BenchError;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
@@ -35,7 +35,24 @@ pub struct OptionsView {
     pub mutable: usize,
     pub size: usize,
     #[serde(default)]
+    pub in_flight: Option<usize>,
+    #[serde(default)]
     pub price_per_hour: Option<f64>,
+    /// The API URLs of attached vaults: the machine is then the clients'.
+    #[serde(default)]
+    pub network: Option<Vec<String>>,
+}
+
+impl OptionsView {
+    fn workload(&self) -> String {
+        format!(
+            "{} blobs and {} registers of {} B a client, {} in flight",
+            self.immutable,
+            self.mutable,
+            self.size,
+            self.in_flight.map_or("?".into(), |n| n.to_string())
+        )
+    }
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -43,8 +60,6 @@ pub struct CellView {
     pub vaults: usize,
     pub clients: usize,
     pub seconds: f64,
-    #[serde(default)]
-    pub cpu_seconds: Option<f64>,
     pub put_immutable: OpView,
     pub put_mutable: OpView,
     pub get_immutable: OpView,
@@ -53,12 +68,16 @@ pub struct CellView {
 
 #[derive(Clone, Debug, Deserialize)]
 pub struct OpView {
+    #[serde(default)]
+    pub errors: usize,
     pub lost: usize,
     pub wrong: usize,
 }
 
 impl CellView {
-    fn lost_or_wrong(&self) -> usize {
+    /// Operations that did not succeed: refused or failed, lost, wrong. A
+    /// run whose vaults fail fast is not a fast run.
+    fn failed(&self) -> usize {
         [
             &self.put_immutable,
             &self.put_mutable,
@@ -66,7 +85,7 @@ impl CellView {
             &self.get_mutable,
         ]
         .iter()
-        .map(|o| o.lost + o.wrong)
+        .map(|o| o.errors + o.lost + o.wrong)
         .sum()
     }
 }
@@ -125,10 +144,8 @@ impl NamedRun {
             .filter(move |c| c.vaults == vaults && c.clients == clients)
     }
 
-    fn lost_or_wrong(&self, vaults: usize, clients: usize) -> usize {
-        self.cells_of(vaults, clients)
-            .map(CellView::lost_or_wrong)
-            .sum()
+    fn failed(&self, vaults: usize, clients: usize) -> usize {
+        self.cells_of(vaults, clients).map(CellView::failed).sum()
     }
 
     fn describe(&self) -> String {
@@ -137,7 +154,14 @@ impl NamedRun {
             .memory_bytes
             .map(|b| format!(", {:.0} GiB", b as f64 / (1u64 << 30) as f64))
             .unwrap_or_default();
-        format!("{} ({} cores{memory})", m.cpu, m.cores)
+        let machine = format!("{} ({} cores{memory})", m.cpu, m.cores);
+        match &self.results.options.network {
+            Some(apis) => format!(
+                "clients on {machine}; {} vaults attached, on machines of their own",
+                apis.len()
+            ),
+            None => machine,
+        }
     }
 }
 
@@ -149,6 +173,9 @@ pub struct Rank {
     pub seconds: f64,
     /// `seconds` over the first run's.
     pub ratio: f64,
+    /// Operations of the ranked cells that did not succeed: a run with
+    /// any ranks after every run without.
+    pub failed: usize,
     /// The ranked cells' median times summed, at the run's price.
     pub cost_usd: Option<f64>,
 }
@@ -161,8 +188,8 @@ pub struct CellRow {
     /// Each run's median seconds, in the runs' order; None where it did
     /// not run this cell.
     pub seconds: Vec<Option<f64>>,
-    /// Each run's lost or wrong operations in this cell.
-    pub lost_or_wrong: Vec<usize>,
+    /// Each run's operations in this cell that did not succeed.
+    pub failed: Vec<usize>,
 }
 
 /// The whole comparison.
@@ -170,6 +197,8 @@ pub struct CellRow {
 pub struct Comparison {
     pub labels: Vec<String>,
     pub machines: Vec<String>,
+    /// What each run's clients did.
+    pub workloads: Vec<String>,
     pub prices_per_hour: Vec<Option<f64>>,
     pub rows: Vec<CellRow>,
     /// The cells the ranking is over: every run ran them.
@@ -180,18 +209,6 @@ pub struct Comparison {
     pub by_cost: Vec<Rank>,
     /// Where the heatmaps' colour scale ends.
     pub scale_max: f64,
-}
-
-/// A colour scale's end: `max` rounded up to 1, 2 or 5 times a power of
-/// ten, so that charts drawn apart read alike.
-fn round_up(max: f64) -> f64 {
-    let max = max.max(1e-9);
-    let power = 10f64.powf(max.log10().floor());
-    [1.0, 2.0, 5.0, 10.0]
-        .into_iter()
-        .map(|m| m * power)
-        .find(|s| *s >= max * (1.0 - 1e-12))
-        .unwrap_or(10.0 * power)
 }
 
 /// Compares `runs`, the first one the baseline; ranks over `cell` alone
@@ -206,11 +223,11 @@ pub fn compare(
             "compare needs at least two runs".into(),
         ));
     }
-    let mut labels = BTreeSet::new();
+    let mut files = BTreeSet::new();
     for r in runs {
-        if !labels.insert(r.label.as_str()) {
+        if !files.insert(file_safe(&r.label)) {
             return Err(BenchError::Invalid(format!(
-                "two runs are named {}: name them apart with NAME=PATH",
+                "two runs are named {} (or alike in a file name): name them apart with NAME=PATH",
                 r.label
             )));
         }
@@ -225,7 +242,7 @@ pub fn compare(
             vaults: v,
             clients: c,
             seconds: runs.iter().map(|r| r.median_seconds(v, c)).collect(),
-            lost_or_wrong: runs.iter().map(|r| r.lost_or_wrong(v, c)).collect(),
+            failed: runs.iter().map(|r| r.failed(v, c)).collect(),
         })
         .collect();
     let ranked_cells: Vec<(usize, usize)> = match cell {
@@ -267,6 +284,7 @@ pub fn compare(
                 label: r.label.clone(),
                 seconds: log_mean.exp(),
                 ratio: 0.0,
+                failed: ranked_cells.iter().map(|&(v, c)| r.failed(v, c)).sum(),
                 cost_usd: r
                     .price_per_hour
                     .map(|p| p * times.iter().sum::<f64>() / 3600.0),
@@ -282,9 +300,17 @@ pub fn compare(
         })
         .collect();
     let mut by_time = ranks.clone();
-    by_time.sort_by(|a, b| a.seconds.total_cmp(&b.seconds));
+    by_time.sort_by(|a, b| {
+        (a.failed > 0)
+            .cmp(&(b.failed > 0))
+            .then(a.seconds.total_cmp(&b.seconds))
+    });
     let mut by_cost: Vec<Rank> = ranks.into_iter().filter(|r| r.cost_usd.is_some()).collect();
-    by_cost.sort_by(|a, b| a.cost_usd.unwrap().total_cmp(&b.cost_usd.unwrap()));
+    by_cost.sort_by(|a, b| {
+        (a.failed > 0)
+            .cmp(&(b.failed > 0))
+            .then(a.cost_usd.unwrap().total_cmp(&b.cost_usd.unwrap()))
+    });
     let slowest = rows
         .iter()
         .flat_map(|r| r.seconds.iter().flatten())
@@ -292,12 +318,13 @@ pub fn compare(
     Ok(Comparison {
         labels: runs.iter().map(|r| r.label.clone()).collect(),
         machines: runs.iter().map(NamedRun::describe).collect(),
+        workloads: runs.iter().map(|r| r.results.options.workload()).collect(),
         prices_per_hour: runs.iter().map(|r| r.price_per_hour).collect(),
         rows,
         ranked_cells,
         by_time,
         by_cost,
-        scale_max: scale_max.unwrap_or_else(|| round_up(slowest)),
+        scale_max: scale_max.unwrap_or_else(|| round_up_125(slowest)),
     })
 }
 
@@ -348,7 +375,7 @@ impl Comparison {
             failed,
             scale_max,
             unit,
-            failed_note: "red frame: N operations lost or wrong",
+            failed_note: "red frame: N operations refused, failed, lost or wrong",
         }
         .svg()
     }
@@ -359,9 +386,9 @@ impl Comparison {
         let mut out = Vec::new();
         for (i, label) in self.labels.iter().enumerate() {
             let values = self.grid(|r| r.seconds[i]);
-            let failed = self.grid(|r| match r.lost_or_wrong[i] {
+            let failed = self.grid(|r| match r.failed[i] {
                 0 => None,
-                n => Some(format!("{n} bad")),
+                n => Some(format!("{n} failed")),
             });
             let title = format!("Time to run: {label}");
             out.push((
@@ -397,7 +424,7 @@ impl Comparison {
                     &subtitle,
                     values,
                     failed,
-                    round_up(top),
+                    round_up_125(top),
                     "× the first run",
                 ),
             ));
@@ -407,17 +434,29 @@ impl Comparison {
 
     /// The comparison a reader opens first.
     pub fn markdown(&self) -> String {
+        let cell = |t: &str| t.replace('|', "\\|");
+        let label = |i: usize| cell(&self.labels[i]);
         let mut s = String::from("# spacevault stress, runs compared\n\n");
-        let _ = writeln!(s, "| run | machine | price per hour |\n|---|---|---:|");
+        let _ = writeln!(
+            s,
+            "| run | machine | clients' work | price per hour |\n|---|---|---|---:|"
+        );
         for i in 0..self.labels.len() {
             let _ = writeln!(
                 s,
-                "| {} | {} | {} |",
-                self.labels[i],
-                self.machines[i],
+                "| {} | {} | {} | {} |",
+                label(i),
+                cell(&self.machines[i]),
+                self.workloads[i],
                 self.prices_per_hour[i]
                     .map(|p| format!("${p:.4}"))
                     .unwrap_or_else(|| "–".into())
+            );
+        }
+        if self.workloads.iter().any(|w| *w != self.workloads[0]) {
+            let _ = writeln!(
+                s,
+                "\n**The runs' clients did different work**: their times compare the work as well as the machines."
             );
         }
         let cells = match self.ranked_cells.as_slice() {
@@ -426,42 +465,44 @@ impl Comparison {
         };
         let _ = writeln!(
             s,
-            "\n## Ranked by time\n\nOver {cells}.\n\n| rank | run | seconds | × {} |\n|---:|---|---:|---:|",
-            self.labels[0]
+            "\n## Ranked by time\n\nOver {cells}. A run with operations that did not succeed there ranks after every run without.\n\n| rank | run | seconds | × {} | failed operations |\n|---:|---|---:|---:|---:|",
+            label(0)
         );
         for (i, r) in self.by_time.iter().enumerate() {
             let _ = writeln!(
                 s,
-                "| {} | {} | {:.2} | {:.2} |",
+                "| {} | {} | {:.2} | {:.2} | {} |",
                 i + 1,
-                r.label,
+                cell(&r.label),
                 r.seconds,
-                r.ratio
+                r.ratio,
+                r.failed
             );
         }
         if !self.by_cost.is_empty() {
             let _ = writeln!(
                 s,
-                "\n## Ranked by cost\n\n| rank | run | USD | seconds |\n|---:|---|---:|---:|"
+                "\n## Ranked by cost\n\n| rank | run | USD | seconds | failed operations |\n|---:|---|---:|---:|---:|"
             );
             for (i, r) in self.by_cost.iter().enumerate() {
                 let _ = writeln!(
                     s,
-                    "| {} | {} | {:.6} | {:.2} |",
+                    "| {} | {} | {:.6} | {:.2} | {} |",
                     i + 1,
-                    r.label,
+                    cell(&r.label),
                     r.cost_usd.expect("ranked by cost"),
-                    r.seconds
+                    r.seconds,
+                    r.failed
                 );
             }
         }
         let _ = write!(
             s,
             "\n## Every cell (median seconds; in brackets, × {})\n\n| vaults | clients |",
-            self.labels[0]
+            label(0)
         );
-        for l in &self.labels {
-            let _ = write!(s, " {l} |");
+        for i in 0..self.labels.len() {
+            let _ = write!(s, " {} |", label(i));
         }
         let _ = write!(s, "\n|---:|---:|");
         for _ in &self.labels {
@@ -471,9 +512,9 @@ impl Comparison {
         for row in &self.rows {
             let _ = write!(s, "| {} | {} |", row.vaults, row.clients);
             for (i, t) in row.seconds.iter().enumerate() {
-                let bad = match row.lost_or_wrong[i] {
+                let bad = match row.failed[i] {
                     0 => String::new(),
-                    n => format!(" **{n} lost/wrong**"),
+                    n => format!(" **{n} failed**"),
                 };
                 match (t, row.seconds[0]) {
                     (Some(t), Some(base)) if i > 0 && base > 0.0 => {
@@ -487,7 +528,12 @@ impl Comparison {
             }
             s.push('\n');
         }
-        let _ = writeln!(s, "\nHeatmaps: `heatmap-NAME.svg` for each run on one scale (0 to {} s), `ratio-NAME.svg` for each run over {}.", self.scale_max, self.labels[0]);
+        let _ = writeln!(
+            s,
+            "\nHeatmaps: `heatmap-NAME.svg` for each run on one scale (0 to {} s), `ratio-NAME.svg` for each run over {}.",
+            self.scale_max,
+            label(0)
+        );
         s
     }
 }
@@ -512,10 +558,20 @@ mod tests {
     use super::*;
 
     fn run(label: &str, cells: &[(usize, usize, f64)], price: Option<f64>) -> NamedRun {
+        failing(label, cells, price, 0)
+    }
+
+    /// A run whose every cell had `errors` operations refused.
+    fn failing(
+        label: &str,
+        cells: &[(usize, usize, f64)],
+        price: Option<f64>,
+        errors: usize,
+    ) -> NamedRun {
         let cells: Vec<serde_json::Value> = cells
             .iter()
             .map(|&(v, c, s)| {
-                let op = serde_json::json!({"ok": 1, "errors": 0, "lost": 0, "wrong": 0});
+                let op = serde_json::json!({"ok": 1, "errors": errors, "lost": 0, "wrong": 0});
                 serde_json::json!({
                     "vaults": v, "clients": c, "repeat": 0, "seconds": s,
                     "put_immutable": op, "put_mutable": op,
@@ -580,10 +636,10 @@ mod tests {
 
     #[test]
     fn scales_end_on_round_numbers() {
-        assert_eq!(round_up(99.0), 100.0);
-        assert_eq!(round_up(100.0), 100.0);
-        assert_eq!(round_up(101.0), 200.0);
-        assert_eq!(round_up(2.4), 5.0);
+        assert_eq!(round_up_125(99.0), 100.0);
+        assert_eq!(round_up_125(100.0), 100.0);
+        assert_eq!(round_up_125(101.0), 200.0);
+        assert_eq!(round_up_125(2.4), 5.0);
         assert_eq!(file_safe("c5.large / eu"), "c5.large___eu");
     }
 }

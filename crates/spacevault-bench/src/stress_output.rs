@@ -364,9 +364,7 @@ pub fn timeline_charts(report: &StressReport) -> Vec<(String, String)> {
         .map(|c| {
             let title = format!(
                 "{} vaults × {} clients, run {}: over the run's time",
-                c.vaults,
-                c.clients,
-                c.repeat + 1
+                c.vaults, c.clients, c.repeat
             );
             let chart =
                 crate::stress_timeline::svg(&c.timeline, &title, &report.machine.describe());
@@ -378,9 +376,9 @@ pub fn timeline_charts(report: &StressReport) -> Vec<(String, String)> {
 /// Every run's slices, a row each.
 pub fn timeline_csv(report: &StressReport) -> String {
     let mut s =
-        String::from("vaults,clients,repeat,start_seconds,bin_seconds,ok,failed,p50_ms,p99_ms\n");
+        String::from("vaults,clients,repeat,start_seconds,seconds,ok,failed,p50_ms,p99_ms\n");
     for c in &report.cells {
-        for b in &c.timeline.bins {
+        for (i, b) in c.timeline.bins.iter().enumerate() {
             let _ = writeln!(
                 s,
                 "{},{},{},{:.3},{:.3},{},{},{},{}",
@@ -388,7 +386,7 @@ pub fn timeline_csv(report: &StressReport) -> String {
                 c.clients,
                 c.repeat,
                 b.start_seconds,
-                c.timeline.bin_seconds,
+                c.timeline.length(i),
                 b.ok,
                 b.failed,
                 opt(b.p50_ms),
@@ -472,14 +470,21 @@ pub fn utc_date(unix_seconds: u64) -> String {
 /// About the shortest a run can take waiting on the chain alone: the
 /// register writes go in rounds of `in_flight`, and each is answered a
 /// block to include it and `SETTLED_DEPTH` more after it was sent, each
-/// block the spec's interval of slots on average (the network's launcher
-/// keeps the default interval; blocks come at random, so a run may be a
-/// little quicker or slower). The blobs' share is milliseconds.
+/// block the chain's interval of slots on average (the launcher keeps the
+/// spec's default; an attached network has its own; blocks come at random,
+/// so a run may be a little quicker or slower). The blobs' share is milliseconds.
 pub fn slot_floor_seconds(o: &crate::stress::StressOptions) -> f64 {
     let rounds = o.mutable.div_ceil(o.in_flight.max(1));
     let blocks = rounds as u64 * (spacevault_node::api::SETTLED_DEPTH + 1);
-    let slots = blocks * spacevault_chain::spec::DEFAULT_BLOCK_INTERVAL_SLOTS;
+    let slots = blocks * block_interval_slots(o);
     slots as f64 * o.slot_ms as f64 / 1000.0
+}
+
+/// Slots a block on average: the attached network's, or the spec's
+/// default that the launcher keeps.
+fn block_interval_slots(o: &crate::stress::StressOptions) -> u64 {
+    o.block_interval_slots
+        .unwrap_or(spacevault_chain::spec::DEFAULT_BLOCK_INTERVAL_SLOTS)
 }
 
 /// Each cell's time beside what bounds it from below: the slots its
@@ -495,7 +500,7 @@ fn where_the_time_goes(s: &mut String, report: &StressReport) {
         report.options.in_flight,
         spacevault_node::api::SETTLED_DEPTH + 1,
         spacevault_node::api::SETTLED_DEPTH,
-        spacevault_chain::spec::DEFAULT_BLOCK_INTERVAL_SLOTS,
+        block_interval_slots(&report.options),
     );
     let _ = writeln!(
         s,
@@ -575,11 +580,15 @@ mod tests {
             trace_dir: None,
             dir: "x".into(),
             network: None,
+            block_interval_slots: None,
         };
         // 13 rounds (the last of 4 writes), 3 blocks of 2 slots each.
         assert_eq!(slot_floor_seconds(&o), 39.0);
         o.in_flight = 100;
         assert_eq!(slot_floor_seconds(&o), 3.0);
+        // An attached network's block a slot.
+        o.block_interval_slots = Some(1);
+        assert_eq!(slot_floor_seconds(&o), 1.5);
         o.mutable = 0;
         assert_eq!(slot_floor_seconds(&o), 0.0);
     }

@@ -5,6 +5,7 @@
 //! series shows when.
 
 use crate::heatmap::escape;
+use crate::stats::{axis_step as step_for, round_up_125, Summary};
 use crate::stress_client::{Outcome, Record};
 use serde::Serialize;
 use std::fmt::Write;
@@ -39,22 +40,7 @@ pub struct Timeline {
 /// The shortest round slice (1, 2 or 5 times a power of ten, at least a
 /// tenth of a second) that cuts `run_seconds` into at most [`MAX_BINS`].
 pub fn bin_seconds(run_seconds: f64) -> f64 {
-    let want = (run_seconds.max(0.0) / MAX_BINS as f64).max(0.1);
-    let mut power = 0.1;
-    loop {
-        for m in [1.0, 2.0, 5.0] {
-            if m * power >= want * (1.0 - 1e-12) {
-                return m * power;
-            }
-        }
-        power *= 10.0;
-    }
-}
-
-/// The value at quantile `q` of sorted samples (nearest rank, as
-/// [`crate::stats::Summary`] takes it).
-fn at(sorted: &[f64], q: f64) -> f64 {
-    sorted[((sorted.len() - 1) as f64 * q).round() as usize]
+    round_up_125((run_seconds.max(0.0) / MAX_BINS as f64).max(0.1))
 }
 
 impl Timeline {
@@ -74,15 +60,14 @@ impl Timeline {
             .into_iter()
             .zip(failed)
             .enumerate()
-            .map(|(i, (mut ms, failed))| {
-                ms.sort_by(|a, b| a.total_cmp(b));
-                let q = |q| (!ms.is_empty()).then(|| at(&ms, q));
+            .map(|(i, (ms, failed))| {
+                let summary = (!ms.is_empty()).then(|| Summary::of(&ms));
                 TimeBin {
                     start_seconds: i as f64 * width,
                     ok: ms.len(),
                     failed,
-                    p50_ms: q(0.5),
-                    p99_ms: q(0.99),
+                    p50_ms: summary.map(|s| s.median),
+                    p99_ms: summary.map(|s| s.p99),
                 }
             })
             .collect();
@@ -94,7 +79,7 @@ impl Timeline {
     }
 
     /// How long slice `i` lasted: the last one only until the run's end.
-    fn length(&self, i: usize) -> f64 {
+    pub fn length(&self, i: usize) -> f64 {
         let start = i as f64 * self.bin_seconds;
         if i + 1 == self.bins.len() {
             (self.run_seconds - start).clamp(1e-9, self.bin_seconds)
@@ -137,17 +122,6 @@ const PANEL: f64 = 170.0;
 const GAP: f64 = 50.0;
 const BOTTOM: f64 = 50.0;
 
-/// A round step for an axis reaching `max`, about five steps long.
-fn step_for(max: f64) -> f64 {
-    let raw = (max / 5.0).max(1e-9);
-    let power = 10f64.powf(raw.log10().floor());
-    [1.0, 2.0, 5.0, 10.0]
-        .into_iter()
-        .map(|m| m * power)
-        .find(|s| *s >= raw)
-        .unwrap_or(10.0 * power)
-}
-
 fn label(v: f64) -> String {
     if v >= 10.0 || v == v.round() {
         format!("{v:.0}")
@@ -165,7 +139,8 @@ pub fn svg(timeline: &Timeline, title: &str, subtitle: &str) -> String {
     let rate_max = timeline
         .bins
         .iter()
-        .map(|b| (b.ok + b.failed) as f64 / width)
+        .enumerate()
+        .map(|(i, b)| (b.ok + b.failed) as f64 / timeline.length(i))
         .fold(1.0, f64::max);
     let ms_max = timeline
         .bins
@@ -237,10 +212,10 @@ pub fn svg(timeline: &Timeline, title: &str, subtitle: &str) -> String {
         }
         if top == TOP {
             let bar = (plot_w * width / x_max - 1.0).max(0.5);
-            for b in &timeline.bins {
+            for (i, b) in timeline.bins.iter().enumerate() {
                 let x = x_of(b.start_seconds);
-                let ok = b.ok as f64 / width;
-                let failed = b.failed as f64 / width;
+                let ok = b.ok as f64 / timeline.length(i);
+                let failed = b.failed as f64 / timeline.length(i);
                 let _ = writeln!(
                     s,
                     r##"<rect x="{x:.1}" y="{:.1}" width="{bar:.1}" height="{:.1}" fill="#1f77b4"/>"##,
@@ -371,13 +346,14 @@ mod tests {
         assert_eq!(t.bin_seconds, 0.1);
         assert_eq!(t.bins.len(), 20);
         assert_eq!((t.bins[0].ok, t.bins[0].failed), (2, 0));
-        assert_eq!(t.bins[0].p50_ms, Some(30.0));
+        // The median of two is their mean, as in the run's own summary.
+        assert_eq!(t.bins[0].p50_ms, Some(20.0));
         assert_eq!((t.bins[1].ok, t.bins[1].failed), (0, 1));
         assert_eq!(t.bins[1].p50_ms, None);
         assert_eq!((t.bins[19].ok, t.bins[19].failed), (1, 1));
         let total: usize = t.bins.iter().map(|b| b.ok + b.failed).sum();
         assert_eq!(total, records.len());
-        assert_eq!(t.p50_range_ms(), Some((30.0, 40.0)));
+        assert_eq!(t.p50_range_ms(), Some((20.0, 40.0)));
     }
 
     #[test]
@@ -405,7 +381,7 @@ mod tests {
         assert!((cut.rate_between(80.0 / 81.0, 1.0).unwrap() - 20.0).abs() < 1e-6);
         let svg = svg(&cut, "a run", "a machine");
         assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
-        // A bar a slice that has operations.
+        // A bar a slice (every slice here has operations).
         assert_eq!(
             svg.matches(r##"fill="#1f77b4"/>"##).count(),
             cut.bins.len() + 1

@@ -239,9 +239,19 @@ async fn the_http_api_answers_bad_input_with_a_4xx_and_a_reason() {
         "spacevault_peers",
         "spacevault_lookup_seconds",
         "spacevault_blob_reverify_failures_total",
+        "spacevault_process_cpu_seconds",
+        "spacevault_process_resident_bytes",
     ] {
         assert!(metrics.contains(name), "{name} missing");
     }
+    // The spec a program driving vaults it did not start reads: the one
+    // whose id the vault reports.
+    let served = c.spec().await.unwrap();
+    assert_eq!(served, spec);
+    assert_eq!(
+        hex::encode(served.chain_id()),
+        c.status().await.unwrap().chain_id
+    );
     for n in nodes {
         n.stop().await;
     }

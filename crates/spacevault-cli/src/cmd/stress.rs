@@ -178,6 +178,7 @@ pub fn run(a: StressArgs) -> Result<()> {
         trace_dir: a.trace_crypto.then(|| a.out.join("traces")),
         dir: a.dir,
         network,
+        block_interval_slots: None,
     };
     options.validate()?;
     std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
