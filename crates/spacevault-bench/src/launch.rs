@@ -593,7 +593,7 @@ fn start_processes(
 /// Linux ties the signal to the thread that spawns, which here is the one
 /// that runs the launch and outlives the vaults.
 #[cfg(target_os = "linux")]
-fn die_with_parent(cmd: &mut std::process::Command) {
+pub(crate) fn die_with_parent(cmd: &mut std::process::Command) {
     use std::os::unix::process::CommandExt;
     let parent = std::process::id() as libc::pid_t;
     // SAFETY: the closure runs between fork and exec and calls only prctl
@@ -613,7 +613,7 @@ fn die_with_parent(cmd: &mut std::process::Command) {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn die_with_parent(_: &mut std::process::Command) {}
+pub(crate) fn die_with_parent(_: &mut std::process::Command) {}
 
 async fn stop(vaults: Vaults) {
     match vaults {

@@ -12,7 +12,7 @@ use crate::machine::Machine;
 use crate::profiles::{round_trips, RoundTrips};
 use crate::stats::Summary;
 use crate::stress_client::{figures_of, ClientWork, Record};
-pub use crate::stress_client::{OpFigures, OpKind};
+pub use crate::stress_client::{run_job, ClientAnswer, ClientJob, OpFigures, OpKind, RecordLine};
 use crate::stress_timeline::Timeline;
 use crate::BenchError;
 use serde::Serialize;
@@ -69,6 +69,9 @@ pub struct StressOptions {
     /// Slots a block on average, where not the spec's default: a running
     /// network's own.
     pub block_interval_slots: Option<u64>,
+    /// Where the clients run: in this process, or each in a process of its
+    /// own (`exe stress client`), whose CPU is then theirs alone.
+    pub clients_mode: Mode,
 }
 
 /// One run of one cell of the grid.
@@ -387,7 +390,7 @@ async fn run_cell(
     let cpu_before = network.vaults_cpu_seconds().await;
     let clients_cpu_before = network.clients_cpu_seconds();
     let started = Instant::now();
-    let records = match run_clients(
+    let (records, client_processes_cpu) = match run_clients(
         options,
         &network,
         (vaults, clients),
@@ -404,9 +407,14 @@ async fn run_cell(
         }
     };
     let seconds = started.elapsed().as_secs_f64();
-    let clients_cpu_seconds = clients_cpu_before
-        .zip(network.clients_cpu_seconds())
-        .map(|(a, b)| b - a);
+    // Clients in processes of their own say what they used; else, where
+    // the vaults run apart, this process's CPU is the clients'.
+    let clients_cpu_seconds = match options.clients_mode {
+        Mode::Processes { .. } => client_processes_cpu,
+        Mode::InProcess => clients_cpu_before
+            .zip(network.clients_cpu_seconds())
+            .map(|(a, b)| b - a),
+    };
     let cpu_seconds = cpu_before
         .zip(network.vaults_cpu_seconds().await)
         .map(|(a, b)| b - a);
@@ -490,7 +498,8 @@ fn launch_options(
     }
 }
 
-/// Runs a cell's clients at once and gathers their records.
+/// Runs a cell's clients at once and gathers their records, and the CPU
+/// of clients in processes of their own.
 async fn run_clients(
     options: &StressOptions,
     network: &Network,
@@ -498,13 +507,30 @@ async fn run_clients(
     chain_id: [u8; 32],
     value_bytes: usize,
     started: Instant,
-) -> Result<Vec<Record>, BenchError> {
+) -> Result<(Vec<Record>, Option<f64>), BenchError> {
     // Vaults that outlive the run keep what earlier runs put: a run of its
     // own writes data and registers of its own.
     let seed = match options.network {
         Some(_) => unix_ns(),
         None => 0,
     };
+    if let Mode::Processes { exe } = &options.clients_mode {
+        let jobs = (0..clients)
+            .map(|c| ClientJob {
+                index: c,
+                put_via: network.clients[c % vaults].url().to_string(),
+                get_via: network.clients[(c + 1) % vaults].url().to_string(),
+                chain_id: hex::encode(chain_id),
+                immutable: options.immutable,
+                mutable: options.mutable,
+                size: options.size,
+                value_bytes,
+                in_flight: options.in_flight,
+                seed,
+            })
+            .collect();
+        return crate::stress_client::run_in_processes(exe, jobs, started).await;
+    }
     let tasks: Vec<_> = (0..clients)
         .map(|c| {
             let work = ClientWork {
@@ -533,7 +559,7 @@ async fn run_clients(
             .map_err(|e| BenchError::Invalid(format!("a client failed: {e}")))?;
         records.extend(r);
     }
-    Ok(records)
+    Ok((records, None))
 }
 
 /// Writes a run's traces, a file a vault, and reports on them.
@@ -593,6 +619,7 @@ mod tests {
             dir: PathBuf::from("x"),
             network: None,
             block_interval_slots: None,
+            clients_mode: Mode::InProcess,
         };
         let runs = o.runs();
         assert_eq!(runs.len(), 8);

@@ -5,14 +5,14 @@
 
 use crate::machine::SplitMix;
 use crate::stats::Summary;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use spacevault_chain::Keypair;
 use spacevault_node::client::{Client, ClientError};
 use std::sync::Arc;
 use std::time::Instant;
 
 /// The kinds of operation a client performs, in the order it performs them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum OpKind {
     PutImmutable,
@@ -112,6 +112,181 @@ pub(crate) struct ClientWork {
     /// the run, else a run's own, so that runs against one long-lived
     /// network write data of their own.
     pub seed: u64,
+}
+
+/// One client's share of a cell as a process of its own is given it
+/// (`spacevault stress client` reads it as JSON on its standard input).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ClientJob {
+    pub index: usize,
+    pub put_via: String,
+    pub get_via: String,
+    /// Hex.
+    pub chain_id: String,
+    pub immutable: usize,
+    pub mutable: usize,
+    pub size: usize,
+    pub value_bytes: usize,
+    pub in_flight: usize,
+    pub seed: u64,
+}
+
+/// What a client process answers on its standard output.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ClientAnswer {
+    pub records: Vec<RecordLine>,
+    /// The process's own CPU seconds when it was done.
+    pub cpu_seconds: Option<f64>,
+}
+
+/// A record as a client process writes it; `end_seconds` counts from the
+/// process's own start.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RecordLine {
+    pub kind: OpKind,
+    pub ms: f64,
+    pub end_seconds: f64,
+    /// `ok`, `error`, `lost` or `wrong`.
+    pub outcome: String,
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+impl Record {
+    fn line(&self) -> RecordLine {
+        let (outcome, error) = match &self.outcome {
+            Outcome::Ok => ("ok", None),
+            Outcome::Error(why) => ("error", Some(why.clone())),
+            Outcome::Lost => ("lost", None),
+            Outcome::Wrong => ("wrong", None),
+        };
+        RecordLine {
+            kind: self.kind,
+            ms: self.ms,
+            end_seconds: self.end_seconds,
+            outcome: outcome.into(),
+            error,
+        }
+    }
+
+    /// A process's record, its end moved to the cell's clock by `offset`
+    /// (when the process started, from the clients' start).
+    pub(crate) fn of_line(line: RecordLine, offset: f64) -> Record {
+        let outcome = match line.outcome.as_str() {
+            "ok" => Outcome::Ok,
+            "lost" => Outcome::Lost,
+            "wrong" => Outcome::Wrong,
+            _ => Outcome::Error(line.error.unwrap_or_else(|| line.outcome.clone())),
+        };
+        Record {
+            kind: line.kind,
+            ms: line.ms,
+            end_seconds: line.end_seconds + offset,
+            outcome,
+        }
+    }
+}
+
+/// Runs one client's job, as `spacevault stress client` does in a process
+/// of its own.
+pub async fn run_job(job: ClientJob) -> Result<ClientAnswer, crate::BenchError> {
+    let bad = |e: String| crate::BenchError::Invalid(e);
+    let client = |url: &str| Client::new(url).map_err(|e| bad(format!("{url}: {e}")));
+    let mut chain_id = [0u8; 32];
+    hex::decode_to_slice(&job.chain_id, &mut chain_id)
+        .map_err(|_| bad("the job's chain id is not 32 bytes of hex".into()))?;
+    let work = ClientWork {
+        index: job.index,
+        put_via: client(&job.put_via)?,
+        get_via: client(&job.get_via)?,
+        chain_id,
+        immutable: job.immutable,
+        mutable: job.mutable,
+        size: job.size,
+        value_bytes: job.value_bytes,
+        in_flight: job.in_flight.max(1),
+        started: Instant::now(),
+        seed: job.seed,
+    };
+    let records = work.run().await;
+    Ok(ClientAnswer {
+        records: records.iter().map(Record::line).collect(),
+        cpu_seconds: spacevault_node::process::cpu_seconds("self"),
+    })
+}
+
+/// Runs each job in a process of its own (`exe stress client`), all at
+/// once, and gathers their records on the cell's clock and the CPU they
+/// used, all together.
+pub(crate) async fn run_in_processes(
+    exe: &std::path::Path,
+    jobs: Vec<ClientJob>,
+    started: Instant,
+) -> Result<(Vec<Record>, Option<f64>), crate::BenchError> {
+    let tasks: Vec<_> = jobs
+        .into_iter()
+        .map(|job| {
+            let exe = exe.to_path_buf();
+            tokio::task::spawn_blocking(move || one_process(&exe, &job, started))
+        })
+        .collect();
+    let (mut records, mut cpu) = (Vec::new(), Some(0.0));
+    for task in tasks {
+        let (r, c) = task
+            .await
+            .map_err(|e| crate::BenchError::Invalid(format!("a client process: {e}")))??;
+        records.extend(r);
+        cpu = cpu.zip(c).map(|(a, b)| a + b);
+    }
+    Ok((records, cpu))
+}
+
+/// One client process, from its start to its answer. The thread that
+/// spawns it waits for it, so the process dies with the run
+/// ([`crate::launch::die_with_parent`]).
+fn one_process(
+    exe: &std::path::Path,
+    job: &ClientJob,
+    started: Instant,
+) -> Result<(Vec<Record>, Option<f64>), crate::BenchError> {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let failed = |what: String| crate::BenchError::Invalid(format!("client {}: {what}", job.index));
+    let mut cmd = Command::new(exe);
+    cmd.args(["stress", "client"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    crate::launch::die_with_parent(&mut cmd);
+    let offset = started.elapsed().as_secs_f64();
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| failed(format!("starting {}: {e}", exe.display())))?;
+    let job_json = serde_json::to_vec(job).expect("a job serializes");
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin
+            .write_all(&job_json)
+            .map_err(|e| failed(format!("giving it its job: {e}")))?;
+    }
+    let out = child
+        .wait_with_output()
+        .map_err(|e| failed(format!("waiting for it: {e}")))?;
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        return Err(failed(format!(
+            "{} ({})",
+            out.status,
+            stderr.trim().lines().last().unwrap_or_default()
+        )));
+    }
+    let answer: ClientAnswer = serde_json::from_slice(&out.stdout)
+        .map_err(|e| failed(format!("its answer is not a client's: {e}")))?;
+    let records = answer
+        .records
+        .into_iter()
+        .map(|line| Record::of_line(line, offset))
+        .collect();
+    Ok((records, answer.cpu_seconds))
 }
 
 /// What a client put, to check what it gets back against.

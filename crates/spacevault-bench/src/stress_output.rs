@@ -184,6 +184,16 @@ pub fn markdown(report: &StressReport, command: &str, date: &str) -> String {
             );
         }
     }
+    let _ = writeln!(
+        s,
+        "- clients: {}",
+        match o.clients_mode {
+            crate::launch::Mode::InProcess => "in this process",
+            crate::launch::Mode::Processes { .. } => {
+                "each in a process of its own (`spacevault stress client`), their CPU counted apart"
+            }
+        }
+    );
     if o.network.is_none() {
         let _ = writeln!(
             s,
@@ -495,7 +505,7 @@ fn where_the_time_goes(s: &mut String, report: &StressReport) {
     let floor = slot_floor_seconds(&report.options);
     let _ = writeln!(
         s,
-        "\n## Where the time goes\n\nSlot floor: {floor:.1} s for every cell, the register writes' rounds ({} writes, {} in flight) times {} blocks each (a block to include a write, {} more to settle it) of {} slots each on average: whatever the machine, a run at these settings waits about this long on the chain (blocks come at random, so a little more or less). CPU busy: every vault's CPU time during the clients' work divided by the {cores} cores; near 100% of the time to run, the run is bound by the CPU, and what that time is spent on beyond its crypto is messaging (gossip, requests, the HTTP API), storage and the async runtime (for attached vaults, the sum of their processes' CPU over this machine's cores). Clients' CPU: this process's CPU time during the work, where the vaults run apart from it (their own processes, or attached), and its share of the vaults' and clients' together. Ideal minimum: the necessary crypto alone (traced cells only).\n",
+        "\n## Where the time goes\n\nSlot floor: {floor:.1} s for every cell, the register writes' rounds ({} writes, {} in flight) times {} blocks each (a block to include a write, {} more to settle it) of {} slots each on average: whatever the machine, a run at these settings waits about this long on the chain (blocks come at random, so a little more or less). CPU busy: every vault's CPU time during the clients' work divided by the {cores} cores; near 100% of the time to run, the run is bound by the CPU, and what that time is spent on beyond its crypto is messaging (gossip, requests, the HTTP API), storage and the async runtime (for attached vaults, the sum of their processes' CPU over this machine's cores). Clients' CPU: the client processes' CPU time, or this process's during the work where the vaults run apart from it (their own processes, or attached), and its share of the vaults' and clients' together. Ideal minimum: the necessary crypto alone (traced cells only).\n",
         report.options.mutable,
         report.options.in_flight,
         spacevault_node::api::SETTLED_DEPTH + 1,
@@ -581,6 +591,7 @@ mod tests {
             dir: "x".into(),
             network: None,
             block_interval_slots: None,
+            clients_mode: crate::launch::Mode::InProcess,
         };
         // 13 rounds (the last of 4 writes), 3 blocks of 2 slots each.
         assert_eq!(slot_floor_seconds(&o), 39.0);

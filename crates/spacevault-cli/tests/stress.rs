@@ -345,6 +345,61 @@ fn a_traced_cell_across_a_continent_reports_seed_004s_tables() {
 }
 
 #[test]
+fn clients_in_processes_of_their_own_report_their_cpu_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = sv(&dir.path().join("cfg"))
+        .args([
+            "stress",
+            "--vaults",
+            "2",
+            "--clients",
+            "3",
+            "--clients-mode",
+            "processes",
+        ])
+        .args([
+            "--immutable",
+            "3",
+            "--mutable",
+            "1",
+            "--slot-ms",
+            "500",
+            "--json",
+        ])
+        .arg("--dir")
+        .arg(dir.path().join("bench"))
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .assert()
+        .success();
+    let r: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let c = &r["cells"][0];
+    assert_eq!(c["operations"], 3 * 8, "{c}");
+    assert_eq!(c["get_immutable"]["ok"], 9, "{c}");
+    assert_eq!(c["get_mutable"]["ok"], 3, "{c}");
+    // Each client process's own CPU, and the vaults' (this process's)
+    // without it.
+    assert!(c["clients_cpu_seconds"].as_f64().unwrap() > 0.0, "{c}");
+    assert!(c["cpu_seconds"].as_f64().unwrap() > 0.0, "{c}");
+    // The clients' records on the run's clock: every one in its series.
+    let finished: u64 = c["timeline"]["bins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["ok"].as_u64().unwrap() + b["failed"].as_u64().unwrap())
+        .sum();
+    assert_eq!(finished, 24);
+    // A job that is not one is refused in a line.
+    let out = sv(&dir.path().join("cfg"))
+        .args(["stress", "client"])
+        .write_stdin("{}")
+        .assert()
+        .failure();
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    assert!(stderr.contains("not a client's"), "{stderr}");
+}
+
+#[test]
 fn vaults_in_processes_of_their_own_serve_their_traces() {
     let dir = tempfile::tempdir().unwrap();
     let (_, r) = traced_cell(dir.path(), 2, 1, &["--mode", "processes"]);

@@ -66,6 +66,10 @@ pub struct StressArgs {
     pub replication: u32,
     #[arg(long, value_enum, default_value_t = ModeArg::Inprocess)]
     pub mode: ModeArg,
+    /// Where the clients run: in this process, or each in a process of
+    /// its own, whose CPU is reported apart from the vaults'.
+    #[arg(long, value_enum, default_value_t = ModeArg::Inprocess)]
+    pub clients_mode: ModeArg,
     #[command(flatten)]
     pub distance: DistanceArgs,
     /// The vaults remember signatures they verified.
@@ -100,6 +104,19 @@ pub struct StressArgs {
     pub json: bool,
 }
 
+/// One client's job, read from stdin, run, and answered on stdout.
+fn client() -> Result<()> {
+    let mut job = String::new();
+    std::io::Read::read_to_string(&mut std::io::stdin(), &mut job).context("reading the job")?;
+    let job: stress::ClientJob = serde_json::from_str(&job).context("the job is not a client's")?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    let answer = runtime.block_on(stress::run_job(job))?;
+    crate::cmd::print_json(&answer)
+}
+
 /// The API URLs of a running network, one a line; blank lines and `#`
 /// comments skipped.
 fn read_network(path: &std::path::Path) -> Result<Vec<String>> {
@@ -122,20 +139,29 @@ pub enum StressCommand {
     /// Put the results of several runs (machines, settings) side by side:
     /// heatmaps on one scale, ratios to the first, a ranking by time and cost.
     Compare(super::stress_compare::CompareArgs),
+    /// One client of a run in a process of its own: its job as JSON on
+    /// stdin, its records as JSON on stdout (`--clients-mode processes`
+    /// starts these).
+    #[command(hide = true)]
+    Client,
 }
 
 impl StressArgs {
     pub fn json(&self) -> bool {
         match &self.command {
             Some(StressCommand::Compare(c)) => c.json,
+            // Its failure is a line on stderr, for the run that started it.
+            Some(StressCommand::Client) => false,
             None => self.json,
         }
     }
 }
 
 pub fn run(a: StressArgs) -> Result<()> {
-    if let Some(StressCommand::Compare(c)) = a.command {
-        return super::stress_compare::run(c);
+    match a.command {
+        Some(StressCommand::Compare(c)) => return super::stress_compare::run(c),
+        Some(StressCommand::Client) => return client(),
+        None => {}
     }
     // The vaults' own logs, in process, when asked for.
     if std::env::var_os("RUST_LOG").is_some() {
@@ -179,6 +205,7 @@ pub fn run(a: StressArgs) -> Result<()> {
         dir: a.dir,
         network,
         block_interval_slots: None,
+        clients_mode: a.clients_mode.mode()?,
     };
     options.validate()?;
     std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;

@@ -108,6 +108,11 @@ pub struct Client {
 
 impl Client {
     /// `url` like `http://127.0.0.1:8733`.
+    /// The vault's API URL, as given.
+    pub fn url(&self) -> &str {
+        &self.base
+    }
+
     pub fn new(url: &str) -> Result<Client, ClientError> {
         let base = url.trim_end_matches('/').to_string();
         if !base.starts_with("http://") || base.parse::<hyper::Uri>().is_err() {
