@@ -527,9 +527,10 @@ async fn run_clients(
                 value_bytes,
                 in_flight: options.in_flight,
                 seed,
+                origin_unix_ns: unix_ns().saturating_sub(started.elapsed().as_nanos() as u64),
             })
             .collect();
-        return crate::stress_client::run_in_processes(exe, jobs, started).await;
+        return crate::stress_client::run_in_processes(exe, jobs).await;
     }
     let tasks: Vec<_> = (0..clients)
         .map(|c| {

@@ -129,18 +129,22 @@ pub struct ClientJob {
     pub value_bytes: usize,
     pub in_flight: usize,
     pub seed: u64,
+    /// The clients' start as Unix ns: the process puts its records' ends
+    /// on the run's clock from it, its own start-up included.
+    pub origin_unix_ns: u64,
 }
 
 /// What a client process answers on its standard output.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ClientAnswer {
     pub records: Vec<RecordLine>,
-    /// The process's own CPU seconds when it was done.
+    /// The process's own CPU seconds when it was done (filled in by the
+    /// process once its runtime's threads are gone).
     pub cpu_seconds: Option<f64>,
 }
 
 /// A record as a client process writes it; `end_seconds` counts from the
-/// process's own start.
+/// run's clients' start (the job's origin).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RecordLine {
     pub kind: OpKind,
@@ -169,9 +173,8 @@ impl Record {
         }
     }
 
-    /// A process's record, its end moved to the cell's clock by `offset`
-    /// (when the process started, from the clients' start).
-    pub(crate) fn of_line(line: RecordLine, offset: f64) -> Record {
+    /// A process's record.
+    pub(crate) fn of_line(line: RecordLine) -> Record {
         let outcome = match line.outcome.as_str() {
             "ok" => Outcome::Ok,
             "lost" => Outcome::Lost,
@@ -181,15 +184,21 @@ impl Record {
         Record {
             kind: line.kind,
             ms: line.ms,
-            end_seconds: line.end_seconds + offset,
+            end_seconds: line.end_seconds,
             outcome,
         }
     }
 }
 
 /// Runs one client's job, as `spacevault stress client` does in a process
-/// of its own.
+/// of its own; the answer's CPU is left for the process to fill in.
 pub async fn run_job(job: ClientJob) -> Result<ClientAnswer, crate::BenchError> {
+    // How long after the clients' start this process began its work, by
+    // the wall clock both share.
+    let now_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let shift = now_ns.saturating_sub(job.origin_unix_ns) as f64 / 1e9;
     let bad = |e: String| crate::BenchError::Invalid(e);
     let client = |url: &str| Client::new(url).map_err(|e| bad(format!("{url}: {e}")));
     let mut chain_id = [0u8; 32];
@@ -210,24 +219,29 @@ pub async fn run_job(job: ClientJob) -> Result<ClientAnswer, crate::BenchError> 
     };
     let records = work.run().await;
     Ok(ClientAnswer {
-        records: records.iter().map(Record::line).collect(),
-        cpu_seconds: spacevault_node::process::cpu_seconds("self"),
+        records: records
+            .iter()
+            .map(|r| RecordLine {
+                end_seconds: r.end_seconds + shift,
+                ..r.line()
+            })
+            .collect(),
+        cpu_seconds: None,
     })
 }
 
 /// Runs each job in a process of its own (`exe stress client`), all at
-/// once, and gathers their records on the cell's clock and the CPU they
-/// used, all together.
+/// once, and gathers their records (on the run's clock, from the jobs'
+/// origin) and the CPU they used, all together.
 pub(crate) async fn run_in_processes(
     exe: &std::path::Path,
     jobs: Vec<ClientJob>,
-    started: Instant,
 ) -> Result<(Vec<Record>, Option<f64>), crate::BenchError> {
     let tasks: Vec<_> = jobs
         .into_iter()
         .map(|job| {
             let exe = exe.to_path_buf();
-            tokio::task::spawn_blocking(move || one_process(&exe, &job, started))
+            tokio::task::spawn_blocking(move || one_process(&exe, &job))
         })
         .collect();
     let (mut records, mut cpu) = (Vec::new(), Some(0.0));
@@ -247,7 +261,6 @@ pub(crate) async fn run_in_processes(
 fn one_process(
     exe: &std::path::Path,
     job: &ClientJob,
-    started: Instant,
 ) -> Result<(Vec<Record>, Option<f64>), crate::BenchError> {
     use std::io::Write;
     use std::process::{Command, Stdio};
@@ -258,34 +271,34 @@ fn one_process(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     crate::launch::die_with_parent(&mut cmd);
-    let offset = started.elapsed().as_secs_f64();
     let mut child = cmd
         .spawn()
         .map_err(|e| failed(format!("starting {}: {e}", exe.display())))?;
     let job_json = serde_json::to_vec(job).expect("a job serializes");
-    if let Some(mut stdin) = child.stdin.take() {
-        stdin
-            .write_all(&job_json)
-            .map_err(|e| failed(format!("giving it its job: {e}")))?;
-    }
+    // A process that ended before reading its job says why on stderr:
+    // waited for either way.
+    let given = child
+        .stdin
+        .take()
+        .map(|mut stdin| stdin.write_all(&job_json));
     let out = child
         .wait_with_output()
         .map_err(|e| failed(format!("waiting for it: {e}")))?;
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr);
-        return Err(failed(format!(
-            "{} ({})",
-            out.status,
-            stderr.trim().lines().last().unwrap_or_default()
-        )));
+        let why = stderr
+            .lines()
+            .find(|l| l.starts_with("error") || l.contains("panicked"))
+            .or_else(|| stderr.trim().lines().last())
+            .unwrap_or_default();
+        return Err(failed(format!("{} ({why})", out.status)));
+    }
+    if let Some(Err(e)) = given {
+        return Err(failed(format!("giving it its job: {e}")));
     }
     let answer: ClientAnswer = serde_json::from_slice(&out.stdout)
         .map_err(|e| failed(format!("its answer is not a client's: {e}")))?;
-    let records = answer
-        .records
-        .into_iter()
-        .map(|line| Record::of_line(line, offset))
-        .collect();
+    let records = answer.records.into_iter().map(Record::of_line).collect();
     Ok((records, answer.cpu_seconds))
 }
 

@@ -107,12 +107,12 @@ pub struct Client {
 }
 
 impl Client {
-    /// `url` like `http://127.0.0.1:8733`.
-    /// The vault's API URL, as given.
+    /// The vault's API URL, without a trailing `/`.
     pub fn url(&self) -> &str {
         &self.base
     }
 
+    /// `url` like `http://127.0.0.1:8733`.
     pub fn new(url: &str) -> Result<Client, ClientError> {
         let base = url.trim_end_matches('/').to_string();
         if !base.starts_with("http://") || base.parse::<hyper::Uri>().is_err() {
