@@ -635,11 +635,34 @@ mod tests {
     }
 
     #[test]
-    fn scales_end_on_round_numbers() {
-        assert_eq!(round_up_125(99.0), 100.0);
-        assert_eq!(round_up_125(100.0), 100.0);
-        assert_eq!(round_up_125(101.0), 200.0);
-        assert_eq!(round_up_125(2.4), 5.0);
+    fn a_run_that_failed_fast_ranks_after_one_that_worked() {
+        let slow = run("slow", &[(1, 1, 50.0)], Some(1.0));
+        let broken = failing("broken", &[(1, 1, 0.5)], Some(1.0), 3);
+        let c = compare(&[slow, broken], None, None).unwrap();
+        assert_eq!(c.by_time[0].label, "slow");
+        // Three refused in each of the four kinds of operation.
+        assert_eq!(
+            (c.by_time[1].label.as_str(), c.by_time[1].failed),
+            ("broken", 12)
+        );
+        assert_eq!(c.by_cost[0].label, "slow");
+        assert_eq!(c.rows[0].failed, vec![0, 12]);
+        let md = c.markdown();
+        assert!(md.contains("0.50 (0.01) **12 failed**"), "{md}");
+        assert!(c.charts()[1].1.contains("12 failed"));
+    }
+
+    #[test]
+    fn names_stay_apart_in_files_and_tables() {
         assert_eq!(file_safe("c5.large / eu"), "c5.large___eu");
+        let a = run("a b", &[(1, 1, 1.0)], None);
+        let b = run("a/b", &[(1, 1, 2.0)], None);
+        let err = compare(&[a.clone(), b], None, None)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("name them apart"), "{err}");
+        let piped = run("x|y", &[(1, 1, 2.0)], None);
+        let md = compare(&[a, piped], None, None).unwrap().markdown();
+        assert!(md.contains("| x\\|y |"), "{md}");
     }
 }
