@@ -11,8 +11,8 @@ use crate::launch::{LaunchOptions, Mode, Network};
 use crate::machine::Machine;
 use crate::profiles::{round_trips, RoundTrips};
 use crate::stats::Summary;
-use crate::stress_client::{figures_of, ClientWork, Record};
-pub use crate::stress_client::{run_job, ClientAnswer, ClientJob, OpFigures, OpKind, RecordLine};
+use crate::stress_client::{figures_of, unix_ns, ClientWork, Record};
+pub use crate::stress_client::{run_job, ClientAnswer, ClientJob, OpFigures, OpKind};
 use crate::stress_timeline::Timeline;
 use crate::BenchError;
 use serde::Serialize;
@@ -575,12 +575,6 @@ fn write_traces(
         crate::crypto_trace::write(t, &dir.join(format!("vault{}.svtrace", t.vault)))?;
     }
     crate::crypto_trace::report(traces)
-}
-
-fn unix_ns() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64)
 }
 
 #[cfg(test)]

@@ -57,15 +57,19 @@ pub struct OpFigures {
 }
 
 /// What became of one operation.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) enum Outcome {
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
     Ok,
     Error(String),
     Lost,
     Wrong,
 }
 
-pub(crate) struct Record {
+/// One operation, as a client records it (and a client process writes it
+/// in its answer).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Record {
     pub kind: OpKind,
     pub ms: f64,
     /// When the operation finished, in seconds from the cell's clients'
@@ -137,57 +141,18 @@ pub struct ClientJob {
 /// What a client process answers on its standard output.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ClientAnswer {
-    pub records: Vec<RecordLine>,
+    /// Their ends on the run's clock (from the job's origin).
+    pub records: Vec<Record>,
     /// The process's own CPU seconds when it was done (filled in by the
     /// process once its runtime's threads are gone).
     pub cpu_seconds: Option<f64>,
 }
 
-/// A record as a client process writes it; `end_seconds` counts from the
-/// run's clients' start (the job's origin).
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct RecordLine {
-    pub kind: OpKind,
-    pub ms: f64,
-    pub end_seconds: f64,
-    /// `ok`, `error`, `lost` or `wrong`.
-    pub outcome: String,
-    #[serde(default)]
-    pub error: Option<String>,
-}
-
-impl Record {
-    fn line(&self) -> RecordLine {
-        let (outcome, error) = match &self.outcome {
-            Outcome::Ok => ("ok", None),
-            Outcome::Error(why) => ("error", Some(why.clone())),
-            Outcome::Lost => ("lost", None),
-            Outcome::Wrong => ("wrong", None),
-        };
-        RecordLine {
-            kind: self.kind,
-            ms: self.ms,
-            end_seconds: self.end_seconds,
-            outcome: outcome.into(),
-            error,
-        }
-    }
-
-    /// A process's record.
-    pub(crate) fn of_line(line: RecordLine) -> Record {
-        let outcome = match line.outcome.as_str() {
-            "ok" => Outcome::Ok,
-            "lost" => Outcome::Lost,
-            "wrong" => Outcome::Wrong,
-            _ => Outcome::Error(line.error.unwrap_or_else(|| line.outcome.clone())),
-        };
-        Record {
-            kind: line.kind,
-            ms: line.ms,
-            end_seconds: line.end_seconds,
-            outcome,
-        }
-    }
+/// Now, in Unix ns: the clock a run's clients and their processes share.
+pub(crate) fn unix_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
 }
 
 /// Runs one client's job, as `spacevault stress client` does in a process
@@ -195,10 +160,7 @@ impl Record {
 pub async fn run_job(job: ClientJob) -> Result<ClientAnswer, crate::BenchError> {
     // How long after the clients' start this process began its work, by
     // the wall clock both share.
-    let now_ns = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
-    let shift = now_ns.saturating_sub(job.origin_unix_ns) as f64 / 1e9;
+    let shift = unix_ns().saturating_sub(job.origin_unix_ns) as f64 / 1e9;
     let bad = |e: String| crate::BenchError::Invalid(e);
     let client = |url: &str| Client::new(url).map_err(|e| bad(format!("{url}: {e}")));
     let mut chain_id = [0u8; 32];
@@ -217,15 +179,12 @@ pub async fn run_job(job: ClientJob) -> Result<ClientAnswer, crate::BenchError> 
         started: Instant::now(),
         seed: job.seed,
     };
-    let records = work.run().await;
+    let mut records = work.run().await;
+    for r in &mut records {
+        r.end_seconds += shift;
+    }
     Ok(ClientAnswer {
-        records: records
-            .iter()
-            .map(|r| RecordLine {
-                end_seconds: r.end_seconds + shift,
-                ..r.line()
-            })
-            .collect(),
+        records,
         cpu_seconds: None,
     })
 }
@@ -298,8 +257,7 @@ fn one_process(
     }
     let answer: ClientAnswer = serde_json::from_slice(&out.stdout)
         .map_err(|e| failed(format!("its answer is not a client's: {e}")))?;
-    let records = answer.records.into_iter().map(Record::of_line).collect();
-    Ok((records, answer.cpu_seconds))
+    Ok((answer.records, answer.cpu_seconds))
 }
 
 /// What a client put, to check what it gets back against.
