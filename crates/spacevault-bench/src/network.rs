@@ -59,10 +59,13 @@ pub struct Phase {
     pub cpu_seconds: Option<f64>,
     /// CPU of every vault together for each block made.
     pub cpu_ms_per_block: Option<f64>,
+    /// CPU of one vault (the average) in each second of the phase, in
+    /// milliseconds: what a vault of its own would cost its machine.
+    pub cpu_ms_per_vault_second: Option<f64>,
 }
 
 impl Phase {
-    fn of(seconds: f64, heights: (u64, u64), cpu_seconds: Option<f64>) -> Phase {
+    fn of(seconds: f64, heights: (u64, u64), cpu_seconds: Option<f64>, vaults: usize) -> Phase {
         let blocks = heights.1.saturating_sub(heights.0);
         Phase {
             seconds,
@@ -72,6 +75,9 @@ impl Phase {
             cpu_ms_per_block: cpu_seconds
                 .filter(|_| blocks > 0)
                 .map(|c| c * 1000.0 / blocks as f64),
+            cpu_ms_per_vault_second: cpu_seconds
+                .filter(|_| seconds > 0.0 && vaults > 0)
+                .map(|c| c * 1000.0 / seconds / vaults as f64),
         }
     }
 }
@@ -119,6 +125,8 @@ pub struct NetworkBench {
     /// on another branch, or was behind).
     pub blocks_missing_somewhere: u64,
     pub memory_per_vault_bytes: Option<u64>,
+    /// Peers each vault is connected to at the end of the idle phase.
+    pub peers_per_vault: Option<Summary>,
     /// CPU seconds of every vault together, and blocks made, in each phase.
     pub settling: Phase,
     pub idle: Phase,
@@ -187,6 +195,12 @@ async fn run_async(options: &NetworkBenchOptions) -> Result<NetworkBench, BenchE
     let h1 = head().await?;
     let cpu1 = cpu_now();
     let statuses = network.statuses().await;
+    let peers: Vec<f64> = statuses
+        .iter()
+        .flatten()
+        .map(|s| s.peers.len() as f64)
+        .collect();
+    let peers_per_vault = (!peers.is_empty()).then(|| Summary::of(&peers));
     let round_trips = round_trips(&options.distance.regions(), &network.round_trips(&statuses));
     let load_started = Instant::now();
     let (put, get) = client_load(&clients, options).await;
@@ -194,9 +208,10 @@ async fn run_async(options: &NetworkBenchOptions) -> Result<NetworkBench, BenchE
     let cpu2 = cpu_now();
     let h2 = head().await?;
     let cpu = |a: Option<f64>, b: Option<f64>| a.zip(b).map(|(a, b)| b - a);
-    let settling = Phase::of(settle_took, (hs, h0), cpu(cpu_s, cpu0));
-    let idle = Phase::of(idle_took, (h0, h1), cpu(cpu0, cpu1));
-    let load = Phase::of(load_took, (h1, h2), cpu(cpu1, cpu2));
+    let vaults = options.vaults;
+    let settling = Phase::of(settle_took, (hs, h0), cpu(cpu_s, cpu0), vaults);
+    let idle = Phase::of(idle_took, (h0, h1), cpu(cpu0, cpu1), vaults);
+    let load = Phase::of(load_took, (h1, h2), cpu(cpu1, cpu2), vaults);
     // Two slots for the last blocks to settle, then compare.
     tokio::time::sleep(Duration::from_millis(2 * options.slot_ms)).await;
     let (heights, settled, disagreements, propagation, missing) = agreement(&clients).await;
@@ -229,6 +244,7 @@ async fn run_async(options: &NetworkBenchOptions) -> Result<NetworkBench, BenchE
         chain,
         blocks_missing_somewhere: missing,
         memory_per_vault_bytes,
+        peers_per_vault,
         settling,
         idle,
         load,
@@ -258,16 +274,27 @@ async fn client_load(clients: &[Client], options: &NetworkBenchOptions) -> (OpSt
                 }
                 let via = &clients[rng.next_u64() as usize % clients.len()];
                 let t = Instant::now();
-                let Ok(put) = via.put(blob.clone()).await else {
-                    put_errors += 1;
-                    continue;
+                let put = match via.put(blob.clone()).await {
+                    Ok(put) => put,
+                    Err(e) => {
+                        tracing::warn!(vault = via.url(), error = %e, "a client's PUT failed");
+                        put_errors += 1;
+                        continue;
+                    }
                 };
                 puts.push(t.elapsed().as_secs_f64() * 1e3);
                 let from = &clients[rng.next_u64() as usize % clients.len()];
                 let t = Instant::now();
                 match from.get(&put.address).await {
                     Ok(got) if got == blob => gets.push(t.elapsed().as_secs_f64() * 1e3),
-                    _ => get_errors += 1,
+                    Ok(_) => {
+                        tracing::warn!(vault = from.url(), "a client's GET returned other bytes");
+                        get_errors += 1;
+                    }
+                    Err(e) => {
+                        tracing::warn!(vault = from.url(), error = %e, "a client's GET failed");
+                        get_errors += 1;
+                    }
                 }
             }
             (puts, gets, put_errors, get_errors)

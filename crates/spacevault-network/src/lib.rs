@@ -17,26 +17,25 @@ mod bootstrap;
 mod handle;
 mod limits;
 pub mod links;
+pub mod peers;
+mod runner;
 pub mod scoring;
 pub mod wire;
 
 use addresses::{check_free, supported, usable};
-use behaviour::{behaviour, secured, Behaviour, BehaviourEvent};
+use behaviour::{behaviour, secured, Behaviour};
 pub use bootstrap::BootstrapStatus;
-use futures::StreamExt;
-use handle::Command;
 pub use handle::{Handle, COMMAND_QUEUE, MAX_REQUESTS_PER_PEER};
-use libp2p::gossipsub::{self, IdentTopic, MessageAcceptance, TopicHash};
+use libp2p::gossipsub::{IdentTopic, TopicHash};
 use libp2p::identity::{self, PeerId};
-use libp2p::request_response::{self, OutboundRequestId, ResponseChannel};
-use libp2p::swarm::SwarmEvent;
-use libp2p::{identify, kad, noise, ping, tcp, Multiaddr, Swarm};
+use libp2p::request_response::ResponseChannel;
+use libp2p::{noise, tcp, Multiaddr, Swarm};
 pub use limits::ConnectionLimits;
 use spacevault_meter::Meter;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 pub use wire::{Request, Response};
 
 pub use libp2p::gossipsub::MessageId;
@@ -66,8 +65,13 @@ pub struct Config {
     /// (messages themselves go out at once): tests shorten it to form
     /// their meshes sooner.
     pub heartbeat: Duration,
-    /// Connections a node keeps open beyond its bootstrap peers.
+    /// Connections a node aims for: it looks for more while it has fewer,
+    /// and closes unused ones beyond [`peers::max_peers`] of this.
     pub target_peers: usize,
+    /// How long a connection unused by requests stays open: libp2p's idle
+    /// timeout, and (up to [`peers::CLOSE_GRACE`]) the grace before a
+    /// connection beyond the peers wanted is closed. Tests shorten it.
+    pub idle_connection: Duration,
     /// Where the hashing of gossip message ids is counted.
     pub meter: Option<Arc<Meter>>,
     /// Distance to hold each peer at (see [`links`]); none: as fast as the
@@ -87,6 +91,7 @@ impl Config {
             chain_id,
             heartbeat: Duration::from_secs(1),
             target_peers: 12,
+            idle_connection: Duration::from_secs(30),
             meter: None,
             links: None,
             limits: ConnectionLimits::default(),
@@ -250,7 +255,7 @@ pub fn start(
     let key = identity::Keypair::from(identity::ed25519::Keypair::from(ed));
     // Connections that no mesh, query or request uses close after this: a
     // vault keeps the peers it works with, not every peer it ever met.
-    let idle = IDLE_CONNECTION;
+    let idle = config.idle_connection;
     let noise = noise::Config::new(&key).map_err(|e| err(&e))?;
     let (local, links) = (key.public().to_peer_id(), config.links.clone());
     let transport = match config.transport {
@@ -318,7 +323,7 @@ pub fn start(
         .into_iter()
         .map(|t| (t.ident(&config.chain_id).hash(), t))
         .collect();
-    let runner = Runner {
+    let runner = runner::Runner {
         swarm,
         commands: rx,
         events: events_tx,
@@ -327,6 +332,10 @@ pub fn start(
         pending: HashMap::new(),
         bootstraps,
         target_peers: config.target_peers,
+        peer_use: peers::PeerUse::new(
+            &config.secret,
+            config.idle_connection.min(peers::CLOSE_GRACE),
+        ),
         connected: HashSet::new(),
         dialing: HashSet::new(),
         last_walk: None,
@@ -334,362 +343,6 @@ pub fn start(
     let task = tokio::spawn(runner.run());
     let handle = Handle::new(commands, local);
     Ok((handle, events, task))
-}
-
-const IDLE_CONNECTION: Duration = Duration::from_secs(30);
-/// A Kademlia walk for more peers, at most this often.
-const DISCOVERY_INTERVAL: Duration = Duration::from_secs(30);
-
-/// Hands an event to the node, waiting while its queue is full.
-async fn emit(events: &mpsc::Sender<Event>, event: Event) {
-    let _ = events.send(event).await;
-}
-
-struct Runner {
-    swarm: Swarm<Behaviour>,
-    commands: mpsc::Receiver<Command>,
-    events: mpsc::Sender<Event>,
-    topics: HashMap<TopicHash, Topic>,
-    chain_id: [u8; 32],
-    pending: HashMap<OutboundRequestId, oneshot::Sender<Result<Response, RequestError>>>,
-    bootstraps: bootstrap::Bootstraps,
-    target_peers: usize,
-    connected: HashSet<PeerId>,
-    /// Peers dialled to reach `target_peers`, not yet connected.
-    dialing: HashSet<PeerId>,
-    last_walk: Option<tokio::time::Instant>,
-}
-
-impl Runner {
-    async fn run(mut self) {
-        let mut discover = tokio::time::interval(Duration::from_secs(2));
-        loop {
-            tokio::select! {
-                event = self.swarm.select_next_some() => self.on_swarm(event).await,
-                command = self.commands.recv() => match command {
-                    Some(c) => self.on_command(c),
-                    None => break,
-                },
-                _ = discover.tick() => self.discover(),
-            }
-        }
-        tracing::debug!("network stopped");
-    }
-
-    /// Looks for more peers while the node has fewer than it wants, and
-    /// dials the bootstrap addresses again, each when its wait is over,
-    /// while it has none.
-    fn discover(&mut self) {
-        if self.connected.is_empty() {
-            let now = tokio::time::Instant::now();
-            for (i, address) in self.bootstraps.due(now) {
-                let dial = libp2p::swarm::dial_opts::DialOpts::unknown_peer_id()
-                    .address(address)
-                    .build();
-                let id = dial.connection_id();
-                self.bootstraps.dialling(i, id);
-                if let Err(e) = self.swarm.dial(dial) {
-                    self.bootstrap_failed(id, &e);
-                }
-            }
-            return;
-        }
-        let due = self
-            .last_walk
-            .is_none_or(|t| t.elapsed() >= DISCOVERY_INTERVAL);
-        if self.connected.len() < self.target_peers && due {
-            self.last_walk = Some(tokio::time::Instant::now());
-            let _ = self.swarm.behaviour_mut().kad.bootstrap();
-        }
-    }
-
-    fn bootstrap_failed(
-        &mut self,
-        id: libp2p::swarm::ConnectionId,
-        error: &libp2p::swarm::DialError,
-    ) {
-        let why = bootstrap::reason(error);
-        let now = tokio::time::Instant::now();
-        if let Some((address, wait)) = self.bootstraps.failed(id, why.clone(), now) {
-            tracing::warn!(
-                %address,
-                error = %why,
-                retry_in_s = wait.as_secs(),
-                "cannot reach the bootstrap address; trying again"
-            );
-        }
-    }
-
-    fn on_command(&mut self, command: Command) {
-        let b = self.swarm.behaviour_mut();
-        match command {
-            Command::Publish(topic, data) => {
-                // No peers on the topic yet is no error for the node.
-                let _ = b.gossipsub.publish(topic.ident(&self.chain_id), data);
-            }
-            Command::Validate(id, source, verdict) => {
-                let acceptance = match verdict {
-                    Verdict::Accept => MessageAcceptance::Accept,
-                    Verdict::Reject => MessageAcceptance::Reject,
-                    Verdict::Ignore => MessageAcceptance::Ignore,
-                };
-                b.gossipsub
-                    .report_message_validation_result(&id, &source, acceptance);
-            }
-            Command::Request(peer, request, done) => {
-                let id = b.requests.send_request(&peer, request);
-                self.pending.insert(id, done);
-            }
-            Command::Respond(reply, response) => {
-                let _ = b.requests.send_response(reply.0, response);
-            }
-            Command::Dial(address) => {
-                let _ = self.swarm.dial(address);
-            }
-            Command::AddAddress(peer, address) => {
-                self.swarm.add_peer_address(peer, address);
-            }
-            Command::Block(peer) => {
-                b.blocked.block_peer(peer);
-            }
-            Command::Unblock(peer) => {
-                b.blocked.unblock_peer(peer);
-            }
-            Command::Peers(done) => {
-                let _ = done.send(self.connected.iter().copied().collect());
-            }
-            Command::Addresses(done) => {
-                let _ = done.send(self.swarm.listeners().cloned().collect());
-            }
-            Command::Bootstrap(done) => {
-                let _ = done.send(self.bootstraps.status(tokio::time::Instant::now()));
-            }
-        }
-    }
-
-    async fn on_swarm(&mut self, event: SwarmEvent<BehaviourEvent>) {
-        match event {
-            SwarmEvent::NewListenAddr { address, .. } => {
-                emit(&self.events, Event::Listening(address)).await
-            }
-            SwarmEvent::ConnectionEstablished {
-                peer_id,
-                endpoint,
-                connection_id,
-                ..
-            } => self.on_connected(peer_id, &endpoint, connection_id).await,
-            SwarmEvent::ConnectionClosed {
-                peer_id,
-                num_established: 0,
-                cause,
-                ..
-            } if self.connected.remove(&peer_id) => {
-                let why = match cause {
-                    Some(libp2p::swarm::ConnectionError::KeepAliveTimeout) => Closed::Idle,
-                    _ => Closed::Lost,
-                };
-                tracing::debug!(%peer_id, ?why, "disconnected");
-                emit(&self.events, Event::PeerDown { peer: peer_id, why }).await;
-            }
-            SwarmEvent::Behaviour(BehaviourEvent::Gossipsub(gossipsub::Event::Message {
-                propagation_source,
-                message_id,
-                message,
-            })) => {
-                self.on_gossip(propagation_source, message_id, message)
-                    .await
-            }
-            SwarmEvent::OutgoingConnectionError {
-                peer_id,
-                connection_id,
-                error,
-            } => {
-                if let Some(peer) = peer_id {
-                    self.dialing.remove(&peer);
-                }
-                self.bootstrap_failed(connection_id, &error);
-            }
-            SwarmEvent::Behaviour(BehaviourEvent::Requests(event)) => self.on_request(event).await,
-            SwarmEvent::Behaviour(BehaviourEvent::Ping(ping::Event {
-                peer,
-                result: Ok(rtt),
-                ..
-            })) => emit(&self.events, Event::RoundTrip { peer, rtt }).await,
-            SwarmEvent::Behaviour(BehaviourEvent::Identify(identify::Event::Received {
-                peer_id,
-                info,
-                connection_id,
-            })) => self.on_identified(peer_id, info, connection_id).await,
-            SwarmEvent::Behaviour(BehaviourEvent::Kad(kad::Event::RoutingUpdated {
-                peer,
-                addresses,
-                ..
-            })) => self.on_routing_updated(peer, &addresses),
-            _ => {}
-        }
-    }
-
-    /// A connection is up: a bootstrap address reached, a dialled address
-    /// given to Kademlia, and the peer up if it is its first.
-    async fn on_connected(
-        &mut self,
-        peer_id: Peer,
-        endpoint: &libp2p::core::ConnectedPoint,
-        connection_id: libp2p::swarm::ConnectionId,
-    ) {
-        if let Some(address) = self.bootstraps.connected(connection_id, peer_id) {
-            tracing::info!(%address, %peer_id, "reached the bootstrap address");
-        }
-        if endpoint.is_dialer() {
-            let address = endpoint.get_remote_address().clone();
-            self.swarm
-                .behaviour_mut()
-                .kad
-                .add_address(&peer_id, address);
-        }
-        self.dialing.remove(&peer_id);
-        if self.connected.insert(peer_id) {
-            tracing::debug!(%peer_id, dialer = endpoint.is_dialer(), "connected");
-            emit(&self.events, Event::PeerUp(peer_id)).await;
-        }
-    }
-
-    /// A gossip message for the vault to judge, unless its topic is none of
-    /// ours (rejected here).
-    async fn on_gossip(
-        &mut self,
-        source: Peer,
-        id: gossipsub::MessageId,
-        message: gossipsub::Message,
-    ) {
-        match self.topics.get(&message.topic) {
-            Some(&topic) => {
-                let data = message.data;
-                emit(
-                    &self.events,
-                    Event::Gossip {
-                        id,
-                        source,
-                        topic,
-                        data,
-                    },
-                )
-                .await
-            }
-            None => {
-                self.swarm
-                    .behaviour_mut()
-                    .gossipsub
-                    .report_message_validation_result(&id, &source, MessageAcceptance::Reject);
-            }
-        }
-    }
-
-    /// A peer said what it is: one on another chain is disconnected and
-    /// forgotten (and a bootstrap address that led to it failed); one on
-    /// ours confirms its bootstrap address and gives Kademlia where it
-    /// listens.
-    async fn on_identified(
-        &mut self,
-        peer_id: Peer,
-        info: identify::Info,
-        connection_id: libp2p::swarm::ConnectionId,
-    ) {
-        if info.protocol_version != identify_version(&self.chain_id) {
-            let why = format!("it is on another chain ({})", info.protocol_version);
-            let now = tokio::time::Instant::now();
-            if let Some((address, wait)) =
-                self.bootstraps
-                    .other_chain(connection_id, &peer_id, why, now)
-            {
-                tracing::warn!(
-                    %address,
-                    version = %info.protocol_version,
-                    retry_in_s = wait.as_secs(),
-                    "the bootstrap address is a vault of another chain"
-                );
-            }
-            // Nothing it sends could be taken: gossip on other topics,
-            // blocks of another chain. Forgotten, so that it is not
-            // dialled again.
-            self.swarm.behaviour_mut().kad.remove_peer(&peer_id);
-            let _ = self.swarm.disconnect_peer_id(peer_id);
-            tracing::debug!(%peer_id, version = %info.protocol_version, "a peer of another chain");
-            let version = info.protocol_version;
-            emit(
-                &self.events,
-                Event::OtherChain {
-                    peer: peer_id,
-                    version,
-                },
-            )
-            .await;
-            return;
-        }
-        self.bootstraps.confirmed(connection_id);
-        for address in info.listen_addrs {
-            self.swarm
-                .behaviour_mut()
-                .kad
-                .add_address(&peer_id, address);
-        }
-    }
-
-    /// Kademlia learned of a peer: dialled while the vault has fewer peers
-    /// than it aims for.
-    fn on_routing_updated(&mut self, peer: Peer, addresses: &kad::Addresses) {
-        let wanted = self.connected.len() + self.dialing.len() < self.target_peers;
-        let known = self.connected.contains(&peer) || self.dialing.contains(&peer);
-        if wanted && !known {
-            if let Some(address) = addresses.iter().next() {
-                if self.swarm.dial(address.clone()).is_ok() {
-                    self.dialing.insert(peer);
-                }
-            }
-        }
-    }
-
-    async fn on_request(&mut self, event: request_response::Event<Request, Response>) {
-        match event {
-            request_response::Event::Message { peer, message, .. } => match message {
-                request_response::Message::Request {
-                    request, channel, ..
-                } => {
-                    emit(
-                        &self.events,
-                        Event::Request {
-                            peer,
-                            request,
-                            reply: Reply(channel),
-                        },
-                    )
-                    .await
-                }
-                request_response::Message::Response {
-                    request_id,
-                    response,
-                } => {
-                    if let Some(done) = self.pending.remove(&request_id) {
-                        let _ = done.send(Ok(response));
-                    }
-                }
-            },
-            request_response::Event::OutboundFailure {
-                peer,
-                request_id,
-                error,
-                ..
-            } => {
-                if let Some(done) = self.pending.remove(&request_id) {
-                    let _ = done.send(Err(RequestError {
-                        peer: peer.to_string(),
-                        why: error.to_string(),
-                    }));
-                }
-            }
-            _ => {}
-        }
-    }
 }
 
 #[cfg(test)]

@@ -263,15 +263,24 @@ fn print_phases(r: &network::NetworkBench) -> Result<()> {
     if let Some(m) = r.memory_per_vault_bytes {
         outln!("memory          {} a vault", format_size(m));
     }
+    if let Some(p) = &r.peers_per_vault {
+        outln!(
+            "peers           {:.1} a vault (min {:.0}, max {:.0}) at the idle phase's end",
+            p.mean,
+            p.min,
+            p.max
+        );
+    }
     for (i, (name, _, phase)) in phases.iter().enumerate() {
         let head = if i == 0 { "cpu" } else { "" };
         if let Some(c) = phase.cpu_ms_per_block {
             outln!(
-                "{head:<15} {name:<9} {:.1} ms a block, all vaults together ({} blocks, {:.1} CPU-s in {:.1} s)",
+                "{head:<15} {name:<9} {:.1} ms a block, all vaults together ({} blocks, {:.1} CPU-s in {:.1} s; {:.1} ms a vault a second)",
                 c,
                 phase.blocks,
                 phase.cpu_seconds.unwrap_or(0.0),
-                phase.seconds
+                phase.seconds,
+                phase.cpu_ms_per_vault_second.unwrap_or(0.0)
             );
         }
     }
