@@ -225,6 +225,7 @@ async fn run_async(options: &DataBenchOptions, limits: Limits) -> Result<DataBen
         distance: Default::default(),
         trace_crypto: false,
         api_max_requests: spacevault_node::config::MAX_CONCURRENT_REQUESTS,
+        max_peers: None,
         era_blocks: (options.era_blocks > 0).then_some(options.era_blocks),
         audits: Some(AuditConfig {
             interval: Duration::from_millis(options.audit_interval_ms),

@@ -57,6 +57,8 @@ pub struct LaunchOptions {
     pub trace_crypto: bool,
     /// Requests each vault's API works on at once, at most.
     pub api_max_requests: usize,
+    /// Each vault closes unused connections beyond this many.
+    pub max_peers: Option<usize>,
     /// How the vaults audit each other, where not as a vault does by
     /// default (vaults in this process only).
     pub audits: Option<spacevault_node::audits::AuditConfig>,
@@ -471,6 +473,7 @@ async fn start_in_process(
         config.links = links.clone();
         config.trace_crypto = options.trace_crypto;
         config.api_max_requests = options.api_max_requests;
+        config.connection_limits.max_peers = options.max_peers;
         if let Some(audits) = options.audits {
             config.audits = audits;
         }
@@ -551,6 +554,9 @@ fn start_processes(
         }
         if options.trace_crypto {
             cmd.arg("--trace-crypto");
+        }
+        if let Some(max) = options.max_peers {
+            cmd.arg("--max-peers").arg(max.to_string());
         }
         // Vault 0 keeps time for all.
         if i == 0 {

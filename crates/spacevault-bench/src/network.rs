@@ -43,6 +43,8 @@ pub struct NetworkBenchOptions {
     pub shared_slot_checks: bool,
     /// How far apart the vaults are.
     pub distance: crate::profiles::Distance,
+    /// Each vault closes unused connections beyond this many.
+    pub max_peers: Option<usize>,
     /// Where plots (kept between runs), stores and specs go.
     pub dir: PathBuf,
 }
@@ -171,6 +173,7 @@ async fn run_async(options: &NetworkBenchOptions) -> Result<NetworkBench, BenchE
         api_max_requests: spacevault_node::config::MAX_CONCURRENT_REQUESTS,
         audits: None,
         era_blocks: None,
+        max_peers: options.max_peers,
     })
     .await?;
     if let Err(e) = network.wait_joined(Duration::from_secs(120)).await {

@@ -494,6 +494,7 @@ fn launch_options(
         trace_crypto: options.trace_dir.is_some(),
         api_max_requests: api_bound(clients, vaults, options.in_flight),
         audits: None,
+        max_peers: None,
         era_blocks: None,
     }
 }

@@ -599,6 +599,22 @@ fn inputs_that_are_not_regular_files_are_refused_before_they_are_read() {
         .stderr(predicate::str::contains(
             "--api-max-requests 0 would refuse every request",
         ));
+    // Fewer peers kept than a vault looks for: it would close and redial
+    // forever. Refused by the node and by the network benchmark.
+    sv(dir.path())
+        .args(["node", "--data"])
+        .arg(dir.path().join("data"))
+        .args(["--chain", "/nonexistent.json", "--max-peers", "3"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "--max-peers 3 is below the 12 peers a vault looks for",
+        ));
+    sv(dir.path())
+        .args(["bench", "network", "--max-peers", "0"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("--max-peers 0 is below the 12"));
     // A client PUT of a device: refused before any vault is asked.
     sv(dir.path())
         .args(["client", "--api", "http://127.0.0.1:9", "put", "/dev/zero"])

@@ -65,8 +65,8 @@ pub struct Config {
     /// (messages themselves go out at once): tests shorten it to form
     /// their meshes sooner.
     pub heartbeat: Duration,
-    /// Connections a node aims for: it looks for more while it has fewer,
-    /// and closes unused ones beyond [`peers::max_peers`] of this.
+    /// Connections a node aims for: it looks for more while it has fewer
+    /// (and closes unused ones beyond `limits.max_peers` when set).
     pub target_peers: usize,
     /// How long a connection unused by requests stays open: libp2p's idle
     /// timeout, and (up to [`peers::CLOSE_GRACE`]) the grace before a
@@ -90,7 +90,7 @@ impl Config {
             bootstrap: Vec::new(),
             chain_id,
             heartbeat: Duration::from_secs(1),
-            target_peers: 12,
+            target_peers: TARGET_PEERS,
             idle_connection: Duration::from_secs(30),
             meter: None,
             links: None,
@@ -98,6 +98,9 @@ impl Config {
         }
     }
 }
+
+/// The connections a node aims for by default.
+pub const TARGET_PEERS: usize = 12;
 
 /// What a gossip message is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -203,8 +206,8 @@ pub const PING_INTERVAL: Duration = Duration::from_secs(15);
 /// Why the last connection with a peer closed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Closed {
-    /// This node closed it, unused for the idle timeout: the peer may be
-    /// as alive as ever.
+    /// This node closed it, unused for the idle timeout or beyond the
+    /// peers it keeps: the peer may be as alive as ever.
     Idle,
     /// Anything else: the peer stopped, crashed, closed it for its own
     /// idle timeout, or the network failed.
@@ -332,6 +335,7 @@ pub fn start(
         pending: HashMap::new(),
         bootstraps,
         target_peers: config.target_peers,
+        max_peers: config.limits.max_peers,
         peer_use: peers::PeerUse::new(
             &config.secret,
             config.idle_connection.min(peers::CLOSE_GRACE),
@@ -339,6 +343,7 @@ pub fn start(
         connected: HashSet::new(),
         dialing: HashSet::new(),
         last_walk: None,
+        dial_failed: HashMap::new(),
     };
     let task = tokio::spawn(runner.run());
     let handle = Handle::new(commands, local);

@@ -18,7 +18,7 @@ use std::convert::Infallible;
 use std::net::IpAddr;
 use std::task::{Context, Poll};
 
-/// How many connections peers may open.
+/// How many connections peers may open, and how many a node keeps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ConnectionLimits {
     /// Connections peers opened, at most, all together.
@@ -27,6 +27,13 @@ pub struct ConnectionLimits {
     pub per_ip: usize,
     /// Whether loopback addresses count toward `per_ip`.
     pub limit_loopback: bool,
+    /// Connections beyond this many are closed once unused
+    /// ([`crate::peers`]); none: a connection closes only when no protocol
+    /// holds a stream on it, and gossipsub holds one with every peer, so a
+    /// vault stays connected to every peer it ever met. Off by default:
+    /// at 64 vaults the connections closed cost more in handshakes when
+    /// clients store blobs than they save while idle (docs/DESIGN.md).
+    pub max_peers: Option<usize>,
 }
 
 impl Default for ConnectionLimits {
@@ -35,6 +42,7 @@ impl Default for ConnectionLimits {
             inbound: 1024,
             per_ip: 16,
             limit_loopback: false,
+            max_peers: None,
         }
     }
 }
@@ -181,6 +189,7 @@ mod tests {
             inbound: 4,
             per_ip: 2,
             limit_loopback: false,
+            max_peers: None,
         });
         let local = addr("/ip4/10.0.0.1/tcp/7733");
         let from = |ip: &str| addr(&format!("/ip4/{ip}/tcp/50000"));
@@ -223,6 +232,7 @@ mod tests {
             inbound: 10,
             per_ip: 1,
             limit_loopback: true,
+            max_peers: None,
         });
         assert!(take(&mut strict, 1, &from("127.0.0.1")).is_ok());
         assert!(take(&mut strict, 2, &from("127.0.0.1")).is_err());

@@ -7,30 +7,23 @@
 //! every connection costs its pings, its gossip and its task's wake-ups.
 //! At 64 vaults that was 63 connections a vault where 12 were wanted.
 //!
-//! So the node closes the excess itself, as Lighthouse's peer manager
-//! does: never a peer used for a request within the grace period (the
-//! idle timeout a connection would otherwise have), peers outside every
+//! With `ConnectionLimits::max_peers` set, the node closes the excess
+//! itself, as Lighthouse's peer manager does: never a peer used for a
+//! request within the grace period, peers outside every
 //! gossip mesh before mesh peers, peers that dialled in before those this
-//! node chose to dial (an attacker's many inbound connections go first),
-//! and within each group in an order keyed by the node's secret, which
-//! peers cannot predict or grind their ids against.
+//! node chose to dial, and within each group in an order keyed by the
+//! node's secret, which peers cannot predict or grind their ids against.
+//! A peer that keeps sending requests keeps its connection: the inbound
+//! limits ([`crate::ConnectionLimits`]) bound how many peers can.
 
 use libp2p::PeerId;
 use std::collections::{HashMap, HashSet};
 use tokio::time::{Duration, Instant};
 
-/// The connections a node holds beyond its target before it closes some:
-/// half as many again, so that a node is not forever closing the
-/// connections its peers open and reopen.
-pub fn max_peers(target: usize) -> usize {
-    target + target.div_ceil(2)
-}
-
 /// How long a connection beyond the peers wanted is kept after its last
-/// request (or its opening): long enough for a request and its answer,
-/// short enough that the dozens of connections a Kademlia walk opens do
-/// not linger (each walk of a small network meets most of it).
-pub const CLOSE_GRACE: Duration = Duration::from_secs(10);
+/// request (or its opening): longer than a request waits for its answer
+/// (20 s), so that neither side's request is cut off by this side.
+pub const CLOSE_GRACE: Duration = Duration::from_secs(30);
 
 pub(crate) struct PeerUse {
     /// Keys the order in which otherwise equal peers are closed.
@@ -60,9 +53,12 @@ impl PeerUse {
         *blake3::keyed_hash(&self.salt, &peer.to_bytes()).as_bytes()
     }
 
-    /// A connection with `peer` is up; `dialled`: this node opened it.
+    /// A connection with `peer` is up; `dialled`: this node opened it. A
+    /// peer that connects again while this node closes its connections is
+    /// no longer closing: it is a peer with a fresh grace.
     pub fn connected(&mut self, peer: PeerId, dialled: bool, now: Instant) {
         self.last_used.insert(peer, now);
+        self.closing.remove(&peer);
         if dialled {
             self.outbound.insert(peer);
         }
@@ -138,8 +134,6 @@ mod tests {
 
     #[test]
     fn the_excess_goes_a_quarter_at_a_time_and_nothing_more() {
-        assert_eq!(max_peers(12), 18);
-        assert_eq!(max_peers(3), 5);
         let now = Instant::now();
         let all = peers(10);
         let mut uses = PeerUse::new(&[1; 32], Duration::from_secs(30));

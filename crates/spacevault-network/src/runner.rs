@@ -17,6 +17,10 @@ use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 
+/// How long a peer whose dial failed is left out of the peers dialled
+/// from the routing table.
+const DIAL_BACKOFF: Duration = Duration::from_secs(60);
+
 /// A Kademlia walk for more peers, at most this often.
 const DISCOVERY_INTERVAL: Duration = Duration::from_secs(30);
 
@@ -42,12 +46,17 @@ pub(crate) struct Runner {
     pub(crate) pending: HashMap<OutboundRequestId, Pending>,
     pub(crate) bootstraps: bootstrap::Bootstraps,
     pub(crate) target_peers: usize,
+    /// Unused connections beyond this many close (none: they stay).
+    pub(crate) max_peers: Option<usize>,
     /// When each connected peer was last used, and which this node closes.
     pub(crate) peer_use: peers::PeerUse,
     pub(crate) connected: HashSet<PeerId>,
     /// Peers dialled to reach `target_peers`, not yet connected.
     pub(crate) dialing: HashSet<PeerId>,
     pub(crate) last_walk: Option<tokio::time::Instant>,
+    /// Peers whose last dial failed, and when: not dialled from the
+    /// routing table again for [`DIAL_BACKOFF`].
+    pub(crate) dial_failed: HashMap<PeerId, tokio::time::Instant>,
 }
 
 impl Runner {
@@ -107,13 +116,32 @@ impl Runner {
     }
 
     /// Dials up to `wanted` peers of the routing table this node is not
-    /// connected to, in an order of its own; how many it dialled.
+    /// connected to, in an order of its own, leaving out blocked peers and
+    /// those whose dial failed in the last [`DIAL_BACKOFF`] (Kademlia keeps
+    /// a vanished peer in its table: without the backoff the same dead
+    /// peers would be dialled every time and the walk never run); how
+    /// many it dialled.
     fn dial_known(&mut self, wanted: usize) -> usize {
+        let now = tokio::time::Instant::now();
+        self.dial_failed
+            .retain(|_, t| now.saturating_duration_since(*t) < DIAL_BACKOFF);
+        let blocked: HashSet<PeerId> = self
+            .swarm
+            .behaviour()
+            .blocked
+            .blocked_peers()
+            .iter()
+            .copied()
+            .collect();
         let mut known: Vec<([u8; 32], PeerId, Multiaddr)> = Vec::new();
         for bucket in self.swarm.behaviour_mut().kad.kbuckets() {
             for entry in bucket.iter() {
                 let peer = *entry.node.key.preimage();
-                if !self.connected.contains(&peer) && !self.dialing.contains(&peer) {
+                let skip = self.connected.contains(&peer)
+                    || self.dialing.contains(&peer)
+                    || self.dial_failed.contains_key(&peer)
+                    || blocked.contains(&peer);
+                if !skip {
                     let rank = self.peer_use.rank(&peer);
                     known.push((rank, peer, entry.node.value.first().clone()));
                 }
@@ -121,13 +149,18 @@ impl Runner {
         }
         known.sort_unstable_by_key(|k| k.0);
         let mut dialled = 0;
-        for (_, peer, address) in known.into_iter().take(wanted) {
+        for (_, peer, address) in known {
+            if dialled == wanted {
+                break;
+            }
             let dial = libp2p::swarm::dial_opts::DialOpts::peer_id(peer)
                 .addresses(vec![address])
                 .build();
             if self.swarm.dial(dial).is_ok() {
                 self.dialing.insert(peer);
                 dialled += 1;
+            } else {
+                self.dial_failed.insert(peer, now);
             }
         }
         dialled
@@ -136,6 +169,9 @@ impl Runner {
     /// Closes unused connections beyond the most this node keeps
     /// ([`peers`] says which and why).
     fn close_unused(&mut self) {
+        let Some(max) = self.max_peers else {
+            return;
+        };
         let mesh: HashSet<PeerId> = self
             .swarm
             .behaviour()
@@ -143,7 +179,6 @@ impl Runner {
             .all_mesh_peers()
             .copied()
             .collect();
-        let max = peers::max_peers(self.target_peers);
         let now = tokio::time::Instant::now();
         for peer in self
             .peer_use
@@ -261,6 +296,7 @@ impl Runner {
             } => {
                 if let Some(peer) = peer_id {
                     self.dialing.remove(&peer);
+                    self.dial_failed.insert(peer, tokio::time::Instant::now());
                 }
                 self.bootstrap_failed(connection_id, &error);
             }
@@ -303,9 +339,12 @@ impl Runner {
                 .add_address(&peer_id, address);
         }
         self.dialing.remove(&peer_id);
+        self.dial_failed.remove(&peer_id);
+        // Every new connection, not only a peer's first: one opened while
+        // this node was closing the last makes the peer a peer again.
+        let now = tokio::time::Instant::now();
+        self.peer_use.connected(peer_id, endpoint.is_dialer(), now);
         if self.connected.insert(peer_id) {
-            let now = tokio::time::Instant::now();
-            self.peer_use.connected(peer_id, endpoint.is_dialer(), now);
             tracing::debug!(%peer_id, dialer = endpoint.is_dialer(), "connected");
             emit(&self.events, Event::PeerUp(peer_id)).await;
         }

@@ -518,6 +518,7 @@ async fn connections_from_one_address_past_the_limit_are_refused() {
         inbound: 100,
         per_ip: 1,
         limit_loopback: true,
+        max_peers: None,
     };
     let (a, mut a_events) = tcp(61, strict, vec![]);
     let a_addr = first_address(&mut a_events, &a).await;
@@ -552,6 +553,7 @@ async fn connections_beyond_the_peers_wanted_close_and_gossip_still_reaches_ever
     // gossipsub's streams would keep it so.
     const NODES: usize = 12;
     const TARGET: usize = 4;
+    const MAX: usize = 6;
     let mut handles = Vec::new();
     let mut heard = Vec::new();
     let mut addresses = Vec::new();
@@ -561,6 +563,7 @@ async fn connections_beyond_the_peers_wanted_close_and_gossip_still_reaches_ever
         config.bootstrap = addresses.clone();
         config.heartbeat = Duration::from_millis(100);
         config.target_peers = TARGET;
+        config.limits.max_peers = Some(MAX);
         config.idle_connection = Duration::from_millis(500);
         let (handle, mut events, _task) = start(config).unwrap();
         addresses.push(first_address(&mut events, &handle).await);
@@ -594,21 +597,18 @@ async fn connections_beyond_the_peers_wanted_close_and_gossip_still_reaches_ever
         tokio::time::sleep(Duration::from_millis(50)).await;
         most = counts().await;
     }
-    assert!(
-        most.iter().any(|&n| n > peers::max_peers(TARGET)),
-        "{most:?}"
-    );
+    assert!(most.iter().any(|&n| n > MAX), "{most:?}");
     // Unused past their grace, the excess closes.
     let deadline = Instant::now() + Duration::from_secs(20);
     let mut now = counts().await;
-    while now.iter().any(|&n| n > peers::max_peers(TARGET)) && Instant::now() < deadline {
+    while now.iter().any(|&n| n > MAX) && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(50)).await;
         now = counts().await;
     }
     assert!(
-        now.iter().all(|&n| n <= peers::max_peers(TARGET)),
+        now.iter().all(|&n| n <= MAX),
         "peers a node {now:?}, at most {} wanted",
-        peers::max_peers(TARGET)
+        MAX
     );
     // The meshes mend over the connections kept: a message still reaches
     // every node.

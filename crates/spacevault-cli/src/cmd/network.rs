@@ -103,6 +103,10 @@ pub struct BenchNetworkArgs {
     pub shared_slot_checks: Switch,
     #[command(flatten)]
     pub distance: DistanceArgs,
+    /// Each vault closes connections unused for 30 s beyond this many, at
+    /// least 12 (by default a vault stays connected to every peer it met).
+    #[arg(long, value_name = "N")]
+    pub max_peers: Option<usize>,
     /// Where the vaults' plots (kept for the next run) and stores go.
     #[arg(long, value_name = "DIR", default_value = "spacevault-bench-network")]
     pub dir: PathBuf,
@@ -116,6 +120,7 @@ pub fn run(a: BenchNetworkArgs) -> Result<()> {
     if std::env::var_os("RUST_LOG").is_some() {
         crate::logs::init();
     }
+    crate::cmd::node::check_max_peers(a.max_peers)?;
     if !(1..=1024).contains(&a.vaults) {
         anyhow::bail!("--vaults must be 1 to 1024");
     }
@@ -164,6 +169,7 @@ fn options_of(a: BenchNetworkArgs) -> Result<NetworkBenchOptions> {
         mode,
         shared_slot_checks: a.shared_slot_checks == Switch::On,
         distance: a.distance.distance()?,
+        max_peers: a.max_peers,
         dir: a.dir,
     })
 }
@@ -186,6 +192,9 @@ fn print_report(options: &NetworkBenchOptions, r: &network::NetworkBench) -> Res
         options.replication,
         options.distance.name()
     );
+    if let Some(max) = options.max_peers {
+        outln!("connections     unused ones beyond {max} a vault closed");
+    }
     outln!(
         "started         {:.2} s (every vault listening)",
         r.started_seconds

@@ -51,6 +51,10 @@ pub struct NodeArgs {
     /// Count loopback connections toward --max-per-ip too.
     #[arg(long)]
     pub limit_loopback: bool,
+    /// Close connections unused for 30 s beyond this many, at least 12 (by
+    /// default a vault stays connected to every peer it met).
+    #[arg(long, value_name = "N")]
+    pub max_peers: Option<usize>,
     /// Remember signatures verified once (a transaction is checked when it
     /// arrives and again inside its block).
     #[arg(long, value_enum, value_name = "ON|OFF", default_value_t = Switch::On)]
@@ -100,10 +104,23 @@ fn parse_addrs(what: &str, addrs: &[String]) -> Result<Vec<spacevault_network::A
         .collect()
 }
 
+/// Refuses a `--max-peers` below the peers a vault looks for: it would
+/// close connections down to it and dial up again, forever.
+pub fn check_max_peers(max: Option<usize>) -> Result<()> {
+    let target = spacevault_network::TARGET_PEERS;
+    match max {
+        Some(n) if n < target => anyhow::bail!(
+            "--max-peers {n} is below the {target} peers a vault looks for: give {target} or more"
+        ),
+        _ => Ok(()),
+    }
+}
+
 pub fn run(args: NodeArgs) -> Result<()> {
     if args.api_max_requests == 0 {
         anyhow::bail!("--api-max-requests 0 would refuse every request: give 1 or more");
     }
+    check_max_peers(args.max_peers)?;
     let spec = super::chain::read_spec(&args.chain)?;
     let key = crate::keys::farmer_keypair()?;
     let listen = parse_addrs("--listen", &args.listen)?;
@@ -141,6 +158,7 @@ pub fn run(args: NodeArgs) -> Result<()> {
             inbound: args.max_inbound,
             per_ip: args.max_per_ip,
             limit_loopback: args.limit_loopback,
+            max_peers: args.max_peers,
         };
         config.verify_cache = args.verify_cache == Switch::On;
         config.links = links;
