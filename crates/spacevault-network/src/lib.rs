@@ -351,4 +351,6 @@ pub fn start(
 }
 
 #[cfg(test)]
+mod connection_tests;
+#[cfg(test)]
 mod tests;
