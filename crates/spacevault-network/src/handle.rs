@@ -22,6 +22,7 @@ pub(crate) enum Command {
     AddAddress(PeerId, Multiaddr),
     Block(PeerId),
     Unblock(PeerId),
+    Disconnect(PeerId),
     Peers(oneshot::Sender<Vec<PeerId>>),
     Addresses(oneshot::Sender<Vec<Multiaddr>>),
     Bootstrap(oneshot::Sender<Vec<BootstrapStatus>>),
@@ -177,6 +178,11 @@ impl Handle {
 
     pub fn unblock(&self, peer: PeerId) {
         self.send(Command::Unblock(peer));
+    }
+
+    /// Closes every connection with `peer`, which may connect again.
+    pub fn disconnect(&self, peer: PeerId) {
+        self.send(Command::Disconnect(peer));
     }
 
     async fn ask<T: Default>(&self, command: impl FnOnce(oneshot::Sender<T>) -> Command) -> T {

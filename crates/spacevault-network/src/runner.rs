@@ -82,8 +82,12 @@ impl Runner {
     /// dials the bootstrap addresses again, each when its wait is over,
     /// while it has none.
     fn discover(&mut self) {
+        // Every failed dial is noted (requests dial too): only the last
+        // minute's are kept.
+        let now = tokio::time::Instant::now();
+        self.dial_failed
+            .retain(|_, t| now.saturating_duration_since(*t) < DIAL_BACKOFF);
         if self.connected.is_empty() {
-            let now = tokio::time::Instant::now();
             for (i, address) in self.bootstraps.due(now) {
                 let dial = libp2p::swarm::dial_opts::DialOpts::unknown_peer_id()
                     .address(address)
@@ -123,8 +127,6 @@ impl Runner {
     /// many it dialled.
     fn dial_known(&mut self, wanted: usize) -> usize {
         let now = tokio::time::Instant::now();
-        self.dial_failed
-            .retain(|_, t| now.saturating_duration_since(*t) < DIAL_BACKOFF);
         let blocked: HashSet<PeerId> = self
             .swarm
             .behaviour()
@@ -239,6 +241,9 @@ impl Runner {
             }
             Command::Block(peer) => {
                 b.blocked.block_peer(peer);
+            }
+            Command::Disconnect(peer) => {
+                let _ = self.swarm.disconnect_peer_id(peer);
             }
             Command::Unblock(peer) => {
                 b.blocked.unblock_peer(peer);
