@@ -1,7 +1,7 @@
 //! Tests of the connections a node keeps: closing those beyond the
 //! peers it wants, and requests caught by a closing connection.
 
-use crate::tests::{first_address, next, node};
+use crate::tests::{first_address, hear_gossip, next, node};
 use crate::*;
 use std::time::Instant;
 
@@ -26,22 +26,8 @@ async fn connections_beyond_the_peers_wanted_close_and_gossip_still_reaches_ever
         config.idle_connection = Duration::from_millis(500);
         let (handle, mut events, _task) = start(config).unwrap();
         addresses.push(first_address(&mut events, &handle).await);
-        let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let (h, f) = (handle.clone(), flag.clone());
-        tokio::spawn(async move {
-            while let Some(event) = events.recv().await {
-                match event {
-                    Event::Gossip { id, source, .. } => {
-                        f.store(true, std::sync::atomic::Ordering::Relaxed);
-                        h.validate(id, source, Verdict::Accept);
-                    }
-                    Event::Request { reply, .. } => h.respond(reply, Response::NotFound),
-                    _ => {}
-                }
-            }
-        });
+        heard.push(hear_gossip(&handle, events));
         handles.push(handle);
-        heard.push(flag);
     }
     let counts = || async {
         let mut counts = Vec::new();

@@ -34,6 +34,29 @@ pub(crate) async fn next<T>(
     }
 }
 
+/// Takes a node's events for the rest of the test: gossip accepted (and
+/// the returned flag raised), requests answered `NotFound`.
+pub(crate) fn hear_gossip(
+    handle: &Handle,
+    mut events: mpsc::Receiver<Event>,
+) -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+    let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (h, f) = (handle.clone(), flag.clone());
+    tokio::spawn(async move {
+        while let Some(event) = events.recv().await {
+            match event {
+                Event::Gossip { id, source, .. } => {
+                    f.store(true, std::sync::atomic::Ordering::Relaxed);
+                    h.validate(id, source, Verdict::Accept);
+                }
+                Event::Request { reply, .. } => h.respond(reply, Response::NotFound),
+                _ => {}
+            }
+        }
+    });
+    flag
+}
+
 pub(crate) async fn first_address(
     events: &mut mpsc::Receiver<Event>,
     handle: &Handle,
@@ -176,22 +199,8 @@ async fn many_peers_on_one_address_all_hear_gossip() {
         if i == 0 {
             boot = vec![first_address(&mut events, &handle).await];
         }
-        let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let (h, f) = (handle.clone(), flag.clone());
-        tokio::spawn(async move {
-            while let Some(event) = events.recv().await {
-                match event {
-                    Event::Gossip { id, source, .. } => {
-                        f.store(true, std::sync::atomic::Ordering::Relaxed);
-                        h.validate(id, source, Verdict::Accept);
-                    }
-                    Event::Request { reply, .. } => h.respond(reply, Response::NotFound),
-                    _ => {}
-                }
-            }
-        });
+        heard.push(hear_gossip(&handle, events));
         handles.push(handle);
-        heard.push(flag);
     }
     // Connected and scored: every node has a peer, and a few score
     // refreshes (one a second) have passed.
